@@ -1,0 +1,68 @@
+/**
+ * Injectable time. Everything in RON that waits, times out or measures takes a {@link Clock}, so
+ * tests can run on virtual time (`VirtualClock` in `@ron/core/testing`) instead of sleeping.
+ *
+ * @module
+ */
+
+import { CanceledError } from './errors.js'
+
+/** An opaque timer handle returned by {@link Clock.setTimeout}. */
+export interface TimerHandle {
+  /** Lets the process exit while the timer is pending (no-op on virtual clocks). */
+  unref?(): unknown
+}
+
+/** Source of time and timers. */
+export interface Clock {
+  /** Milliseconds on a monotonic-enough scale (wall-clock epoch ms for {@link systemClock}). */
+  now(): number
+  /** Calls `fn` after `ms` milliseconds. */
+  setTimeout(fn: () => void, ms: number): TimerHandle
+  /** Cancels a pending timer; unknown or fired handles are ignored. */
+  clearTimeout(handle: TimerHandle): void
+  /**
+   * Resolves after `ms` milliseconds; rejects with the signal's reason (a `CanceledError` unless
+   * the signal carries its own) when `signal` aborts first. Leaves no timer or listener behind.
+   */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>
+}
+
+/** Builds `sleep` from `setTimeout`/`clearTimeout`; shared by the real and virtual clocks. */
+export function sleepWith(clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>, ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortReason(signal))
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = (): void => {
+      clock.clearTimeout(handle)
+      reject(abortReason(signal!))
+    }
+    const handle = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, Math.max(0, ms))
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+/** The error to reject with when `signal` aborted: its reason if it is an Error, else a CanceledError. */
+export function abortReason(signal: AbortSignal): Error {
+  const r: unknown = signal.reason
+  if (r instanceof Error && r.name !== 'AbortError') return r
+  return new CanceledError('operation canceled', r === undefined ? {} : { cause: r })
+}
+
+/** The real clock: `Date.now()` and unref'ed Node timers. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout(fn, ms) {
+    const t = setTimeout(fn, ms)
+    t.unref()
+    return t
+  },
+  clearTimeout(handle) {
+    clearTimeout(handle as ReturnType<typeof setTimeout>)
+  },
+  sleep(ms, signal) {
+    return sleepWith(systemClock, ms, signal)
+  },
+}

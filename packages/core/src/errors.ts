@@ -1,0 +1,244 @@
+/**
+ * The RON error catalog (SPEC.md section 4). Every failure that crosses a package boundary or the
+ * wire is a {@link RonError} subclass with a stable `code`, an HTTP `status` and a `retryable` flag.
+ * Match errors by `code` (or `instanceof`), never by message.
+ *
+ * @module
+ */
+
+/** Stable error codes. The wire envelope's `error.code` is one of these. */
+export const ErrorCodes = {
+  Malformed: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
+  NotFound: 404,
+  MethodNotAllowed: 405,
+  Conflict: 409,
+  ChainMismatch: 409,
+  DuplicateApproval: 409,
+  OverLimit: 413,
+  UnsupportedMediaType: 415,
+  RangeNotSatisfiable: 416,
+  InvalidSignature: 422,
+  QuorumNotMet: 422,
+  Revoked: 422,
+  Expired: 422,
+  IntegrityFailed: 422,
+  Busy: 429,
+  NotReady: 503,
+  Draining: 503,
+  Canceled: 503,
+  BreakerOpen: 503,
+  Brownout: 503,
+  Closed: 503,
+  Timeout: 504,
+  Internal: 500,
+} as const satisfies Record<string, number>
+
+/** One of the stable error codes of {@link ErrorCodes}. */
+export type ErrorCode = keyof typeof ErrorCodes
+
+const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'Busy',
+  'NotReady',
+  'Draining',
+  'BreakerOpen',
+  'Brownout',
+  'Timeout',
+])
+
+/** Options common to every {@link RonError}. */
+export interface RonErrorOptions {
+  /** Structured, JSON-safe details for the envelope's `details` (never secrets or stack traces). */
+  details?: Record<string, unknown>
+  /** The underlying cause, kept for logs; never sent on the wire. */
+  cause?: unknown
+  /** Suggested wait before retrying, in milliseconds; becomes `Retry-After` (rounded up to seconds). */
+  retryAfterMs?: number
+}
+
+/** The wire shape of an error: `{"error":{...}}`. */
+export interface ErrorEnvelope {
+  error: {
+    code: ErrorCode
+    message: string
+    retryable: boolean
+    corr_id: string
+    details: Record<string, unknown>
+  }
+}
+
+/**
+ * Base class of every RON error. Carries a stable {@link ErrorCode}, the HTTP status it maps to,
+ * whether a caller may retry, optional details and an optional `Retry-After` hint.
+ *
+ * @example
+ * ```ts
+ * try { await queue.trySend(job) } catch (e) {
+ *   if (isRonError(e, 'Busy')) console.log('retry after', e.retryAfterMs)
+ * }
+ * ```
+ */
+export class RonError extends Error {
+  /** Stable machine-readable code. */
+  readonly code: ErrorCode
+  /** HTTP status this error maps to. */
+  readonly status: number
+  /** Whether the same request may succeed if retried later. */
+  readonly retryable: boolean
+  /** Structured details sent in the envelope. */
+  readonly details: Record<string, unknown>
+  /** Suggested wait before retrying, in milliseconds. */
+  readonly retryAfterMs: number | undefined
+
+  constructor(code: ErrorCode, message: string, options: RonErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = `${code}Error`
+    this.code = code
+    this.status = ErrorCodes[code]
+    this.retryable = RETRYABLE.has(code)
+    this.details = options.details ?? {}
+    this.retryAfterMs = options.retryAfterMs
+  }
+
+  /** The wire envelope for this error. */
+  toEnvelope(corrId: string): ErrorEnvelope {
+    return {
+      error: {
+        code: this.code,
+        message: this.message,
+        retryable: this.retryable,
+        corr_id: corrId,
+        details: this.details,
+      },
+    }
+  }
+}
+
+function define<C extends ErrorCode>(code: C, defaultMessage: string) {
+  return class extends RonError {
+    declare readonly code: C
+    constructor(message: string = defaultMessage, options?: RonErrorOptions) {
+      super(code, message, options)
+    }
+  }
+}
+
+/** 400: bad JSON, bad address, bad field. `details.field` names the offending field when known. */
+export class MalformedError extends define('Malformed', 'malformed request') {}
+/** 401: missing or invalid token. `details.reason` says why. */
+export class UnauthorizedError extends define('Unauthorized', 'missing or invalid token') {}
+/** 403: the token lacks the scope or a caveat forbids the request. */
+export class ForbiddenError extends define('Forbidden', 'forbidden') {}
+/** 404: no such object or route. */
+export class NotFoundError extends define('NotFound', 'not found') {}
+/** 405: the route exists but not for this method. */
+export class MethodNotAllowedError extends define('MethodNotAllowed', 'method not allowed') {}
+/** 409: the request conflicts with the current state. */
+export class ConflictError extends define('Conflict', 'conflict') {}
+/** 409: a proposal or append does not link the current head. */
+export class ChainMismatchError extends define('ChainMismatch', 'chain mismatch') {}
+/** 409: the signer already approved this proposal. */
+export class DuplicateApprovalError extends define('DuplicateApproval', 'duplicate approval') {}
+/** 413: body or decompressed size over its cap. */
+export class OverLimitError extends define('OverLimit', 'over limit') {}
+/** 415: content type or encoding not accepted. */
+export class UnsupportedMediaTypeError extends define('UnsupportedMediaType', 'unsupported media type') {}
+/** 416: the requested range lies outside the object. */
+export class RangeNotSatisfiableError extends define('RangeNotSatisfiable', 'range not satisfiable') {}
+/** 422: a signature does not verify. */
+export class InvalidSignatureError extends define('InvalidSignature', 'invalid signature') {}
+/** 422: not enough approvals. */
+export class QuorumNotMetError extends define('QuorumNotMet', 'quorum not met') {}
+/** 422: the token or key was revoked. */
+export class RevokedError extends define('Revoked', 'revoked') {}
+/** 422: the token or key has expired. */
+export class ExpiredError extends define('Expired', 'expired') {}
+/** 422: content does not match its address or integrity data. */
+export class IntegrityFailedError extends define('IntegrityFailed', 'integrity check failed') {}
+/** 429: a queue is full or a rate limit applies. Carries `retryAfterMs`. */
+export class BusyError extends define('Busy', 'busy') {}
+/** 503: a dependency is not ready. */
+export class NotReadyError extends define('NotReady', 'not ready') {}
+/** 503: the service is shutting down. */
+export class DrainingError extends define('Draining', 'draining') {}
+/** 503: the operation was canceled (signal aborted or shutdown). */
+export class CanceledError extends define('Canceled', 'canceled') {}
+/** 503: a circuit breaker is open. */
+export class BreakerOpenError extends define('BreakerOpen', 'circuit breaker open') {}
+/** 503: load shedding is active. */
+export class BrownoutError extends define('Brownout', 'brownout') {}
+/** 503: the resource was closed; calls after `close()` fail with this. */
+export class ClosedError extends define('Closed', 'closed') {}
+/** 504: a deadline was exceeded. `details.op` names the operation when known. */
+export class TimeoutError extends define('Timeout', 'deadline exceeded') {}
+/** 500: anything unexpected. The message sent on the wire never includes a stack trace. */
+export class InternalError extends define('Internal', 'internal error') {}
+
+/** True when `e` is a {@link RonError}, optionally of the given code. */
+export function isRonError(e: unknown, code?: ErrorCode): e is RonError {
+  return e instanceof RonError && (code === undefined || e.code === code)
+}
+
+/**
+ * Normalises anything thrown into a {@link RonError}. RonErrors pass through; an `AbortError`
+ * becomes {@link CanceledError} (or the signal's reason when that is a RonError); everything
+ * else becomes {@link InternalError} with the original as `cause`.
+ */
+export function toRonError(e: unknown): RonError {
+  if (e instanceof RonError) return e
+  if (e instanceof Error && e.name === 'AbortError') {
+    const reason: unknown = (e as { cause?: unknown }).cause
+    if (reason instanceof RonError) return reason
+    return new CanceledError('operation aborted', { cause: e })
+  }
+  return new InternalError('internal error', { cause: e })
+}
+
+/**
+ * Rebuilds a typed error from a wire envelope (used by clients). Unknown codes become
+ * {@link InternalError} with the original code in `details.code`.
+ */
+export function errorFromEnvelope(status: number, body: unknown, retryAfterMs?: number): RonError {
+  const env = (body as Partial<ErrorEnvelope> | undefined)?.error
+  const code = env?.code
+  const message = typeof env?.message === 'string' ? env.message : `HTTP ${status}`
+  const details = { ...(env?.details ?? {}), ...(env?.corr_id ? { corr_id: env.corr_id } : {}) }
+  const opts: RonErrorOptions = retryAfterMs === undefined ? { details } : { details, retryAfterMs }
+  if (typeof code === 'string' && code in ErrorCodes) return errorForCode(code, message, opts)
+  const fallback = (Object.entries(ErrorCodes).find(([, s]) => s === status)?.[0] ?? 'Internal') as ErrorCode
+  return errorForCode(fallback, message, { ...opts, details: { ...details, status } })
+}
+
+const CLASSES: { [C in ErrorCode]: new (message?: string, options?: RonErrorOptions) => RonError } = {
+  Malformed: MalformedError,
+  Unauthorized: UnauthorizedError,
+  Forbidden: ForbiddenError,
+  NotFound: NotFoundError,
+  MethodNotAllowed: MethodNotAllowedError,
+  Conflict: ConflictError,
+  ChainMismatch: ChainMismatchError,
+  DuplicateApproval: DuplicateApprovalError,
+  OverLimit: OverLimitError,
+  UnsupportedMediaType: UnsupportedMediaTypeError,
+  RangeNotSatisfiable: RangeNotSatisfiableError,
+  InvalidSignature: InvalidSignatureError,
+  QuorumNotMet: QuorumNotMetError,
+  Revoked: RevokedError,
+  Expired: ExpiredError,
+  IntegrityFailed: IntegrityFailedError,
+  Busy: BusyError,
+  NotReady: NotReadyError,
+  Draining: DrainingError,
+  Canceled: CanceledError,
+  BreakerOpen: BreakerOpenError,
+  Brownout: BrownoutError,
+  Closed: ClosedError,
+  Timeout: TimeoutError,
+  Internal: InternalError,
+}
+
+/** Constructs the typed subclass for `code` (for example {@link BusyError} for `'Busy'`). */
+export function errorForCode(code: ErrorCode, message?: string, options?: RonErrorOptions): RonError {
+  return new CLASSES[code](message, options)
+}

@@ -1,0 +1,104 @@
+/**
+ * The request/reply model of the RON HTTP host. It is deliberately not the Web `Request`/`Response`
+ * pair: on `node:http` a request is wrapped (never copied) and a reply is written straight to the
+ * `ServerResponse`; `MemoryTransport` passes the same objects in-process; the fetch adapter
+ * converts only at the edge.
+ *
+ * @module
+ */
+
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Claims } from '../auth/types.js'
+
+/** HTTP methods a route may declare. */
+export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS'
+
+/** An incoming request as the host sees it, however it arrived. */
+export interface RonRequest {
+  /** Upper-case method. */
+  readonly method: string
+  /** Path plus query string, as received (e.g. `/o/b3:…?x=1`). */
+  readonly url: string
+  /** Lower-case header names, as `node:http` gives them. */
+  readonly headers: IncomingHttpHeaders
+  /** The raw request body (possibly compressed). Empty for bodiless requests. */
+  readonly body: AsyncIterable<Uint8Array>
+  /** Peer address, used for per-IP limits (`'memory'` on the in-memory transport). */
+  readonly remoteAddress: string
+  /** Aborts when the client goes away or the service force-closes. */
+  readonly signal: AbortSignal
+}
+
+/** A reply body: nothing, bytes, text, or a stream of byte chunks. */
+export type ReplyBody = undefined | string | Uint8Array | AsyncIterable<Uint8Array>
+
+/** Header values of a reply. */
+export type ReplyHeaders = Record<string, string | number | readonly string[]>
+
+/** What a route handler returns. */
+export interface Reply {
+  status: number
+  headers?: ReplyHeaders
+  /** Raw body. Exclusive with `json`. */
+  body?: ReplyBody
+  /** A JSON value, serialised by the host with `content-type: application/json`. */
+  json?: unknown
+}
+
+/** The response side as seen by in-process callers (`dispatch`, `MemoryTransport`). */
+export interface RonResponse {
+  readonly status: number
+  /** Lower-case header names; multi-valued headers as arrays. */
+  readonly headers: Record<string, string | string[]>
+  /** The body as a stream of chunks (empty for HEAD, 204, 304). */
+  readonly body: AsyncIterable<Uint8Array>
+}
+
+/** Everything a route handler gets. */
+export interface RouteContext {
+  readonly req: RonRequest
+  /** Path parameters by name (`/o/:addr` → `params.addr`), already URI-decoded. */
+  readonly params: Readonly<Record<string, string>>
+  /** Parsed query string. */
+  readonly query: URLSearchParams
+  /** The request's correlation id (accepted from `X-Corr-ID` or generated). */
+  readonly corrId: string
+  /** Verified token claims when the route declared a scope; `undefined` on public routes. */
+  readonly auth: Claims | undefined
+  /** Aborts on client disconnect, deadline, or forced shutdown. */
+  readonly signal: AbortSignal
+  /**
+   * Reads the body (decoded per `Content-Encoding`, under the route's body cap and the
+   * decompression caps) and validates it strictly against `schema`.
+   * @throws {@link MalformedError} naming the field; {@link OverLimitError}; {@link UnsupportedMediaTypeError}
+   */
+  json<T>(schema: { parse(value: unknown): T }): Promise<T>
+  /** Reads the whole decoded body under the route's cap. */
+  bytes(): Promise<Uint8Array>
+  /** The decoded body as a stream, enforcing the route's cap as it flows. */
+  stream(): AsyncIterable<Uint8Array>
+}
+
+/** A route declaration. A write route (POST/PUT/PATCH/DELETE) must declare `scope` or `public: true`. */
+export interface Route {
+  method: HttpMethod
+  /** Path pattern with `:name` params, e.g. `/o/:addr`. */
+  path: string
+  /** Metric label; defaults to the path pattern. */
+  name?: string
+  /** Capability scope the token must carry (e.g. `storage:write`). */
+  scope?: string
+  /** Explicitly public (no token). Required to declare a write route without a scope. */
+  public?: boolean
+  /**
+   * Work queue (declared in the service topology) the request is admitted through. Full queue →
+   * `429 Busy`. Omit to run the handler directly (health-like routes).
+   */
+  queue?: string
+  /**
+   * Body cap in bytes after decoding. @default 1 MiB. Streaming routes set their own (e.g. the
+   * service's `maxObjectBytes`), or `Infinity` when the handler enforces one itself.
+   */
+  bodyLimit?: number
+  handler(ctx: RouteContext): Promise<Reply> | Reply
+}

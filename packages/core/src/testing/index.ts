@@ -1,0 +1,11 @@
+/**
+ * `@ron/core/testing`: test doubles that ship with the code. Virtual clock, seeded random,
+ * schedule exploration, a test token issuer and memory-transport helpers.
+ *
+ * @packageDocumentation
+ */
+
+export * from './virtual-clock.js'
+export * from './seeded-random.js'
+export * from './schedule.js'
+export * from './test-issuer.js'

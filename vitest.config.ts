@@ -1,0 +1,25 @@
+import { fileURLToPath } from 'node:url'
+import { defineConfig } from 'vitest/config'
+
+const src = (p: string): string => fileURLToPath(new URL(`./packages/${p}`, import.meta.url))
+
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@ron\/core\/testing$/, replacement: src('core/src/testing/index.ts') },
+      { find: /^@ron\/core$/, replacement: src('core/src/index.ts') },
+      { find: /^@ron\/storage$/, replacement: src('storage/src/index.ts') },
+      { find: /^@ron\/registry$/, replacement: src('registry/src/index.ts') },
+      { find: /^@ron\/passport$/, replacement: src('passport/src/index.ts') },
+      { find: /^@ron\/index$/, replacement: src('index/src/index.ts') },
+      { find: /^@ron\/interop$/, replacement: src('interop/src/index.ts') },
+    ],
+  },
+  test: {
+    include: ['packages/*/test/**/*.test.ts', 'examples/**/*.test.ts', 'docs/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+    reporters: ['default'],
+  },
+})
