@@ -8,5 +8,6 @@ export default defineConfig({
   clean: true,
   target: 'node20',
   tsconfig: 'tsconfig.build.json',
-  banner: ({ format }) => (format === 'esm' ? {} : {}),
+  // zod comes with @ron/core (a dependency); never bundle a second copy.
+  external: ['zod'],
 })

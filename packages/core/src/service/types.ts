@@ -21,6 +21,12 @@ export interface ChannelSpec {
   producers: string[]
   consumers: string[]
   overflow: OverflowPolicy
+  /**
+   * For `mpsc` channels consumed by a work pool that the service host creates (`host.pool(name)`):
+   * the number of workers. Channels named by a route's `queue` become pools too.
+   * @default no pool declared here (the host's `workers` option or 8 when a route uses the channel)
+   */
+  pool?: { concurrency: number }
 }
 
 /** A declared task or pool of tasks. */

@@ -1,0 +1,169 @@
+/**
+ * The `ron-node` command line: yargs wiring of the commands in `commands/`, exit codes and
+ * one-line error reporting.
+ *
+ * @module
+ */
+
+import yargs from 'yargs'
+import { configPrintCommand, configValidateCommand } from './commands/config.js'
+import { getCommand } from './commands/get.js'
+import { putCommand } from './commands/put.js'
+import { startCommand } from './commands/start.js'
+import type { NodeConfigInput } from './config.js'
+import { CliError, EXIT_CODES_HELP, ExitCode, describeError, exitCodeFor } from './exit-codes.js'
+import { LOG_LEVELS } from './logger.js'
+import { cliVersion } from './node.js'
+import { AVAILABLE_SERVICES } from './ports.js'
+
+interface NodeFlags {
+  config?: string
+  dataDir?: string
+  host?: string
+  portBase?: string
+  services?: string
+  logLevel?: string
+  drainDeadline?: string
+  json?: boolean
+}
+
+interface ClientFlags {
+  node?: string
+  token?: string
+  dataDir?: string
+  json?: boolean
+  progress?: boolean
+}
+
+/** Flags → the config's `overrides` (only those given). */
+function nodeFlags(a: NodeFlags): NodeConfigInput {
+  const out: Record<string, unknown> = {}
+  if (a.dataDir !== undefined) out['dataDir'] = a.dataDir
+  if (a.host !== undefined) out['host'] = a.host
+  if (a.portBase !== undefined) out['portBase'] = a.portBase
+  if (a.services !== undefined) out['services'] = a.services
+  if (a.logLevel !== undefined) out['logLevel'] = a.logLevel
+  if (a.drainDeadline !== undefined) out['drainDeadline'] = a.drainDeadline
+  return out as NodeConfigInput
+}
+
+const NODE_OPTIONS = {
+  config: { type: 'string', describe: 'config file (JSON, or TOML when it ends in .toml)', requiresArg: true },
+  'data-dir': { type: 'string', describe: 'data directory [default: RON_DATA_DIR or the platform data dir]', requiresArg: true },
+  host: { type: 'string', describe: 'interface to bind [default: 127.0.0.1]', requiresArg: true },
+  'port-base': { type: 'string', describe: 'admin port; storage = base+1, registry..interop = base+2..5; 0 = free ports [default: 7700]', requiresArg: true },
+  services: { type: 'string', describe: `services to host, comma-separated (available: ${AVAILABLE_SERVICES.join(', ')}) [default: storage]`, requiresArg: true },
+  'log-level': { type: 'string', choices: [...LOG_LEVELS], describe: 'log level [default: info]', requiresArg: true },
+  'drain-deadline': { type: 'string', describe: 'how long shutdown lets requests finish, e.g. 3s [default: 3s]', requiresArg: true },
+} as const
+
+const CLIENT_OPTIONS = {
+  node: { type: 'string', describe: 'storage URL [default: RON_NODE or http://127.0.0.1:7701]', requiresArg: true },
+  token: { type: 'string', describe: 'capability token [default: RON_TOKEN, else <data-dir>/admin.token]', requiresArg: true },
+  'data-dir': { type: 'string', describe: 'data dir whose admin.token to use [default: RON_DATA_DIR or the platform data dir]', requiresArg: true },
+  progress: { type: 'boolean', describe: 'progress bar on stderr [default: when stderr is a terminal]' },
+} as const
+
+/** Output streams of {@link runCli}; injectable for tests. */
+export interface CliIo {
+  stdout: NodeJS.WritableStream
+  stderr: NodeJS.WritableStream
+}
+
+/**
+ * Runs `ron-node` with `args` (without the node and script paths) and resolves with the exit code.
+ * Errors are printed as one line, `ron-node: <message>`, on stderr.
+ *
+ * @example
+ * ```ts
+ * const code = await runCli(['put', 'photo.jpg', '--json'])
+ * ```
+ */
+export async function runCli(args: readonly string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  let exitCode: number = ExitCode.Ok
+  const parser = yargs([...args])
+    .scriptName('ron-node')
+    .usage('$0 <command> [options]')
+    .command(
+      'start',
+      'run a node: storage and the admin listener, until SIGTERM/SIGINT',
+      (y) =>
+        y
+          .options(NODE_OPTIONS)
+          .option('json', { type: 'boolean', describe: 'print one JSON line {admin, services, tokenFile, dataDir} once ready' })
+          .example('$0 start', 'start on 127.0.0.1:7700 (admin) and :7701 (storage)')
+          .example('$0 start --port-base 0 --json --data-dir /tmp/ron', 'free ports, machine-readable summary')
+          .example('RON_LOG_LEVEL=debug $0 start --config ron.toml', 'config file, overridden by env and flags'),
+      async (a) => {
+        exitCode = await startCommand({ config: a.config, flags: nodeFlags(a as NodeFlags), json: a.json })
+      },
+    )
+    .command(
+      'put <file>',
+      'store a file (or - for stdin) and print its b3: address',
+      (y) =>
+        y
+          .positional('file', { type: 'string', describe: 'file to upload, or - for stdin', demandOption: true })
+          .options(CLIENT_OPTIONS)
+          .option('expect', { type: 'string', describe: 'fail (exit 5) unless the content hashes to this b3: address', requiresArg: true })
+          .option('json', { type: 'boolean', describe: 'print {"address","size"}' })
+          .example('$0 put photo.jpg', 'prints b3:…')
+          .example('tar c dir | $0 put - --json', 'from stdin, JSON output')
+          .example('$0 put f.bin --node http://10.0.0.2:7701 --token "$(cat token)"', 'another node'),
+      async (a) => {
+        const f = a as ClientFlags & { expect?: string }
+        await putCommand({ file: a.file, node: f.node, token: f.token, dataDir: f.dataDir, json: f.json, progress: f.progress, expect: f.expect }, io.stdout)
+      },
+    )
+    .command(
+      'get <address>',
+      'fetch an object by address, verified, to a file (-o) or stdout',
+      (y) =>
+        y
+          .positional('address', { type: 'string', describe: 'b3: address', demandOption: true })
+          .options(CLIENT_OPTIONS)
+          .option('output', { alias: 'o', type: 'string', describe: 'output file, written atomically once verified [default: stdout]', requiresArg: true })
+          .example('$0 get b3:… -o photo.jpg', 'verified, then renamed into place')
+          .example('$0 get b3:… | sha256sum', 'to stdout'),
+      async (a) => {
+        const f = a as ClientFlags & { output?: string }
+        await getCommand({ address: a.address, output: f.output, node: f.node, token: f.token, dataDir: f.dataDir, progress: f.progress }, io.stdout)
+      },
+    )
+    .command('config', 'print or validate the effective configuration', (y) =>
+      y
+        .command(
+          'print',
+          'print the effective config (defaults < file < RON_* env < flags), secrets redacted',
+          (c) => c.options(NODE_OPTIONS).example('$0 config print --config ron.toml', ''),
+          (a) => configPrintCommand({ config: a.config, flags: nodeFlags(a as NodeFlags) }, io.stdout),
+        )
+        .command(
+          'validate',
+          'check the config; exit 2 naming the bad key',
+          (c) => c.options(NODE_OPTIONS).example('$0 config validate --config ron.toml', ''),
+          (a) => configValidateCommand({ config: a.config, flags: nodeFlags(a as NodeFlags) }, io.stdout),
+        )
+        .demandCommand(1, 'say which: config print or config validate'),
+    )
+    .demandCommand(1, 'say which command to run (see --help)')
+    .strict()
+    .recommendCommands()
+    .epilog(`${EXIT_CODES_HELP}\n\nDocs: packages/cli/README.md`)
+    .help()
+    .alias('h', 'help')
+    .version(cliVersion())
+    .wrap(Math.min(110, (io.stdout as { columns?: number }).columns ?? 100))
+    .exitProcess(false)
+    .fail((msg: string | null, err: Error | undefined) => {
+      if (err !== undefined && err !== null) throw err
+      throw new CliError(`${msg ?? 'bad usage'} (see ron-node --help)`, ExitCode.Usage)
+    })
+  try {
+    await parser.parseAsync()
+    return exitCode
+  } catch (e) {
+    io.stderr.write(`ron-node: ${describeError(e)}\n`)
+    return exitCodeFor(e)
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * How the client commands (`put`, `get`) find the node and a token.
+ *
+ * @module
+ */
+
+import { readFile } from 'node:fs/promises'
+import { HttpTransport } from '@ron/core'
+import { createStorageClient } from '@ron/storage'
+import { dataDirLayout, defaultDataDir, errnoText } from './data-dir.js'
+import { CliError, ExitCode } from './exit-codes.js'
+import { DEFAULT_PORT_BASE, PORT_OFFSETS } from './ports.js'
+
+/** Default storage URL of the client commands. */
+export const DEFAULT_NODE_URL = `http://127.0.0.1:${DEFAULT_PORT_BASE + PORT_OFFSETS.storage}`
+
+/** Options shared by the client commands. */
+export interface ClientOptions {
+  /** Storage base URL. @default RON_NODE, else http://127.0.0.1:7701 */
+  node?: string | undefined
+  /** Bearer token. @default RON_TOKEN, else the admin token file of the data dir */
+  token?: string | undefined
+  /** Data dir whose `admin.token` is used when no token is given. @default the platform data dir */
+  dataDir?: string | undefined
+  /** @default process.env */
+  env?: Record<string, string | undefined>
+}
+
+/** The node URL to use: `--node`, `RON_NODE`, or the default; validated. */
+export function resolveNodeUrl(options: ClientOptions): string {
+  const env = options.env ?? process.env
+  const raw = options.node ?? (env['RON_NODE'] !== undefined && env['RON_NODE'] !== '' ? env['RON_NODE'] : DEFAULT_NODE_URL)
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new CliError(`--node ${raw} is not a URL (expected e.g. ${DEFAULT_NODE_URL})`, ExitCode.Usage)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError(`--node ${raw} must be an http(s) URL`, ExitCode.Usage)
+  return url.href.replace(/\/+$/, '')
+}
+
+/** Where a token came from. */
+export interface ResolvedToken {
+  token: string | undefined
+  /** `--token`, `RON_TOKEN`, the token file path, or undefined when none was found. */
+  source: string | undefined
+  /** The token file that was looked at (for error messages). */
+  tokenFile: string
+}
+
+/**
+ * The token to use: `--token`, then `RON_TOKEN`, then `<dataDir>/admin.token` (the node's admin
+ * token, readable when the client runs as the node's user on its host).
+ */
+export async function resolveToken(options: ClientOptions): Promise<ResolvedToken> {
+  const env = options.env ?? process.env
+  const dataDir = options.dataDir ?? defaultDataDir({ env })
+  const tokenFile = dataDirLayout(dataDir).adminToken
+  if (options.token !== undefined && options.token !== '') return { token: options.token.trim(), source: '--token', tokenFile }
+  const fromEnv = env['RON_TOKEN']
+  if (fromEnv !== undefined && fromEnv !== '') return { token: fromEnv.trim(), source: 'RON_TOKEN', tokenFile }
+  try {
+    const text = (await readFile(tokenFile, 'utf8')).trim()
+    return text === '' ? { token: undefined, source: undefined, tokenFile } : { token: text, source: tokenFile, tokenFile }
+  } catch (e) {
+    const code = (e as { code?: unknown }).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { token: undefined, source: undefined, tokenFile }
+    throw new CliError(`cannot read token file ${tokenFile}: ${errnoText(e)}`, ExitCode.Auth, { cause: e })
+  }
+}
+
+/** A storage client over HTTP plus the transport to close. */
+export interface StorageConnection {
+  client: ReturnType<typeof createStorageClient>
+  nodeUrl: string
+  close(): Promise<void>
+}
+
+/**
+ * Deadline of one client call up to the response head. A PUT's head only arrives once the whole
+ * body is uploaded, so this is generous; an unreachable node still fails at once (refused).
+ */
+export const CLIENT_TIMEOUT_MS = 60 * 60 * 1000
+
+/** Connects a storage client to `nodeUrl` with an optional token. */
+export function connectStorage(nodeUrl: string, token: string | undefined, timeoutMs = CLIENT_TIMEOUT_MS): StorageConnection {
+  const transport = new HttpTransport({ targets: { storage: nodeUrl }, timeoutMs, breaker: false })
+  const client = createStorageClient(transport, { target: 'storage', timeoutMs, ...(token === undefined ? {} : { token }) })
+  return { client, nodeUrl, close: () => transport.close() }
+}

@@ -1,0 +1,119 @@
+/**
+ * `ron-node start`: runs a node until SIGTERM/SIGINT.
+ *
+ * @module
+ */
+
+import { defaultDataDir } from '../data-dir.js'
+import { loadNodeConfig, type NodeConfigInput } from '../config.js'
+import { createLogger } from '../logger.js'
+import { startNode, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
+import type { ServiceName } from '../ports.js'
+
+/** Exit code when a second signal forces exit during shutdown (128 + SIGINT). */
+export const FORCED_EXIT_CODE = 130
+
+/** Arguments of {@link startCommand} (flags; `undefined` means "not given"). */
+export interface StartArgs {
+  config?: string | undefined
+  flags: NodeConfigInput
+  /** Print one JSON line once ready instead of the human summary. */
+  json?: boolean | undefined
+}
+
+/** Everything the start command touches outside itself; injectable for tests. */
+export interface StartIo {
+  stdout: NodeJS.WritableStream
+  env: Record<string, string | undefined>
+  /** Registers a handler for SIGTERM and SIGINT; returns a disposer. */
+  onSignal(handler: (signal: NodeJS.Signals) => void): () => void
+  /** Exits at once (second signal). */
+  forceExit(code: number): never
+}
+
+const processIo: StartIo = {
+  stdout: process.stdout,
+  env: process.env,
+  onSignal(handler) {
+    process.on('SIGTERM', handler)
+    process.on('SIGINT', handler)
+    return () => {
+      process.off('SIGTERM', handler)
+      process.off('SIGINT', handler)
+    }
+  },
+  forceExit: (code) => process.exit(code),
+}
+
+/** The human-readable summary printed by `start` without `--json`. */
+export function humanSummary(s: NodeSummary): string {
+  const width = Math.max(5, ...Object.keys(s.services).map((n) => n.length))
+  const lines = [
+    'ron-node is ready',
+    `  ${'admin'.padEnd(width)}  ${s.admin}   (/metrics /healthz /readyz /status)`,
+    ...Object.entries(s.services).map(([name, url]) => `  ${name.padEnd(width)}  ${url}`),
+    `  token file  ${s.tokenFile}`,
+    `  data dir    ${s.dataDir}`,
+    'Press Ctrl+C to stop.',
+  ]
+  return `${lines.join('\n')}\n`
+}
+
+/** Drops `undefined` entries (zod output vs exactOptionalPropertyTypes). */
+function withoutUndefined(o: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
+}
+
+function writeAndWait(out: NodeJS.WritableStream, text: string): Promise<void> {
+  return new Promise((resolve) => {
+    if (out.write(text)) resolve()
+    else out.once('drain', () => resolve())
+  })
+}
+
+/**
+ * Loads the config, starts the node, prints its URLs (or the JSON line) once ready, and waits for
+ * SIGTERM/SIGINT. The first signal runs the shutdown sequence and resolves with 0; a second one
+ * during shutdown exits at once with {@link FORCED_EXIT_CODE}.
+ * @throws {@link CliError} for bad config (exit 2), an unusable data dir or a port in use (exit 1).
+ */
+export async function startCommand(args: StartArgs, io: StartIo = processIo): Promise<number> {
+  const config = loadNodeConfig({ file: args.config, env: io.env, flags: args.flags })
+  const logger = createLogger({ level: config.logLevel })
+  let node: RonNode | undefined
+  let signaled: NodeJS.Signals | undefined
+  let wake: (() => void) | undefined
+  const stopped = new Promise<void>((resolve) => (wake = resolve))
+  const dispose = io.onSignal((signal) => {
+    if (signaled !== undefined) {
+      logger.warn({ signal }, 'second signal: forcing exit')
+      io.forceExit(FORCED_EXIT_CODE)
+    }
+    signaled = signal
+    logger.info({ signal }, 'signal received')
+    wake?.()
+  })
+  try {
+    node = await startNode({
+      dataDir: config.dataDir ?? defaultDataDir({ env: io.env }),
+      host: config.host,
+      portBase: config.portBase,
+      services: config.services as ServiceName[],
+      drainDeadlineMs: config.drainDeadline,
+      adminTokenTtlSec: Math.max(60, Math.floor(config.adminTokenTtl / 1000)),
+      storage: withoutUndefined(config.storage) as NodeStorageOptions,
+      logger,
+    })
+    if (signaled === undefined) {
+      const summary = node.summary()
+      await writeAndWait(io.stdout, args.json === true ? `${JSON.stringify(summary)}\n` : humanSummary(summary))
+      logger.info({ ...summary }, 'ready')
+      await stopped
+    }
+    await node.close()
+    return 0
+  } finally {
+    if (node !== undefined) await node.close()
+    dispose()
+  }
+}

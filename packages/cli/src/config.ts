@@ -1,0 +1,110 @@
+/**
+ * The node's configuration: its schema, and loading it from defaults < file < `RON_*` environment
+ * < flags through the core config loader.
+ *
+ * @module
+ */
+
+import { z } from 'zod'
+import { ConfigError, durationSchema, isRonError, loadConfig, redactConfig, sizeSchema } from '@ron/core'
+import { CliError, ExitCode } from './exit-codes.js'
+import { LOG_LEVELS } from './logger.js'
+import { DEFAULT_PORT_BASE, KNOWN_SERVICES } from './ports.js'
+
+const positiveInt = z.coerce.number().int().positive()
+const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((s) => s === 'true' || s === '1')])
+
+/** A comma- or space-separated list (env and flags) or an array (files). */
+const serviceList = z.preprocess(
+  (v) => (typeof v === 'string' ? v.split(/[\s,]+/).filter((s) => s.length > 0) : v),
+  z.array(z.enum(KNOWN_SERVICES)).min(1),
+)
+
+/** Storage settings in the node config (`[storage]` in TOML). */
+export const storageConfigSchema = z
+  .object({
+    /** Largest object accepted by PUT. @default "16GiB" */
+    maxObjectBytes: sizeSchema.optional(),
+    /** Integrity chunk size of new objects. @default "64KiB" */
+    chunkSize: sizeSchema.optional(),
+    /** GET/HEAD without a token. @default true */
+    publicReads: bool.optional(),
+    /** Capacity of the work queue. @default 512 */
+    workQueue: positiveInt.optional(),
+    /** GET/HEAD workers. @default 16 */
+    getConcurrency: positiveInt.optional(),
+    /** PUT workers. @default 8 */
+    putConcurrency: positiveInt.optional(),
+    /** Token used for writes to peer storage nodes (a secret; redacted by `config print`). */
+    peerToken: z.string().min(1).optional(),
+  })
+  .strict()
+
+/**
+ * The `ron-node start` configuration. Every key can come from the config file (same name), from
+ * `RON_<UPPER_SNAKE>` (e.g. `RON_PORT_BASE`, `RON_STORAGE__MAX_OBJECT_BYTES` for nested keys) or
+ * from a flag (`--port-base`).
+ */
+export const nodeConfigSchema = z
+  .object({
+    /** Data directory. @default the platform's data dir (see `defaultDataDir`) */
+    dataDir: z.string().min(1).optional(),
+    /** Interface the listeners bind. @default "127.0.0.1" */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** First port: admin = base, storage = base+1, ...; 0 = free ports. @default 7700 */
+    portBase: z.coerce.number().int().min(0).max(65530).default(DEFAULT_PORT_BASE),
+    /** Services to host. @default ["storage"] */
+    services: serviceList.default(['storage']),
+    /** pino level. @default "info" */
+    logLevel: z.enum(LOG_LEVELS).default('info'),
+    /** How long shutdown lets in-flight requests finish. @default "3s" */
+    drainDeadline: durationSchema.default(3000),
+    /** Lifetime of a newly minted admin token. @default "365d" */
+    adminTokenTtl: durationSchema.default(365 * 86_400_000),
+    /** Storage settings. */
+    storage: storageConfigSchema.default({}),
+  })
+  .strict()
+
+/** The validated node configuration (durations in ms, sizes in bytes). */
+export type NodeConfig = z.output<typeof nodeConfigSchema>
+
+/** The raw node configuration as written in a file. */
+export type NodeConfigInput = z.input<typeof nodeConfigSchema>
+
+/** Options of {@link loadNodeConfig}. */
+export interface LoadNodeConfigOptions {
+  /** A JSON or TOML (`.toml`) config file. @default none */
+  file?: string | undefined
+  /** @default process.env */
+  env?: Record<string, string | undefined>
+  /** Values from flags (highest precedence); `undefined` entries are ignored. */
+  flags?: NodeConfigInput
+}
+
+/**
+ * Loads the effective node configuration: schema defaults < `file` < `RON_*` environment <
+ * `flags`.
+ * @throws {@link CliError} (exit code 2) with a one-line message naming the offending key, e.g.
+ *   `invalid config: portBase: expected number, got "x"`.
+ */
+export function loadNodeConfig(options: LoadNodeConfigOptions = {}): NodeConfig {
+  try {
+    return loadConfig(nodeConfigSchema, {
+      ...(options.file === undefined ? {} : { file: options.file }),
+      env: options.env ?? process.env,
+      envPrefix: 'RON_',
+      overrides: options.flags ?? {},
+    })
+  } catch (e) {
+    if (e instanceof ConfigError || isRonError(e, 'Malformed')) {
+      throw new CliError(`invalid config: ${e.message}`, ExitCode.Usage, { cause: e })
+    }
+    throw e
+  }
+}
+
+/** The configuration as `config print` shows it: secrets replaced by `[redacted]`. */
+export function printableConfig(config: NodeConfig): NodeConfig {
+  return redactConfig(config)
+}

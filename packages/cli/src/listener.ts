@@ -1,0 +1,59 @@
+/**
+ * Binding a listener with a clear one-line error when the port is taken, and closing it within a
+ * drain deadline.
+ *
+ * @module
+ */
+
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { serve, type RonServer } from '@ron/core'
+import { CliError, ExitCode } from './exit-codes.js'
+
+/** A bound HTTP listener. */
+export interface Listener {
+  /** `http://host:port` (IPv6 hosts in brackets). */
+  readonly url: string
+  readonly port: number
+  /** Stops accepting, lets in-flight requests finish until the drain deadline, then destroys sockets. Idempotent. */
+  close(): Promise<void>
+}
+
+/** `http://host:port`, with IPv6 literals bracketed and wildcard hosts shown as loopback. */
+export function urlFor(host: string, port: number): string {
+  const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
+  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`
+}
+
+/** The one-line message for a bind failure of `port` for `what`. */
+export function bindErrorMessage(e: unknown, port: number, host: string, what: string): string {
+  const code = (e as { code?: unknown }).code
+  if (code === 'EADDRINUSE') return `port ${port} is in use (${what}); pick another with --port-base`
+  if (code === 'EACCES') return `port ${port} needs privileges (${what}); pick another with --port-base`
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return `cannot listen on ${host} (${what}): address not available; check --host`
+  return `cannot listen on ${host}:${port} (${what}): ${e instanceof Error ? e.message : String(e)}`
+}
+
+/** Options of {@link listen}. */
+export interface ListenOptions {
+  port: number
+  host: string
+  /** Listener name for messages (`storage`, `admin`). */
+  what: string
+  /** How long `close()` lets in-flight requests finish before destroying their sockets. */
+  drainDeadlineMs: number
+}
+
+/**
+ * Listens through core `serve()` (header timeout, idle timeout, per-IP connection cap, draining
+ * close).
+ * @throws {@link CliError} naming the port and the listener when binding fails.
+ */
+export async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, options: ListenOptions): Promise<Listener> {
+  let server: RonServer
+  try {
+    server = await serve({ handle }, { port: options.port, host: options.host, drainDeadlineMs: options.drainDeadlineMs })
+  } catch (e) {
+    throw new CliError(bindErrorMessage(e, options.port, options.host, options.what), ExitCode.Error, { cause: e })
+  }
+  return { url: urlFor(options.host, server.port), port: server.port, close: () => server.close() }
+}

@@ -1,0 +1,88 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { configPrintCommand } from '../src/commands/config.js'
+import { loadNodeConfig } from '../src/config.js'
+import { CliError, ExitCode } from '../src/exit-codes.js'
+
+let dir: string
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'ron-cli-config-'))
+})
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
+
+function capture(): NodeJS.WritableStream & { text: string } {
+  const out = {
+    text: '',
+    write(s: string | Uint8Array) {
+      out.text += typeof s === 'string' ? s : Buffer.from(s).toString()
+      return true
+    },
+  }
+  return out as unknown as NodeJS.WritableStream & { text: string }
+}
+
+describe('node config', () => {
+  it('uses documented defaults when nothing is given', () => {
+    const cfg = loadNodeConfig({ env: {} })
+    expect(cfg).toMatchObject({ host: '127.0.0.1', portBase: 7700, services: ['storage'], logLevel: 'info', drainDeadline: 3000 })
+    expect(cfg.dataDir).toBeUndefined()
+  })
+
+  it('layers file < RON_* env < flags', async () => {
+    const file = join(dir, 'layers.toml')
+    await writeFile(file, 'portBase = 9000\nhost = "0.0.0.0"\nlogLevel = "warn"\n[storage]\nmaxObjectBytes = "1MiB"\n')
+    const cfg = loadNodeConfig({ file, env: { RON_PORT_BASE: '9100', RON_LOG_LEVEL: 'debug', RON_STORAGE__PUT_CONCURRENCY: '3' }, flags: { portBase: '9200' } })
+    expect(cfg.portBase).toBe(9200)
+    expect(cfg.host).toBe('0.0.0.0')
+    expect(cfg.logLevel).toBe('debug')
+    expect(cfg.storage).toEqual({ maxObjectBytes: 1024 * 1024, putConcurrency: 3 })
+  })
+
+  it('accepts JSON files, durations and comma-separated service lists', async () => {
+    const file = join(dir, 'ok.json')
+    await writeFile(file, JSON.stringify({ drainDeadline: '1500ms', services: 'storage' }))
+    const cfg = loadNodeConfig({ file, env: { RON_ADMIN_TOKEN_TTL: '2d' } })
+    expect(cfg.drainDeadline).toBe(1500)
+    expect(cfg.services).toEqual(['storage'])
+    expect(cfg.adminTokenTtl).toBe(2 * 86_400_000)
+  })
+
+  it('rejects an unknown key in a file with a usage error naming the key', async () => {
+    const file = join(dir, 'typo.json')
+    await writeFile(file, JSON.stringify({ storage: { maxObjectByte: 5 } }))
+    let err: unknown
+    try {
+      loadNodeConfig({ file, env: {} })
+    } catch (e) {
+      err = e
+    }
+    expect(err).toBeInstanceOf(CliError)
+    expect((err as CliError).exitCode).toBe(ExitCode.Usage)
+    expect((err as CliError).message).toContain('storage.maxObjectByte')
+  })
+
+  it('rejects a bad value from the environment naming the key', () => {
+    expect(() => loadNodeConfig({ env: { RON_PORT_BASE: 'lots' } })).toThrow(/portBase/)
+    expect(() => loadNodeConfig({ env: { RON_DRAIN_DEADLINE: 'soon' } })).toThrow(/drainDeadline/)
+  })
+
+  it('reports an unreadable config file as a usage error naming the file', () => {
+    expect(() => loadNodeConfig({ file: join(dir, 'missing.toml'), env: {} })).toThrow(/missing\.toml/)
+  })
+
+  it('config print shows the effective config with secrets redacted', async () => {
+    const file = join(dir, 'secret.json')
+    await writeFile(file, JSON.stringify({ storage: { peerToken: 'super-secret-token' }, portBase: 7800 }))
+    const out = capture()
+    configPrintCommand({ config: file, flags: {}, env: { RON_DATA_DIR: join(dir, 'data') } }, out)
+    expect(out.text).not.toContain('super-secret-token')
+    const printed = JSON.parse(out.text) as { storage: { peerToken: string }; portBase: number; dataDir: string }
+    expect(printed.storage.peerToken).toBe('[redacted]')
+    expect(printed.portBase).toBe(7800)
+    expect(printed.dataDir).toBe(join(dir, 'data'))
+  })
+})

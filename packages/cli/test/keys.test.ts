@@ -1,0 +1,84 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { VirtualClock } from '@ron/core/testing'
+import { CliError } from '../src/exit-codes.js'
+import { ADMIN_SCOPES, ensureAdminToken, loadOrCreateIssuerKey } from '../src/keys.js'
+import { KNOWN_SERVICES } from '../src/ports.js'
+
+let dir: string
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'ron-cli-keys-'))
+})
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true })
+})
+
+function claimsOf(token: string): { aud: string[]; scope: string; exp: number; iat: number } {
+  return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { aud: string[]; scope: string; exp: number; iat: number }
+}
+
+describe('issuer key', () => {
+  it('is generated once with mode 0600 and then reused', async () => {
+    const path = join(dir, 'issuer.json')
+    const first = await loadOrCreateIssuerKey(path)
+    expect(first.created).toBe(true)
+    if (process.platform !== 'win32') expect((await stat(path)).mode & 0o777).toBe(0o600)
+    const second = await loadOrCreateIssuerKey(path)
+    expect(second.created).toBe(false)
+    expect(second.key.kid).toBe(first.key.kid)
+    expect(second.key.publicJwk.x).toBe(first.key.publicJwk.x)
+  })
+
+  it('refuses a corrupt key file instead of replacing it', async () => {
+    const path = join(dir, 'issuer.json')
+    await writeFile(path, '{"kty":"OKP"}')
+    await expect(loadOrCreateIssuerKey(path)).rejects.toBeInstanceOf(CliError)
+    expect(await readFile(path, 'utf8')).toBe('{"kty":"OKP"}')
+  })
+})
+
+describe('admin token', () => {
+  it('carries every scope and every service as audience, in a 0600 file', async () => {
+    const { key } = await loadOrCreateIssuerKey(join(dir, 'issuer.json'))
+    const path = join(dir, 'admin.token')
+    const { token, minted } = await ensureAdminToken(path, key)
+    expect(minted).toBe(true)
+    const claims = claimsOf(token)
+    expect(claims.aud).toEqual([...KNOWN_SERVICES])
+    expect(claims.scope.split(' ')).toEqual([...ADMIN_SCOPES])
+    expect(claims.exp - claims.iat).toBe(365 * 24 * 3600)
+    if (process.platform !== 'win32') expect((await stat(path)).mode & 0o777).toBe(0o600)
+    expect((await readFile(path, 'utf8')).trim()).toBe(token)
+  })
+
+  it('is kept while valid and re-minted once expired', async () => {
+    const { key } = await loadOrCreateIssuerKey(join(dir, 'issuer.json'))
+    const path = join(dir, 'admin.token')
+    const clock = new VirtualClock(Date.UTC(2030, 0, 1))
+    const first = await ensureAdminToken(path, key, { clock, ttlSec: 86_400 })
+    const again = await ensureAdminToken(path, key, { clock, ttlSec: 86_400 })
+    expect(again).toEqual({ token: first.token, minted: false })
+    await clock.advance(2 * 86_400_000)
+    const later = await ensureAdminToken(path, key, { clock, ttlSec: 86_400 })
+    expect(later.minted).toBe(true)
+    expect(claimsOf(later.token).exp).toBeGreaterThan(claimsOf(first.token).exp)
+  })
+
+  it('is re-minted when signed by another key', async () => {
+    const a = await loadOrCreateIssuerKey(join(dir, 'a.json'))
+    const b = await loadOrCreateIssuerKey(join(dir, 'b.json'))
+    const path = join(dir, 'admin.token')
+    await ensureAdminToken(path, a.key)
+    const res = await ensureAdminToken(path, b.key)
+    expect(res.minted).toBe(true)
+  })
+
+  it('is re-minted when the file holds garbage', async () => {
+    const { key } = await loadOrCreateIssuerKey(join(dir, 'issuer.json'))
+    const path = join(dir, 'admin.token')
+    await writeFile(path, 'not-a-token\n')
+    expect((await ensureAdminToken(path, key)).minted).toBe(true)
+  })
+})

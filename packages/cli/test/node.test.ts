@@ -1,0 +1,123 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { createServer, type Server } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { getCommand } from '../src/commands/get.js'
+import { putCommand } from '../src/commands/put.js'
+import { CliError, ExitCode, exitCodeFor } from '../src/exit-codes.js'
+import { startNode, type RonNode } from '../src/node.js'
+
+function sink(): NodeJS.WritableStream & { text: string; bytes: Buffer[] } {
+  const out = {
+    text: '',
+    bytes: [] as Buffer[],
+    write(s: string | Uint8Array) {
+      const b = typeof s === 'string' ? Buffer.from(s) : Buffer.from(s)
+      out.bytes.push(b)
+      out.text += b.toString()
+      return true
+    },
+    once() {
+      return out
+    },
+  }
+  return out as unknown as NodeJS.WritableStream & { text: string; bytes: Buffer[] }
+}
+
+describe('startNode (in-process)', () => {
+  let dir: string
+  let node: RonNode
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ron-cli-node-'))
+    node = await startNode({ dataDir: join(dir, 'data'), portBase: 0, drainDeadlineMs: 500 })
+  })
+  afterAll(async () => {
+    await node?.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  it('reports every listener and the token file, and becomes ready', async () => {
+    expect(node.summary()).toEqual({
+      admin: node.admin,
+      services: { storage: node.services['storage'] },
+      tokenFile: join(dir, 'data', 'admin.token'),
+      dataDir: join(dir, 'data'),
+    })
+    expect(node.firstStart).toBe(true)
+    const ready = await fetch(`${node.admin}/readyz`)
+    expect(ready.status).toBe(200)
+    expect(await ready.json()).toMatchObject({ ready: true })
+    expect(node.ready()).toBe(true)
+  })
+
+  it('serves /status with version, readiness, queue depths and uptime per service', async () => {
+    const res = await fetch(`${node.admin}/status`)
+    expect(res.status).toBe(200)
+    const status = (await res.json()) as { ready: boolean; uptimeSec: number; services: Record<string, { version: string; ready: boolean; queues: { name: string; depth: number; capacity: number }[] }> }
+    expect(status.ready).toBe(true)
+    expect(status.uptimeSec).toBeGreaterThanOrEqual(0)
+    const storage = status.services['storage']!
+    expect(storage.version).toMatch(/^\d+\.\d+\.\d+/)
+    expect(storage.ready).toBe(true)
+    const work = storage.queues.find((q) => q.name === 'work')
+    expect(work).toMatchObject({ capacity: 512, depth: 0 })
+  })
+
+  it('round-trips bytes through put and get with the admin token, and exposes merged metrics', async () => {
+    const file = join(dir, 'in.bin')
+    const data = Buffer.alloc(300_000, 7)
+    const { writeFile } = await import('node:fs/promises')
+    await writeFile(file, data)
+    const out = sink()
+    const put = await putCommand({ file, node: node.services['storage'], dataDir: join(dir, 'data'), json: true, env: {} }, out)
+    expect(JSON.parse(out.text)).toEqual({ address: put.address, size: data.length })
+    const target = join(dir, 'out.bin')
+    const got = await getCommand({ address: put.address, output: target, node: node.services['storage'], env: {} })
+    expect(got.size).toBe(data.length)
+    expect(Buffer.compare(await readFile(target), data)).toBe(0)
+    const metrics = await (await fetch(`${node.admin}/metrics`)).text()
+    expect(metrics).toMatch(/http_requests_total\{[^}]*service="storage"/)
+  })
+
+  it('maps a missing object to exit code 3 and a bad token to exit code 4', async () => {
+    const missing = `b3:${'0'.repeat(64)}`
+    const e1 = await getCommand({ address: missing, node: node.services['storage'], env: {} }, sink()).catch((e: unknown) => e)
+    expect(exitCodeFor(e1)).toBe(ExitCode.NotFound)
+    const file = join(dir, 'in.bin')
+    const e2 = await putCommand({ file, node: node.services['storage'], token: 'not.a.token', env: {} }, sink()).catch((e: unknown) => e)
+    expect(exitCodeFor(e2)).toBe(ExitCode.Auth)
+  })
+
+  it('maps an unreachable node to exit code 6', async () => {
+    const e = await getCommand({ address: `b3:${'1'.repeat(64)}`, node: 'http://127.0.0.1:1', env: {} }, sink()).catch((x: unknown) => x)
+    expect(exitCodeFor(e)).toBe(ExitCode.Unavailable)
+  })
+})
+
+describe('startNode failures', () => {
+  let dir: string
+  let blocker: Server
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ron-cli-node-fail-'))
+    blocker = createServer()
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))
+  })
+  afterAll(async () => {
+    await new Promise<void>((r) => blocker.close(() => r()))
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  it('names the port and the service when a port is in use, and leaves nothing listening', async () => {
+    const port = (blocker.address() as { port: number }).port
+    const err = await startNode({ dataDir: join(dir, 'd'), portBase: port - 1 }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(CliError)
+    expect((err as CliError).message).toBe(`port ${port} is in use (storage); pick another with --port-base`)
+  })
+
+  it('refuses services this build does not have, as a usage error', async () => {
+    const err = await startNode({ dataDir: join(dir, 'e'), portBase: 0, services: ['registry'] }).catch((e: unknown) => e)
+    expect((err as CliError).exitCode).toBe(ExitCode.Usage)
+  })
+})

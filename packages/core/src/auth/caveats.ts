@@ -1,0 +1,57 @@
+/**
+ * The standard caveats of the `ron` claim and the helper that enforces them on a request.
+ *
+ * @module
+ */
+
+import { ForbiddenError } from '../errors.js'
+import type { Claims } from './types.js'
+
+/** What a request looks like to {@link checkCaveats}. */
+export interface CaveatRequest {
+  /** HTTP method, any case. */
+  method: string
+  /** Request path (without query). */
+  path: string
+  /** Declared or known body size in bytes, when the route writes. */
+  bytes?: number
+}
+
+/**
+ * Enforces the standard caveats of `claims.ron` on a request:
+ * - `methods`: the method must be listed (case-insensitive);
+ * - `pathPrefix`: the path must start with it, at a segment boundary when the prefix does not
+ *   end with `/` (so `/o/a` allows `/o/a` and `/o/a/x` but not `/o/ab`);
+ * - `maxBytes`: `bytes`, when known, must not exceed it.
+ *
+ * Unknown caveats are left to the service.
+ *
+ * @throws {@link ForbiddenError} with `details` `{ reason: 'caveat', caveat, ... }`.
+ * @example
+ * ```ts
+ * const claims = await verifier.verify(token, { audience: 'storage', scope: 'storage:write' })
+ * checkCaveats(claims, { method: 'PUT', path: '/o', bytes: contentLength })
+ * ```
+ */
+export function checkCaveats(claims: Pick<Claims, 'ron'>, req: CaveatRequest): void {
+  const ron = claims.ron
+  if (!ron) return
+  if (ron.methods !== undefined) {
+    const m = req.method.toUpperCase()
+    if (!ron.methods.some((x) => x.toUpperCase() === m)) {
+      throw new ForbiddenError(`token does not allow method ${m}`, { details: { reason: 'caveat', caveat: 'methods', method: m } })
+    }
+  }
+  if (ron.pathPrefix !== undefined) {
+    const p = ron.pathPrefix
+    const ok = req.path === p || (req.path.startsWith(p) && (p.endsWith('/') || req.path.charAt(p.length) === '/'))
+    if (!ok) {
+      throw new ForbiddenError('token does not allow this path', { details: { reason: 'caveat', caveat: 'pathPrefix', pathPrefix: p } })
+    }
+  }
+  if (ron.maxBytes !== undefined && req.bytes !== undefined && req.bytes > ron.maxBytes) {
+    throw new ForbiddenError(`token allows at most ${ron.maxBytes} bytes`, {
+      details: { reason: 'caveat', caveat: 'maxBytes', maxBytes: ron.maxBytes, bytes: req.bytes },
+    })
+  }
+}

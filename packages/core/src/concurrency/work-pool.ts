@@ -1,0 +1,208 @@
+/**
+ * Listener → bounded work queue → pool of N workers, in one object.
+ *
+ * @module
+ */
+
+import { abortReason } from '../clock.js'
+import type { Clock } from '../clock.js'
+import { CanceledError, DrainingError } from '../errors.js'
+import type { MetricsSink } from '../metrics-sink.js'
+import { BoundedQueue } from './bounded-queue.js'
+import type { Supervisor } from './supervisor.js'
+
+/** Options of {@link WorkPool}. */
+export interface WorkPoolOptions {
+  /** Queue name (metric label `queue`); workers are spawned as kind `${name}-worker`. */
+  name: string
+  /** Queue capacity; a full queue rejects with {@link BusyError}. */
+  capacity: number
+  /** Number of workers. */
+  concurrency: number
+  /** The supervisor that runs (and on shutdown aborts) the workers. */
+  supervisor: Supervisor
+  /** Where the queue's metrics go. @defaultValue noopMetrics */
+  metrics?: MetricsSink
+  /** Reserved for timing metrics (currently unused). @defaultValue systemClock */
+  clock?: Clock
+  /** `retryAfterMs` of the Busy rejection. @defaultValue 1000 */
+  retryAfterMs?: number
+}
+
+interface Job {
+  run: (signal: AbortSignal) => Promise<unknown>
+  resolve: (v: unknown) => void
+  reject: (e: unknown) => void
+  signal: AbortSignal | undefined
+  onAbort: (() => void) | undefined
+  settled: boolean
+}
+
+/**
+ * A bounded work queue drained by `concurrency` supervised workers: what every service route that
+ * declares a queue uses. {@link WorkPool.submit} never waits for space: a full queue rejects at once
+ * with {@link BusyError}.
+ *
+ * @example
+ * ```ts
+ * const pool = new WorkPool({ name: 'put', capacity: 512, concurrency: 4, supervisor })
+ * const result = await pool.submit((signal) => store.put(body, signal), req.signal)
+ * pool.stop()          // intake stops, queued jobs still run
+ * await pool.drained()
+ * ```
+ */
+export class WorkPool {
+  readonly #name: string
+  readonly #queue: BoundedQueue<Job>
+  readonly #concurrency: number
+  #inFlight = 0
+  #stopped = false
+  #drainWaiters: (() => void)[] = []
+
+  /** @throws {@link ClosedError} when the supervisor is already shut down. */
+  constructor(options: WorkPoolOptions) {
+    this.#name = options.name
+    this.#concurrency = options.concurrency
+    const qopts: ConstructorParameters<typeof BoundedQueue<Job>>[0] = { name: options.name, capacity: options.capacity, overflow: 'reject-new' }
+    if (options.metrics) qopts.metrics = options.metrics
+    if (options.retryAfterMs !== undefined) qopts.retryAfterMs = options.retryAfterMs
+    this.#queue = new BoundedQueue<Job>(qopts)
+    for (let i = 0; i < options.concurrency; i++) {
+      options.supervisor.spawn(`${options.name}-worker`, (signal) => this.#worker(signal), { restart: 'on-failure' })
+    }
+  }
+
+  /** Queue name. */
+  get name(): string {
+    return this.#name
+  }
+
+  /** Jobs waiting in the queue (including ones whose caller already gave up and will be skipped). */
+  get depth(): number {
+    return this.#queue.depth
+  }
+
+  /** Queue capacity. */
+  get capacity(): number {
+    return this.#queue.capacity
+  }
+
+  /** Number of workers. */
+  get concurrency(): number {
+    return this.#concurrency
+  }
+
+  /** Jobs running right now. */
+  get inFlight(): number {
+    return this.#inFlight
+  }
+
+  /** True after {@link WorkPool.stop}. */
+  get stopped(): boolean {
+    return this.#stopped
+  }
+
+  /**
+   * Queues `job` and settles with its result once a worker ran it. The job's signal aborts when the
+   * caller's `signal` aborts or the supervisor shuts down.
+   *
+   * @throws {@link BusyError} (as an immediate rejection) when the queue is full.
+   * @throws {@link DrainingError} after {@link WorkPool.stop}.
+   * @throws {@link CanceledError} when `signal` aborts while the job is queued (it never runs).
+   */
+  submit<T>(job: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (this.#stopped) return Promise.reject(new DrainingError(`pool ${this.#name} is draining`, { details: { queue: this.#name } }))
+    if (signal?.aborted) return Promise.reject(abortReason(signal))
+    return new Promise<T>((resolve, reject) => {
+      const j: Job = {
+        run: job,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        signal,
+        onAbort: undefined,
+        settled: false,
+      }
+      try {
+        this.#queue.trySend(j)
+      } catch (e) {
+        // trySend throws BusyError or ClosedError.
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+        reject(e)
+        return
+      }
+      if (signal) {
+        j.onAbort = () => {
+          if (j.settled) return
+          j.settled = true
+          reject(abortReason(signal))
+        }
+        signal.addEventListener('abort', j.onAbort, { once: true })
+      }
+    })
+  }
+
+  /** Stops intake (later `submit` rejects {@link DrainingError}); queued jobs still run. Idempotent. */
+  stop(): void {
+    if (this.#stopped) return
+    this.#stopped = true
+    this.#queue.close()
+    this.#checkDrained()
+  }
+
+  /** Resolves when the queue is empty and no job is running. */
+  drained(): Promise<void> {
+    if (this.#isDrained()) return Promise.resolve()
+    return new Promise<void>((r) => this.#drainWaiters.push(r))
+  }
+
+  async #worker(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      let job: Job
+      try {
+        job = await this.#queue.recv(signal)
+      } catch {
+        // Closed and empty (drained) or aborted by shutdown: jobs still queued will never run.
+        if (signal.aborted) this.#rejectQueued(abortReason(signal))
+        return
+      }
+      if (job.onAbort) job.signal?.removeEventListener('abort', job.onAbort)
+      if (job.settled) {
+        this.#checkDrained()
+        continue
+      }
+      this.#inFlight++
+      const jobSignal = job.signal ? AbortSignal.any([signal, job.signal]) : signal
+      try {
+        job.resolve(await job.run(jobSignal))
+      } catch (e) {
+        job.reject(e)
+      } finally {
+        job.settled = true
+        this.#inFlight--
+        this.#checkDrained()
+      }
+    }
+  }
+
+  #rejectQueued(reason: Error): void {
+    for (let j = this.#queue.tryRecv(); j !== undefined; j = this.#queue.tryRecv()) {
+      if (j.onAbort) j.signal?.removeEventListener('abort', j.onAbort)
+      if (!j.settled) {
+        j.settled = true
+        j.reject(reason instanceof CanceledError ? reason : new CanceledError(`pool ${this.#name} shut down`, { cause: reason }))
+      }
+    }
+    this.#checkDrained()
+  }
+
+  #isDrained(): boolean {
+    return this.#queue.depth === 0 && this.#inFlight === 0
+  }
+
+  #checkDrained(): void {
+    if (!this.#isDrained() || this.#drainWaiters.length === 0) return
+    const ws = this.#drainWaiters
+    this.#drainWaiters = []
+    for (const w of ws) w()
+  }
+}

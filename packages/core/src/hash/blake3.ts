@@ -1,0 +1,131 @@
+/**
+ * BLAKE3-256 hashing with the fastest backend that loads: the native `@napi-rs/blake-hash`
+ * binding where its prebuilt binary exists for this platform, `@noble/hashes` (pure JS) otherwise.
+ *
+ * @module
+ */
+
+import { createRequire } from 'node:module'
+import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js'
+
+/** Which BLAKE3 implementation is in use. */
+export type Blake3Backend = 'native' | 'noble'
+
+/** An incremental BLAKE3-256 hasher for streams. */
+export interface Blake3Hasher {
+  /** Feeds `chunk` into the hash (the bytes are not retained). Returns the hasher for chaining. */
+  update(chunk: Uint8Array): this
+  /**
+   * Finishes and returns the 32-byte digest. One-shot: a hasher cannot be updated or digested
+   * again afterwards.
+   * @throws {@link Error} when called twice or after `update` following `digest`.
+   */
+  digest(): Uint8Array
+}
+
+interface NativeHasher {
+  update(input: Uint8Array): unknown
+  digestBuffer(): Buffer
+}
+interface NativeModule {
+  blake3(input: Uint8Array): Buffer
+  Blake3Hasher: new () => NativeHasher
+}
+
+function loadNative(): NativeModule | undefined {
+  try {
+    const require = createRequire(import.meta.url)
+    const mod = require('@napi-rs/blake-hash') as Partial<NativeModule>
+    if (typeof mod.blake3 !== 'function' || typeof mod.Blake3Hasher !== 'function') return undefined
+    return mod as NativeModule
+  } catch {
+    return undefined
+  }
+}
+
+const native = process.env['RON_BLAKE3_BACKEND'] === 'noble' ? undefined : loadNative()
+
+/**
+ * The backend that loaded: `'native'` (`@napi-rs/blake-hash`) or `'noble'` (`@noble/hashes`,
+ * pure JS, roughly 100× slower). Set `RON_BLAKE3_BACKEND=noble` to force the fallback.
+ */
+export const blake3Backend: Blake3Backend = native ? 'native' : 'noble'
+
+/** A Buffer view on `data` without copying (the native binding accepts Uint8Array, but Buffer is its fast path). */
+function asBuffer(data: Uint8Array): Buffer {
+  return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength)
+}
+
+/**
+ * BLAKE3-256 of `data`.
+ *
+ * @returns a 32-byte digest.
+ * @example
+ * ```ts
+ * const d = blake3(new TextEncoder().encode('hello'))
+ * d.length // 32
+ * ```
+ */
+export function blake3(data: Uint8Array): Uint8Array {
+  if (native) return native.blake3(asBuffer(data))
+  return nobleBlake3(data)
+}
+
+class NativeBlake3Hasher implements Blake3Hasher {
+  #h: NativeHasher | undefined
+  constructor(mod: NativeModule) {
+    this.#h = new mod.Blake3Hasher()
+  }
+  update(chunk: Uint8Array): this {
+    if (!this.#h) throw new Error('blake3 hasher already digested')
+    this.#h.update(asBuffer(chunk))
+    return this
+  }
+  digest(): Uint8Array {
+    if (!this.#h) throw new Error('blake3 hasher already digested')
+    const d = this.#h.digestBuffer()
+    this.#h = undefined
+    return d
+  }
+}
+
+class NobleBlake3Hasher implements Blake3Hasher {
+  #h: ReturnType<typeof nobleBlake3.create> | undefined = nobleBlake3.create()
+  update(chunk: Uint8Array): this {
+    if (!this.#h) throw new Error('blake3 hasher already digested')
+    this.#h.update(chunk)
+    return this
+  }
+  digest(): Uint8Array {
+    if (!this.#h) throw new Error('blake3 hasher already digested')
+    const d = this.#h.digest()
+    this.#h = undefined
+    return d
+  }
+}
+
+/**
+ * A new incremental BLAKE3-256 hasher on the loaded backend. Hashing in chunks gives the same
+ * digest as {@link blake3} over the concatenation.
+ *
+ * @example
+ * ```ts
+ * const h = createBlake3()
+ * for await (const chunk of stream) h.update(chunk)
+ * const address = toAddress(h.digest())
+ * ```
+ */
+export function createBlake3(): Blake3Hasher {
+  return native ? new NativeBlake3Hasher(native) : new NobleBlake3Hasher()
+}
+
+/**
+ * Backend-specific constructors, for cross-checking and benchmarks only.
+ * @internal
+ */
+export const blake3Backends = {
+  native: native
+    ? { oneShot: (d: Uint8Array): Uint8Array => native.blake3(asBuffer(d)), create: (): Blake3Hasher => new NativeBlake3Hasher(native) }
+    : undefined,
+  noble: { oneShot: (d: Uint8Array): Uint8Array => nobleBlake3(d), create: (): Blake3Hasher => new NobleBlake3Hasher() },
+} as const

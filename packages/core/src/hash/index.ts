@@ -1,0 +1,10 @@
+/**
+ * BLAKE3 hashing and `b3:` content addresses.
+ *
+ * @module
+ */
+
+export { blake3, createBlake3, blake3Backend } from './blake3.js'
+export type { Blake3Hasher, Blake3Backend } from './blake3.js'
+export { toAddress, addressOf, parseAddress, isAddress, addressToDigest } from './address.js'
+export type { Address } from './address.js'

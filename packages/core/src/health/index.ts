@@ -1,0 +1,7 @@
+/**
+ * Readiness and liveness: named dependencies, shutdown phases, `/healthz` and `/readyz` replies.
+ *
+ * @module
+ */
+
+export * from './readiness.js'

@@ -1,0 +1,101 @@
+/**
+ * One request/response exchange as the pipeline sees it: the outcome (status, headers, body) that
+ * the node, memory and fetch writers turn into bytes, and the bookkeeping that must run exactly
+ * once when the body is finished (admission release, work-pool slot, metrics).
+ *
+ * @module
+ */
+
+import { toRonError, type RonError } from '../errors.js'
+import type { Reply, ReplyBody, ReplyHeaders, RonRequest } from './types.js'
+
+/** Statuses that never carry a body. */
+export function isBodiless(status: number): boolean {
+  return status === 204 || status === 304 || (status >= 100 && status < 200)
+}
+
+/** Called once per finished exchange. @internal */
+export type FinishHook = (ex: Exchange) => void
+
+/** Mutable per-request state shared by the pipeline and the writers. @internal */
+export class Exchange {
+  status = 500
+  /** Headers from the handler's reply, written as given (before the host's own). */
+  replyHeaders: ReplyHeaders | undefined = undefined
+  /** Serialised or raw body. */
+  body: ReplyBody = undefined
+  /** `application/json` when the host serialised the body, else undefined. */
+  contentType: string | undefined = undefined
+  /** `Retry-After` seconds for 429/503 errors. */
+  retryAfter: number | undefined = undefined
+  /** `Allow` for 405. */
+  allow: string | undefined = undefined
+  /** Metric label: route name/path, `builtin` or `unmatched`. */
+  label = 'unmatched'
+  /** The error this exchange answers with, when it failed. */
+  error: RonError | undefined = undefined
+  /** Admission release. */
+  release: (() => void) | undefined = undefined
+  /** Lets a queued job finish (frees its worker slot). */
+  jobDone: (() => void) | undefined = undefined
+  private finished = false
+
+  constructor(
+    readonly req: RonRequest,
+    readonly corrId: string,
+    readonly startMs: number,
+    private readonly onFinish: FinishHook,
+  ) {}
+
+  /** Adopts a handler's reply. @throws on a non-serialisable `json` or an invalid status. */
+  setReply(reply: Reply): void {
+    const status = reply.status
+    if (!Number.isInteger(status) || status < 200 || status > 599) {
+      throw new TypeError(`route handler returned an invalid status: ${String(status)}`)
+    }
+    if (reply.json !== undefined) {
+      this.body = JSON.stringify(reply.json)
+      this.contentType = 'application/json'
+    } else {
+      this.body = reply.body
+    }
+    this.status = status
+    this.replyHeaders = reply.headers
+  }
+
+  /** Turns `e` into the SPEC error envelope (dropping whatever reply was set). */
+  setError(e: unknown): RonError {
+    const err = toRonError(e)
+    this.error = err
+    this.status = err.status
+    this.replyHeaders = undefined
+    this.body = JSON.stringify(err.toEnvelope(this.corrId))
+    this.contentType = 'application/json'
+    if (err.status === 429 || err.status === 503) {
+      this.retryAfter = Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000))
+    }
+    if (err.code === 'MethodNotAllowed') {
+      const allow = err.details.allow
+      if (typeof allow === 'string') this.allow = allow
+    }
+    return err
+  }
+
+  /** Whether a body should be sent at all. */
+  get suppressBody(): boolean {
+    return this.req.method === 'HEAD' || isBodiless(this.status)
+  }
+
+  /** Runs the once-only completion: job slot, admission release, metrics. Never throws. */
+  finish(): void {
+    if (this.finished) return
+    this.finished = true
+    this.jobDone?.()
+    try {
+      this.release?.()
+    } catch {
+      // a broken release hook must not break the response path
+    }
+    this.onFinish(this)
+  }
+}

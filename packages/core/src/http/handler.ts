@@ -1,0 +1,244 @@
+/**
+ * `createHttpHandler`: the request pipeline every RON service runs, exposed three ways — a
+ * `node:http` listener (the fast path), in-process `dispatch` (MemoryTransport) and a fetch-style
+ * adapter. Order: corr-id → builtin endpoints → intake → per-IP admission → route match →
+ * authentication → work queue → handler → reply; any failure becomes the SPEC error envelope.
+ *
+ * @module
+ */
+
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Claims } from '../auth/types.js'
+import { systemClock, type Clock } from '../clock.js'
+import { InternalError, MethodNotAllowedError, NotFoundError, UnauthorizedError, toRonError, type RonError } from '../errors.js'
+import type { MetricsSink } from '../metrics-sink.js'
+import { Context, type ContextLimits } from './context.js'
+import { corrIdFrom } from './corr-id.js'
+import { Exchange } from './exchange.js'
+import { fetchToRonRequest, ronResponseToFetch } from './fetch-adapter.js'
+import { toRonResponse } from './memory-io.js'
+import { NodeRequest, writeNode, type NodeWriteOptions } from './node-io.js'
+import { Router, RouteConfigError, type CompiledRoute } from './router.js'
+import type { Reply, RonRequest, RonResponse, Route } from './types.js'
+
+/** Body caps and I/O timeouts of the HTTP host (SPEC.md section 3.2). */
+export interface HttpLimits {
+  /** Decoded-body cap for routes that declare no `bodyLimit`. @default 1 MiB */
+  jsonBodyLimit?: number
+  /** Decoded bytes may not exceed `ratio × encoded bytes + 64 KiB`. @default 10 */
+  decompressionRatio?: number
+  /** Absolute cap on any decoded (decompressed) body. @default 64 MiB */
+  maxDecompressedBytes?: number
+  /** Longest gap between request body chunks before the read fails with 504 Timeout. @default 5000 */
+  readTimeoutMs?: number
+  /** Longest a streamed reply may wait for `'drain'` before the response is destroyed. @default 5000 */
+  writeTimeoutMs?: number
+}
+
+/** Integration points through which the service host composes the handler. All optional. */
+export interface HttpHooks {
+  /** Built-in endpoints (/healthz, /readyz, /metrics, /version) answered before anything else; return undefined to fall through. */
+  builtin?(path: string, req: RonRequest): Reply | Promise<Reply> | undefined
+  /** Called for every non-builtin request before routing; throw a RonError (DrainingError) to refuse intake. */
+  intake?(req: RonRequest): void
+  /** Per-IP admission; returns a release function; throws BusyError. */
+  admit?(req: RonRequest): () => void
+  /** Verifies the bearer token for a route that declares `scope`; returns claims or throws Unauthorized/Forbidden. */
+  authenticate?(req: RonRequest, route: Route): Promise<Claims>
+  /** Runs `job` through the named work queue (WorkPool.submit); must reject BusyError at once when full. */
+  submit?(queue: string, job: (signal: AbortSignal) => Promise<void>, signal: AbortSignal): Promise<void>
+  /** Called once per finished request for metrics (route = route.name ?? route.path, or 'builtin'/'unmatched'). */
+  observe?(route: string, method: string, status: number, seconds: number): void
+  /** Called with every error turned into an error response (for logs); never throws. */
+  onError?(err: RonError, corrId: string, req: RonRequest): void
+}
+
+/** Options of {@link createHttpHandler}. */
+export interface HttpHandlerOptions {
+  /** Service id (the token audience; informational here). */
+  serviceId: string
+  routes: Route[]
+  limits?: HttpLimits
+  hooks?: HttpHooks
+  /** Time source for timeouts and durations. @default systemClock */
+  clock?: Clock
+  /** Where `io_timeouts_total{op}` is counted. @default none */
+  metrics?: MetricsSink
+}
+
+/** The request handler of a service, callable three ways with identical behaviour. */
+export interface HttpHandler {
+  /** In-process dispatch (MemoryTransport). Never rejects: failures are error responses. */
+  dispatch(req: RonRequest): Promise<RonResponse>
+  /** `node:http` request listener: `http.createServer(h.handle)`. The fast path. */
+  handle(req: IncomingMessage, res: ServerResponse): void
+  /** Fetch-style hosts; converts only at this edge. */
+  fetch(request: Request): Promise<Response>
+}
+
+const MiB = 1024 * 1024
+
+function positive(name: string, v: number | undefined, def: number): number {
+  if (v === undefined) return def
+  if (typeof v !== 'number' || !(v > 0)) throw new RangeError(`limits.${name} must be a positive number, got ${String(v)}`)
+  return v
+}
+
+/**
+ * Builds the request handler of a service from its route table and the host's hooks.
+ *
+ * @throws {@link RouteConfigError} when a write route (POST/PUT/PATCH/DELETE) declares neither
+ * `scope` nor `public: true`, a method+path is declared twice, or a path pattern is malformed.
+ * @throws RangeError for a non-positive limit.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http'
+ * import { createHttpHandler } from '@ron/core'
+ *
+ * const h = createHttpHandler({
+ *   serviceId: 'hello',
+ *   routes: [{ method: 'GET', path: '/hello/:name', handler: (ctx) => ({ status: 200, json: { hello: ctx.params.name } }) }],
+ * })
+ * createServer(h.handle).listen(0)
+ * ```
+ */
+export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
+  if (typeof opts.serviceId !== 'string' || opts.serviceId === '') throw new RouteConfigError('serviceId must be a non-empty string')
+  const router = new Router(opts.routes)
+  const l = opts.limits ?? {}
+  const clock = opts.clock ?? systemClock
+  const hooks: HttpHooks = opts.hooks ?? {}
+  const jsonBodyLimit = positive('jsonBodyLimit', l.jsonBodyLimit, MiB)
+  const ctxLimits: ContextLimits = {
+    ratio: positive('decompressionRatio', l.decompressionRatio, 10),
+    maxDecoded: positive('maxDecompressedBytes', l.maxDecompressedBytes, 64 * MiB),
+    readTimeoutMs: positive('readTimeoutMs', l.readTimeoutMs, 5000),
+    clock,
+    metrics: opts.metrics,
+  }
+  // Read once: whether metrics timing is needed on the hot path.
+  const observing = hooks.observe !== undefined
+
+  const reportError = (err: RonError, ex: Exchange): void => {
+    if (hooks.onError === undefined) return
+    try {
+      hooks.onError(err, ex.corrId, ex.req)
+    } catch {
+      // onError must never throw; if it does, the response still goes out
+    }
+  }
+
+  const onFinish = (ex: Exchange): void => {
+    if (hooks.observe === undefined) return
+    try {
+      hooks.observe(ex.label, ex.req.method, ex.status, (clock.now() - ex.startMs) / 1000)
+    } catch {
+      // metrics must never break a response
+    }
+  }
+
+  const nodeWrite: NodeWriteOptions = {
+    writeTimeoutMs: positive('writeTimeoutMs', l.writeTimeoutMs, 5000),
+    clock,
+    metrics: opts.metrics,
+    onLateError(ex, e) {
+      const err = ex.setError(e)
+      reportError(err, ex)
+    },
+  }
+
+  /** Runs `route.handler` inside a work-pool job that keeps its slot until the body is finished. */
+  function runQueued(ex: Exchange, queue: string, route: Route, ctx: Context): Promise<Reply> {
+    return new Promise<Reply>((resolve, reject) => {
+      let started = false
+      const req = ex.req
+      const job = async (jobSignal: AbortSignal): Promise<void> => {
+        started = true
+        ctx.setSignal(jobSignal === req.signal ? jobSignal : AbortSignal.any([req.signal, jobSignal]))
+        let reply: Reply
+        try {
+          reply = await route.handler(ctx)
+        } catch (e) {
+          reject(e instanceof Error ? e : toRonError(e))
+          return
+        }
+        const done = new Promise<void>((r) => {
+          ex.jobDone = r
+        })
+        resolve(reply)
+        await done
+      }
+      hooks.submit!(queue, job, req.signal).then(
+        () => {
+          if (!started) reject(new InternalError(`work queue '${queue}' finished without running the job`))
+        },
+        (e: unknown) => reject(e instanceof Error ? e : new InternalError('work queue rejected the job', { cause: e })),
+      )
+    })
+  }
+
+  async function route(ex: Exchange, m: { route: CompiledRoute; params: Record<string, string> }, rawQuery: string): Promise<void> {
+    const r = m.route.route
+    ex.label = m.route.label
+    const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, r.bodyLimit ?? jsonBodyLimit, ctxLimits)
+    if (r.scope !== undefined) {
+      if (hooks.authenticate === undefined) {
+        throw new UnauthorizedError('this route requires a token but no verifier is configured', { details: { reason: 'no-verifier' } })
+      }
+      ctx.auth = await hooks.authenticate(ex.req, r)
+    }
+    const reply = r.queue === undefined || hooks.submit === undefined ? await r.handler(ctx) : await runQueued(ex, r.queue, r, ctx)
+    ex.setReply(reply)
+  }
+
+  /** The pipeline up to (not including) writing. Never rejects. */
+  async function run(ex: Exchange): Promise<void> {
+    try {
+      const req = ex.req
+      const url = req.url
+      const q = url.indexOf('?')
+      const path = q === -1 ? url : url.slice(0, q)
+      if (hooks.builtin !== undefined) {
+        const b = hooks.builtin(path, req)
+        if (b !== undefined) {
+          ex.label = 'builtin'
+          ex.setReply(await b)
+          return
+        }
+      }
+      hooks.intake?.(req)
+      if (hooks.admit !== undefined) ex.release = hooks.admit(req)
+      const m = router.match(req.method, path)
+      if (m.kind === 'found') return await route(ex, m, q === -1 ? '' : url.slice(q + 1))
+      if (m.kind === 'method') {
+        throw new MethodNotAllowedError(`method ${req.method} is not allowed on this path`, { details: { allow: m.allow } })
+      }
+      throw new NotFoundError('no route matches this path', { details: { path } })
+    } catch (e) {
+      reportError(ex.setError(e), ex)
+    }
+  }
+
+  async function runNode(ex: Exchange, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    await run(ex)
+    writeNode(ex, req, res, nodeWrite)
+  }
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const ex = new Exchange(new NodeRequest(req, res), corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, onFinish)
+    void runNode(ex, req, res)
+  }
+
+  async function dispatch(req: RonRequest): Promise<RonResponse> {
+    const ex = new Exchange(req, corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, onFinish)
+    await run(ex)
+    return toRonResponse(ex)
+  }
+
+  async function fetchHandler(request: Request): Promise<Response> {
+    return ronResponseToFetch(await dispatch(fetchToRonRequest(request)))
+  }
+
+  return { dispatch, handle, fetch: fetchHandler }
+}

@@ -1,0 +1,204 @@
+/**
+ * The `node:http` edge: wraps an `IncomingMessage` as a {@link RonRequest} without copying, and
+ * writes an {@link Exchange}'s outcome straight to the `ServerResponse` (one `end()` for buffered
+ * bodies; backpressure-aware writes with a drain timeout for streams).
+ *
+ * @module
+ */
+
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import type { Clock } from '../clock.js'
+import { CanceledError } from '../errors.js'
+import type { MetricsSink } from '../metrics-sink.js'
+import { CORR_ID_HEADER } from './corr-id.js'
+import type { Exchange } from './exchange.js'
+import type { RonRequest } from './types.js'
+
+/** A `node:http` request seen as a {@link RonRequest}. The abort signal is created on first use. @internal */
+export class NodeRequest implements RonRequest {
+  private ac: AbortController | undefined = undefined
+
+  constructor(
+    readonly raw: IncomingMessage,
+    readonly res: ServerResponse,
+  ) {}
+
+  get method(): string {
+    return this.raw.method ?? 'GET'
+  }
+  get url(): string {
+    return this.raw.url ?? '/'
+  }
+  get headers(): IncomingHttpHeaders {
+    return this.raw.headers
+  }
+  get body(): AsyncIterable<Uint8Array> {
+    return this.raw
+  }
+  get remoteAddress(): string {
+    return this.raw.socket?.remoteAddress ?? ''
+  }
+  /** Aborts when the response closes before it finished (client gone, socket destroyed). */
+  get signal(): AbortSignal {
+    if (this.ac !== undefined) return this.ac.signal
+    const ac = new AbortController()
+    this.ac = ac
+    const res = this.res
+    if (res.closed) {
+      if (!res.writableFinished) ac.abort(new CanceledError('client disconnected'))
+    } else {
+      res.once('close', () => {
+        if (!res.writableFinished) ac.abort(new CanceledError('client disconnected'))
+      })
+    }
+    return ac.signal
+  }
+}
+
+/** What the node writer needs besides the exchange. @internal */
+export interface NodeWriteOptions {
+  writeTimeoutMs: number
+  clock: Clock
+  metrics: MetricsSink | undefined
+  /** Reports an error that happened after headers were sent. */
+  onLateError(ex: Exchange, err: unknown): void
+}
+
+/** Writes the exchange's outcome to `res`, then finishes the exchange. Never throws. @internal */
+export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerResponse, o: NodeWriteOptions): void {
+  const body = ex.body
+  if (res.destroyed || res.headersSent) {
+    closeIterable(body)
+    ex.finish()
+    return
+  }
+  try {
+    res.statusCode = ex.status
+    const h = ex.replyHeaders
+    if (h !== undefined) {
+      for (const k in h) res.setHeader(k, h[k] as string | number | readonly string[])
+    }
+    res.setHeader(CORR_ID_HEADER, ex.corrId)
+    if (ex.contentType !== undefined) res.setHeader('content-type', ex.contentType)
+    if (ex.retryAfter !== undefined) res.setHeader('retry-after', ex.retryAfter)
+    if (ex.allow !== undefined) res.setHeader('allow', ex.allow)
+    // A body we did not (fully) read would be parsed as the next request: close after replying.
+    if (!req.complete) res.setHeader('connection', 'close')
+  } catch (e) {
+    // Invalid header name/value from a handler: answer with a clean 500 instead.
+    if (ex.error === undefined) {
+      res.removeHeader('content-length')
+      const h = ex.replyHeaders
+      if (h !== undefined) for (const k in h) res.removeHeader(k)
+      closeIterable(body)
+      ex.setError(e)
+      writeNode(ex, req, res, o)
+      return
+    }
+    res.destroy()
+    ex.finish()
+    return
+  }
+  if (typeof body === 'string') {
+    res.setHeader('content-length', Buffer.byteLength(body))
+    if (ex.suppressBody) res.end()
+    else res.end(body)
+    ex.finish()
+  } else if (body instanceof Uint8Array) {
+    res.setHeader('content-length', body.byteLength)
+    if (ex.suppressBody) res.end()
+    else res.end(body)
+    ex.finish()
+  } else if (body === undefined) {
+    res.end()
+    ex.finish()
+  } else if (ex.suppressBody) {
+    closeIterable(body)
+    res.end()
+    ex.finish()
+  } else {
+    void streamToNode(ex, body, res, o)
+  }
+}
+
+async function streamToNode(ex: Exchange, body: AsyncIterable<Uint8Array>, res: ServerResponse, o: NodeWriteOptions): Promise<void> {
+  const it = body[Symbol.asyncIterator]()
+  let complete = false
+  // Headers go out now: the client learns the status while the body is still being produced.
+  res.flushHeaders()
+  const closed = closedPromise(res)
+  try {
+    for (;;) {
+      const r = await Promise.race([it.next(), closed.promise])
+      if (r === CLOSED || res.destroyed) break
+      if (r.done === true) {
+        complete = true
+        break
+      }
+      if (!res.write(r.value)) {
+        const ok = await waitDrain(res, o, closed.promise)
+        if (!ok) break
+      }
+    }
+    if (complete) res.end()
+    else res.destroy()
+  } catch (e) {
+    // Too late for an error response: truncate so the client never mistakes this for a whole body.
+    res.destroy()
+    o.onLateError(ex, e)
+  } finally {
+    closed.dispose()
+    if (!complete) closeIterator(it)
+    ex.finish()
+  }
+}
+
+const CLOSED = Symbol('closed')
+
+function closedPromise(res: ServerResponse): { promise: Promise<typeof CLOSED>; dispose(): void } {
+  let onClose: () => void = () => {}
+  const promise = new Promise<typeof CLOSED>((resolve) => {
+    onClose = () => resolve(CLOSED)
+    if (res.destroyed) resolve(CLOSED)
+    else res.once('close', onClose)
+  })
+  return { promise, dispose: () => res.removeListener('close', onClose) }
+}
+
+/** Resolves true on 'drain', false when the response closed or the write timed out (then destroyed). */
+function waitDrain(res: ServerResponse, o: NodeWriteOptions, closed: Promise<typeof CLOSED>): Promise<boolean> {
+  let onDrain: () => void = () => {}
+  let timer: ReturnType<Clock['setTimeout']> | undefined
+  const drained = new Promise<boolean>((resolve) => {
+    onDrain = () => resolve(true)
+    res.once('drain', onDrain)
+    timer = o.clock.setTimeout(() => {
+      o.metrics?.inc('io_timeouts_total', { op: 'write' })
+      // No error object: the socket's error path would only log it; the client sees truncation.
+      res.destroy()
+      resolve(false)
+    }, o.writeTimeoutMs)
+    timer.unref?.()
+  })
+  return Promise.race([drained, closed.then(() => false)]).finally(() => {
+    res.removeListener('drain', onDrain)
+    if (timer !== undefined) o.clock.clearTimeout(timer)
+  })
+}
+
+/** Calls `return()` on a body iterator we will not consume, so handlers release resources. @internal */
+export function closeIterable(body: unknown): void {
+  if (body !== null && typeof body === 'object' && Symbol.asyncIterator in body && !(body instanceof Uint8Array)) {
+    closeIterator((body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]())
+  }
+}
+
+/** @internal */
+export function closeIterator(it: AsyncIterator<unknown>): void {
+  try {
+    const p = it.return?.()
+    if (p !== undefined) p.then(undefined, () => {})
+  } catch {
+    // a throwing return() has nothing left for us to clean up
+  }
+}

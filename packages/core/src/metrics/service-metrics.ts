@@ -1,0 +1,162 @@
+/**
+ * A per-instance Prometheus registry for one service (never prom-client's global registry), the
+ * {@link MetricsSink} the core primitives report through, and the HTTP request metrics.
+ *
+ * @module
+ */
+
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Labels, MetricsSink } from '../metrics-sink.js'
+
+/** Help text of the seed metrics (SPEC.md section 4). They are created on first use. */
+export const SEED_METRICS: Readonly<Record<string, { type: 'counter' | 'gauge' | 'histogram'; help: string }>> = {
+  queue_depth: { type: 'gauge', help: 'Items waiting in a bounded queue.' },
+  queue_dropped_total: { type: 'counter', help: 'Items evicted from drop-oldest queues.' },
+  busy_rejections_total: { type: 'counter', help: 'Requests or items rejected with Busy because a queue or limit was full.' },
+  tasks_spawned_total: { type: 'counter', help: 'Supervised tasks started (including restarts).' },
+  tasks_aborted_total: { type: 'counter', help: 'Tasks still running at the shutdown deadline and aborted.' },
+  tasks_panicked_total: { type: 'counter', help: 'Supervised tasks that failed with an error.' },
+  tasks_canceled_total: { type: 'counter', help: 'Supervised tasks that ended because their signal aborted.' },
+  io_timeouts_total: { type: 'counter', help: 'Operations that exceeded their deadline.' },
+  bus_lagged_total: { type: 'counter', help: 'Broadcast events a slow subscriber missed.' },
+  retries_total: { type: 'counter', help: 'Retries of idempotent operations.' },
+  breaker_state: { type: 'gauge', help: 'Circuit breaker state: 0 closed, 1 half-open, 2 open.' },
+}
+
+/** Default buckets of `http_request_duration_seconds`, in seconds. */
+export const DEFAULT_HTTP_BUCKETS: readonly number[] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/** Options of {@link createServiceMetrics}. */
+export interface ServiceMetricsOptions {
+  /** The constant `service` label on every sample. */
+  service: string
+  /** Buckets of histograms (HTTP latency and sink-created ones). @default {@link DEFAULT_HTTP_BUCKETS} */
+  buckets?: readonly number[]
+}
+
+/** One service's metrics. */
+export interface ServiceMetrics {
+  /** This instance's own registry, with the default label `{service}`. */
+  readonly registry: Registry
+  /** Sink for the core primitives: creates metrics by name on first use. Never throws. */
+  readonly sink: MetricsSink
+  /** A service-specific counter (returns the existing one if already registered under `name`). */
+  counter<L extends string = string>(name: string, help: string, labelNames?: readonly L[]): Counter<L>
+  /** A service-specific gauge (returns the existing one if already registered under `name`). */
+  gauge<L extends string = string>(name: string, help: string, labelNames?: readonly L[]): Gauge<L>
+  /** A service-specific histogram (returns the existing one if already registered under `name`). */
+  histogram<L extends string = string>(name: string, help: string, labelNames?: readonly L[], buckets?: readonly number[]): Histogram<L>
+  /** Counts one HTTP request and records its duration; hot path, label children are cached. */
+  observeHttp(route: string, method: string, status: number, seconds: number): void
+  /** The Prometheus text exposition of this registry. */
+  text(): Promise<string>
+}
+
+type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>
+
+interface SinkEntry {
+  metric: AnyMetric
+  labelNames: readonly string[]
+}
+
+/**
+ * Creates a service's metrics: a fresh prom-client {@link Registry} with the default label
+ * `{service}`, a {@link MetricsSink} for the kit, and the HTTP metrics
+ * `http_requests_total{route,method,status}` and `http_request_duration_seconds{route}`.
+ *
+ * @example
+ * ```ts
+ * const m = createServiceMetrics({ service: 'storage' })
+ * const queue = new BoundedQueue({ name: 'work', capacity: 512, metrics: m.sink })
+ * m.observeHttp('/o/:addr', 'GET', 200, 0.004)
+ * const text = await m.text()
+ * ```
+ */
+export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMetrics {
+  const registry = new Registry()
+  registry.setDefaultLabels({ service: options.service })
+  const buckets = [...(options.buckets ?? DEFAULT_HTTP_BUCKETS)]
+  const sinkEntries = new Map<string, SinkEntry>()
+
+  const existing = <M>(name: string): M | undefined => registry.getSingleMetric(name) as M | undefined
+
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> =>
+    existing<Counter<L>>(name) ?? new Counter<L>({ name, help, labelNames: [...labelNames], registers: [registry] })
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> =>
+    existing<Gauge<L>>(name) ?? new Gauge<L>({ name, help, labelNames: [...labelNames], registers: [registry] })
+  const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[] = [], b?: readonly number[]): Histogram<L> =>
+    existing<Histogram<L>>(name) ??
+    new Histogram<L>({ name, help, labelNames: [...labelNames], buckets: [...(b ?? buckets)], registers: [registry] })
+
+  const requests = counter('http_requests_total', 'HTTP requests by route, method and status.', ['route', 'method', 'status'])
+  const duration = histogram('http_request_duration_seconds', 'HTTP request duration in seconds by route.', ['route'])
+  const requestChildren = new Map<string, { inc(by?: number): void }>()
+  const durationChildren = new Map<string, { observe(v: number): void }>()
+
+  function entry(name: string, type: 'counter' | 'gauge' | 'histogram', labels: Labels | undefined): SinkEntry | undefined {
+    let e = sinkEntries.get(name)
+    if (e !== undefined) return e
+    const labelNames = labels === undefined ? [] : Object.keys(labels).sort()
+    const help = SEED_METRICS[name]?.help ?? `${name} (reported by a core primitive)`
+    try {
+      const metric =
+        type === 'counter' ? counter(name, help, labelNames) : type === 'gauge' ? gauge(name, help, labelNames) : histogram(name, help, labelNames)
+      e = { metric, labelNames: (metric as unknown as { labelNames?: string[] }).labelNames ?? labelNames }
+    } catch {
+      // Invalid name or a clash with a metric of another type: report nothing rather than break the caller.
+      return undefined
+    }
+    sinkEntries.set(name, e)
+    return e
+  }
+
+  // Conform labels to the metric's label names: extra labels are dropped, missing ones are empty,
+  // so a primitive reporting a slightly different label set never throws on a hot path.
+  function conform(e: SinkEntry, labels: Labels | undefined): Record<string, string> {
+    const out: Record<string, string> = {}
+    for (const n of e.labelNames) out[n] = labels?.[n] ?? ''
+    return out
+  }
+
+  const sink: MetricsSink = {
+    inc(name, labels, by = 1) {
+      const e = entry(name, 'counter', labels)
+      if (e === undefined || !(e.metric instanceof Counter)) return
+      if (by > 0) e.metric.inc(conform(e, labels), by)
+    },
+    set(name, labels, value) {
+      const e = entry(name, 'gauge', labels)
+      if (e === undefined || !(e.metric instanceof Gauge)) return
+      e.metric.set(conform(e, labels), value)
+    },
+    observe(name, labels, value) {
+      const e = entry(name, 'histogram', labels)
+      if (e === undefined || !(e.metric instanceof Histogram)) return
+      e.metric.observe(conform(e, labels), value)
+    },
+  }
+
+  return {
+    registry,
+    sink,
+    counter,
+    gauge,
+    histogram,
+    observeHttp(route, method, status, seconds) {
+      const key = `${route}\u0000${method}\u0000${status}`
+      let c = requestChildren.get(key)
+      if (c === undefined) {
+        c = requests.labels({ route, method, status: String(status) })
+        requestChildren.set(key, c)
+      }
+      c.inc()
+      let h = durationChildren.get(route)
+      if (h === undefined) {
+        h = duration.labels({ route })
+        durationChildren.set(route, h)
+      }
+      h.observe(seconds)
+    },
+    text: () => registry.metrics(),
+  }
+}

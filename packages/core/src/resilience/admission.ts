@@ -1,0 +1,128 @@
+/**
+ * Per-key (per-IP) admission control.
+ *
+ * @module
+ */
+
+import { systemClock } from '../clock.js'
+import type { Clock } from '../clock.js'
+import { BusyError } from '../errors.js'
+import { noopMetrics } from '../metrics-sink.js'
+import type { MetricsSink } from '../metrics-sink.js'
+import { TokenBucket } from './token-bucket.js'
+
+/** Options of {@link Admission}. */
+export interface AdmissionOptions {
+  /** Name, the `endpoint` label of `busy_rejections_total`. @defaultValue 'admission' */
+  name?: string
+  /** Concurrent admissions per key. @defaultValue 256 */
+  maxConcurrentPerKey?: number
+  /** Optional per-key rate limit. */
+  rate?: { capacity: number; refillPerSec: number }
+  /** Keys tracked at most; idle keys are forgotten beyond this. @defaultValue 10000 */
+  maxKeys?: number
+  /** `retryAfterMs` for concurrency rejections. @defaultValue 1000 */
+  retryAfterMs?: number
+  /** Time source for the buckets. @defaultValue systemClock */
+  clock?: Clock
+  /** Where `busy_rejections_total{endpoint}` goes. @defaultValue noopMetrics */
+  metrics?: MetricsSink
+}
+
+interface Entry {
+  active: number
+  bucket: TokenBucket | undefined
+}
+
+/**
+ * A per-key gate: at most `maxConcurrentPerKey` concurrent admissions per key plus an optional
+ * per-key token bucket. Memory is bounded: a key with nothing in flight and a full (or no) bucket
+ * is forgotten; beyond `maxKeys` the least recently used idle keys are forgotten too (their bucket
+ * restarts full), and if every key is busy new keys are rejected.
+ *
+ * @example
+ * ```ts
+ * const gate = new Admission({ maxConcurrentPerKey: 256, rate: { capacity: 50, refillPerSec: 20 } })
+ * const release = gate.acquire(remoteIp) // throws BusyError
+ * try { await handle(req) } finally { release() }
+ * ```
+ */
+export class Admission {
+  readonly #name: string
+  readonly #maxConcurrent: number
+  readonly #rate: { capacity: number; refillPerSec: number } | undefined
+  readonly #maxKeys: number
+  readonly #retryAfterMs: number
+  readonly #clock: Clock
+  readonly #metrics: MetricsSink
+  readonly #keys = new Map<string, Entry>()
+
+  constructor(options: AdmissionOptions = {}) {
+    this.#name = options.name ?? 'admission'
+    this.#maxConcurrent = options.maxConcurrentPerKey ?? 256
+    this.#rate = options.rate
+    this.#maxKeys = options.maxKeys ?? 10_000
+    this.#retryAfterMs = options.retryAfterMs ?? 1000
+    this.#clock = options.clock ?? systemClock
+    this.#metrics = options.metrics ?? noopMetrics
+  }
+
+  /** Number of keys currently tracked. */
+  get size(): number {
+    return this.#keys.size
+  }
+
+  /** Admissions in flight for `key`. */
+  active(key: string): number {
+    return this.#keys.get(key)?.active ?? 0
+  }
+
+  /**
+   * Admits one unit of work for `key`.
+   *
+   * @returns an idempotent release function; call it in `finally`.
+   * @throws {@link BusyError} when `key` is at its concurrent cap, out of rate tokens
+   *   (`retryAfterMs` from the bucket) or when `maxKeys` busy keys are already tracked.
+   */
+  acquire(key: string): () => void {
+    let entry = this.#keys.get(key)
+    if (entry === undefined) {
+      if (this.#keys.size >= this.#maxKeys) this.#evict()
+      if (this.#keys.size >= this.#maxKeys) throw this.#busy(key, 'too many keys', this.#retryAfterMs)
+      entry = { active: 0, bucket: this.#rate ? new TokenBucket({ ...this.#rate, clock: this.#clock }) : undefined }
+    } else {
+      this.#keys.delete(key) // re-insert below: Map order doubles as LRU order
+    }
+    this.#keys.set(key, entry)
+    if (entry.active >= this.#maxConcurrent) throw this.#busy(key, 'too many concurrent requests', this.#retryAfterMs)
+    if (entry.bucket && !entry.bucket.tryTake()) {
+      throw this.#busy(key, 'rate limited', Math.max(1, entry.bucket.msUntil()))
+    }
+    entry.active++
+    const e = entry
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      e.active--
+      if (e.active === 0 && e.bucket === undefined && this.#keys.get(key) === e) this.#keys.delete(key)
+    }
+  }
+
+  #evict(): void {
+    // First what is free to forget (idle and full bucket), then least recently used idle keys.
+    for (const [k, e] of this.#keys) if (e.active === 0 && (e.bucket === undefined || e.bucket.full)) this.#keys.delete(k)
+    if (this.#keys.size < this.#maxKeys) return
+    for (const [k, e] of this.#keys) {
+      if (e.active === 0) {
+        this.#keys.delete(k)
+        if (this.#keys.size < this.#maxKeys) return
+      }
+    }
+  }
+
+  #busy(key: string, why: string, retryAfterMs: number): BusyError {
+    this.#metrics.inc('busy_rejections_total', { endpoint: this.#name })
+    return new BusyError(`${this.#name}: ${why}`, { details: { key, reason: why }, retryAfterMs })
+  }
+}

@@ -1,0 +1,390 @@
+/**
+ * `createServiceHost`: the base every `create*Service(config, transport)` is built on. It wires one
+ * service's supervisor, work pools and broadcasts (from its topology), metrics, readiness, auth and
+ * HTTP handler, serves the built-in endpoints, and implements the shutdown sequence of SPEC.md 3.3.
+ *
+ * @module
+ */
+
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Clock } from '../clock.js'
+import { systemClock } from '../clock.js'
+import type { Random } from '../random.js'
+import { systemRandom } from '../random.js'
+import { ClosedError, DrainingError, UnauthorizedError, type RonError } from '../errors.js'
+import type { RonRequest, RonResponse, Reply, Route } from '../http/types.js'
+import { createHttpHandler, type HttpHandler, type HttpHooks, type HttpLimits } from '../http/index.js'
+import type { Transport } from '../transport/types.js'
+import type { TokenVerifier } from '../auth/types.js'
+import { bearerToken, createTokenVerifier, staticKeySource, type KeySource, type Jwk } from '../auth/index.js'
+import { Supervisor, WorkPool, Broadcast } from '../concurrency/index.js'
+import { Admission } from '../resilience/index.js'
+import { createServiceMetrics, type ServiceMetrics } from '../metrics/service-metrics.js'
+import { METRICS_CONTENT_TYPE } from '../metrics/merge.js'
+import { Readiness } from '../health/readiness.js'
+import type { HealthReport, RonService, Topology, ChannelSpec } from './types.js'
+import { noopLogger, type Logger } from './logger.js'
+
+/** Options of {@link createServiceHost}. */
+export interface ServiceHostOptions {
+  /** Service id: the `aud` tokens must name, the `service` metric label. */
+  id: string
+  /** Reported by `/version`. */
+  version: string
+  /** Tasks and channels of the service (SPEC.md 3.4); mpsc channels become work pools, broadcasts become {@link Broadcast}s. */
+  topology: Topology
+  /** How the service reaches others (kept for the service's own use). @default none */
+  transport?: Transport
+  /**
+   * Token verification for routes that declare a `scope`. Give a ready `verifier`, or `keys` (a
+   * {@link KeySource} or a JWKS) to build one. @default none: every scoped route answers 401
+   */
+  auth?: { verifier?: TokenVerifier; keys?: KeySource | { keys: Jwk[] } }
+  /** Time `close()` lets in-flight work finish before aborting stragglers. @default 3000 */
+  drainDeadlineMs?: number
+  /** HTTP body/decompression/timeout limits. @default the HTTP layer's defaults */
+  limits?: HttpLimits
+  /** Per-IP admission for non-built-in requests. @default 256 concurrent per IP, no rate limit */
+  admission?: { maxConcurrentPerIp?: number; ratePerIp?: { capacity: number; refillPerSec: number } }
+  /**
+   * Worker concurrency per mpsc channel consumed by a work pool (overrides `channel.pool.concurrency`).
+   * @default 8 (queue capacity comes from the topology)
+   */
+  workers?: Record<string, number>
+  /** @default systemClock */
+  clock?: Clock
+  /** @default systemRandom */
+  random?: Random
+  /** @default noopLogger */
+  logger?: Logger
+}
+
+/** What a service factory builds on. */
+export interface ServiceHost {
+  readonly id: string
+  readonly version: string
+  readonly clock: Clock
+  readonly logger: Logger
+  readonly transport: Transport | undefined
+  readonly supervisor: Supervisor
+  readonly metrics: ServiceMetrics
+  readonly readiness: Readiness
+  /** Aborts when `close()` gives up draining and starts aborting stragglers. */
+  readonly signal: AbortSignal
+  /** True once `close()` began. */
+  readonly closing: boolean
+  /**
+   * The work pool consuming the mpsc channel `name` of the topology (created on first use).
+   * @throws Error when `name` is not an mpsc channel of the topology
+   */
+  pool(name: string): WorkPool
+  /**
+   * The broadcast channel `name` of the topology (created on first use).
+   * @throws Error when `name` is not a broadcast channel of the topology
+   */
+  broadcast<T>(name: string): Broadcast<T>
+  /**
+   * Adds routes. Must be called before the first request.
+   * @throws Error after the first request, or when a route names a queue that is not an mpsc channel
+   */
+  routes(routes: Route[]): void
+  /** Registers service cleanup, run after the drain, in reverse registration order. */
+  onClose(fn: () => Promise<void> | void): void
+  /** The service object a factory returns (handle/fetch/dispatch/health/describe/metrics/close). */
+  readonly service: RonService
+}
+
+/** Default worker concurrency of a work pool. */
+export const DEFAULT_POOL_CONCURRENCY = 8
+/** Default drain deadline of `close()`, in ms. */
+export const DEFAULT_DRAIN_DEADLINE_MS = 3000
+const RETRY_AFTER_MS = 1000
+
+/**
+ * Creates a service host. A service factory declares its topology, adds routes, starts its
+ * background tasks on `host.supervisor`, and returns `host.service`.
+ *
+ * Shutdown (`service.close()`, SPEC.md 3.3): writes turn unready, then reads; new requests get
+ * 503 `Draining` with `Retry-After`; work pools stop intake and drain until `drainDeadlineMs`;
+ * then `host.signal` aborts and the supervisor's shutdown aborts stragglers (counted in
+ * `tasks_aborted_total{kind}`); `onClose` hooks run in reverse order. A second `close()` joins
+ * the first; afterwards every request gets 503 `Closed`.
+ *
+ * @example
+ * ```ts
+ * export async function createHelloService(config: { id?: string } = {}): Promise<RonService> {
+ *   const host = createServiceHost({ id: config.id ?? 'hello', version: '1.0.0', topology })
+ *   host.routes([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, json: { hello: 'world' } }) }])
+ *   return host.service
+ * }
+ * ```
+ */
+export function createServiceHost(options: ServiceHostOptions): ServiceHost {
+  return new Host(options)
+}
+
+class Host implements ServiceHost {
+  readonly id: string
+  readonly version: string
+  readonly clock: Clock
+  readonly logger: Logger
+  readonly transport: Transport | undefined
+  readonly supervisor: Supervisor
+  readonly metrics: ServiceMetrics
+  readonly readiness: Readiness
+  readonly service: RonService
+
+  readonly #topology: Topology
+  readonly #channels = new Map<string, ChannelSpec>()
+  readonly #pools = new Map<string, WorkPool>()
+  readonly #broadcasts = new Map<string, Broadcast<unknown>>()
+  readonly #routes: Route[] = []
+  readonly #closeHooks: Array<() => Promise<void> | void> = []
+  readonly #abort = new AbortController()
+  readonly #drainDeadlineMs: number
+  readonly #workers: Record<string, number>
+  readonly #admission: Admission
+  readonly #verifier: TokenVerifier | undefined
+  readonly #limits: HttpLimits | undefined
+  #handler: HttpHandler | undefined
+  #state: 'running' | 'draining' | 'closed' = 'running'
+  #closePromise: Promise<void> | undefined
+  #inFlight = 0
+  #idle: (() => void) | undefined
+
+  constructor(o: ServiceHostOptions) {
+    this.id = o.id
+    this.version = o.version
+    this.clock = o.clock ?? systemClock
+    this.logger = (o.logger ?? noopLogger).child({ service: o.id })
+    this.transport = o.transport
+    this.#topology = o.topology
+    this.#drainDeadlineMs = o.drainDeadlineMs ?? DEFAULT_DRAIN_DEADLINE_MS
+    this.#workers = o.workers ?? {}
+    this.#limits = o.limits
+    for (const c of o.topology.channels) this.#channels.set(c.name, c)
+    this.metrics = createServiceMetrics({ service: o.id })
+    this.supervisor = new Supervisor({ name: o.id, clock: this.clock, random: o.random ?? systemRandom, metrics: this.metrics.sink })
+    this.readiness = new Readiness({ liveness: () => this.supervisor.health(), retryAfterMs: RETRY_AFTER_MS })
+    this.#admission = new Admission({
+      maxConcurrentPerKey: o.admission?.maxConcurrentPerIp ?? 256,
+      ...(o.admission?.ratePerIp === undefined ? {} : { rate: o.admission.ratePerIp }),
+      clock: this.clock,
+      metrics: this.metrics.sink,
+    })
+    this.#verifier = o.auth?.verifier ?? buildVerifier(o.auth?.keys, this.clock)
+    // Pools named explicitly (channel.pool or the workers option) exist from the start, so their
+    // workers and gauges are visible before the first request.
+    for (const c of o.topology.channels) {
+      if (c.kind === 'mpsc' && (c.pool !== undefined || o.workers?.[c.name] !== undefined)) this.pool(c.name)
+    }
+    this.service = this.#makeService()
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal
+  }
+
+  get closing(): boolean {
+    return this.#state !== 'running'
+  }
+
+  pool(name: string): WorkPool {
+    const existing = this.#pools.get(name)
+    if (existing !== undefined) return existing
+    const c = this.#channels.get(name)
+    if (c === undefined || c.kind !== 'mpsc') throw new Error(`service ${this.id}: no mpsc channel named '${name}' in the topology`)
+    if (this.#state !== 'running') throw new ClosedError(`service ${this.id} is closing`)
+    const pool = new WorkPool({
+      name,
+      capacity: c.capacity,
+      concurrency: this.#workers[name] ?? c.pool?.concurrency ?? DEFAULT_POOL_CONCURRENCY,
+      supervisor: this.supervisor,
+      metrics: this.metrics.sink,
+      clock: this.clock,
+    })
+    this.#pools.set(name, pool)
+    return pool
+  }
+
+  broadcast<T>(name: string): Broadcast<T> {
+    const existing = this.#broadcasts.get(name)
+    if (existing !== undefined) return existing as Broadcast<T>
+    const c = this.#channels.get(name)
+    if (c === undefined || c.kind !== 'broadcast') throw new Error(`service ${this.id}: no broadcast channel named '${name}' in the topology`)
+    const b = new Broadcast<T>({ name, capacity: c.capacity, metrics: this.metrics.sink })
+    this.#broadcasts.set(name, b as Broadcast<unknown>)
+    return b
+  }
+
+  routes(routes: Route[]): void {
+    if (this.#handler !== undefined) throw new Error(`service ${this.id}: routes must be added before the first request`)
+    for (const r of routes) {
+      if (r.queue !== undefined) this.pool(r.queue) // validates the name and starts the pool's workers
+      this.#routes.push(r)
+    }
+  }
+
+  onClose(fn: () => Promise<void> | void): void {
+    this.#closeHooks.push(fn)
+  }
+
+  health(): HealthReport {
+    return this.readiness.report(this.supervisor.health())
+  }
+
+  close(): Promise<void> {
+    this.#closePromise ??= this.#close()
+    return this.#closePromise
+  }
+
+  #handlerOrCreate(): HttpHandler {
+    this.#handler ??= createHttpHandler({
+      serviceId: this.id,
+      routes: this.#routes,
+      hooks: this.#hooks(),
+      clock: this.clock,
+      ...(this.#limits === undefined ? {} : { limits: this.#limits }),
+    })
+    return this.#handler
+  }
+
+  #hooks(): HttpHooks {
+    return {
+      builtin: (path, req) => this.#builtin(path, req),
+      intake: () => {
+        if (this.#state === 'draining') throw new DrainingError(`service ${this.id} is draining`, { retryAfterMs: RETRY_AFTER_MS })
+        if (this.#state === 'closed') throw new ClosedError(`service ${this.id} is closed`, { retryAfterMs: RETRY_AFTER_MS })
+      },
+      admit: (req) => {
+        const release = this.#admission.acquire(req.remoteAddress)
+        this.#inFlight++
+        let done = false
+        return () => {
+          if (done) return
+          done = true
+          release()
+          if (--this.#inFlight === 0) this.#idle?.()
+        }
+      },
+      authenticate: async (req, route) => {
+        if (this.#verifier === undefined) {
+          throw new UnauthorizedError('this service has no token verifier configured', { details: { reason: 'no_verifier' } })
+        }
+        const token = bearerToken(req.headers)
+        if (token === undefined) throw new UnauthorizedError('missing bearer token', { details: { reason: 'missing' } })
+        return this.#verifier.verify(token, route.scope === undefined ? { audience: this.id } : { audience: this.id, scope: route.scope })
+      },
+      submit: (queue, job, signal) => this.pool(queue).submit(job, signal),
+      observe: (route, method, status, seconds) => this.metrics.observeHttp(route, method, status, seconds),
+      onError: (err: RonError, corrId: string, req: RonRequest) => {
+        const record = { corrId, code: err.code, method: req.method, url: req.url }
+        if (err.status >= 500 && err.code === 'Internal') this.logger.error({ ...record, err: err.cause ?? err }, err.message)
+        else this.logger.debug(record, err.message)
+      },
+    }
+  }
+
+  #builtin(path: string, req: RonRequest): Reply | Promise<Reply> | undefined {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return undefined
+    switch (path) {
+      case '/healthz':
+        return this.readiness.healthzReply(this.supervisor.health())
+      case '/readyz':
+        return this.readiness.readyzReply(this.supervisor.health())
+      case '/metrics':
+        return this.metrics.text().then((body) => ({ status: 200, headers: { 'content-type': METRICS_CONTENT_TYPE }, body }))
+      case '/version':
+        return { status: 200, json: { service: this.id, version: this.version, node: process.version } }
+      default:
+        return undefined
+    }
+  }
+
+  #makeService(): RonService {
+    const handle = (req: IncomingMessage, res: ServerResponse): void => {
+      this.#handlerOrCreate().handle(req, res)
+    }
+    const service: RonService = {
+      id: this.id,
+      version: this.version,
+      handle,
+      fetch: (request: Request) => this.#handlerOrCreate().fetch(request),
+      dispatch: (req: RonRequest): Promise<RonResponse> => {
+        // In-process requests also abort when the host force-closes.
+        const signal = AbortSignal.any([req.signal, this.#abort.signal])
+        return this.#handlerOrCreate().dispatch({
+          method: req.method,
+          url: req.url,
+          headers: req.headers,
+          body: req.body,
+          remoteAddress: req.remoteAddress,
+          signal,
+        })
+      },
+      health: () => this.health(),
+      describe: () => structuredClone(this.#topology),
+      metrics: this.metrics.registry,
+      close: () => this.close(),
+      [Symbol.asyncDispose]: () => this.close(),
+    }
+    return service
+  }
+
+  async #close(): Promise<void> {
+    const started = this.clock.now()
+    this.#state = 'draining'
+    this.readiness.draining('writes')
+    this.readiness.draining('all')
+    this.logger.info({ drainDeadlineMs: this.#drainDeadlineMs }, 'draining')
+    for (const p of this.#pools.values()) p.stop()
+
+    const deadline = new AbortController()
+    const timer = this.clock.setTimeout(() => deadline.abort(), this.#drainDeadlineMs)
+    timer.unref?.()
+    try {
+      await Promise.race([
+        Promise.all([...[...this.#pools.values()].map((p) => p.drained()), this.#requestsIdle()]),
+        new Promise<void>((resolve) => deadline.signal.addEventListener('abort', () => resolve(), { once: true })),
+      ])
+    } finally {
+      this.clock.clearTimeout(timer)
+      this.#idle = undefined
+    }
+
+    const remaining = Math.max(0, this.#drainDeadlineMs - (this.clock.now() - started))
+    let queued = 0
+    for (const p of this.#pools.values()) queued += p.inFlight
+    const directStragglers = Math.max(0, this.#inFlight - queued)
+    if (remaining === 0 && directStragglers > 0) {
+      this.metrics.sink.inc('tasks_aborted_total', { kind: 'request' }, directStragglers)
+    }
+    this.#abort.abort(new DrainingError(`service ${this.id} closed`, { retryAfterMs: RETRY_AFTER_MS }))
+    const result = await this.supervisor.shutdown(remaining)
+    if (result.aborted.length > 0) this.logger.warn({ aborted: result.aborted }, 'aborted stragglers at the drain deadline')
+    this.#state = 'closed'
+
+    for (const fn of [...this.#closeHooks].reverse()) {
+      try {
+        await fn()
+      } catch (err) {
+        this.logger.error({ err }, 'onClose hook failed')
+      }
+    }
+    for (const b of this.#broadcasts.values()) b.close()
+    this.logger.info({}, 'closed')
+  }
+
+  #requestsIdle(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      this.#idle = resolve
+    })
+  }
+}
+
+function buildVerifier(keys: KeySource | { keys: Jwk[] } | undefined, clock: Clock): TokenVerifier | undefined {
+  if (keys === undefined) return undefined
+  const source: KeySource = 'getKey' in keys ? keys : staticKeySource(keys)
+  return createTokenVerifier({ keys: source, clock })
+}

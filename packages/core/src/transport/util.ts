@@ -1,0 +1,98 @@
+/**
+ * Helpers shared by the transports (internal).
+ *
+ * @module
+ */
+
+import { abortReason } from '../clock.js'
+import { NotReadyError } from '../errors.js'
+import type { TransportRequest } from './types.js'
+
+const EMPTY: AsyncIterable<Uint8Array> = {
+  [Symbol.asyncIterator]: () => ({ next: () => Promise.resolve({ done: true, value: undefined }) }),
+}
+
+/** A request body as a stream of chunks, without copying. */
+export function bodyIterable(body: TransportRequest['body']): AsyncIterable<Uint8Array> {
+  if (body === undefined) return EMPTY
+  if (typeof body === 'string') return once(Buffer.from(body))
+  if (body instanceof Uint8Array) return once(body)
+  return body
+}
+
+function once(chunk: Uint8Array): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator]() {
+      let done = false
+      return {
+        next: () => {
+          if (done) return Promise.resolve({ done: true, value: undefined })
+          done = true
+          return Promise.resolve({ done: false, value: chunk })
+        },
+      }
+    },
+  }
+}
+
+/**
+ * Wraps a response body so that reading it fails with the signal's reason when the call is
+ * aborted mid-stream (and stops the producer), and calls `done` once when it ends either way.
+ */
+export function guardBody(body: AsyncIterable<Uint8Array>, signal: AbortSignal, done: () => void): AsyncIterable<Uint8Array> {
+  let it: AsyncIterator<Uint8Array> | undefined
+  let finished = false
+  const finish = (): void => {
+    if (finished) return
+    finished = true
+    done()
+  }
+  const iterator: AsyncIterableIterator<Uint8Array> = {
+    [Symbol.asyncIterator]: () => iterator,
+    async next() {
+      if (finished) return { done: true, value: undefined }
+      it ??= body[Symbol.asyncIterator]()
+      if (signal.aborted) {
+        await stop()
+        throw abortReason(signal)
+      }
+      let onAbort: (() => void) | undefined
+      try {
+        const r = await new Promise<IteratorResult<Uint8Array>>((resolve, reject) => {
+          onAbort = () => reject(abortReason(signal))
+          signal.addEventListener('abort', onAbort, { once: true })
+          it!.next().then(resolve, reject)
+        })
+        if (r.done === true) finish()
+        return r
+      } catch (e) {
+        await stop()
+        throw e
+      } finally {
+        if (onAbort !== undefined) signal.removeEventListener('abort', onAbort)
+      }
+    },
+    async return() {
+      await stop()
+      return { done: true, value: undefined }
+    },
+  }
+  async function stop(): Promise<void> {
+    const i = it
+    finish()
+    try {
+      await i?.return?.()
+    } catch {
+      // the producer failed while being stopped; nothing left to release
+    }
+  }
+  return iterator
+}
+
+/** The error a call to an unknown or unreachable target fails with. */
+export function unreachable(target: string, cause?: unknown): NotReadyError {
+  return new NotReadyError(`target '${target}' is unreachable`, {
+    details: { target, reason: 'unreachable' },
+    ...(cause === undefined ? {} : { cause }),
+  })
+}

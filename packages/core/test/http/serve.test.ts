@@ -1,0 +1,313 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { connect, type Socket } from 'node:net'
+import { gzipSync } from 'node:zlib'
+import { afterEach, describe, expect, it } from 'vitest'
+import { request } from 'undici'
+import { createHttpHandler, serve, type RonServer, type Route, type HttpLimits } from '../../src/http/index.js'
+import { expectEnvelope } from './helpers.js'
+
+const servers: RonServer[] = []
+const sockets: Socket[] = []
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy()
+  await Promise.all(servers.splice(0).map((s) => s.close()))
+})
+
+function deferred<T = void>() {
+  let resolve!: (v: T) => void
+  const promise = new Promise<T>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
+async function start(routes: Route[], limits: HttpLimits = {}, opts: Parameters<typeof serve>[1] = {}) {
+  const h = createHttpHandler({ serviceId: 't', routes, limits })
+  const srv = await serve(h, { port: 0, ...opts })
+  servers.push(srv)
+  return srv
+}
+
+function rawSocket(srv: RonServer): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect(srv.port, '127.0.0.1', () => resolve(s))
+    s.once('error', reject)
+    sockets.push(s)
+  })
+}
+
+/** Resolves with everything the server sent once it closed the socket. */
+function untilClosed(s: Socket): Promise<string> {
+  let data = ''
+  s.on('data', (d: Buffer) => (data += d.toString()))
+  return new Promise((resolve) => {
+    if (s.destroyed) resolve(data)
+    s.once('close', () => resolve(data))
+  })
+}
+
+const sizeRoute: Route = {
+  method: 'POST',
+  path: '/size',
+  public: true,
+  bodyLimit: 1024,
+  handler: async (ctx) => {
+    let n = 0
+    for await (const c of ctx.stream()) n += c.byteLength
+    return { status: 200, json: { n } }
+  },
+}
+
+describe('serve: body limits over real sockets', () => {
+  it('rejects a Content-Length over the cap with 413 and the envelope', async () => {
+    const srv = await start([sizeRoute])
+    const res = await request(`${srv.url}/size`, { method: 'POST', body: Buffer.alloc(2048), headers: { 'x-corr-id': 'cap-1' } })
+    expect(res.statusCode).toBe(413)
+    expect(res.headers['x-corr-id']).toBe('cap-1')
+    expect(res.headers['content-type']).toBe('application/json')
+    expectEnvelope(await res.body.json(), 'OverLimit', 'cap-1')
+  })
+
+  it('rejects a chunked (streamed) body that grows over the cap with 413', async () => {
+    const srv = await start([sizeRoute])
+    async function* chunks() {
+      for (let i = 0; i < 4; i++) yield Buffer.alloc(400)
+    }
+    const res = await request(`${srv.url}/size`, { method: 'POST', body: chunks() })
+    expect(res.headers['content-length']).toBeDefined()
+    expect(res.statusCode).toBe(413)
+    expectEnvelope(await res.body.json(), 'OverLimit')
+  })
+
+  it('accepts a body under the cap', async () => {
+    const srv = await start([sizeRoute])
+    const res = await request(`${srv.url}/size`, { method: 'POST', body: Buffer.alloc(1000) })
+    expect(await res.body.json()).toEqual({ n: 1000 })
+  })
+
+  it('stops a gzip bomb (50 MB of zeros) at the ratio cap without inflating it', async () => {
+    let decoded = 0
+    const bomb = gzipSync(Buffer.alloc(50_000_000))
+    const route: Route = {
+      method: 'POST',
+      path: '/bomb',
+      public: true,
+      bodyLimit: 512 * 1024 * 1024,
+      handler: async (ctx) => {
+        for await (const c of ctx.stream()) decoded += c.byteLength
+        return { status: 200, json: { decoded } }
+      },
+    }
+    const srv = await start([route])
+    const res = await request(`${srv.url}/bomb`, { method: 'POST', body: bomb, headers: { 'content-encoding': 'gzip' } })
+    expect(res.statusCode).toBe(413)
+    const e = expectEnvelope(await res.body.json(), 'OverLimit')
+    expect(e.details.kind).toBe('decompression ratio')
+    // ratio 10 x ~50 KB encoded + 64 KiB slack, plus at most a zlib chunk of read-ahead
+    expect(decoded).toBeLessThan(bomb.byteLength * 10 + 64 * 1024 + 1)
+    expect(decoded).toBeLessThan(2 * 1024 * 1024)
+  })
+
+  it('applies the absolute decompressed cap', async () => {
+    const route: Route = { ...sizeRoute, path: '/abs', bodyLimit: 1e9 }
+    const srv = await start([route], { maxDecompressedBytes: 100_000, decompressionRatio: 1e6 })
+    const res = await request(`${srv.url}/abs`, { method: 'POST', body: gzipSync(Buffer.alloc(1_000_000)), headers: { 'content-encoding': 'gzip' } })
+    expect(res.statusCode).toBe(413)
+    expect(expectEnvelope(await res.body.json(), 'OverLimit').details.kind).toBe('decompressed size cap')
+  })
+
+  it('rejects an unknown Content-Encoding with 415', async () => {
+    const srv = await start([sizeRoute])
+    const res = await request(`${srv.url}/size`, { method: 'POST', body: 'x', headers: { 'content-encoding': 'compress' } })
+    expect(res.statusCode).toBe(415)
+    expectEnvelope(await res.body.json(), 'UnsupportedMediaType')
+  })
+
+  it('decodes br and deflate bodies', async () => {
+    const { brotliCompressSync, deflateSync } = await import('node:zlib')
+    const srv = await start([sizeRoute])
+    for (const [enc, buf] of [['br', brotliCompressSync(Buffer.alloc(900))], ['deflate', deflateSync(Buffer.alloc(900))]] as const) {
+      const res = await request(`${srv.url}/size`, { method: 'POST', body: buf, headers: { 'content-encoding': enc } })
+      expect(await res.body.json()).toEqual({ n: 900 })
+    }
+  })
+})
+
+describe('serve: errors, HEAD, corr-id over sockets', () => {
+  const hello: Route = { method: 'GET', path: '/hello', handler: () => ({ status: 200, json: { hello: 'world' } }) }
+
+  it('404 and 405 carry the envelope, Allow and the echoed corr-id', async () => {
+    const srv = await start([hello])
+    const nf = await request(`${srv.url}/nope`, { headers: { 'x-corr-id': 'c-404' } })
+    expect(nf.statusCode).toBe(404)
+    expect(nf.headers['x-corr-id']).toBe('c-404')
+    expectEnvelope(await nf.body.json(), 'NotFound', 'c-404')
+    const na = await request(`${srv.url}/hello`, { method: 'POST', body: '' })
+    expect(na.statusCode).toBe(405)
+    expect(na.headers.allow).toBe('GET, HEAD')
+    expectEnvelope(await na.body.json(), 'MethodNotAllowed', na.headers['x-corr-id'] as string)
+  })
+
+  it('HEAD on a GET route keeps content-length and sends no body', async () => {
+    const srv = await start([hello])
+    const res = await request(`${srv.url}/hello`, { method: 'HEAD' })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-length']).toBe(String(JSON.stringify({ hello: 'world' }).length))
+    expect((await res.body.arrayBuffer()).byteLength).toBe(0)
+  })
+
+  it('rejects a port in use with EADDRINUSE naming the port', async () => {
+    const srv = await start([hello])
+    const h = createHttpHandler({ serviceId: 't', routes: [hello] })
+    const err: unknown = await serve(h, { port: srv.port }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    expect((err as { code?: string }).code).toBe('EADDRINUSE')
+    expect((err as Error).message).toContain(String(srv.port))
+  })
+})
+
+describe('serve: slow clients, per-IP cap, graceful close', () => {
+  it('times out a client that stalls mid-body and releases its socket', async () => {
+    const srv = await start([sizeRoute], { readTimeoutMs: 200 })
+    const s = await rawSocket(srv)
+    const closed = untilClosed(s)
+    s.write('POST /size HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\nx-corr-id: slow-1\r\n\r\n0123456789')
+    const data = await closed
+    expect(data).toMatch(/^HTTP\/1\.1 504/)
+    expect(data).toContain('x-corr-id: slow-1')
+    expect(data).toContain('"code":"Timeout"')
+    expect(srv.connections).toBe(0)
+  })
+
+  it('times out a client that stalls in the headers', async () => {
+    const srv = await start([sizeRoute], {}, { readTimeoutMs: 200 })
+    const s = await rawSocket(srv)
+    const closed = untilClosed(s)
+    s.write('GET /size HTTP/1.1\r\nhost: x\r\n')
+    await closed
+    expect(s.destroyed).toBe(true)
+  })
+
+  it('destroys the third socket from one IP when maxConnectionsPerIp is 2', async () => {
+    const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { maxConnectionsPerIp: 2 })
+    const a = await rawSocket(srv)
+    await rawSocket(srv)
+    const c = await rawSocket(srv)
+    await untilClosed(c)
+    expect(srv.connections).toBe(2)
+    // the first two still work
+    const reply = new Promise<string>((resolve) => a.once('data', (d: Buffer) => resolve(d.toString())))
+    a.write('GET /hello HTTP/1.1\r\nhost: x\r\n\r\n')
+    expect(await reply).toMatch(/^HTTP\/1\.1 200/)
+  })
+
+  it('close() lets in-flight requests finish, refuses new connections, and is idempotent', async () => {
+    const gate = deferred()
+    const entered = deferred()
+    const srv = await start([
+      {
+        method: 'GET',
+        path: '/slow',
+        handler: async () => {
+          entered.resolve()
+          await gate.promise
+          return { status: 200, body: 'done' }
+        },
+      },
+    ])
+    const inflight = request(`${srv.url}/slow`)
+    await entered.promise
+    const closing = srv.close()
+    expect(srv.close()).toBe(closing)
+    await expect(request(`${srv.url}/slow`)).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+    gate.resolve()
+    const res = await inflight
+    expect(res.statusCode).toBe(200)
+    expect(await res.body.text()).toBe('done')
+    await closing
+    expect(srv.connections).toBe(0)
+  })
+
+  it('close() destroys a straggler past the drain deadline and aborts its signal', async () => {
+    const aborted = deferred<unknown>()
+    const entered = deferred()
+    const srv = await start(
+      [
+        {
+          method: 'GET',
+          path: '/hang',
+          handler: (ctx) =>
+            new Promise((_resolve, reject) => {
+              entered.resolve()
+              ctx.signal.addEventListener('abort', () => {
+                aborted.resolve(ctx.signal.reason)
+                reject(ctx.signal.reason as Error)
+              })
+            }),
+        },
+      ],
+      {},
+      { drainDeadlineMs: 100 },
+    )
+    const inflight = request(`${srv.url}/hang`).then(
+      () => 'completed',
+      () => 'failed',
+    )
+    await entered.promise
+    await srv.close()
+    expect(await inflight).toBe('failed')
+    expect(await aborted.promise).toMatchObject({ code: 'Canceled' })
+  })
+})
+
+describe('serve: streaming replies', () => {
+  it('respects backpressure and calls the iterator return() when the client goes away', async () => {
+    let produced = 0
+    const returned = deferred()
+    const chunk = Buffer.alloc(64 * 1024, 1)
+    const body: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]() {
+        return {
+          next: () => {
+            produced++
+            return Promise.resolve({ done: false, value: chunk })
+          },
+          return: () => {
+            returned.resolve()
+            return Promise.resolve({ done: true, value: undefined })
+          },
+        }
+      },
+    }
+    const srv = await start([{ method: 'GET', path: '/inf', handler: () => ({ status: 200, body }) }])
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const r = httpRequest(`${srv.url}/inf`, resolve)
+      r.once('error', reject)
+      r.end()
+    })
+    expect(res.statusCode).toBe(200)
+    res.pause()
+    // Wait (bounded) until the producer stops advancing: it must, since nobody reads.
+    let last = -1
+    for (let i = 0; i < 200 && produced !== last; i++) {
+      last = produced
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    expect(produced).toBe(last)
+    // Socket buffers on loopback hold a few MB at most; without backpressure this would be unbounded.
+    expect(produced * chunk.byteLength).toBeLessThan(64 * 1024 * 1024)
+    res.destroy()
+    await returned.promise
+  })
+
+  it('destroys the response when the iterator throws mid-stream (truncation, never wrong bytes)', async () => {
+    async function* broken() {
+      yield Buffer.from('partial')
+      throw new Error('disk gone')
+    }
+    const srv = await start([{ method: 'GET', path: '/broken', handler: () => ({ status: 200, body: broken() }) }])
+    const res = await request(`${srv.url}/broken`)
+    expect(res.statusCode).toBe(200)
+    await expect(res.body.text()).rejects.toThrow()
+  })
+})

@@ -1,0 +1,240 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import {
+  MemoryTransport,
+  createServiceHost,
+  isRonError,
+  mergeMetrics,
+  throwIfError,
+  type RonError,
+  type Route,
+  type ServiceHost,
+  type ServiceHostOptions,
+  type Topology,
+  type TransportResponse,
+} from '@ron/core'
+import { VirtualClock, createTestIssuer } from '@ron/core/testing'
+
+const topology = (capacity = 1, concurrency = 1): Topology => ({
+  service: 'svc',
+  tasks: [{ name: 'work-worker', count: concurrency, criticality: 'critical', description: 'runs queued jobs' }],
+  channels: [
+    { name: 'work', kind: 'mpsc', capacity, producers: ['http'], consumers: ['work-worker'], overflow: 'reject-new', pool: { concurrency } },
+    { name: 'events', kind: 'broadcast', capacity: 8, producers: ['work-worker'], consumers: ['sse'], overflow: 'drop-oldest' },
+  ],
+})
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void
+  const promise = new Promise<void>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
+/** A queued route whose handler reports that it started and waits for its gate (ignoring its signal). */
+function gatedJob(): { route: Route; started: Array<Promise<void>>; gates: Array<() => void> } {
+  const started: Array<() => void> = []
+  const startedP: Array<Promise<void>> = []
+  const gates: Array<() => void> = []
+  const waits: Array<Promise<void>> = []
+  for (let i = 0; i < 8; i++) {
+    const s = deferred()
+    started.push(s.resolve)
+    startedP.push(s.promise)
+    const g = deferred()
+    gates.push(g.resolve)
+    waits.push(g.promise)
+  }
+  let n = 0
+  const route: Route = {
+    method: 'POST',
+    path: '/job',
+    public: true,
+    queue: 'work',
+    handler: async () => {
+      const i = n++
+      started[i]!()
+      await waits[i]
+      return { status: 200, json: { job: i } }
+    },
+  }
+  return { route, started: startedP, gates }
+}
+
+const errorOf = async (res: TransportResponse): Promise<RonError> => (await throwIfError(res).catch((e: unknown) => e)) as RonError
+
+describe('createServiceHost', () => {
+  const cleanups: Array<() => Promise<void> | void> = []
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c()
+  })
+
+  function setup(extra: Partial<ServiceHostOptions> = {}, routes: Route[] = []): { host: ServiceHost; t: MemoryTransport } {
+    const host = createServiceHost({ id: 'svc', version: '1.2.3', topology: topology(), ...extra })
+    host.routes(routes)
+    const t = new MemoryTransport(extra.clock === undefined ? {} : { clock: extra.clock })
+    t.mount('svc', host.service)
+    cleanups.push(() => t.close())
+    return { host, t }
+  }
+
+  it('answers 429 Busy with Retry-After when the work queue is full, while /healthz and /metrics still answer 200', async () => {
+    const job = gatedJob()
+    const { host, t } = setup({}, [job.route])
+    cleanups.push(() => host.service.close())
+    const first = t.request('svc', { method: 'POST', path: '/job' })
+    await job.started[0]
+    const second = t.request('svc', { method: 'POST', path: '/job' })
+    await expect.poll(() => host.pool('work').depth).toBe(1)
+
+    const third = await t.request('svc', { method: 'POST', path: '/job' })
+    expect(third.status).toBe(429)
+    expect(Number(third.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect((await errorOf(third)).code).toBe('Busy')
+
+    const healthz = await t.request('svc', { method: 'GET', path: '/healthz' })
+    expect(healthz.status).toBe(200)
+    expect(await healthz.json()).toEqual({ live: true })
+    const metrics = await t.request('svc', { method: 'GET', path: '/metrics' })
+    expect(metrics.status).toBe(200)
+    expect(metrics.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/)
+    const text = await metrics.text()
+    expect(text).toMatch(/http_requests_total\{[^}]*status="429"[^}]*service="svc"[^}]*\} 1|http_requests_total\{[^}]*service="svc"[^}]*status="429"[^}]*\} 1|http_requests_total\{route="\/job",method="POST",status="429",service="svc"\} 1/)
+    expect(text).toContain('queue_depth')
+
+    job.gates[0]!()
+    job.gates[1]!()
+    expect((await first).status).toBe(200)
+    expect((await second).status).toBe(200)
+  })
+
+  it('turns /healthz 503 with the reason when a critical task crash-loops', async () => {
+    const clock = new VirtualClock()
+    const { host, t } = setup({ clock })
+    cleanups.push(() => host.service.close())
+    host.supervisor.spawn('flaky', () => Promise.reject(new Error('boom')), { critical: true })
+    for (let i = 0; i < 40 && host.service.health().live; i++) await clock.advance(1000)
+    expect(host.service.health()).toMatchObject({ live: false, ready: false })
+
+    const healthz = await t.request('svc', { method: 'GET', path: '/healthz' })
+    expect(healthz.status).toBe(503)
+    expect(healthz.headers['retry-after']).toBeDefined()
+    const body = await healthz.json<{ live: boolean; reason: string }>()
+    expect(body.live).toBe(false)
+    expect(body.reason).toContain('flaky')
+    const readyz = await t.request('svc', { method: 'GET', path: '/readyz' })
+    expect(readyz.status).toBe(503)
+    expect(await readyz.json()).toMatchObject({ ready: false, writeReady: false })
+  })
+
+  it('close() lets an in-flight request finish, refuses new ones with 503 Draining, and aborts and counts a straggler at the deadline', async () => {
+    const clock = new VirtualClock()
+    const job = gatedJob()
+    const host = createServiceHost({ id: 'svc', version: '1', topology: topology(4, 2), clock, drainDeadlineMs: 1000 })
+    host.routes([job.route])
+    const t = new MemoryTransport({ clock, timeoutMs: 60_000 })
+    t.mount('svc', host.service)
+    cleanups.push(() => t.close())
+    const order: string[] = []
+    host.onClose(() => void order.push('first'))
+    host.onClose(() => void order.push('second'))
+
+    const inFlight = t.request('svc', { method: 'POST', path: '/job' })
+    const straggler = t.request('svc', { method: 'POST', path: '/job' }).catch((e: unknown) => e)
+    await Promise.all([job.started[0], job.started[1]])
+
+    let closed = false
+    const closing = host.service.close().then(() => void (closed = true))
+    expect(host.closing).toBe(true)
+    expect(host.service.health()).toMatchObject({ ready: false, writeReady: false })
+    const refused = await t.request('svc', { method: 'POST', path: '/job' })
+    expect(refused.status).toBe(503)
+    expect(refused.headers['retry-after']).toBeDefined()
+    expect((await errorOf(refused)).code).toBe('Draining')
+
+    job.gates[0]!()
+    expect((await inFlight).status).toBe(200)
+    await clock.advance(999)
+    expect(closed).toBe(false)
+    expect(host.signal.aborted).toBe(false)
+    for (let i = 0; i < 20 && !closed; i++) await clock.advance(100)
+    await closing
+    expect(host.signal.aborted).toBe(true)
+    expect(order).toEqual(['second', 'first'])
+
+    const text = await host.metrics.text()
+    expect(text).toMatch(/tasks_aborted_total\{[^}]*kind="work-worker"[^}]*\} 1/)
+    await host.service.close() // a second close joins and is harmless
+    const after = await t.request('svc', { method: 'GET', path: '/hello' })
+    expect(after.status).toBe(503)
+    expect(['Closed', 'Draining']).toContain((await errorOf(after)).code)
+    job.gates[1]!()
+    await straggler
+  })
+
+  it('keeps separate metrics for two instances of a service in one process, and merges them into one exposition', async () => {
+    const a = setup({}, [{ method: 'GET', path: '/hello', handler: () => ({ status: 200, json: {} }) }])
+    const b = createServiceHost({ id: 'svc-b', version: '1', topology: topology() })
+    b.routes([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, json: {} }) }])
+    cleanups.push(() => a.host.service.close(), () => b.service.close())
+    for (let i = 0; i < 3; i++) await (await a.t.request('svc', { method: 'GET', path: '/hello' })).dump()
+    const textA = await a.host.metrics.text()
+    const textB = await b.metrics.text()
+    expect(textA).toMatch(/http_requests_total\{[^}]*route="\/hello"[^}]*\} 3/)
+    expect(textB).not.toMatch(/http_requests_total\{[^}]*route="\/hello"/)
+    expect(a.host.service.metrics).not.toBe(b.service.metrics)
+    const merged = await mergeMetrics([a.host.service.metrics, b.service.metrics])
+    expect(merged.match(/^# TYPE http_requests_total /gm)).toHaveLength(1)
+    expect(merged.match(/^# TYPE queue_depth /gm)?.length ?? 0).toBeLessThanOrEqual(1)
+    expect(merged).toContain('service="svc"')
+    expect(merged).toContain('service="svc-b"')
+  })
+
+  it('answers 401 on scoped routes without auth configured, and checks tokens when keys are given', async () => {
+    const route: Route = { method: 'POST', path: '/w', scope: 'svc:write', handler: () => ({ status: 204 }) }
+    const open = setup({}, [route])
+    cleanups.push(() => open.host.service.close())
+    const noAuth = await open.t.request('svc', { method: 'POST', path: '/w', headers: { authorization: 'Bearer x.y.z' } })
+    expect(noAuth.status).toBe(401)
+    await noAuth.dump()
+
+    const issuer = createTestIssuer()
+    const host = createServiceHost({ id: 'svc', version: '1', topology: topology(), auth: { keys: issuer.keys } })
+    host.routes([route])
+    cleanups.push(() => host.service.close())
+    const t = new MemoryTransport()
+    t.mount('svc', host.service)
+    const missing = await t.request('svc', { method: 'POST', path: '/w' })
+    expect((await errorOf(missing)).code).toBe('Unauthorized')
+    const wrongScope = await t.request('svc', { method: 'POST', path: '/w', headers: { authorization: `Bearer ${issuer.mint({ scope: 'svc:read', aud: 'svc' })}` } })
+    expect((await errorOf(wrongScope)).code).toBe('Forbidden')
+    const ok = await t.request('svc', { method: 'POST', path: '/w', headers: { authorization: `Bearer ${issuer.mint({ scope: 'svc:write', aud: 'svc' })}` } })
+    expect(ok.status).toBe(204)
+  })
+
+  it('serves /version and /readyz from readiness dependencies, bypassing routes', async () => {
+    const { host, t } = setup()
+    cleanups.push(() => host.service.close())
+    const version = await t.request('svc', { method: 'GET', path: '/version' })
+    expect(await version.json()).toEqual({ service: 'svc', version: '1.2.3', node: process.version })
+    host.readiness.declare('disk', 'write')
+    const notReady = await t.request('svc', { method: 'GET', path: '/readyz' })
+    expect(notReady.status).toBe(200)
+    expect(await notReady.json()).toMatchObject({ ready: true, writeReady: false, missing: ['disk'] })
+    host.readiness.declare('peers', 'both')
+    const down = await t.request('svc', { method: 'GET', path: '/readyz' })
+    expect(down.status).toBe(503)
+    expect(down.headers['retry-after']).toBe('1')
+    expect(await down.json()).toMatchObject({ ready: false, writeReady: false, missing: ['disk', 'peers'] })
+  })
+
+  it('validates queue names and refuses new routes after the first request', async () => {
+    const { host, t } = setup()
+    cleanups.push(() => host.service.close())
+    expect(() => host.routes([{ method: 'GET', path: '/q', queue: 'nope', handler: () => ({ status: 200 }) }])).toThrow(/nope/)
+    expect(() => host.broadcast('work')).toThrow(/broadcast/)
+    expect(host.broadcast('events')).toBe(host.broadcast('events'))
+    await (await t.request('svc', { method: 'GET', path: '/healthz' })).dump()
+    expect(() => host.routes([{ method: 'GET', path: '/late', handler: () => ({ status: 200 }) }])).toThrow(/before the first request/)
+    expect(host.service.describe()).toEqual(topology())
+    expect(isRonError(await t.request('svc', { method: 'GET', path: '/missing' }).then(errorOf), 'NotFound')).toBe(true)
+  })
+})

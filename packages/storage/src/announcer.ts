@@ -1,0 +1,147 @@
+/**
+ * Announces local objects to the index service ("this node provides address X for ttlSec").
+ * After every PUT the address is try-sent into the `announce` queue (drop-oldest: a burst of puts
+ * loses the oldest announcements, which the periodic refresh re-sends), and every `intervalMs`
+ * the announcer re-announces every local object so entries never outlive their TTL while the
+ * object is here. Calls go through a circuit breaker; a failing or missing index never fails a
+ * PUT, it only counts `announce_failures_total`.
+ *
+ * Wire DTO (the index's provider endpoint): `POST /v1/providers` with
+ * `{"address":"b3:…","node":"<nodeId>","ttlSec":3600}`; any 2xx is success.
+ *
+ * @module
+ */
+
+import { BoundedQueue, CircuitBreaker, isRonError, throwIfError } from '@ron/core'
+import type { Address, Clock, Logger, MetricsSink, Transport } from '@ron/core'
+import type { BlobStore } from './store/types.js'
+import { CHANNELS } from './topology.js'
+
+/** The body of `POST /v1/providers`. */
+export interface ProviderAnnouncement {
+  address: Address
+  /** Transport name of the storage node holding a copy. */
+  node: string
+  /** Seconds the index may keep the entry without a refresh. */
+  ttlSec: number
+}
+
+/** Options of {@link Announcer}. */
+export interface AnnouncerOptions {
+  target: string
+  nodeId: string
+  ttlSec: number
+  intervalMs: number
+  timeoutMs: number
+  queueCapacity: number
+  token: string | undefined
+  transport: Transport
+  store: BlobStore
+  clock: Clock
+  metrics: MetricsSink
+  logger: Logger
+}
+
+/** Sends provider announcements to the index. */
+export class Announcer {
+  readonly #o: AnnouncerOptions
+  readonly #queue: BoundedQueue<Address>
+  readonly #breaker: CircuitBreaker
+  #nextRefresh: number
+
+  constructor(o: AnnouncerOptions) {
+    this.#o = o
+    this.#queue = new BoundedQueue<Address>({ name: CHANNELS.announce, capacity: o.queueCapacity, overflow: 'drop-oldest', metrics: o.metrics })
+    this.#breaker = new CircuitBreaker({ name: `announce:${o.target}`, clock: o.clock, metrics: o.metrics })
+    this.#nextRefresh = o.clock.now() + o.intervalMs
+  }
+
+  /** Queues an announcement of `address`; never throws, never waits. */
+  notify(address: Address): void {
+    if (this.#queue.closed) return
+    this.#queue.trySend(address)
+  }
+
+  /** Announcements waiting. */
+  get depth(): number {
+    return this.#queue.depth
+  }
+
+  /** Stops intake. */
+  close(): void {
+    this.#queue.close()
+  }
+
+  /** The announcer task: drains the queue and refreshes everything every `intervalMs`. */
+  async run(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      if (signal.aborted) return
+      const wait = this.#nextRefresh - this.#o.clock.now()
+      if (wait <= 0) {
+        this.#nextRefresh = this.#o.clock.now() + this.#o.intervalMs
+        await this.refreshAll(signal)
+        continue
+      }
+      let address: Address | undefined
+      try {
+        address = await this.#recvFor(wait, signal)
+      } catch (e) {
+        if (signal.aborted || isRonError(e, 'Closed')) return
+        throw e
+      }
+      if (address !== undefined) await this.announce(address, signal)
+    }
+  }
+
+  /** Announces every local object once. */
+  async refreshAll(signal: AbortSignal): Promise<void> {
+    for await (const address of this.#o.store.list(signal)) await this.announce(address, signal)
+  }
+
+  /** Sends one announcement; failures are counted and logged, never thrown. */
+  async announce(address: Address, signal: AbortSignal): Promise<boolean> {
+    const o = this.#o
+    const dto: ProviderAnnouncement = { address, node: o.nodeId, ttlSec: o.ttlSec }
+    const headers: Record<string, string> = { 'content-type': 'application/json' }
+    if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`
+    try {
+      await this.#breaker.execute(async () => {
+        const res = await o.transport.request(o.target, {
+          method: 'POST',
+          path: '/v1/providers',
+          headers,
+          body: JSON.stringify(dto),
+          signal,
+          timeoutMs: o.timeoutMs,
+        })
+        await throwIfError(res)
+        await res.dump()
+      })
+      o.metrics.inc('announcements_total', undefined)
+      return true
+    } catch (e) {
+      if (signal.aborted) return false
+      o.metrics.inc('announce_failures_total', { reason: isRonError(e) ? e.code : 'Internal' })
+      o.logger.debug({ err: e, address }, 'announcement failed')
+      return false
+    }
+  }
+
+  /** recv() that gives up after `ms` (returns undefined) without leaving a timer or listener. */
+  async #recvFor(ms: number, signal: AbortSignal): Promise<Address | undefined> {
+    const ac = new AbortController()
+    const onAbort = (): void => ac.abort(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    const timer = this.#o.clock.setTimeout(() => ac.abort(), ms)
+    timer.unref?.()
+    try {
+      return await this.#queue.recv(ac.signal)
+    } catch (e) {
+      if (ac.signal.aborted && !signal.aborted) return undefined
+      throw e
+    } finally {
+      this.#o.clock.clearTimeout(timer)
+      signal.removeEventListener('abort', onAbort)
+    }
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * Repair workers (seed svc-storage: "K tasks execute repairs under global pacing"). Each worker
+ * takes items from the `repair` queue and copies bytes between this node and a peer. Every chunk
+ * takes tokens from ONE token bucket shared by all workers before it moves, so the whole node never
+ * exceeds the repair byte budget; the wait is recorded in `repair_wait_seconds`. Fetched bytes are
+ * committed with `store.put({ expect: address })`, so nothing that does not hash to the address is
+ * ever kept.
+ *
+ * @module
+ */
+
+import { isRonError, throwIfError } from '@ron/core'
+import type { Address, BoundedQueue, Logger, MetricsSink, TokenBucket, Transport } from '@ron/core'
+import type { ObjectGuard } from './pins.js'
+import { pushObject } from './replication.js'
+import type { RepairItem, RepairState } from './repair-planner.js'
+import type { BlobStore } from './store/types.js'
+
+/** Options of {@link RepairWorkers}. */
+export interface RepairWorkerOptions {
+  nodeId: string
+  store: BlobStore
+  transport: Transport
+  peerToken: string | undefined
+  timeoutMs: number
+  /** The global byte budget. */
+  bucket: TokenBucket
+  /** Largest single take from the bucket (its capacity). */
+  burst: number
+  queue: BoundedQueue<RepairItem>
+  state: RepairState
+  guard: ObjectGuard
+  metrics: MetricsSink
+  logger: Logger
+  now(): number
+  /** Called after each item with its outcome. */
+  onDone?(item: RepairItem, ok: boolean, error?: unknown): void
+}
+
+/**
+ * Wraps `chunks` so that each chunk takes its size in tokens from `bucket` before it is yielded.
+ * Chunks larger than `burst` take in steps of at most `burst` tokens.
+ */
+export async function* paced(
+  chunks: AsyncIterable<Uint8Array>,
+  bucket: TokenBucket,
+  burst: number,
+  signal: AbortSignal,
+  metrics: MetricsSink,
+): AsyncGenerator<Uint8Array> {
+  for await (const chunk of chunks) {
+    let left = chunk.byteLength
+    let waited = 0
+    while (left > 0) {
+      const n = Math.min(left, burst)
+      waited += await bucket.take(n, signal)
+      left -= n
+    }
+    metrics.observe('repair_wait_seconds', undefined, waited / 1000)
+    metrics.inc('repair_bytes_total', undefined, chunk.byteLength)
+    yield chunk
+  }
+}
+
+/** The pool of repair workers; {@link RepairWorkers.run} is one worker's loop. */
+export class RepairWorkers {
+  readonly #o: RepairWorkerOptions
+
+  constructor(o: RepairWorkerOptions) {
+    this.#o = o
+  }
+
+  /** One worker: takes items until the queue closes or `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    const o = this.#o
+    for (;;) {
+      let item: RepairItem
+      try {
+        item = await o.queue.recv(signal)
+      } catch (e) {
+        if (signal.aborted || isRonError(e, 'Closed')) return
+        throw e
+      }
+      o.state.set(item.address, { state: 'running', action: item.action, at: o.now() })
+      try {
+        await this.execute(item, signal)
+        o.state.set(item.address, { state: 'done', action: item.action, at: o.now() })
+        o.metrics.inc('repairs_total', { action: item.action, outcome: 'ok' })
+        o.onDone?.(item, true)
+      } catch (e) {
+        const message = e instanceof Error ? e.message : String(e)
+        o.state.set(item.address, { state: 'failed', action: item.action, at: o.now(), error: message })
+        o.metrics.inc('repairs_total', { action: item.action, outcome: 'failed' })
+        o.logger.warn({ err: e, item }, 'repair failed')
+        o.onDone?.(item, false, e)
+        if (signal.aborted) return
+      } finally {
+        o.state.end(item)
+      }
+    }
+  }
+
+  /** Executes one item. @throws whatever the copy failed with. */
+  async execute(item: RepairItem, signal: AbortSignal): Promise<void> {
+    const o = this.#o
+    const pace = (chunks: AsyncIterable<Uint8Array>, s: AbortSignal): AsyncIterable<Uint8Array> =>
+      paced(chunks, o.bucket, o.burst, s, o.metrics)
+    if (item.action === 'push') {
+      const ok = await pushObject({ store: o.store, transport: o.transport, peerToken: o.peerToken, timeoutMs: o.timeoutMs, pace }, item.to, item.address, signal)
+      if (!ok) throw new Error('local copy vanished before it could be pushed')
+      return
+    }
+    let lastError: unknown = new Error('no source')
+    for (const source of item.from) {
+      try {
+        await this.#fetchFrom(source, item, signal, pace)
+        o.state.clearSuspect(item.address)
+        return
+      } catch (e) {
+        signal.throwIfAborted()
+        lastError = e
+        o.logger.warn({ err: e, source, address: item.address }, 'repair fetch from peer failed')
+      }
+    }
+    throw lastError
+  }
+
+  async #fetchFrom(
+    source: string,
+    item: RepairItem,
+    signal: AbortSignal,
+    pace: (c: AsyncIterable<Uint8Array>, s: AbortSignal) => AsyncIterable<Uint8Array>,
+  ): Promise<void> {
+    const o = this.#o
+    const address: Address = item.address
+    const headers: Record<string, string> = {}
+    if (o.peerToken !== undefined) headers.authorization = `Bearer ${o.peerToken}`
+    const res = await o.transport.request(source, { method: 'GET', path: `/o/${address}`, headers, signal, timeoutMs: o.timeoutMs })
+    try {
+      await throwIfError(res)
+    } catch (e) {
+      await res.dump().catch(() => undefined)
+      throw e
+    }
+    const commit = async (): Promise<void> => {
+      await o.store.put(pace(res.body, signal), { expect: address, signal })
+    }
+    try {
+      await o.guard.exclusive(address, async () => {
+        if (item.action === 'replace-corrupt') {
+          // Readers of the corrupt copy never get a wrong byte (chunks are verified); PUTs of the same
+          // bytes wait in beginKeep() until the fresh copy is in place.
+          await o.guard.replace(address, async () => {
+            await o.store.delete(address)
+            await commit()
+          })
+        } else {
+          await commit()
+        }
+      })
+    } finally {
+      // Releases the connection when the put stopped early (no-op once the body was consumed).
+      await res.dump().catch(() => undefined)
+    }
+  }
+}

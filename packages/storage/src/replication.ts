@@ -1,0 +1,198 @@
+/**
+ * Placement (where copies of an object live) and replication (getting them there after a put).
+ *
+ * Placement is rendezvous hashing (highest random weight): every node scores `BLAKE3(address ‖
+ * node)` and the `rf` highest-scoring nodes of the cluster (this node plus its peers) hold the
+ * object. Every node computes the same set from the same membership, so the repair planner of any
+ * node agrees on where copies belong, and adding a node moves only about 1/n of the objects.
+ *
+ * After a PUT the ingress node keeps its local copy (durable before anything else happens) and
+ * pushes to the placement nodes other than itself: `writeQuorum - 1` of them synchronously before
+ * acknowledging, the rest through the bounded `replicate` queue. When the ingress node is not
+ * itself a placement node, it still keeps its copy (a surplus copy the planner leaves alone).
+ *
+ * @module
+ */
+
+import { BoundedQueue, QuorumNotMetError, blake3, isRonError, throwIfError } from '@ron/core'
+import type { Address, Logger, MetricsSink, Supervisor, Transport } from '@ron/core'
+import type { BlobStore } from './store/types.js'
+import { TASKS, CHANNELS, REPLICATOR_TASKS } from './topology.js'
+
+const enc = new TextEncoder()
+
+/** The rendezvous score of `node` for `address` (higher wins). */
+export function placementScore(address: Address, node: string): number {
+  const h = blake3(enc.encode(`${address}\n${node}`))
+  // 48 bits fit exactly in a double.
+  return ((h[0]! * 256 + h[1]!) * 256 + h[2]!) * 2 ** 24 + ((h[3]! * 256 + h[4]!) * 256 + h[5]!)
+}
+
+/**
+ * The `rf` nodes that should hold `address`, best first (deterministic for a given node set).
+ *
+ * @example
+ * ```ts
+ * placement('b3:…', ['storage-a', 'storage-b', 'storage-c'], 2) // e.g. ['storage-c', 'storage-a']
+ * ```
+ */
+export function placement(address: Address, nodes: readonly string[], rf: number): string[] {
+  return [...new Set(nodes)]
+    .map((n) => ({ n, s: placementScore(address, n) }))
+    .sort((a, b) => b.s - a.s || (a.n < b.n ? -1 : 1))
+    .slice(0, rf)
+    .map((x) => x.n)
+}
+
+/** What {@link pushObject} needs. */
+export interface PushContext {
+  store: BlobStore
+  transport: Transport
+  peerToken: string | undefined
+  timeoutMs: number
+  /** Wraps the byte stream (repair uses it for pacing). */
+  pace?: (chunks: AsyncIterable<Uint8Array>, signal: AbortSignal) => AsyncIterable<Uint8Array>
+}
+
+/**
+ * Streams the verified local copy of `address` to `peer` (`PUT /o` with `X-Expect-Address`, so
+ * the peer verifies the whole object against the address before committing).
+ * @returns false when there is no local copy to push.
+ * @throws the peer's typed error (via `throwIfError`), `TimeoutError`, `IntegrityFailedError`
+ *   when the local copy turns out corrupt while streaming.
+ */
+export async function pushObject(ctx: PushContext, peer: string, address: Address, signal: AbortSignal): Promise<boolean> {
+  const reader = await ctx.store.open(address)
+  if (reader === undefined) return false
+  try {
+    const chunks = reader.read(undefined, signal)
+    const body = ctx.pace ? ctx.pace(chunks, signal) : chunks
+    const headers: Record<string, string> = {
+      'x-expect-address': address,
+      'content-length': String(reader.size),
+      'content-type': 'application/octet-stream',
+    }
+    if (ctx.peerToken !== undefined) headers.authorization = `Bearer ${ctx.peerToken}`
+    const res = await ctx.transport.request(peer, { method: 'PUT', path: '/o', headers, body, signal, timeoutMs: ctx.timeoutMs })
+    await throwIfError(res)
+    await res.dump()
+    return true
+  } finally {
+    await reader.close()
+  }
+}
+
+/** Options of {@link Replicator}. */
+export interface ReplicatorOptions extends PushContext {
+  nodeId: string
+  peers: string[]
+  rf: number
+  writeQuorum: number
+  queueCapacity: number
+  supervisor: Supervisor
+  metrics: MetricsSink
+  logger: Logger
+}
+
+interface ReplicationJob {
+  address: Address
+  targets: string[]
+}
+
+/** Pushes copies to placement peers after a put: quorum synchronously, the rest in the background. */
+export class Replicator {
+  readonly #o: ReplicatorOptions
+  readonly #queue: BoundedQueue<ReplicationJob>
+
+  constructor(o: ReplicatorOptions) {
+    this.#o = o
+    this.#queue = new BoundedQueue<ReplicationJob>({ name: CHANNELS.replicate, capacity: o.queueCapacity, metrics: o.metrics })
+  }
+
+  /** The nodes that should hold `address`. */
+  placement(address: Address): string[] {
+    return placement(address, [this.#o.nodeId, ...this.#o.peers], this.#o.rf)
+  }
+
+  /** Starts the replicator tasks (no-op without peers). */
+  start(): void {
+    if (this.#o.peers.length === 0) return
+    for (let i = 0; i < REPLICATOR_TASKS; i++) this.#o.supervisor.spawn(TASKS.replicator, (signal) => this.#run(signal))
+  }
+
+  /** Stops intake; queued jobs are dropped at shutdown (the planner restores them later). */
+  close(): void {
+    this.#queue.close()
+  }
+
+  /** Items waiting in the replication queue. */
+  get depth(): number {
+    return this.#queue.depth
+  }
+
+  /**
+   * Replicates a freshly put object: pushes synchronously until `writeQuorum` copies (the local
+   * one included) are durable, and queues the remaining placement peers.
+   * @returns the number of durable copies at acknowledgement time.
+   * @throws {@link QuorumNotMetError} (details `{ copies, required }`) when the quorum cannot be
+   *   reached; the local copy is kept and a retried PUT is safe (content-addressed, idempotent).
+   */
+  async replicate(address: Address, signal: AbortSignal): Promise<number> {
+    const targets = this.placement(address).filter((n) => n !== this.#o.nodeId)
+    if (targets.length === 0) return 1
+    let copies = 1
+    const rest: string[] = []
+    let i = 0
+    for (; i < targets.length && copies < this.#o.writeQuorum; i++) {
+      const peer = targets[i]!
+      try {
+        await pushObject(this.#o, peer, address, signal)
+        copies++
+      } catch (e) {
+        this.#o.metrics.inc('replication_failures_total', { peer })
+        this.#o.logger.warn({ err: e, peer, address }, 'synchronous replica write failed')
+        rest.push(peer)
+      }
+    }
+    if (copies < this.#o.writeQuorum) {
+      throw new QuorumNotMetError(`only ${copies} of ${this.#o.writeQuorum} copies are durable`, {
+        details: { copies, required: this.#o.writeQuorum },
+      })
+    }
+    rest.push(...targets.slice(i))
+    const background = rest
+    if (background.length > 0) {
+      try {
+        this.#queue.trySend({ address, targets: background })
+      } catch (e) {
+        if (!isRonError(e)) throw e
+        // Full or closed: the repair planner will find the missing replicas on its next tick.
+        this.#o.metrics.inc('replication_skipped_total', { reason: e.code === 'Busy' ? 'full' : 'closed' })
+      }
+    }
+    return copies
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      let job: ReplicationJob
+      try {
+        job = await this.#queue.recv(signal)
+      } catch (e) {
+        if (isRonError(e, 'Closed') || signal.aborted) return
+        throw e
+      }
+      for (const peer of job.targets) {
+        if (signal.aborted) return
+        try {
+          await pushObject(this.#o, peer, job.address, signal)
+          this.#o.metrics.inc('replicas_written_total', { peer })
+        } catch (e) {
+          if (signal.aborted) return
+          this.#o.metrics.inc('replication_failures_total', { peer })
+          this.#o.logger.warn({ err: e, peer, address: job.address }, 'background replica write failed')
+        }
+      }
+    }
+  }
+}

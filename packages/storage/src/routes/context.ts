@@ -1,0 +1,121 @@
+/**
+ * What the route handlers share: the service's parts, and small HTTP helpers (ETag, conditional
+ * requests, cleanup-safe body streams).
+ *
+ * @module
+ */
+
+import type { Address, Broadcast, Clock, Logger, MetricsSink, Transport } from '@ron/core'
+import type { Announcer } from '../announcer.js'
+import type { ResolvedStorageOptions } from '../config.js'
+import type { ObjectGuard, PinSet } from '../pins.js'
+import type { RepairPlan, RepairState } from '../repair-planner.js'
+import type { Replicator } from '../replication.js'
+import type { BlobStore } from '../store/types.js'
+
+/** Events published on the service's `events` broadcast. */
+export type StorageEvent =
+  | { type: 'object:stored'; address: Address; size: number; created: boolean }
+  | { type: 'object:deleted'; address: Address }
+  | { type: 'object:pinned' | 'object:unpinned'; address: Address }
+  | { type: 'integrity:failed'; address: Address }
+  | { type: 'repair:done' | 'repair:failed'; address: Address; action: string }
+
+/** The service's parts as the routes see them. */
+export interface StorageContext {
+  o: ResolvedStorageOptions
+  store: BlobStore
+  pins: PinSet
+  guard: ObjectGuard
+  repair: RepairState
+  replicator: Replicator
+  announcer: Announcer | undefined
+  transport: Transport | undefined
+  metrics: MetricsSink
+  clock: Clock
+  logger: Logger
+  events: Broadcast<StorageEvent>
+  /** PUTs currently running (capped at `putConcurrency`). */
+  puts: { inFlight: number }
+  /** Whether the disk currently accepts writes, and why not. */
+  disk: { ok: boolean; reason?: string }
+  /** Reports a put's commit time (end of body → durable) for slow-disk detection. */
+  commitTime(ms: number): void
+  /** Reports a disk error seen by a write (flips write readiness). */
+  diskError(reason: string): void
+  /** Computes a repair plan (enqueuing unless `dryRun`). */
+  plan(dryRun: boolean, signal: AbortSignal): Promise<RepairPlan>
+  lastPlan(): RepairPlan
+  /** Ranking of all nodes for an address (placement is its first `rf` reachable entries). */
+  placement(address: Address): string[]
+}
+
+/** The strong ETag of an object. */
+export function etagOf(address: Address): string {
+  return `"${address}"`
+}
+
+/** Headers sent with every object response (200, 206, 304). */
+export function objectHeaders(address: Address): Record<string, string> {
+  return {
+    etag: etagOf(address),
+    'cache-control': 'public, max-age=31536000, immutable',
+    'accept-ranges': 'bytes',
+    vary: 'Accept-Encoding',
+  }
+}
+
+/**
+ * True when an `If-None-Match` header matches `etag` (weak comparison, RFC 9110 13.1.2): `*`,
+ * or any listed tag equal to it with or without `W/`.
+ */
+export function ifNoneMatch(header: string | string[] | undefined, etag: string): boolean {
+  if (header === undefined) return false
+  const value = Array.isArray(header) ? header.join(',') : header
+  for (const raw of value.split(',')) {
+    const t = raw.trim()
+    if (t === '*') return true
+    const tag = t.startsWith('W/') ? t.slice(2) : t
+    if (tag === etag) return true
+  }
+  return false
+}
+
+/**
+ * Wraps an iterable so that `cleanup` runs exactly once whether the consumer finishes, fails,
+ * calls `return()` before the first `next()` (where a plain generator's `finally` would not run),
+ * or never iterates at all and the owner calls the returned `dispose`.
+ */
+export function withCleanup(
+  source: AsyncIterable<Uint8Array>,
+  cleanup: () => Promise<void>,
+): { body: AsyncIterable<Uint8Array>; dispose: () => Promise<void> } {
+  let done: Promise<void> | undefined
+  const dispose = (): Promise<void> => (done ??= cleanup().catch(() => undefined))
+  const body: AsyncIterable<Uint8Array> = {
+    [Symbol.asyncIterator]() {
+      const it = source[Symbol.asyncIterator]()
+      return {
+        async next() {
+          try {
+            const r = await it.next()
+            if (r.done === true) await dispose()
+            return r
+          } catch (e) {
+            await dispose()
+            throw e
+          }
+        },
+        async return() {
+          try {
+            await it.return?.()
+          } finally {
+            await dispose()
+          }
+          return { done: true, value: undefined }
+        },
+      }
+    },
+  }
+  return { body, dispose }
+}

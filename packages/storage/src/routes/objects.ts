@@ -1,0 +1,219 @@
+/**
+ * `PUT|POST /o`, `GET|HEAD /o/:addr` and `DELETE /o/:addr`.
+ *
+ * @module
+ */
+
+import { randomBytes } from 'node:crypto'
+import {
+  BusyError,
+  NotFoundError,
+  NotReadyError,
+  OverLimitError,
+  RangeNotSatisfiableError,
+  checkCaveats,
+  createBlake3,
+  isRonError,
+  parseAddress,
+  toAddress,
+} from '@ron/core'
+import type { Address, Reply, Route, RouteContext } from '@ron/core'
+import { contentRange, parseRange, unsatisfiedContentRange } from '../range.js'
+import type { BlobReader, ByteRange } from '../store/types.js'
+import { etagOf, ifNoneMatch, objectHeaders, withCleanup, type StorageContext } from './context.js'
+
+const enc = new TextEncoder()
+
+function addressParam(ctx: RouteContext, name = 'addr'): Address {
+  return parseAddress(ctx.params[name] ?? '')
+}
+
+/** Counts an integrity failure and marks the object for urgent repair. */
+function integrityFailed(s: StorageContext, address: Address): void {
+  s.metrics.inc('integrity_failures_total', undefined)
+  s.repair.markSuspect(address, s.clock.now())
+  s.events.publish({ type: 'integrity:failed', address })
+}
+
+async function openOrThrow(s: StorageContext, address: Address): Promise<BlobReader> {
+  let reader: BlobReader | undefined
+  try {
+    reader = await s.store.open(address)
+  } catch (e) {
+    if (isRonError(e, 'IntegrityFailed')) integrityFailed(s, address)
+    throw e
+  }
+  if (reader === undefined) throw new NotFoundError('no such object', { details: { address } })
+  return reader
+}
+
+async function* verifiedChunks(s: StorageContext, reader: BlobReader, ranges: ByteRange[] | undefined, signal: AbortSignal, boundary?: string): AsyncGenerator<Uint8Array> {
+  try {
+    if (ranges === undefined) {
+      yield* reader.read(undefined, signal)
+      return
+    }
+    for (const r of ranges) {
+      if (boundary !== undefined) yield enc.encode(partHeader(boundary, r, reader.size))
+      yield* reader.read(r, signal)
+    }
+    if (boundary !== undefined) yield enc.encode(`\r\n--${boundary}--\r\n`)
+  } catch (e) {
+    // The HTTP layer destroys the response: the client sees a truncated transfer, never a wrong byte.
+    if (isRonError(e, 'IntegrityFailed')) integrityFailed(s, reader.address)
+    throw e
+  }
+}
+
+function partHeader(boundary: string, r: ByteRange, size: number): string {
+  return `\r\n--${boundary}\r\ncontent-type: application/octet-stream\r\ncontent-range: ${contentRange(r, size)}\r\n\r\n`
+}
+
+/** GET/HEAD /o/:addr — verified streaming with ETag, conditional GET and Range. */
+async function getObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
+  const address = addressParam(ctx)
+  const reader = await openOrThrow(s, address)
+  const base = objectHeaders(address)
+  const head = ctx.req.method === 'HEAD'
+  let handedOff = false
+  try {
+    if (ifNoneMatch(ctx.req.headers['if-none-match'], etagOf(address))) return { status: 304, headers: base }
+    const size = reader.size
+    const ifRange = ctx.req.headers['if-range']
+    const rangeHeader = ifRange === undefined || ifRange === etagOf(address) ? ctx.req.headers.range : undefined
+    const parsed = parseRange(rangeHeader, size)
+    if (parsed.kind === 'unsatisfiable') {
+      const err = new RangeNotSatisfiableError('range not satisfiable', { details: { size } })
+      return { status: 416, headers: { ...base, 'content-range': unsatisfiedContentRange(size) }, json: err.toEnvelope(ctx.corrId) }
+    }
+    let status = 200
+    let headers: Record<string, string>
+    let ranges: ByteRange[] | undefined
+    let boundary: string | undefined
+    if (parsed.kind === 'single') {
+      status = 206
+      ranges = [parsed.range]
+      headers = {
+        ...base,
+        'content-type': 'application/octet-stream',
+        'content-range': contentRange(parsed.range, size),
+        'content-length': String(parsed.range.end - parsed.range.start + 1),
+      }
+    } else if (parsed.kind === 'multi') {
+      status = 206
+      ranges = parsed.ranges
+      boundary = randomBytes(12).toString('hex')
+      let length = enc.encode(`\r\n--${boundary}--\r\n`).byteLength
+      for (const r of ranges) length += enc.encode(partHeader(boundary, r, size)).byteLength + (r.end - r.start + 1)
+      headers = { ...base, 'content-type': `multipart/byteranges; boundary=${boundary}`, 'content-length': String(length) }
+    } else {
+      headers = { ...base, 'content-type': 'application/octet-stream', 'content-length': String(size) }
+    }
+    if (head) return { status, headers }
+    const { body } = withCleanup(verifiedChunks(s, reader, ranges, ctx.signal, boundary), () => reader.close())
+    handedOff = true
+    return { status, headers, body }
+  } finally {
+    if (!handedOff) await reader.close()
+  }
+}
+
+/** PUT|POST /o — streams the body into the store, hashing as it flows. */
+async function putObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
+  const o = s.o
+  if (!s.disk.ok) throw new NotReadyError(`writes are paused: ${s.disk.reason ?? 'disk not ready'}`, { details: { reason: s.disk.reason }, retryAfterMs: 5000 })
+  const claims = ctx.auth
+  if (claims !== undefined) checkCaveats(claims, { method: ctx.req.method, path: '/o' })
+  const caveatMax = claims?.ron?.maxBytes
+  const limit = caveatMax === undefined ? o.maxObjectBytes : Math.min(caveatMax, o.maxObjectBytes)
+  const source = caveatMax !== undefined && caveatMax < o.maxObjectBytes ? 'caveat' : 'maxObjectBytes'
+  const declared = Number(ctx.req.headers['content-length'])
+  if (Number.isFinite(declared) && declared > limit) {
+    throw new OverLimitError(`object exceeds the limit of ${limit} bytes`, { details: { limit, source, declared } })
+  }
+  const expectHeader = ctx.req.headers['x-expect-address']
+  let expect: Address | undefined
+  if (typeof expectHeader === 'string') {
+    try {
+      expect = parseAddress(expectHeader)
+    } catch (e) {
+      if (isRonError(e)) e.details.field = 'X-Expect-Address'
+      throw e
+    }
+  }
+  if (s.puts.inFlight >= o.putConcurrency) {
+    s.metrics.inc('busy_rejections_total', { endpoint: 'PUT /o' })
+    throw new BusyError('too many uploads in progress', { details: { queue: 'work', endpoint: 'PUT /o' }, retryAfterMs: 1000 })
+  }
+  s.puts.inFlight++
+  let kept: Address | undefined
+  let bodyEnd = 0
+  const guard = s.guard
+  const clock = s.clock
+  async function* hashing(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    const h = createBlake3()
+    for await (const c of chunks) {
+      h.update(c)
+      yield c
+    }
+    bodyEnd = clock.now()
+    kept = toAddress(h.digest())
+    // Before the store commits: a concurrent delete of this address finishes first (pins.ts).
+    await guard.beginKeep(kept)
+  }
+  try {
+    let result
+    try {
+      result = await s.store.put(hashing(ctx.stream()), {
+        ...(expect === undefined ? {} : { expect }),
+        maxBytes: limit,
+        signal: ctx.signal,
+      })
+    } catch (e) {
+      if (isRonError(e, 'OverLimit')) throw new OverLimitError(`object exceeds the limit of ${limit} bytes`, { details: { limit, source }, cause: e })
+      if (isRonError(e, 'NotReady')) s.diskError(typeof e.details.reason === 'string' ? e.details.reason : 'io_error')
+      throw e
+    }
+    if (bodyEnd > 0) s.commitTime(clock.now() - bodyEnd)
+    const copies = await s.replicator.replicate(result.address, ctx.signal)
+    s.announcer?.notify(result.address)
+    s.events.publish({ type: 'object:stored', address: result.address, size: result.size, created: result.created })
+    return {
+      status: result.created ? 201 : 200,
+      headers: { etag: etagOf(result.address), location: `/o/${result.address}` },
+      json: { address: result.address, size: result.size, copies },
+    }
+  } finally {
+    s.puts.inFlight--
+    if (kept !== undefined) guard.endKeep(kept)
+  }
+}
+
+/** DELETE /o/:addr — refuses pinned objects and objects a PUT is about to keep (409). */
+async function deleteObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
+  const address = addressParam(ctx)
+  const removed = await s.guard.exclusive(address, () => s.guard.remove(address, s.pins.has(address), () => s.store.delete(address)))
+  if (!removed) throw new NotFoundError('no such object', { details: { address } })
+  s.events.publish({ type: 'object:deleted', address })
+  return { status: 204 }
+}
+
+/** The object routes. Reads go through the `work` queue; so do PUTs. */
+export function objectRoutes(s: StorageContext): Route[] {
+  const read = s.o.publicReads ? { public: true } : { scope: 'storage:read' }
+  const put = (method: 'PUT' | 'POST'): Route => ({
+    method,
+    path: '/o',
+    name: `${method} /o`,
+    scope: 'storage:write',
+    queue: 'work',
+    bodyLimit: s.o.maxObjectBytes,
+    handler: (ctx) => putObject(s, ctx),
+  })
+  return [
+    put('PUT'),
+    put('POST'),
+    { method: 'GET', path: '/o/:addr', name: 'GET /o/:addr', ...read, queue: 'work', handler: (ctx) => getObject(s, ctx) },
+    { method: 'DELETE', path: '/o/:addr', name: 'DELETE /o/:addr', scope: 'storage:admin', handler: (ctx) => deleteObject(s, ctx) },
+  ]
+}

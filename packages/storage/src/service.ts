@@ -1,0 +1,266 @@
+/**
+ * `createStorageService(options, transport)`: wires the backend, routes, work pool, replication,
+ * repair planner and workers, announcer and disk probe onto a core service host, per the seed's
+ * topology (see `topology.ts` and `docs/CONCURRENCY.md`).
+ *
+ * @module
+ */
+
+import { join } from 'node:path'
+import { BoundedQueue, MalformedError, TokenBucket, createServiceHost, noopLogger, systemClock } from '@ron/core'
+import type { Address, RonService, Subscription, Transport } from '@ron/core'
+import { Announcer } from './announcer.js'
+import { resolveOptions, type StorageServiceOptions } from './config.js'
+import { ObjectGuard, PinSet } from './pins.js'
+import { RepairPlanner, RepairState, type RepairItem, type RepairPlan } from './repair-planner.js'
+import { RepairWorkers } from './repair-worker.js'
+import { Replicator, placement } from './replication.js'
+import { storageRoutes, type StorageContext, type StorageEvent } from './routes/index.js'
+import { createFsStore, createMemoryStore } from './store/index.js'
+import type { BlobStore } from './store/types.js'
+import { CHANNELS, TASKS, storageTopology } from './topology.js'
+
+/** The storage service: a {@link RonService} plus storage-specific handles. */
+export interface StorageService extends RonService {
+  /** This node's transport name. */
+  readonly nodeId: string
+  /** The backend (for hosts and tests; writing to it directly bypasses replication and announcements). */
+  readonly store: BlobStore
+  /**
+   * Runs a repair planner tick now; with `dryRun` only computes the plan.
+   * @throws `CanceledError` when `signal` aborts or the service closes.
+   */
+  runRepair(opts?: { dryRun?: boolean; signal?: AbortSignal }): Promise<RepairPlan>
+  /** Resolves when no repair is queued or running. */
+  repairIdle(): Promise<void>
+  /** The nodes that should hold `address` (rendezvous placement over this node and its peers). */
+  placement(address: Address): string[]
+  /** Subscribes to the `events` broadcast (drop-oldest, 1024 per subscriber). */
+  subscribe(): Subscription<StorageEvent>
+}
+
+/**
+ * Creates a storage service. With `dataDir` it stores objects durably on disk, without it in
+ * memory; with `peers` (other storage nodes reachable through `transport`) it keeps `rf` copies
+ * and repairs missing or corrupt ones.
+ *
+ * @throws {@link MalformedError} for invalid options (the message names the key), or when `peers`
+ *   or `announce.target` are configured without a transport.
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http'
+ * import { createStorageService } from '@ron/storage'
+ *
+ * const storage = await createStorageService({ dataDir: './data', auth: { keys: jwks } })
+ * createServer(storage.handle).listen(7701)
+ * ```
+ */
+export async function createStorageService(options: StorageServiceOptions = {}, transport?: Transport): Promise<StorageService> {
+  const o = resolveOptions(options)
+  if (transport === undefined && (o.peers.length > 0 || o.announce.target !== undefined)) {
+    throw new MalformedError('storage options: peers and announce.target need a transport', { details: { field: 'peers' } })
+  }
+  const clock = options.clock ?? systemClock
+  const ownStore = o.backend === undefined
+  const store: BlobStore =
+    o.backend ?? (o.dataDir !== undefined ? await createFsStore({ dir: o.dataDir, chunkSize: o.chunkSize }) : createMemoryStore({ chunkSize: o.chunkSize }))
+  let pins: PinSet
+  try {
+    pins = await PinSet.open(o.dataDir === undefined ? undefined : join(o.dataDir, 'meta'))
+  } catch (e) {
+    if (ownStore) await store.close()
+    throw e
+  }
+
+  const topology = storageTopology(o)
+  const host = createServiceHost({
+    id: o.id,
+    version: o.version,
+    topology,
+    ...(transport === undefined ? {} : { transport }),
+    ...(options.auth === undefined ? {} : { auth: options.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),
+    drainDeadlineMs: o.drainDeadlineMs,
+    clock,
+    ...(options.random === undefined ? {} : { random: options.random }),
+    logger: options.logger ?? noopLogger,
+  })
+  const sink = host.metrics.sink
+  const logger = host.logger
+  const events = host.broadcast<StorageEvent>(CHANNELS.events)
+  const guard = new ObjectGuard()
+  const repair = new RepairState()
+  const nodes = [o.nodeId, ...o.peers]
+  const ranking = (address: Address): string[] => placement(address, nodes, nodes.length)
+  const net: Transport = transport ?? unreachableTransport
+
+  const replicator = new Replicator({
+    store,
+    transport: net,
+    peerToken: o.peerToken,
+    timeoutMs: o.peerTimeoutMs,
+    nodeId: o.nodeId,
+    peers: o.peers,
+    rf: o.rf,
+    writeQuorum: o.writeQuorum,
+    queueCapacity: o.replicationQueue,
+    supervisor: host.supervisor,
+    metrics: sink,
+    logger,
+  })
+  const repairQueue = new BoundedQueue<RepairItem>({ name: CHANNELS.repair, capacity: o.repair.queue, metrics: sink })
+  const planner = new RepairPlanner({
+    nodeId: o.nodeId,
+    peers: o.peers,
+    rf: o.rf,
+    store,
+    transport: net,
+    peerToken: o.peerToken,
+    probeTimeoutMs: o.repair.probeTimeoutMs,
+    ranking,
+    pinned: () => pins.list(),
+    state: repair,
+    queue: repairQueue,
+    metrics: sink,
+    logger,
+    now: () => clock.now(),
+  })
+  const bucket = new TokenBucket({ capacity: o.repair.burst, refillPerSec: o.repair.bytesPerSec, clock })
+  const workers = new RepairWorkers({
+    nodeId: o.nodeId,
+    store,
+    transport: net,
+    peerToken: o.peerToken,
+    timeoutMs: o.peerTimeoutMs,
+    bucket,
+    burst: o.repair.burst,
+    queue: repairQueue,
+    state: repair,
+    guard,
+    metrics: sink,
+    logger,
+    now: () => clock.now(),
+    onDone: (item, ok) => events.publish({ type: ok ? 'repair:done' : 'repair:failed', address: item.address, action: item.action }),
+  })
+  const announcer =
+    o.announce.target === undefined
+      ? undefined
+      : new Announcer({
+          target: o.announce.target,
+          nodeId: o.nodeId,
+          ttlSec: o.announce.ttlSec,
+          intervalMs: o.announce.intervalMs,
+          timeoutMs: o.announce.timeoutMs,
+          queueCapacity: o.announce.queue,
+          token: o.announce.token,
+          transport: net,
+          store,
+          clock,
+          metrics: sink,
+          logger,
+        })
+
+  // Write readiness: the disk probe and the put path report here; reads never depend on it.
+  const disk: StorageContext['disk'] = { ok: true }
+  let slowUntil = 0
+  host.readiness.declare('disk', 'write', true)
+  const setDisk = (ok: boolean, reason?: string): void => {
+    disk.ok = ok
+    if (ok) delete disk.reason
+    else disk.reason = reason ?? 'not_writable'
+    host.readiness.set('disk', ok, disk.reason)
+  }
+  const probeOnce = async (): Promise<void> => {
+    try {
+      const r = await store.probe()
+      if (!r.writable) setDisk(false, r.reason ?? 'not_writable')
+      else if (r.freeBytes !== undefined && r.freeBytes < o.writeReadiness.minFreeBytes) setDisk(false, 'low_space')
+      else if (clock.now() < slowUntil) setDisk(false, 'slow')
+      else setDisk(true)
+    } catch (e) {
+      logger.warn({ err: e }, 'disk probe failed')
+      setDisk(false, 'probe_failed')
+    }
+  }
+
+  const ctx: StorageContext = {
+    o,
+    store,
+    pins,
+    guard,
+    repair,
+    replicator,
+    announcer,
+    transport,
+    metrics: sink,
+    clock,
+    logger,
+    events,
+    puts: { inFlight: 0 },
+    disk,
+    commitTime(ms) {
+      sink.observe('put_commit_seconds', undefined, ms / 1000)
+      if (ms > o.writeReadiness.slowPutMs) {
+        slowUntil = clock.now() + 2 * o.writeReadiness.probeIntervalMs
+        setDisk(false, 'slow')
+      }
+    },
+    diskError(reason) {
+      setDisk(false, reason)
+    },
+    plan: (dryRun, signal) => planner.plan(AbortSignal.any([signal, host.signal]), dryRun),
+    lastPlan: () => planner.lastPlan,
+    placement: ranking,
+  }
+  host.routes(storageRoutes(ctx))
+
+  await probeOnce()
+  replicator.start()
+  for (let i = 0; i < o.repair.workers; i++) host.supervisor.spawn(TASKS.repairWorker, (signal) => workers.run(signal))
+  if (o.repair.auto) {
+    host.supervisor.spawn(TASKS.planner, async (signal) => {
+      for (;;) {
+        await clock.sleep(o.repair.intervalMs, signal)
+        try {
+          await planner.plan(signal)
+        } catch (e) {
+          if (signal.aborted) return
+          logger.warn({ err: e }, 'repair planning failed')
+        }
+      }
+    })
+  }
+  if (announcer !== undefined) host.supervisor.spawn(TASKS.announcer, (signal) => announcer.run(signal), { critical: false })
+  host.supervisor.spawn(TASKS.probe, async (signal) => {
+    for (;;) {
+      await clock.sleep(o.writeReadiness.probeIntervalMs, signal)
+      await probeOnce()
+    }
+  })
+
+  host.onClose(async () => {
+    repairQueue.close()
+    replicator.close()
+    announcer?.close()
+    if (ownStore) await store.close()
+  })
+
+  const service: StorageService = {
+    ...host.service,
+    nodeId: o.nodeId,
+    store,
+    runRepair: (opts) => planner.plan(opts?.signal === undefined ? host.signal : AbortSignal.any([opts.signal, host.signal]), opts?.dryRun ?? false),
+    repairIdle: () => repair.idle(),
+    placement: (address) => ranking(address).slice(0, o.rf),
+    subscribe: () => events.subscribe(),
+  }
+  return service
+}
+
+/** Stand-in when no transport was given (then there are no peers and no index to reach). */
+const unreachableTransport: Transport = {
+  request(target) {
+    return Promise.reject(new MalformedError(`no transport configured to reach ${target}`))
+  },
+  close: () => Promise.resolve(),
+}
+

@@ -1,0 +1,98 @@
+/**
+ * The put pipeline shared by every backend: pull the source, enforce `maxBytes` and cancellation,
+ * hash into the address and the chunk table, hand every piece to the backend's sink, and check
+ * `expect` at the end.
+ *
+ * @module
+ */
+
+import { IntegrityFailedError, MalformedError, OverLimitError, abortReason } from '@ron/core'
+import type { Address } from '@ron/core'
+import { ChunkTableBuilder } from './integrity.js'
+import type { ChunkTable } from './integrity.js'
+
+/** Waits for `p` unless `signal` aborts first (then rejects with the abort reason). */
+export async function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p
+  if (signal.aborted) throw abortReason(signal)
+  let onAbort: (() => void) | undefined
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortReason(signal))
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([p, aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort!)
+  }
+}
+
+/** What {@link ingest} needs to know. */
+export interface IngestOptions {
+  chunkSize: number
+  expect?: Address | undefined
+  maxBytes?: number | undefined
+  signal?: AbortSignal | undefined
+}
+
+/**
+ * Streams `source` into `sink`, hashing as it goes. The sink sees every byte exactly once, in
+ * order, before the next piece is pulled. Rejects (after releasing the source) on abort, on
+ * crossing `maxBytes` (before the offending piece reaches the sink) and on an `expect` mismatch.
+ *
+ * @throws {@link OverLimitError} details `{ limit }`.
+ * @throws {@link IntegrityFailedError} details `{ expected, actual }`.
+ * @throws {@link MalformedError} when the source yields something other than bytes.
+ * @throws `CanceledError` (or the signal's reason) on abort.
+ */
+export async function ingest(
+  source: AsyncIterable<Uint8Array>,
+  opts: IngestOptions,
+  sink: (piece: Uint8Array) => Promise<void> | void,
+): Promise<ChunkTable> {
+  const { signal, maxBytes } = opts
+  if (signal?.aborted) throw abortReason(signal)
+  if (maxBytes !== undefined && !(maxBytes >= 0)) {
+    throw new MalformedError('maxBytes must be a non-negative number', { details: { field: 'maxBytes' } })
+  }
+  const builder = new ChunkTableBuilder(opts.chunkSize)
+  const it = source[Symbol.asyncIterator]()
+  let done = false
+  try {
+    for (;;) {
+      const r = await raceAbort(it.next(), signal)
+      if (r.done) {
+        done = true
+        break
+      }
+      const piece: unknown = r.value
+      if (!(piece instanceof Uint8Array)) {
+        throw new MalformedError('put source must yield Uint8Array chunks', { details: { field: 'body' } })
+      }
+      if (piece.length === 0) continue
+      if (maxBytes !== undefined && builder.size + piece.length > maxBytes) {
+        throw new OverLimitError(`object exceeds ${maxBytes} bytes`, { details: { limit: maxBytes } })
+      }
+      builder.update(piece)
+      await sink(piece)
+      if (signal?.aborted) throw abortReason(signal)
+    }
+  } finally {
+    // Release the producer (close its stream) when we stop early. Not awaited: a generator that is
+    // suspended in a pending next() only runs return() once that settles, which may be never.
+    if (!done && typeof it.return === 'function') {
+      try {
+        void Promise.resolve(it.return()).catch(() => undefined)
+      } catch {
+        // a throwing return() must not mask the original error
+      }
+    }
+  }
+  const table = builder.finish()
+  if (opts.expect !== undefined && opts.expect !== table.address) {
+    throw new IntegrityFailedError('content does not match the expected address', {
+      details: { expected: opts.expect, actual: table.address },
+    })
+  }
+  return table
+}

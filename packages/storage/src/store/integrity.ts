@@ -1,0 +1,187 @@
+/**
+ * Per-object integrity data: the chunk table. Written at put time from the same bytes that are
+ * hashed into the address, stored beside the object, and checked by every read before a byte of a
+ * chunk is served. See the threat model in `types.ts`.
+ *
+ * Binary layout (version 1, little endian):
+ *
+ * | offset | size     | field                                                     |
+ * |-------:|---------:|-----------------------------------------------------------|
+ * | 0      | 8        | magic `RONB3CT` + version byte `0x01`                     |
+ * | 8      | 4        | chunk size (u32)                                          |
+ * | 12     | 8        | object size (u64)                                         |
+ * | 20     | 32       | object digest (BLAKE3-256 of the whole object)            |
+ * | 52     | 4        | chunk count (u32) = ceil(size / chunk size)               |
+ * | 56     | 32·count | BLAKE3-256 of each chunk                                  |
+ * | end-32 | 32       | BLAKE3-256 of everything above (table checksum)           |
+ *
+ * @module
+ */
+
+import { MalformedError, addressToDigest, blake3, createBlake3, toAddress } from '@ron/core'
+import type { Address, Blake3Hasher } from '@ron/core'
+
+const MAGIC = new Uint8Array([0x52, 0x4f, 0x4e, 0x42, 0x33, 0x43, 0x54, 0x01]) // "RONB3CT" v1
+const HEADER_BYTES = 56
+const HASH_BYTES = 32
+
+/** Default chunk size of the integrity data: 64 KiB. */
+export const DEFAULT_CHUNK_SIZE = 65536
+/** Smallest accepted chunk size. */
+export const MIN_CHUNK_SIZE = 16
+/** Largest accepted chunk size (16 MiB): a chunk is buffered whole while it is verified. */
+export const MAX_CHUNK_SIZE = 16 * 1024 * 1024
+
+/** Why a table was rejected. */
+export type TableProblem = 'table_missing' | 'table_corrupt' | 'table_mismatch'
+
+/**
+ * A decoded, checksum-verified chunk table.
+ * @internal
+ */
+export class ChunkTable {
+  /** The object's address (bound by the header). */
+  readonly address: Address
+  /** Object size in bytes. */
+  readonly size: number
+  /** Chunk size in bytes. */
+  readonly chunkSize: number
+  /** Number of chunks. */
+  readonly count: number
+  readonly #hashes: Uint8Array
+
+  constructor(address: Address, size: number, chunkSize: number, hashes: Uint8Array) {
+    this.address = address
+    this.size = size
+    this.chunkSize = chunkSize
+    this.count = hashes.length / HASH_BYTES
+    this.#hashes = hashes
+  }
+
+  /** Byte length of chunk `i` (the last one may be short). */
+  chunkLength(i: number): number {
+    return Math.min(this.chunkSize, this.size - i * this.chunkSize)
+  }
+
+  /** True when `bytes` is exactly chunk `i` as recorded at put time. */
+  verifyChunk(i: number, bytes: Uint8Array): boolean {
+    if (i < 0 || i >= this.count || bytes.length !== this.chunkLength(i)) return false
+    const d = blake3(bytes)
+    const off = i * HASH_BYTES
+    let diff = 0
+    for (let k = 0; k < HASH_BYTES; k++) diff |= d[k]! ^ this.#hashes[off + k]!
+    return diff === 0
+  }
+
+  /** The encoded form (header, hashes, checksum). */
+  encode(): Uint8Array {
+    return encodeTable(addressToDigest(this.address), this.size, this.chunkSize, this.#hashes)
+  }
+}
+
+function chunkCount(size: number, chunkSize: number): number {
+  return Math.ceil(size / chunkSize)
+}
+
+function encodeTable(digest: Uint8Array, size: number, chunkSize: number, hashes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(HEADER_BYTES + hashes.length + HASH_BYTES)
+  const dv = new DataView(out.buffer)
+  out.set(MAGIC, 0)
+  dv.setUint32(8, chunkSize, true)
+  dv.setBigUint64(12, BigInt(size), true)
+  out.set(digest, 20)
+  dv.setUint32(52, hashes.length / HASH_BYTES, true)
+  out.set(hashes, HEADER_BYTES)
+  out.set(blake3(out.subarray(0, HEADER_BYTES + hashes.length)), HEADER_BYTES + hashes.length)
+  return out
+}
+
+/**
+ * Decodes and checks an encoded table: magic, lengths, checksum, and that it is bound to
+ * `expected` (address, and size when given). Returns the problem instead of throwing so callers
+ * can build the right error.
+ * @internal
+ */
+export function decodeTable(bytes: Uint8Array, expected: { address: Address; size?: number }): ChunkTable | TableProblem {
+  if (bytes.length < HEADER_BYTES + HASH_BYTES) return 'table_corrupt'
+  for (let k = 0; k < MAGIC.length; k++) if (bytes[k] !== MAGIC[k]) return 'table_corrupt'
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const chunkSize = dv.getUint32(8, true)
+  const bigSize = dv.getBigUint64(12, true)
+  const count = dv.getUint32(52, true)
+  if (bytes.length !== HEADER_BYTES + count * HASH_BYTES + HASH_BYTES) return 'table_corrupt'
+  const body = bytes.subarray(0, bytes.length - HASH_BYTES)
+  const sum = blake3(body)
+  for (let k = 0; k < HASH_BYTES; k++) if (sum[k] !== bytes[body.length + k]) return 'table_corrupt'
+  // Checksum is good from here on: any disagreement below is a table for another object.
+  if (chunkSize < 1 || bigSize > BigInt(Number.MAX_SAFE_INTEGER)) return 'table_mismatch'
+  const size = Number(bigSize)
+  if (count !== chunkCount(size, chunkSize)) return 'table_mismatch'
+  if (toAddress(bytes.subarray(20, 52)) !== expected.address) return 'table_mismatch'
+  if (expected.size !== undefined && expected.size !== size) return 'table_mismatch'
+  return new ChunkTable(expected.address, size, chunkSize, bytes.slice(HEADER_BYTES, HEADER_BYTES + count * HASH_BYTES))
+}
+
+/**
+ * Hashes a stream as it arrives: the whole-object digest (the address) and, aligned on
+ * `chunkSize` boundaries whatever the input chunking, the digest of every chunk.
+ * @internal
+ */
+export class ChunkTableBuilder {
+  readonly chunkSize: number
+  #whole: Blake3Hasher = createBlake3()
+  #chunk: Blake3Hasher = createBlake3()
+  #inChunk = 0
+  #size = 0
+  #hashes: Uint8Array[] = []
+
+  constructor(chunkSize: number) {
+    this.chunkSize = chunkSize
+  }
+
+  /** Bytes fed so far. */
+  get size(): number {
+    return this.#size
+  }
+
+  /** Feeds the next bytes of the object. */
+  update(data: Uint8Array): void {
+    this.#whole.update(data)
+    let off = 0
+    while (off < data.length) {
+      const take = Math.min(this.chunkSize - this.#inChunk, data.length - off)
+      this.#chunk.update(off === 0 && take === data.length ? data : data.subarray(off, off + take))
+      this.#inChunk += take
+      off += take
+      if (this.#inChunk === this.chunkSize) {
+        this.#hashes.push(this.#chunk.digest())
+        this.#chunk = createBlake3()
+        this.#inChunk = 0
+      }
+    }
+    this.#size += data.length
+  }
+
+  /** Finishes hashing; the builder cannot be used afterwards. */
+  finish(): ChunkTable {
+    if (this.#inChunk > 0) this.#hashes.push(this.#chunk.digest())
+    const hashes = new Uint8Array(this.#hashes.length * HASH_BYTES)
+    for (const [i, h] of this.#hashes.entries()) hashes.set(h, i * HASH_BYTES)
+    this.#hashes = []
+    return new ChunkTable(toAddress(this.#whole.digest()), this.#size, this.chunkSize, hashes)
+  }
+}
+
+/**
+ * Validates a chunk size option.
+ * @throws {@link MalformedError} (details `{ field: 'chunkSize' }`) when out of bounds.
+ * @internal
+ */
+export function checkChunkSize(chunkSize: number): number {
+  if (!Number.isInteger(chunkSize) || chunkSize < MIN_CHUNK_SIZE || chunkSize > MAX_CHUNK_SIZE) {
+    throw new MalformedError(`chunkSize must be an integer in [${MIN_CHUNK_SIZE}, ${MAX_CHUNK_SIZE}], got ${chunkSize}`, {
+      details: { field: 'chunkSize', value: chunkSize },
+    })
+  }
+  return chunkSize
+}

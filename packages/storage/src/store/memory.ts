@@ -1,0 +1,185 @@
+/**
+ * The memory backend: for tests and amnesia mode. Same contract and the same integrity checks as
+ * the filesystem backend; nothing touches disk.
+ *
+ * @module
+ */
+
+import { ClosedError, IntegrityFailedError, abortReason } from '@ron/core'
+import type { Address } from '@ron/core'
+import { DEFAULT_CHUNK_SIZE, checkChunkSize, decodeTable } from './integrity.js'
+import type { ChunkTable } from './integrity.js'
+import { ingest } from './ingest.js'
+import { readVerified, verifyChunks } from './verified-read.js'
+import type {
+  BlobReader,
+  BlobStat,
+  BlobStore,
+  ByteRange,
+  MemoryStoreOptions,
+  ProbeResult,
+  PutOptions,
+  PutResult,
+  VerifyResult,
+} from './types.js'
+
+interface MemoryRecord {
+  data: Uint8Array
+  /** Encoded chunk table, decoded and checked on every open/verify like the fs sidecar. */
+  table: Uint8Array
+  size: number
+}
+
+/**
+ * Test hooks of a memory store, to simulate corruption. Not part of {@link BlobStore}.
+ */
+export interface MemoryStoreTesting {
+  /** Flips bits of byte `offset` of the stored object (XOR with `mask`, default 0x01). Returns false when absent. */
+  corrupt(address: Address, offset: number, mask?: number): boolean
+  /** Flips bits of byte `offset` of the object's encoded chunk table. Returns false when absent. */
+  corruptTable(address: Address, offset: number, mask?: number): boolean
+}
+
+/**
+ * Creates an in-memory {@link BlobStore}. Objects live in a `Map` until deleted or the store is
+ * closed; puts are still hashed and verified like on disk, reads are still verified chunk by
+ * chunk, and the returned chunks are copies.
+ *
+ * @throws `MalformedError` when `chunkSize` is out of bounds.
+ * @example
+ * ```ts
+ * const store = createMemoryStore()
+ * const { address } = await store.put((async function* () { yield new TextEncoder().encode('hi') })())
+ * const reader = await store.open(address)
+ * for await (const chunk of reader!.read()) console.log(chunk)
+ * await reader!.close()
+ * ```
+ */
+export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & MemoryStoreTesting {
+  const chunkSize = checkChunkSize(opts.chunkSize ?? DEFAULT_CHUNK_SIZE)
+  const objects = new Map<Address, MemoryRecord>()
+  const closing = new AbortController()
+  let closed = false
+
+  const checkOpen = (): void => {
+    if (closed) throw new ClosedError('memory store is closed')
+  }
+
+  const store: BlobStore & MemoryStoreTesting = {
+    kind: 'memory',
+    chunkSize,
+
+    async put(source: AsyncIterable<Uint8Array>, o: PutOptions = {}): Promise<PutResult> {
+      checkOpen()
+      const signal = o.signal ? AbortSignal.any([o.signal, closing.signal]) : closing.signal
+      const pieces: Uint8Array[] = []
+      const table = await ingest(source, { chunkSize, expect: o.expect, maxBytes: o.maxBytes, signal }, (p) => {
+        pieces.push(p.slice())
+      })
+      checkOpen()
+      const existing = objects.get(table.address)
+      if (existing && !o.replace) return { address: table.address, size: table.size, created: false }
+      const data = new Uint8Array(table.size)
+      let off = 0
+      for (const p of pieces) {
+        data.set(p, off)
+        off += p.length
+      }
+      objects.set(table.address, { data, table: table.encode(), size: table.size })
+      return { address: table.address, size: table.size, created: true }
+    },
+
+    // eslint-disable-next-line @typescript-eslint/require-await
+    async open(address: Address): Promise<BlobReader | undefined> {
+      checkOpen()
+      const rec = objects.get(address)
+      if (!rec) return undefined
+      const table = decodeTable(rec.table, { address, size: rec.size })
+      if (typeof table === 'string') {
+        throw new IntegrityFailedError(`integrity data of ${address} is unusable (${table})`, { details: { address, reason: table } })
+      }
+      let readerClosed = false
+      const checkReader = (): void => {
+        checkOpen()
+        if (readerClosed) throw new ClosedError('blob reader is closed')
+      }
+      return {
+        address,
+        size: table.size,
+        chunkSize: table.chunkSize,
+        read(range?: ByteRange, signal?: AbortSignal): AsyncIterable<Uint8Array> {
+          return readVerified(table, range, signal, readChunkOf(rec, table), checkReader)
+        },
+        close(): Promise<void> {
+          readerClosed = true
+          return Promise.resolve()
+        },
+      }
+    },
+
+    stat(address: Address): Promise<BlobStat | undefined> {
+      checkOpen()
+      const rec = objects.get(address)
+      return Promise.resolve(rec ? { size: rec.size } : undefined)
+    },
+
+    delete(address: Address): Promise<boolean> {
+      checkOpen()
+      return Promise.resolve(objects.delete(address))
+    },
+
+    async *list(signal?: AbortSignal): AsyncGenerator<Address> {
+      checkOpen()
+      for (const a of [...objects.keys()]) {
+        await Promise.resolve() // stay cooperative: a long listing must not monopolise the loop
+        if (signal?.aborted) throw abortReason(signal)
+        checkOpen()
+        yield a
+      }
+    },
+
+    async verify(address: Address, signal?: AbortSignal): Promise<VerifyResult> {
+      checkOpen()
+      const rec = objects.get(address)
+      if (!rec) return { ok: false, size: 0, badChunks: [], reason: 'missing' }
+      const table = decodeTable(rec.table, { address, size: rec.size })
+      if (typeof table === 'string') return { ok: false, size: rec.size, badChunks: [], reason: 'table_corrupt' }
+      return verifyChunks(table, readChunkOf(rec, table), signal)
+    },
+
+    probe(): Promise<ProbeResult> {
+      return Promise.resolve(closed ? { writable: false, reason: 'closed' } : { writable: true })
+    },
+
+    close(): Promise<void> {
+      if (!closed) {
+        closed = true
+        closing.abort(new ClosedError('memory store is closed'))
+        objects.clear()
+      }
+      return Promise.resolve()
+    },
+
+    corrupt(address: Address, offset: number, mask = 0x01): boolean {
+      const rec = objects.get(address)
+      if (!rec || offset < 0 || offset >= rec.data.length) return false
+      rec.data[offset] = rec.data[offset]! ^ mask
+      return true
+    },
+
+    corruptTable(address: Address, offset: number, mask = 0x01): boolean {
+      const rec = objects.get(address)
+      if (!rec || offset < 0 || offset >= rec.table.length) return false
+      rec.table[offset] = rec.table[offset]! ^ mask
+      return true
+    },
+  }
+  return store
+}
+
+function readChunkOf(rec: MemoryRecord, table: ChunkTable): (i: number, len: number) => Promise<Uint8Array> {
+  return (i, len) => {
+    const start = i * table.chunkSize
+    return Promise.resolve(rec.data.slice(start, Math.min(start + len, rec.data.length)))
+  }
+}

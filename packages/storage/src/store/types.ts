@@ -1,0 +1,203 @@
+/**
+ * The storage backend contract: a content-addressed blob store that streams bytes in while hashing
+ * them, keeps per-object integrity data beside each object, and streams them back verified chunk by
+ * chunk.
+ *
+ * ## Integrity data and threat model
+ *
+ * At put time, from the same bytes that are hashed into the address, every backend records a
+ * **chunk table**: the BLAKE3-256 of each `chunkSize` chunk of the object, preceded by a header that
+ * binds the table to the object (address, size, chunk size) and followed by a BLAKE3 checksum of
+ * header and table together (see `integrity.ts`). Every read verifies each chunk it touches against
+ * the table *before* yielding a single byte of that chunk, so at most one wrong chunk is ever read
+ * and none is ever served.
+ *
+ * What this protects against: bit rot, torn or truncated writes, a crash between the data and the
+ * sidecar landing, a table written for another object or another chunk size, and a corrupt table
+ * (a missing or corrupt table fails closed with `IntegrityFailedError`: unverified bytes are
+ * never served). What it does not protect against: someone who can write our disk and deliberately
+ * forges a consistent object + table pair. Defeating that needs the chunk hashes to be bound to the
+ * address itself (a BLAKE3/bao outboard tree, a planned upgrade of the table format); meanwhile the
+ * address is still verified end to end whenever an object crosses nodes (repair fetches hash the
+ * whole object and compare it with the address before committing).
+ *
+ * @module
+ */
+
+import type { Address } from '@ron/core'
+
+/** Options of {@link BlobStore.put}. */
+export interface PutOptions {
+  /**
+   * The address the content must hash to. On mismatch the put fails with
+   * `IntegrityFailedError` (details `{ expected, actual }`) and nothing is kept.
+   */
+  expect?: Address
+  /**
+   * Upper bound on the object size in bytes. Exceeding it fails the put with `OverLimitError`
+   * (details `{ limit }`) as soon as the limit is crossed, and nothing (no partial file) is kept.
+   * @default unbounded
+   */
+  maxBytes?: number
+  /** Aborting fails the put with `CanceledError` (or the signal's RonError reason); nothing is kept. */
+  signal?: AbortSignal
+  /**
+   * Write this copy even when the object already exists, replacing the stored bytes and table
+   * (the result then says `created: true`). For repair: putting a verified good copy over a
+   * corrupt one. Without it an existing object with a valid table is kept as is.
+   * @default false
+   */
+  replace?: boolean
+}
+
+/** Outcome of a successful {@link BlobStore.put}. */
+export interface PutResult {
+  /** The content address (`b3:` + hex BLAKE3-256 of the whole content). */
+  address: Address
+  /** Size in bytes. */
+  size: number
+  /** True when this put created the object; false when it already existed (idempotent put). */
+  created: boolean
+}
+
+/** A byte range with an **inclusive** end, like HTTP `Range`/`Content-Range`. */
+export interface ByteRange {
+  /** First byte offset, `0 <= start`. */
+  start: number
+  /** Last byte offset (inclusive), `start <= end < size`. */
+  end: number
+}
+
+/** Size and chunking facts about a stored object. */
+export interface BlobStat {
+  /** Size in bytes. */
+  size: number
+}
+
+/** Result of {@link BlobStore.verify}: a full scrub of one object. */
+export interface VerifyResult {
+  /** True when the object exists, its integrity data is intact and every chunk verifies. */
+  ok: boolean
+  /** Size in bytes according to the integrity data (or the data file when the table is unusable; 0 when missing). */
+  size: number
+  /** Indexes of the chunks that failed verification (missing bytes count as failures). */
+  badChunks: number[]
+  /** Why `ok` is false when it is not a chunk failure: `'missing'`, `'table_missing'`, `'table_corrupt'`. */
+  reason?: string
+}
+
+/** Result of {@link BlobStore.probe}: can this store take writes right now? */
+export interface ProbeResult {
+  /** False when writes would fail (disk full, read-only, I/O errors). */
+  writable: boolean
+  /** Free bytes available to this process, when the backend can tell. */
+  freeBytes?: number
+  /** Machine-readable reason when not writable: `'disk_full'`, `'io_error'`, `'read_only'`, `'closed'`. */
+  reason?: string
+}
+
+/**
+ * An opened object. Holds whatever the backend needs to read a consistent snapshot (the fs backend
+ * keeps the file handle open, so a concurrent delete does not break an in-flight read).
+ * Always `close()` it (idempotent); the store's own `close()` also closes readers left open.
+ */
+export interface BlobReader {
+  /** The object's address. */
+  readonly address: Address
+  /** Size in bytes. */
+  readonly size: number
+  /** Chunk size of this object's integrity data. */
+  readonly chunkSize: number
+  /**
+   * Verified chunks of `[range.start, range.end]` (default: the whole object). Every chunk covering
+   * the range is read whole and checked against the integrity data BEFORE any byte of it is
+   * yielded; yielded arrays are fresh (safe to keep). At most about two chunks are buffered.
+   * May be called more than once, also concurrently.
+   *
+   * @throws `IntegrityFailedError` mid-stream (details `{ address, chunk }`) when a chunk
+   *   does not verify (or is missing from a truncated file); nothing of that chunk was yielded.
+   * @throws `RangeNotSatisfiableError` when the range lies outside the object.
+   * @throws `CanceledError` when `signal` aborts.
+   * @throws `ClosedError` when the reader (or its store) was closed.
+   */
+  read(range?: ByteRange, signal?: AbortSignal): AsyncIterable<Uint8Array>
+  /** Releases the reader (the fs backend closes its file handle). Idempotent. */
+  close(): Promise<void>
+}
+
+/**
+ * A content-addressed blob store backend. Implementations: {@link createMemoryStore} and
+ * {@link createFsStore}; a host can provide its own (run the shared compliance suite against it).
+ *
+ * Every method throws `ClosedError` after `close()`.
+ */
+export interface BlobStore {
+  /** Backend kind: `'fs'`, `'memory'`, or a custom name. */
+  readonly kind: string
+  /**
+   * Chunk size used for integrity data of new objects (existing objects keep theirs).
+   * @default 65536
+   */
+  readonly chunkSize: number
+  /**
+   * Streams `source` in, hashing as it goes; durable before resolving (fs: temp file, fsync,
+   * rename, directory fsync). Idempotent: putting an existing object resolves `created: false`.
+   * Concurrent puts of the same content both succeed; exactly one reports `created: true`.
+   *
+   * @throws `IntegrityFailedError` when `opts.expect` does not match; nothing is kept.
+   * @throws `OverLimitError` when the content exceeds `opts.maxBytes`; no partial file is kept.
+   * @throws `CanceledError` when `opts.signal` aborts; nothing is kept.
+   * @throws `NotReadyError` with details `{ reason: 'disk_full' | 'io_error' }` when the disk
+   *   refuses the write (ENOSPC, EDQUOT, EIO, EROFS), so the service can flip write readiness.
+   */
+  put(source: AsyncIterable<Uint8Array>, opts?: PutOptions): Promise<PutResult>
+  /**
+   * Opens an object for verified reads, or `undefined` when it does not exist.
+   * @throws `IntegrityFailedError` (details `{ address, reason }`) when the object exists
+   *   but its integrity data is missing or corrupt: it fails closed, never serving unverified bytes.
+   */
+  open(address: Address): Promise<BlobReader | undefined>
+  /** Size of an object, or `undefined` when absent. Cheap: does not verify. */
+  stat(address: Address): Promise<BlobStat | undefined>
+  /** Removes an object and its integrity data. Resolves true when it existed. */
+  delete(address: Address): Promise<boolean>
+  /** Every stored address (order unspecified). Stops with `CanceledError` when `signal` aborts. */
+  list(signal?: AbortSignal): AsyncIterable<Address>
+  /** Full scrub of one object: which chunks fail verification (missing data or table → `ok: false`). */
+  verify(address: Address, signal?: AbortSignal): Promise<VerifyResult>
+  /** Space/health probe for write readiness (fs: `statfs` free space and the last write error). */
+  probe(): Promise<ProbeResult>
+  /** Aborts in-flight puts, closes open readers, releases resources. Idempotent. */
+  close(): Promise<void>
+}
+
+/** Options of {@link createMemoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * Chunk size for integrity data, in bytes (16 B to 16 MiB).
+   * @default 65536
+   */
+  chunkSize?: number
+}
+
+/** Options of {@link createFsStore}. */
+export interface FsStoreOptions {
+  /** Root directory; `objects/` and `tmp/` are created inside it. Must be one filesystem. */
+  dir: string
+  /**
+   * Chunk size for integrity data of new objects, in bytes (16 B to 16 MiB).
+   * @default 65536
+   */
+  chunkSize?: number
+  /**
+   * fsync files and directories before a put resolves. Turn off only for tests and benchmarks
+   * of something else: without it an acknowledged put can be lost by a power failure.
+   * @default true
+   */
+  fsync?: boolean
+  /**
+   * `probe()` reports `writable: false, reason: 'disk_full'` when fewer bytes than this are free.
+   * @default 16777216 (16 MiB)
+   */
+  minFreeBytes?: number
+}

@@ -1,0 +1,110 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { MemoryTransport, createBlake3, toAddress } from '@ron/core'
+import type { Address, TransportResponse } from '@ron/core'
+import { createTestIssuer } from '@ron/core/testing'
+import type { TestIssuer } from '@ron/core/testing'
+import { createStorageClient, createStorageService } from '../src/index.js'
+import type { StorageClient, StorageService, StorageServiceOptions } from '../src/index.js'
+
+/** Deterministic pseudo-random bytes. */
+export function bytes(n: number, seed = 1): Uint8Array {
+  const out = new Uint8Array(n)
+  let x = seed >>> 0 || 1
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    out[i] = x & 0xff
+  }
+  return out
+}
+
+export function addressOfBytes(b: Uint8Array): Address {
+  return toAddress(createBlake3().update(b).digest())
+}
+
+export async function readAll(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = []
+  let n = 0
+  for await (const c of body) {
+    parts.push(c)
+    n += c.byteLength
+  }
+  const out = new Uint8Array(n)
+  let off = 0
+  for (const p of parts) {
+    out.set(p, off)
+    off += p.byteLength
+  }
+  return out
+}
+
+export async function tempDir(prefix = 'ron-storage-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) }
+}
+
+export interface Node {
+  name: string
+  svc: StorageService
+  /** storage:write */
+  client: StorageClient
+  /** storage:write storage:admin */
+  admin: StorageClient
+  anon: StorageClient
+}
+
+export interface Cluster {
+  transport: MemoryTransport
+  issuer: TestIssuer
+  tokens: { write: string; admin: string; read: string }
+  nodes: Node[]
+  node(name?: string): Node
+  request(target: string, method: string, path: string, headers?: Record<string, string>, body?: Uint8Array | string): Promise<TransportResponse>
+  close(): Promise<void>
+}
+
+/** Starts `names.length` storage nodes on one MemoryTransport, each peering with the others. */
+export async function cluster(
+  names: string[] = ['storage'],
+  options: (name: string) => StorageServiceOptions = () => ({}),
+): Promise<Cluster> {
+  const transport = new MemoryTransport()
+  const issuer = createTestIssuer()
+  const tokens = {
+    write: issuer.mint({ scope: 'storage:write storage:read', aud: 'storage' }),
+    admin: issuer.mint({ scope: 'storage:write storage:read storage:admin', aud: 'storage' }),
+    read: issuer.mint({ scope: 'storage:read', aud: 'storage' }),
+  }
+  const nodes: Node[] = []
+  for (const name of names) {
+    const peers = names.filter((n) => n !== name)
+    const svc = await createStorageService(
+      { nodeId: name, auth: { keys: issuer.keys }, ...(peers.length > 0 ? { peers, peerToken: tokens.write } : {}), repair: { auto: false }, ...options(name) },
+      transport,
+    )
+    transport.mount(name, svc)
+    nodes.push({
+      name,
+      svc,
+      client: createStorageClient(transport, { target: name, token: tokens.write }),
+      admin: createStorageClient(transport, { target: name, token: tokens.admin }),
+      anon: createStorageClient(transport, { target: name }),
+    })
+  }
+  return {
+    transport,
+    issuer,
+    tokens,
+    nodes,
+    node: (name) => (name === undefined ? nodes[0]! : nodes.find((n) => n.name === name)!),
+    request: (target, method, path, headers = {}, body) =>
+      transport.request(target, { method, path, headers, ...(body === undefined ? {} : { body }) }),
+    close: async () => {
+      for (const n of nodes) await n.svc.close()
+      await transport.close()
+    },
+  }
+}

@@ -1,0 +1,301 @@
+import { mkdtemp, open, readdir, readFile, rm, truncate, writeFile, mkdir, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { addressOf, createBlake3, isRonError, toAddress } from '@ron/core'
+import type { Address } from '@ron/core'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { createFsStore } from '../../src/store/index.js'
+import { mapIoError } from '../../src/store/fs-layout.js'
+import { blobStoreCompliance } from './compliance.js'
+import { bytes, chunked, collect, listAll, once, readUntilError, rejection } from './helpers.js'
+
+async function flipByte(path: string, offset: number): Promise<void> {
+  const fh = await open(path, 'r+')
+  try {
+    const b = Buffer.alloc(1)
+    await fh.read(b, 0, 1, offset)
+    b[0] = b[0]! ^ 0x01
+    await fh.write(b, 0, 1, offset)
+  } finally {
+    await fh.close()
+  }
+}
+
+/** Every file (not directory) below `dir`, relative. */
+async function files(dir: string): Promise<string[]> {
+  const out: string[] = []
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) out.push(join(e.parentPath, e.name).slice(dir.length + 1))
+  }
+  return out.sort()
+}
+
+blobStoreCompliance('fs', async ({ chunkSize }) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ron-fs-store-'))
+  const store = await createFsStore(chunkSize === undefined ? { dir } : { dir, chunkSize })
+  return {
+    store,
+    corruptData: (address, offset) => flipByte(store.pathsOf(address).data, offset),
+    corruptTable: (address, offset) => flipByte(store.pathsOf(address).table, offset),
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  }
+})
+
+describe('fs store on disk', () => {
+  let dir: string
+  const CS = 1024
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ron-fs-disk-'))
+  })
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  it('lays objects out in sharded directories with a table sidecar and leaves tmp/ empty', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const { address } = await store.put(once(bytes(3 * CS)))
+    const hex = address.slice(3)
+    expect(await files(dir)).toEqual([
+      join('objects', hex.slice(0, 2), hex.slice(2, 4), hex),
+      join('objects', hex.slice(0, 2), hex.slice(2, 4), `${hex}.b3t`),
+    ])
+    expect((await stat(store.pathsOf(address).table)).size).toBe(56 + 3 * 32 + 32)
+    await store.close()
+  })
+
+  it('removes the partial temp file of an upload over maxBytes', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const e = await rejection(store.put(chunked(bytes(50 * CS), 3, 4000), { maxBytes: 10 * CS }))
+    expect(isRonError(e, 'OverLimit')).toBe(true)
+    expect(await files(dir)).toEqual([])
+    await store.close()
+  })
+
+  it('removes the temp file of an aborted or mismatching put', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const ac = new AbortController()
+    async function* src(): AsyncGenerator<Uint8Array> {
+      yield bytes(5 * CS)
+      ac.abort()
+      await new Promise(() => undefined)
+    }
+    expect(isRonError(await rejection(store.put(src(), { signal: ac.signal })), 'Canceled')).toBe(true)
+    const wrong = addressOf(bytes(1, 1))
+    expect(isRonError(await rejection(store.put(once(bytes(5 * CS)), { expect: wrong })), 'IntegrityFailed')).toBe(true)
+    expect(await files(dir)).toEqual([])
+    await store.close()
+  })
+
+  it('aborts in-flight puts on close and leaves nothing behind', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    async function* stalls(): AsyncGenerator<Uint8Array> {
+      yield bytes(CS)
+      await new Promise(() => undefined)
+    }
+    const p = store.put(stalls())
+    await new Promise((r) => setImmediate(r))
+    await store.close()
+    expect(isRonError(await rejection(p), 'Closed')).toBe(true)
+    expect(await files(dir)).toEqual([])
+  })
+
+  it('detects a bit flip on disk at the right chunk and never serves it', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const data = bytes(8 * CS + 10, 21)
+    const { address } = await store.put(once(data))
+    await flipByte(store.pathsOf(address).data, 5 * CS + 1)
+    const r = (await store.open(address))!
+    const { data: got, error } = await readUntilError(r.read())
+    expect(isRonError(error, 'IntegrityFailed')).toBe(true)
+    expect((error as { details: unknown }).details).toEqual({ address, chunk: 5 })
+    expect(got.length).toBeLessThanOrEqual(5 * CS)
+    expect(Buffer.from(got).equals(Buffer.from(data.subarray(0, got.length)))).toBe(true)
+    await r.close()
+    expect(await store.verify(address)).toEqual({ ok: false, size: data.length, badChunks: [5] })
+    await store.close()
+  })
+
+  it('treats a truncated object file as missing chunks', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const data = bytes(4 * CS, 22)
+    const { address } = await store.put(once(data))
+    await truncate(store.pathsOf(address).data, 2 * CS + 5)
+    expect(await store.verify(address)).toEqual({ ok: false, size: 4 * CS, badChunks: [2, 3] })
+    const r = (await store.open(address))!
+    const { data: got, error } = await readUntilError(r.read())
+    expect((error as { details: unknown }).details).toEqual({ address, chunk: 2 })
+    expect(got.length).toBeLessThanOrEqual(2 * CS)
+    await r.close()
+    await store.close()
+  })
+
+  it('fails closed when the table is missing, or belongs to another object', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const a = await store.put(once(bytes(2 * CS, 1)))
+    const b = await store.put(once(bytes(2 * CS, 2)))
+    const pa = store.pathsOf(a.address)
+    const pb = store.pathsOf(b.address)
+    await writeFile(pa.table, await readFile(pb.table)) // valid checksum, wrong object
+    const e1 = await rejection(store.open(a.address))
+    expect(isRonError(e1, 'IntegrityFailed')).toBe(true)
+    expect((e1 as { details: unknown }).details).toEqual({ address: a.address, reason: 'table_mismatch' })
+    await rm(pa.table)
+    const e2 = await rejection(store.open(a.address))
+    expect((e2 as { details: unknown }).details).toEqual({ address: a.address, reason: 'table_missing' })
+    expect(await store.verify(a.address)).toMatchObject({ ok: false, reason: 'table_missing' })
+    // A put of the same content repairs the object instead of trusting the broken one.
+    expect((await store.put(once(bytes(2 * CS, 1)))).created).toBe(true)
+    expect((await store.verify(a.address)).ok).toBe(true)
+    await store.close()
+  })
+
+  it('recovers on reopen: removes tmp leftovers, torn objects and orphan tables, keeps good objects', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const good = bytes(3 * CS + 7, 31)
+    const { address } = await store.put(chunked(good))
+    const keptTorn = await store.put(once(bytes(CS, 32))) // becomes torn below
+    await store.close()
+
+    // An interrupted put: temp data and table in tmp/.
+    await writeFile(join(dir, 'tmp', 'abc.data'), bytes(100))
+    await writeFile(join(dir, 'tmp', 'abc.b3t'), bytes(10))
+    // A put torn after the data rename but with no valid table (crash, or table never landed).
+    await writeFile(store.pathsOf(keptTorn.address).table, bytes(50))
+    // An object renamed into place whose table is missing entirely.
+    const noTable = toAddress(createBlake3().update(bytes(77, 33)).digest())
+    await mkdir(dirname(store.pathsOf(noTable).data), { recursive: true })
+    await writeFile(store.pathsOf(noTable).data, bytes(77, 33))
+    // A table whose object never arrived (crash between the two renames).
+    const orphan: Address = addressOf(bytes(9, 34))
+    await mkdir(dirname(store.pathsOf(orphan).table), { recursive: true })
+    await writeFile(store.pathsOf(orphan).table, bytes(120))
+    // Someone else's file is left alone.
+    await writeFile(join(dir, 'objects', 'README'), 'not ours')
+
+    const again = await createFsStore({ dir, chunkSize: CS })
+    expect(again.recovery).toEqual({ tmpRemoved: 2, tornRemoved: 2, orphanTablesRemoved: 1, objects: 1 })
+    expect(await listAll(again.list())).toEqual([address])
+    const r = (await again.open(address))!
+    expect(Buffer.from((await collect(r.read())).data).equals(Buffer.from(good))).toBe(true)
+    await r.close()
+    const hex = address.slice(3)
+    const shard = join('objects', hex.slice(0, 2), hex.slice(2, 4))
+    expect((await files(dir)).filter((f) => !f.endsWith('README'))).toEqual([join(shard, hex), join(shard, `${hex}.b3t`)])
+    expect(await readFile(join(dir, 'objects', 'README'), 'utf8')).toBe('not ours')
+    await again.close()
+  })
+
+  it('keeps serving an opened object after a concurrent delete', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const data = bytes(3 * CS, 41)
+    const { address } = await store.put(once(data))
+    const r = (await store.open(address))!
+    expect(await store.delete(address)).toBe(true)
+    expect(Buffer.from((await collect(r.read())).data).equals(Buffer.from(data))).toBe(true)
+    await r.close()
+    expect(await files(dir)).toEqual([])
+    await store.close()
+  })
+
+  it('closes readers left open when the store closes', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const { address } = await store.put(once(bytes(3 * CS)))
+    const r = (await store.open(address))!
+    await store.close()
+    expect(isRonError((await readUntilError(r.read())).error, 'Closed')).toBe(true)
+    await r.close()
+  })
+
+  it('maps disk-full and I/O errors to NotReady with a reason', () => {
+    const err = (code: string): Error => Object.assign(new Error(code), { code })
+    for (const [code, reason] of [
+      ['ENOSPC', 'disk_full'],
+      ['EDQUOT', 'disk_full'],
+      ['EIO', 'io_error'],
+      ['EROFS', 'read_only'],
+    ] as const) {
+      const e = mapIoError(err(code))
+      expect(isRonError(e, 'NotReady')).toBe(true)
+      expect((e as { details: unknown }).details).toEqual({ reason })
+    }
+    const other = err('EMFILE')
+    expect(mapIoError(other)).toBe(other)
+  })
+
+  it('probes free space and reports disk_full below the configured minimum', async () => {
+    const ok = await createFsStore({ dir, chunkSize: CS })
+    const p = await ok.probe()
+    expect(p.writable).toBe(true)
+    expect(p.freeBytes).toBeGreaterThan(0)
+    await ok.close()
+    const tight = await createFsStore({ dir, chunkSize: CS, minFreeBytes: Number.MAX_SAFE_INTEGER })
+    expect(await tight.probe()).toMatchObject({ writable: false, reason: 'disk_full' })
+    await tight.close()
+    expect(await files(dir)).toEqual([])
+  })
+
+  it('reports a read-only directory as not writable', async () => {
+    if (process.getuid?.() === 0) return // root ignores permission bits; nothing to observe
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const { chmod } = await import('node:fs/promises')
+    await chmod(join(dir, 'tmp'), 0o500)
+    try {
+      expect((await store.probe()).writable).toBe(false)
+    } finally {
+      await chmod(join(dir, 'tmp'), 0o700)
+      await store.close()
+    }
+  })
+
+  it('streams a > 100 MiB object in and out with bounded memory', async () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as () => void
+    const store = await createFsStore({ dir })
+    const total = 105 * 1024 * 1024 + 12345
+    const piece = 64 * 1024 + 7 // deliberately misaligned with the 64 KiB chunks
+    const sent = createBlake3()
+    let peak = 0
+    gc()
+    const base = process.memoryUsage()
+    const baseline = base.heapUsed + base.arrayBuffers
+    const sample = (): void => {
+      gc()
+      const m = process.memoryUsage()
+      peak = Math.max(peak, m.heapUsed + m.arrayBuffers - baseline)
+    }
+    async function* generate(): AsyncGenerator<Uint8Array> {
+      let off = 0
+      let n = 0
+      while (off < total) {
+        const len = Math.min(piece, total - off)
+        const b = Buffer.allocUnsafe(len)
+        b.fill(n & 0xff)
+        b.writeUInt32LE(n, 0)
+        sent.update(b)
+        yield b
+        off += len
+        if (++n % 256 === 0) sample()
+        await Promise.resolve()
+      }
+    }
+    const res = await store.put(generate())
+    expect(res).toMatchObject({ size: total, created: true })
+    expect(res.address).toBe(toAddress(sent.digest()))
+    const r = (await store.open(res.address))!
+    const got = createBlake3()
+    let n = 0
+    let size = 0
+    for await (const c of r.read()) {
+      got.update(c)
+      size += c.length
+      if (++n % 256 === 0) sample()
+    }
+    await r.close()
+    expect(size).toBe(total)
+    expect(toAddress(got.digest())).toBe(res.address)
+    expect(peak).toBeLessThan(32 * 1024 * 1024)
+    await store.close()
+  })
+})
