@@ -12,7 +12,7 @@ import { createHttpHandler, serve } from '../packages/core/src/http/index.js'
 import { report, median, type Measured } from './harness.js'
 
 const CONCURRENCY = 48
-const REQUESTS = Number(process.env.HTTP_BENCH_REQUESTS ?? 20_000)
+const REQUESTS = Number(process.env.HTTP_BENCH_REQUESTS ?? 10_000)
 const ROUNDS = Number(process.env.HTTP_BENCH_ROUNDS ?? 5)
 
 async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; server: Server }> {
@@ -61,7 +61,7 @@ export async function run(): Promise<void> {
   const fetchHandler = createHttpHandler({ serviceId: 'bench', routes })
   const viaFetch = await listen((req, res) => {
     const request = new Request(`http://127.0.0.1${req.url ?? '/'}`, { method: req.method ?? 'GET' })
-    void fetchHandler.fetch(request).then(async (response) => {
+    void fetchHandler.fetch(request).then((response) => {
       res.statusCode = response.status
       response.headers.forEach((v, k) => res.setHeader(k, v))
       if (response.body === null) res.end()
@@ -72,7 +72,7 @@ export async function run(): Promise<void> {
   const targets = [
     { name: 'bare node:http', url: bare.url },
     { name: 'createHttpHandler + serve', url: host.url },
-    { name: 'createHttpHandler + serve (hooks: observe/admit/intake)', url: observed.url },
+    { name: 'host + hooks (observe, admit, intake)', url: observed.url },
     { name: 'handler.fetch() adapter behind node:http', url: viaFetch.url },
   ]
   const pools = targets.map((t) => new Pool(t.url, { connections: CONCURRENCY, pipelining: 1 }))

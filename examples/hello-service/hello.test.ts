@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { HttpTransport, MemoryTransport, isRonError, throwIfError, type Transport } from '@ron/core'
+import { readFileSync } from 'node:fs'
+import { HttpTransport, MemoryTransport, assertConcurrencyDoc, isRonError, throwIfError, type Transport } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import { createHelloService } from './hello-service.js'
 import { PREFIX, startApp, type App } from './app.js'
@@ -58,6 +59,13 @@ describe('hello-service example', () => {
     await exercise(transport, 'hello')
     const root = await transport.request(app.url, { method: 'GET', path: '/' })
     expect(await root.text()).toContain(PREFIX)
+  })
+
+  it('documents its topology in CONCURRENCY.md (golden test against describe())', async () => {
+    const svc = await createHelloService()
+    const doc = readFileSync(new URL('./CONCURRENCY.md', import.meta.url), 'utf8')
+    expect(() => assertConcurrencyDoc(doc, svc.describe())).not.toThrow()
+    await svc.close()
   })
 
   it('reports its topology and stops serving after close', async () => {

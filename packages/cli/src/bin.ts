@@ -8,6 +8,10 @@
 import { hideBin } from 'yargs/helpers'
 import { runCli } from './cli.js'
 
+// Library timers (retry backoff, deadlines) are unref'd; a ref'd handle keeps the process alive
+// while a command runs, so it cannot exit mid-command with an unsettled top-level await.
+const keepAlive = setInterval(() => {}, 1 << 30)
 const code = await runCli(hideBin(process.argv))
+clearInterval(keepAlive)
 // Long-lived handles (keep-alive sockets, stdin) must not keep a finished command alive.
 process.stdout.write('', () => process.exit(code))

@@ -44,7 +44,7 @@ function nodeFlags(a: NodeFlags): NodeConfigInput {
   if (a.services !== undefined) out['services'] = a.services
   if (a.logLevel !== undefined) out['logLevel'] = a.logLevel
   if (a.drainDeadline !== undefined) out['drainDeadline'] = a.drainDeadline
-  return out as NodeConfigInput
+  return out
 }
 
 const NODE_OPTIONS = {
@@ -64,6 +64,20 @@ const CLIENT_OPTIONS = {
   progress: { type: 'boolean', describe: 'progress bar on stderr [default: when stderr is a terminal]' },
 } as const
 
+const START_EPILOG = [
+  'Ports: admin = base, storage = base+1; base+2..base+5 are reserved for registry, passport, index, interop.',
+  'Signals: SIGTERM/SIGINT drain and exit 0; a second signal during shutdown exits 130 at once.',
+  '',
+  EXIT_CODES_HELP,
+].join('\n')
+
+/**
+ * yargs-parser reads a lone `-` as an empty flag; it is swapped for this sentinel (a NUL cannot
+ * come from a real command line) before parsing and back afterwards.
+ */
+const STDIO_SENTINEL = '\u0000-'
+const unSentinel = (s: string | undefined): string | undefined => (s === STDIO_SENTINEL ? '-' : s)
+
 /** Output streams of {@link runCli}; injectable for tests. */
 export interface CliIo {
   stdout: NodeJS.WritableStream
@@ -81,7 +95,7 @@ export interface CliIo {
  */
 export async function runCli(args: readonly string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   let exitCode: number = ExitCode.Ok
-  const parser = yargs([...args])
+  const parser = yargs(args.map((a) => (a === '-' ? STDIO_SENTINEL : a)))
     .scriptName('ron-node')
     .usage('$0 <command> [options]')
     .command(
@@ -93,7 +107,8 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
           .option('json', { type: 'boolean', describe: 'print one JSON line {admin, services, tokenFile, dataDir} once ready' })
           .example('$0 start', 'start on 127.0.0.1:7700 (admin) and :7701 (storage)')
           .example('$0 start --port-base 0 --json --data-dir /tmp/ron', 'free ports, machine-readable summary')
-          .example('RON_LOG_LEVEL=debug $0 start --config ron.toml', 'config file, overridden by env and flags'),
+          .example('RON_LOG_LEVEL=debug $0 start --config ron.toml', 'config file, overridden by env and flags')
+          .epilog(START_EPILOG),
       async (a) => {
         exitCode = await startCommand({ config: a.config, flags: nodeFlags(a as NodeFlags), json: a.json })
       },
@@ -109,10 +124,11 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
           .option('json', { type: 'boolean', describe: 'print {"address","size"}' })
           .example('$0 put photo.jpg', 'prints b3:…')
           .example('tar c dir | $0 put - --json', 'from stdin, JSON output')
-          .example('$0 put f.bin --node http://10.0.0.2:7701 --token "$(cat token)"', 'another node'),
+          .example('$0 put f.bin --node http://10.0.0.2:7701 --token "$(cat token)"', 'another node')
+          .epilog(EXIT_CODES_HELP),
       async (a) => {
         const f = a as ClientFlags & { expect?: string }
-        await putCommand({ file: a.file, node: f.node, token: f.token, dataDir: f.dataDir, json: f.json, progress: f.progress, expect: f.expect }, io.stdout)
+        await putCommand({ file: unSentinel(a.file) ?? '-', node: f.node, token: f.token, dataDir: f.dataDir, json: f.json, progress: f.progress, expect: f.expect }, io.stdout)
       },
     )
     .command(
@@ -124,10 +140,11 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
           .options(CLIENT_OPTIONS)
           .option('output', { alias: 'o', type: 'string', describe: 'output file, written atomically once verified [default: stdout]', requiresArg: true })
           .example('$0 get b3:… -o photo.jpg', 'verified, then renamed into place')
-          .example('$0 get b3:… | sha256sum', 'to stdout'),
+          .example('$0 get b3:… | sha256sum', 'to stdout')
+          .epilog(EXIT_CODES_HELP),
       async (a) => {
         const f = a as ClientFlags & { output?: string }
-        await getCommand({ address: a.address, output: f.output, node: f.node, token: f.token, dataDir: f.dataDir, progress: f.progress }, io.stdout)
+        await getCommand({ address: a.address, output: unSentinel(f.output), node: f.node, token: f.token, dataDir: f.dataDir, progress: f.progress }, io.stdout)
       },
     )
     .command('config', 'print or validate the effective configuration', (y) =>

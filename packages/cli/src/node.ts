@@ -64,6 +64,11 @@ export interface RonNode extends NodeSummary {
   readonly firstStart: boolean
   /** True when every hosted service is ready and the node is not shutting down. */
   ready(): boolean
+  /**
+   * Resolves once every hosted service reports ready (checked every 20 ms); rejects with the
+   * signal's reason when `signal` aborts first. Logs what is missing every 10 s while waiting.
+   */
+  whenReady(signal?: AbortSignal): Promise<void>
   /** The JSON-line summary. */
   summary(): NodeSummary
   /** Runs the shutdown sequence (SPEC.md 3.3) within the drain deadline. Idempotent. */
@@ -101,7 +106,7 @@ const FACTORIES: Partial<Record<ServiceName, ServiceFactory>> = {
         ...(ctx.options.storage ?? {}),
         dataDir: ctx.layout.storage,
         auth: { keys: ctx.keys },
-        logger: ctx.logger.child({ service: 'storage' }),
+        logger: ctx.logger,
         drainDeadlineMs: ctx.drainDeadlineMs,
         clock: ctx.clock,
         version: cliVersion(),
@@ -209,11 +214,25 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     })()
     return closing
   }
+  const ready = (): boolean => accepting && hosted.every((h) => h.service.health().ready)
+  const whenReady = async (signal?: AbortSignal): Promise<void> => {
+    let lastReport = clock.now()
+    while (!ready()) {
+      if (!accepting) throw new CliError('node closed before it became ready')
+      if (clock.now() - lastReport >= 10_000) {
+        lastReport = clock.now()
+        const missing = hosted.flatMap((h) => (h.service.health().ready ? [] : [`${h.name}: ${h.service.health().missing.join(', ') || 'not ready'}`]))
+        logger.warn({ missing }, 'waiting for services to become ready')
+      }
+      await clock.sleep(20, signal)
+    }
+  }
   return {
     ...summary,
     issuerKid: issuer.key.kid,
     firstStart: issuer.created,
-    ready: () => accepting && hosted.every((h) => h.service.health().ready),
+    ready,
+    whenReady,
     summary: () => ({ ...summary, services: { ...summary.services } }),
     close,
     [Symbol.asyncDispose]: close,

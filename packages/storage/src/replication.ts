@@ -21,6 +21,9 @@ import { TASKS, CHANNELS, REPLICATOR_TASKS } from './topology.js'
 
 const enc = new TextEncoder()
 
+/** Header marking a PUT as a replica write from a peer: the receiver does not replicate it again. */
+export const REPLICA_HEADER = 'x-ron-replica'
+
 /** The rendezvous score of `node` for `address` (higher wins). */
 export function placementScore(address: Address, node: string): number {
   const h = blake3(enc.encode(`${address}\n${node}`))
@@ -71,6 +74,7 @@ export async function pushObject(ctx: PushContext, peer: string, address: Addres
       'x-expect-address': address,
       'content-length': String(reader.size),
       'content-type': 'application/octet-stream',
+      [REPLICA_HEADER]: '1',
     }
     if (ctx.peerToken !== undefined) headers.authorization = `Bearer ${ctx.peerToken}`
     const res = await ctx.transport.request(peer, { method: 'PUT', path: '/o', headers, body, signal, timeoutMs: ctx.timeoutMs })

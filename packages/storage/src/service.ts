@@ -7,10 +7,10 @@
  */
 
 import { join } from 'node:path'
-import { BoundedQueue, MalformedError, TokenBucket, createServiceHost, noopLogger, systemClock } from '@ron/core'
-import type { Address, RonService, Subscription, Transport } from '@ron/core'
+import { BoundedQueue, MalformedError, TokenBucket, abortReason, createServiceHost, noopLogger, systemClock } from '@ron/core'
+import type { Address, Clock, RonService, Subscription, Transport } from '@ron/core'
 import { Announcer } from './announcer.js'
-import { resolveOptions, type StorageServiceOptions } from './config.js'
+import { resolveOptions, type ResolvedStorageOptions, type StorageServiceOptions } from './config.js'
 import { ObjectGuard, PinSet } from './pins.js'
 import { RepairPlanner, RepairState, type RepairItem, type RepairPlan } from './repair-planner.js'
 import { RepairWorkers } from './repair-worker.js'
@@ -72,6 +72,23 @@ export async function createStorageService(options: StorageServiceOptions = {}, 
     throw e
   }
 
+  try {
+    return await build(o, options, transport, store, ownStore, pins, clock)
+  } catch (e) {
+    if (ownStore) await store.close().catch(() => undefined)
+    throw e
+  }
+}
+
+async function build(
+  o: ResolvedStorageOptions,
+  options: StorageServiceOptions,
+  transport: Transport | undefined,
+  store: BlobStore,
+  ownStore: boolean,
+  pins: PinSet,
+  clock: Clock,
+): Promise<StorageService> {
   const topology = storageTopology(o)
   const host = createServiceHost({
     id: o.id,
@@ -182,6 +199,9 @@ export async function createStorageService(options: StorageServiceOptions = {}, 
     }
   }
 
+  // The planner sleeps until its next tick or until a read finds corrupt data (urgent work).
+  const wakeable = new WakeableSleep(clock)
+
   const ctx: StorageContext = {
     o,
     store,
@@ -210,6 +230,7 @@ export async function createStorageService(options: StorageServiceOptions = {}, 
     plan: (dryRun, signal) => planner.plan(AbortSignal.any([signal, host.signal]), dryRun),
     lastPlan: () => planner.lastPlan,
     placement: ranking,
+    kick: () => wakeable.wake(),
   }
   host.routes(storageRoutes(ctx))
 
@@ -219,7 +240,7 @@ export async function createStorageService(options: StorageServiceOptions = {}, 
   if (o.repair.auto) {
     host.supervisor.spawn(TASKS.planner, async (signal) => {
       for (;;) {
-        await clock.sleep(o.repair.intervalMs, signal)
+        await wakeable.sleep(o.repair.intervalMs, signal)
         try {
           await planner.plan(signal)
         } catch (e) {
@@ -254,6 +275,53 @@ export async function createStorageService(options: StorageServiceOptions = {}, 
     subscribe: () => events.subscribe(),
   }
   return service
+}
+
+/** A sleep on the injected clock that {@link WakeableSleep.wake} can cut short. */
+class WakeableSleep {
+  readonly #clock: Clock
+  #wake: (() => void) | undefined
+  #pending = false
+
+  constructor(clock: Clock) {
+    this.#clock = clock
+  }
+
+  /** Ends the current sleep now (or the next one at once, when nobody sleeps). */
+  wake(): void {
+    if (this.#wake !== undefined) this.#wake()
+    else this.#pending = true
+  }
+
+  /** Sleeps `ms`, or less when woken. @throws the abort reason when `signal` aborts. */
+  sleep(ms: number, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted()
+    if (this.#pending) {
+      this.#pending = false
+      return Promise.resolve()
+    }
+    return new Promise<void>((resolve, reject) => {
+      const done = (): void => {
+        this.#clock.clearTimeout(timer)
+        signal.removeEventListener('abort', onAbort)
+        this.#wake = undefined
+      }
+      const onAbort = (): void => {
+        done()
+        reject(abortReason(signal))
+      }
+      const timer = this.#clock.setTimeout(() => {
+        done()
+        resolve()
+      }, ms)
+      timer.unref?.()
+      this.#wake = () => {
+        done()
+        resolve()
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+  }
 }
 
 /** Stand-in when no transport was given (then there are no peers and no index to reach). */

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/require-await -- async generators over in-memory test data */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -107,4 +108,28 @@ export async function cluster(
       await transport.close()
     },
   }
+}
+
+/** Sum of a metric's samples whose labels include `labels`. */
+export async function metricValue(registry: import('prom-client').Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const all = await registry.getMetricsAsJSON()
+  const m = all.find((x) => x.name === name)
+  if (m === undefined) return 0
+  let sum = 0
+  for (const v of (m as unknown as { values: { value: number; labels: Record<string, string | number>; metricName?: string }[] }).values) {
+    if (v.metricName !== undefined && v.metricName !== name && !v.metricName.endsWith('_count')) continue
+    if (Object.entries(labels).every(([k, val]) => String(v.labels[k]) === val)) sum += v.value
+  }
+  return sum
+}
+
+/** A promise with its resolver. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void
+  const promise = new Promise<T>((r) => (resolve = r))
+  return { promise, resolve }
+}
+
+export async function* once(b: Uint8Array): AsyncGenerator<Uint8Array> {
+  yield b
 }

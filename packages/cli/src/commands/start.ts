@@ -7,8 +7,7 @@
 import { defaultDataDir } from '../data-dir.js'
 import { loadNodeConfig, type NodeConfigInput } from '../config.js'
 import { createLogger } from '../logger.js'
-import { startNode, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
-import type { ServiceName } from '../ports.js'
+import { startNode, type NodeSummary, type RonNode } from '../node.js'
 
 /** Exit code when a second signal forces exit during shutdown (128 + SIGINT). */
 export const FORCED_EXIT_CODE = 130
@@ -60,8 +59,8 @@ export function humanSummary(s: NodeSummary): string {
 }
 
 /** Drops `undefined` entries (zod output vs exactOptionalPropertyTypes). */
-function withoutUndefined(o: object): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined))
+function withoutUndefined<T extends object>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> }
 }
 
 function writeAndWait(out: NodeJS.WritableStream, text: string): Promise<void> {
@@ -83,6 +82,7 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
   let node: RonNode | undefined
   let signaled: NodeJS.Signals | undefined
   let wake: (() => void) | undefined
+  let wakeReady: (() => void) | undefined
   const stopped = new Promise<void>((resolve) => (wake = resolve))
   const dispose = io.onSignal((signal) => {
     if (signaled !== undefined) {
@@ -92,18 +92,22 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
     signaled = signal
     logger.info({ signal }, 'signal received')
     wake?.()
+    wakeReady?.()
   })
   try {
     node = await startNode({
       dataDir: config.dataDir ?? defaultDataDir({ env: io.env }),
       host: config.host,
       portBase: config.portBase,
-      services: config.services as ServiceName[],
+      services: config.services,
       drainDeadlineMs: config.drainDeadline,
       adminTokenTtlSec: Math.max(60, Math.floor(config.adminTokenTtl / 1000)),
-      storage: withoutUndefined(config.storage) as NodeStorageOptions,
+      storage: withoutUndefined(config.storage),
       logger,
     })
+    const readyAbort = new AbortController()
+    wakeReady = () => readyAbort.abort()
+    if (signaled === undefined) await node.whenReady(readyAbort.signal).catch(() => undefined)
     if (signaled === undefined) {
       const summary = node.summary()
       await writeAndWait(io.stdout, args.json === true ? `${JSON.stringify(summary)}\n` : humanSummary(summary))

@@ -40,10 +40,10 @@ function indexJwks(keys: readonly unknown[]): Map<string, KeyObject> {
  * const keys = staticKeySource([generateIssuerKey()])
  * ```
  */
-export function staticKeySource(source: Jwks | readonly IssuerKey[]): KeySource {
+export function staticKeySource(source: Jwks | { keys: readonly unknown[] } | readonly IssuerKey[]): KeySource {
   const map = Array.isArray(source)
     ? new Map((source as readonly IssuerKey[]).map((k) => [k.kid, k.publicKey] as const))
-    : indexJwks((source as Jwks).keys)
+    : indexJwks((source as { keys: readonly unknown[] }).keys)
   return { getKey: (kid) => Promise.resolve(map.get(kid)) }
 }
 

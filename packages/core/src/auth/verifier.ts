@@ -66,6 +66,9 @@ const B64URL_RE = /^[A-Za-z0-9_-]+$/
 // The signature may be empty on the wire (alg none); it then fails as bad_alg or bad_signature.
 const B64URL_OR_EMPTY_RE = /^[A-Za-z0-9_-]*$/
 
+// RFC 7519 section 5.1: "JWT" is recommended; media types compare case-insensitively.
+const TYP_RE = /^(application\/)?jwt$/i
+
 const numericDate = z.number().finite()
 const caveatsSchema = z.looseObject({
   maxBytes: z.number().int().nonnegative().optional(),
@@ -140,7 +143,8 @@ export function createTokenVerifier(opts: TokenVerifierOptions): TokenVerifier {
     const header = parseJsonSegment(h)
     if (!isObject(header)) throw unauthorized('malformed', 'token header is not a JSON object')
     if (header['alg'] !== 'EdDSA') throw unauthorized('bad_alg', 'token alg must be EdDSA', { alg: typeof header['alg'] === 'string' ? header['alg'] : null })
-    if (header['typ'] !== undefined && header['typ'] !== 'JWT') throw unauthorized('malformed', 'token typ must be JWT')
+    const typ = header['typ']
+    if (typ !== undefined && (typeof typ !== 'string' || !TYP_RE.test(typ))) throw unauthorized('malformed', 'token typ must be JWT')
     if (header['crit'] !== undefined) throw unauthorized('malformed', 'token header crit is not supported')
     const kid = header['kid']
     if (typeof kid !== 'string' || kid.length === 0) throw unauthorized('malformed', 'token header has no kid')

@@ -228,7 +228,8 @@ export class Supervisor {
   }
 
   async #doShutdown(deadlineMs: number): Promise<ShutdownReport> {
-    const tasks = [...this.#tasks]
+    // Escalated tasks stay listed for describe() but have already ended: not part of the report.
+    const tasks = [...this.#tasks].filter((t) => !t.settled)
     for (const t of tasks) {
       if (!t.controller.signal.aborted) t.controller.abort(new CanceledError(`supervisor ${this.#name} shutting down`))
     }
@@ -261,7 +262,6 @@ export class Supervisor {
   async #run(t: Task, task: (signal: AbortSignal) => Promise<void>): Promise<void> {
     const signal = t.controller.signal
     const crashes: number[] = []
-    let consecutive = 0
     let final: TaskState = 'completed'
     try {
       for (;;) {
@@ -296,14 +296,14 @@ export class Supervisor {
             final = 'escalated'
             return
           }
-          delay = backoffDelay(consecutive, { baseMs: this.#baseMs, capMs: this.#capMs, jitter: this.#jitter }, this.#random)
-          consecutive++
+          // Backoff grows with the crashes still inside the intensity window, so a task that ran
+          // healthy for a whole window starts again from the base delay.
+          delay = backoffDelay(crashes.length - 1, { baseMs: this.#baseMs, capMs: this.#capMs, jitter: this.#jitter }, this.#random)
         } else {
           if (t.restart !== 'always') {
             final = 'completed'
             return
           }
-          consecutive = 0
           delay = backoffDelay(0, { baseMs: this.#baseMs, capMs: this.#capMs, jitter: this.#jitter }, this.#random)
         }
         t.state = 'backoff'

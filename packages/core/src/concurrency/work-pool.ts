@@ -156,42 +156,63 @@ export class WorkPool {
   }
 
   async #worker(signal: AbortSignal): Promise<void> {
-    for (;;) {
-      let job: Job
-      try {
-        job = await this.#queue.recv(signal)
-      } catch {
-        // Closed and empty (drained) or aborted by shutdown: jobs still queued will never run.
-        if (signal.aborted) this.#rejectQueued(abortReason(signal))
-        return
+    // One abort listener per worker lifetime instead of one per recv: the supervisor's abort
+    // closes the queue, which wakes every idle worker.
+    const onAbort = (): void => {
+      this.#stopped = true
+      this.#queue.close()
+    }
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      for (;;) {
+        if (signal.aborted) {
+          this.#rejectQueued(abortReason(signal))
+          return
+        }
+        let job: Job
+        try {
+          job = await this.#queue.recv()
+        } catch {
+          // Closed and empty: drained after stop(), or shut down (then queued jobs never run).
+          if (signal.aborted) this.#rejectQueued(abortReason(signal))
+          return
+        }
+        if (job.onAbort) job.signal?.removeEventListener('abort', job.onAbort)
+        if (signal.aborted) {
+          this.#cancel(job, abortReason(signal))
+          continue
+        }
+        if (job.settled) {
+          this.#checkDrained()
+          continue
+        }
+        this.#inFlight++
+        const jobSignal = job.signal ? AbortSignal.any([signal, job.signal]) : signal
+        try {
+          job.resolve(await job.run(jobSignal))
+        } catch (e) {
+          job.reject(e)
+        } finally {
+          job.settled = true
+          this.#inFlight--
+          this.#checkDrained()
+        }
       }
-      if (job.onAbort) job.signal?.removeEventListener('abort', job.onAbort)
-      if (job.settled) {
-        this.#checkDrained()
-        continue
-      }
-      this.#inFlight++
-      const jobSignal = job.signal ? AbortSignal.any([signal, job.signal]) : signal
-      try {
-        job.resolve(await job.run(jobSignal))
-      } catch (e) {
-        job.reject(e)
-      } finally {
-        job.settled = true
-        this.#inFlight--
-        this.#checkDrained()
-      }
+    } finally {
+      signal.removeEventListener('abort', onAbort)
     }
   }
 
+  #cancel(j: Job, reason: Error): void {
+    if (j.onAbort) j.signal?.removeEventListener('abort', j.onAbort)
+    if (j.settled) return
+    j.settled = true
+    j.reject(reason instanceof CanceledError ? reason : new CanceledError(`pool ${this.#name} shut down`, { cause: reason }))
+  }
+
   #rejectQueued(reason: Error): void {
-    for (let j = this.#queue.tryRecv(); j !== undefined; j = this.#queue.tryRecv()) {
-      if (j.onAbort) j.signal?.removeEventListener('abort', j.onAbort)
-      if (!j.settled) {
-        j.settled = true
-        j.reject(reason instanceof CanceledError ? reason : new CanceledError(`pool ${this.#name} shut down`, { cause: reason }))
-      }
-    }
+    for (let j = this.#queue.tryRecv(); j !== undefined; j = this.#queue.tryRecv()) this.#cancel(j, reason)
     this.#checkDrained()
   }
 

@@ -139,7 +139,7 @@ export function configFromEnv(schema: z.ZodType, env: Record<string, string | un
     const segments = name.slice(prefix.length).split('__')
     if (segments.some((s) => s.length === 0)) continue
     const keys = segments.map(camel)
-    let s: ZodLike | undefined | null = schema as unknown as ZodLike
+    let s: ZodLike | undefined | null = schema
     let known = true
     for (const k of keys) {
       const c: ZodLike | undefined | null = s === null ? null : childSchema(s ?? undefined, k)

@@ -61,7 +61,7 @@ export function parseAddress(s: string, field?: string): Address {
  * The 32-byte digest named by an address.
  * @throws {@link MalformedError} when `a` is not a well-formed address.
  */
-export function addressToDigest(a: Address | string): Uint8Array {
+export function addressToDigest(a: string): Uint8Array {
   const s = parseAddress(a)
   return new Uint8Array(Buffer.from(s.slice(3), 'hex'))
 }

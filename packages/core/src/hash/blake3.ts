@@ -51,11 +51,6 @@ const native = process.env['RON_BLAKE3_BACKEND'] === 'noble' ? undefined : loadN
  */
 export const blake3Backend: Blake3Backend = native ? 'native' : 'noble'
 
-/** A Buffer view on `data` without copying (the native binding accepts Uint8Array, but Buffer is its fast path). */
-function asBuffer(data: Uint8Array): Buffer {
-  return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength)
-}
-
 /**
  * BLAKE3-256 of `data`.
  *
@@ -67,7 +62,8 @@ function asBuffer(data: Uint8Array): Buffer {
  * ```
  */
 export function blake3(data: Uint8Array): Uint8Array {
-  if (native) return native.blake3(asBuffer(data))
+  // The binding reads Buffers and Uint8Array views (any offset) in place: no copy either way.
+  if (native) return native.blake3(data)
   return nobleBlake3(data)
 }
 
@@ -78,7 +74,7 @@ class NativeBlake3Hasher implements Blake3Hasher {
   }
   update(chunk: Uint8Array): this {
     if (!this.#h) throw new Error('blake3 hasher already digested')
-    this.#h.update(asBuffer(chunk))
+    this.#h.update(chunk)
     return this
   }
   digest(): Uint8Array {
@@ -125,7 +121,7 @@ export function createBlake3(): Blake3Hasher {
  */
 export const blake3Backends = {
   native: native
-    ? { oneShot: (d: Uint8Array): Uint8Array => native.blake3(asBuffer(d)), create: (): Blake3Hasher => new NativeBlake3Hasher(native) }
+    ? { oneShot: (d: Uint8Array): Uint8Array => native.blake3(d), create: (): Blake3Hasher => new NativeBlake3Hasher(native) }
     : undefined,
   noble: { oneShot: (d: Uint8Array): Uint8Array => nobleBlake3(d), create: (): Blake3Hasher => new NobleBlake3Hasher() },
 } as const

@@ -9,7 +9,7 @@
 import { pipeline, Readable, type Transform } from 'node:stream'
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import { abortReason, type Clock } from '../clock.js'
-import { OverLimitError, TimeoutError, UnsupportedMediaTypeError } from '../errors.js'
+import { CanceledError, MalformedError, OverLimitError, TimeoutError, UnsupportedMediaTypeError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
 import type { RonRequest } from './types.js'
 
@@ -105,6 +105,13 @@ async function* decoded(req: RonRequest, o: BodyLimits, decoder: Transform): Asy
       }
       yield chunk
     }
+  } catch (e) {
+    // zlib reports corrupt input with Z_* codes: that is the client's fault, not ours.
+    const code = (e as { code?: unknown } | undefined)?.code
+    if (typeof code === 'string' && code.startsWith('Z_')) {
+      throw new MalformedError('request body is not valid for its content-encoding', { details: { reason: code }, cause: e })
+    }
+    throw e
   } finally {
     decoder.destroy()
     source.destroy()
@@ -168,7 +175,13 @@ function nextWithin<T>(it: AsyncIterator<T>, o: BodyLimits): Promise<IteratorRes
         if (settle()) resolve(r)
       },
       (e: unknown) => {
-        if (settle()) reject(e instanceof Error ? e : new Error(String(e)))
+        if (!settle()) return
+        // A client that goes away mid-body surfaces as ECONNRESET ('aborted') from node:http.
+        if ((e as { code?: unknown } | undefined)?.code === 'ECONNRESET') {
+          reject(new CanceledError('client aborted the request body', { cause: e }))
+        } else {
+          reject(e instanceof Error ? e : new Error(String(e)))
+        }
       },
     )
   })

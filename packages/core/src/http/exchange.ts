@@ -7,6 +7,7 @@
  */
 
 import { toRonError, type RonError } from '../errors.js'
+import { closeIterable } from './iter.js'
 import type { Reply, ReplyBody, ReplyHeaders, RonRequest } from './types.js'
 
 /** Statuses that never carry a body. */
@@ -51,9 +52,11 @@ export class Exchange {
   setReply(reply: Reply): void {
     const status = reply.status
     if (!Number.isInteger(status) || status < 200 || status > 599) {
+      closeIterable(reply.body)
       throw new TypeError(`route handler returned an invalid status: ${String(status)}`)
     }
     if (reply.json !== undefined) {
+      closeIterable(reply.body)
       this.body = JSON.stringify(reply.json)
       this.contentType = 'application/json'
     } else {

@@ -6,7 +6,7 @@
  */
 
 import type { IncomingHttpHeaders } from 'node:http'
-import { closeIterable } from './node-io.js'
+import { closeIterable } from './iter.js'
 import type { RonRequest, RonResponse } from './types.js'
 
 const NO_BODY: AsyncIterable<Uint8Array> = {

@@ -68,7 +68,11 @@ export interface HttpHandlerOptions {
 
 /** The request handler of a service, callable three ways with identical behaviour. */
 export interface HttpHandler {
-  /** In-process dispatch (MemoryTransport). Never rejects: failures are error responses. */
+  /**
+   * In-process dispatch (MemoryTransport): same routing, limits, auth and validation as over HTTP.
+   * Never rejects: failures are error responses. The caller must consume the response body or
+   * call its iterator's `return()`: a streamed reply holds its admission and work-pool slot until then.
+   */
   dispatch(req: RonRequest): Promise<RonResponse>
   /** `node:http` request listener: `http.createServer(h.handle)`. The fast path. */
   handle(req: IncomingMessage, res: ServerResponse): void

@@ -8,7 +8,7 @@
 
 import { CORR_ID_HEADER } from './corr-id.js'
 import type { Exchange } from './exchange.js'
-import { closeIterable, closeIterator } from './node-io.js'
+import { closeIterable, closeIterator } from './iter.js'
 import type { RonResponse } from './types.js'
 
 const EMPTY: AsyncIterable<Uint8Array> = {

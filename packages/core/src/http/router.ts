@@ -26,6 +26,8 @@ export interface CompiledRoute {
   readonly route: Route
   /** `route.name ?? route.path`. */
   readonly label: string
+  /** Per path segment: this route's param name, or `undefined` for a literal segment. */
+  readonly names: readonly (string | undefined)[]
 }
 
 /** All routes sharing one path pattern. */
@@ -33,12 +35,16 @@ interface PathEntry {
   readonly methods: Map<string, CompiledRoute>
   /** Value of the `Allow` header for this path. */
   allow: string
+  /** Precomputed match results for static paths, by method (HEAD falls back to GET). */
+  readonly found: Map<string, RouteMatch>
+  /** Precomputed 405 result. */
+  notAllowed: RouteMatch
 }
 
 interface ParamPattern {
   readonly segments: readonly string[]
-  /** For each segment: the param name, or `undefined` for a literal segment. */
-  readonly names: readonly (string | undefined)[]
+  /** For each segment: whether it is a parameter. */
+  readonly isParam: readonly boolean[]
   readonly entry: PathEntry
 }
 
@@ -49,6 +55,7 @@ export type RouteMatch =
   | { kind: 'none' }
 
 const NO_PARAMS: Record<string, string> = Object.freeze({})
+const NONE: RouteMatch = { kind: 'none' }
 
 /**
  * Compiled route table. Construct once; {@link Router.match} is the hot path.
@@ -73,32 +80,33 @@ export class Router {
         throw new RouteConfigError(`route ${where}: a write route must declare a scope or public: true`)
       }
       if (typeof route.handler !== 'function') throw new RouteConfigError(`route ${where}: handler is not a function`)
-      // Normalise the pattern so `/o/:a` and `/o/:b` are recognised as the same shape.
-      const shape = route.path.replace(/:[^/]+/g, ':')
+      const segments = route.path.split('/')
+      const names = segments.map((seg) => {
+        if (!seg.startsWith(':')) return undefined
+        const name = seg.slice(1)
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new RouteConfigError(`route ${where}: bad param name '${name}'`)
+        return name
+      })
+      // Normalise the pattern so `/o/:a` and `/o/:b` are recognised as the same path.
+      const shape = segments.map((seg, i) => (names[i] === undefined ? seg : ':')).join('/')
       let entry = byPattern.get(shape)
       if (entry === undefined) {
-        entry = { methods: new Map(), allow: '' }
+        entry = { methods: new Map(), allow: '', found: new Map(), notAllowed: { kind: 'none' } }
         byPattern.set(shape, entry)
-        if (route.path.includes(':')) {
-          const segments = route.path.split('/')
-          const names = segments.map((s) => {
-            if (!s.startsWith(':')) return undefined
-            const name = s.slice(1)
-            if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new RouteConfigError(`route ${where}: bad param name '${name}'`)
-            return name
-          })
-          this.patterns.push({ segments, names, entry })
-        } else {
-          this.statics.set(route.path, entry)
-        }
+        if (names.some((n) => n !== undefined)) this.patterns.push({ segments, isParam: names.map((n) => n !== undefined), entry })
+        else this.statics.set(route.path, entry)
       }
       if (entry.methods.has(route.method)) throw new RouteConfigError(`route ${where}: duplicate route`)
-      entry.methods.set(route.method, { route, label: route.name ?? route.path })
+      entry.methods.set(route.method, { route, label: route.name ?? route.path, names })
     }
     for (const entry of byPattern.values()) {
       const allow = new Set(entry.methods.keys())
       if (allow.has('GET')) allow.add('HEAD')
       entry.allow = [...allow].sort().join(', ')
+      entry.notAllowed = { kind: 'method', allow: entry.allow }
+      for (const [method, route] of entry.methods) entry.found.set(method, { kind: 'found', route, params: NO_PARAMS, head: false })
+      const get = entry.methods.get('GET')
+      if (get !== undefined && !entry.methods.has('HEAD')) entry.found.set('HEAD', { kind: 'found', route: get, params: NO_PARAMS, head: true })
     }
   }
 
@@ -107,39 +115,38 @@ export class Router {
    * @throws {@link MalformedError} when a path parameter has invalid %-encoding.
    */
   match(method: string, path: string): RouteMatch {
-    let entry = this.statics.get(path)
-    let params = NO_PARAMS
-    if (entry === undefined) {
-      const found = this.matchPattern(path)
-      if (found === undefined) return { kind: 'none' }
-      entry = found.entry
-      params = found.params
-    }
+    const entry = this.statics.get(path)
+    if (entry !== undefined) return entry.found.get(method) ?? entry.notAllowed
+    const found = this.matchPattern(path)
+    if (found === undefined) return NONE
+    return this.resolve(found.entry, method, found.parts)
+  }
+
+  private resolve(entry: PathEntry, method: string, parts: readonly string[]): RouteMatch {
     let route = entry.methods.get(method)
     let head = false
     if (route === undefined && method === 'HEAD') {
       route = entry.methods.get('GET')
       head = route !== undefined
     }
-    if (route === undefined) return { kind: 'method', allow: entry.allow }
+    if (route === undefined) return entry.notAllowed
+    const params: Record<string, string> = {}
+    for (let i = 0; i < parts.length; i++) {
+      const name = route.names[i]
+      if (name !== undefined) params[name] = decodeParam(name, parts[i]!)
+    }
     return { kind: 'found', route, params, head }
   }
 
-  private matchPattern(path: string): { entry: PathEntry; params: Record<string, string> } | undefined {
+  private matchPattern(path: string): { entry: PathEntry; parts: string[] } | undefined {
     if (this.patterns.length === 0) return undefined
     const parts = path.split('/')
     outer: for (const p of this.patterns) {
       if (p.segments.length !== parts.length) continue
       for (let i = 0; i < parts.length; i++) {
-        if (p.names[i] === undefined && p.segments[i] !== parts[i]) continue outer
-        if (p.names[i] !== undefined && parts[i] === '') continue outer
+        if (p.isParam[i] === true ? parts[i] === '' : p.segments[i] !== parts[i]) continue outer
       }
-      const params: Record<string, string> = {}
-      for (let i = 0; i < parts.length; i++) {
-        const name = p.names[i]
-        if (name !== undefined) params[name] = decodeParam(name, parts[i]!)
-      }
-      return { entry: p.entry, params }
+      return { entry: p.entry, parts }
     }
     return undefined
   }

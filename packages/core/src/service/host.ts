@@ -85,6 +85,7 @@ export interface ServiceHost {
   broadcast<T>(name: string): Broadcast<T>
   /**
    * Adds routes. Must be called before the first request.
+   * @throws {@link RouteConfigError} for a write route without `scope`/`public` or a duplicate route
    * @throws Error after the first request, or when a route names a queue that is not an mpsc channel
    */
   routes(routes: Route[]): void
@@ -221,8 +222,11 @@ class Host implements ServiceHost {
     if (this.#handler !== undefined) throw new Error(`service ${this.id}: routes must be added before the first request`)
     for (const r of routes) {
       if (r.queue !== undefined) this.pool(r.queue) // validates the name and starts the pool's workers
-      this.#routes.push(r)
     }
+    // Route errors (a write route without a scope, duplicates) are startup errors: surface them
+    // here, in the service factory, rather than on the first request.
+    createHttpHandler({ serviceId: this.id, routes: [...this.#routes, ...routes] })
+    this.#routes.push(...routes)
   }
 
   onClose(fn: () => Promise<void> | void): void {
@@ -354,7 +358,7 @@ class Host implements ServiceHost {
 
     const remaining = Math.max(0, this.#drainDeadlineMs - (this.clock.now() - started))
     let queued = 0
-    for (const p of this.#pools.values()) queued += p.inFlight
+    for (const p of this.#pools.values()) queued += p.inFlight + p.depth
     const directStragglers = Math.max(0, this.#inFlight - queued)
     if (remaining === 0 && directStragglers > 0) {
       this.metrics.sink.inc('tasks_aborted_total', { kind: 'request' }, directStragglers)

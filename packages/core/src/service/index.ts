@@ -6,7 +6,7 @@
  * @module
  */
 
-export type { OverflowPolicy, ChannelSpec, TaskSpec, Topology, HealthReport, RonService } from './types.js'
+export type { ChannelOverflow, ChannelSpec, TaskSpec, Topology, HealthReport, RonService } from './types.js'
 export * from './logger.js'
 export * from './host.js'
 export * from './topology-doc.js'

@@ -10,7 +10,7 @@ import type { Registry } from 'prom-client'
 import type { RonRequest, RonResponse } from '../http/types.js'
 
 /** Overflow policy of a channel. */
-export type OverflowPolicy = 'reject-new' | 'drop-oldest' | 'last-write-wins' | 'shed'
+export type ChannelOverflow = 'reject-new' | 'drop-oldest' | 'last-write-wins' | 'shed'
 
 /** A declared channel (queue, broadcast or watch). */
 export interface ChannelSpec {
@@ -20,7 +20,7 @@ export interface ChannelSpec {
   capacity: number
   producers: string[]
   consumers: string[]
-  overflow: OverflowPolicy
+  overflow: ChannelOverflow
   /**
    * For `mpsc` channels consumed by a work pool that the service host creates (`host.pool(name)`):
    * the number of workers. Channels named by a route's `queue` become pools too.

@@ -33,6 +33,18 @@ export async function memoryRequest(target: DispatchTarget, req: TransportReques
   }
 }
 
+const PERIOD = 251
+let pattern = new Uint8Array(0)
+
+/** The pattern's first `length` bytes (byte `i` is `i % 251`), grown and cached as needed. */
+function patternOf(length: number): Uint8Array {
+  if (pattern.byteLength < length) {
+    pattern = new Uint8Array(Math.max(length, 2 * pattern.byteLength))
+    for (let i = 0; i < pattern.byteLength; i++) pattern[i] = i % PERIOD
+  }
+  return pattern
+}
+
 /**
  * `total` bytes as a stream of `chunkSize` chunks, generated lazily (never held whole). Byte `i`
  * is `i % 251`, so corruption and reordering are detectable with {@link checkPatternStream}.
@@ -46,8 +58,8 @@ export function patternStream(total: number, chunkSize = 65_536): AsyncIterableI
     next() {
       if (offset >= total) return done()
       const n = Math.min(chunkSize, total - offset)
-      const chunk = new Uint8Array(n)
-      for (let i = 0; i < n; i++) chunk[i] = (offset + i) % 251
+      const start = offset % PERIOD
+      const chunk = patternOf(start + n).slice(start, start + n)
       offset += n
       return Promise.resolve({ done: false, value: chunk })
     },
@@ -76,12 +88,8 @@ export async function checkPatternStream(body: AsyncIterable<Uint8Array>): Promi
   let intact = true
   for await (const chunk of body) {
     if (chunk.byteLength > maxChunk) maxChunk = chunk.byteLength
-    for (let i = 0; i < chunk.byteLength; i++) {
-      if (chunk[i] !== (bytes + i) % 251) {
-        intact = false
-        break
-      }
-    }
+    const start = bytes % PERIOD
+    if (intact && Buffer.compare(chunk, patternOf(start + chunk.byteLength).subarray(start, start + chunk.byteLength)) !== 0) intact = false
     bytes += chunk.byteLength
   }
   return { bytes, maxChunk, intact }

@@ -39,7 +39,7 @@ export interface TestIssuer {
 }
 
 /** Every service id, the default audience of minted tokens. */
-export const ALL_SERVICES: readonly string[] = ['storage', 'registry', 'passport', 'index', 'interop']
+export const TEST_ISSUER_AUDIENCE: readonly string[] = ['storage', 'registry', 'passport', 'index', 'interop']
 
 /**
  * Creates a test issuer with a fresh Ed25519 key.
@@ -63,7 +63,7 @@ export function createTestIssuer(opts: TestIssuerOptions = {}): TestIssuer {
       const input: TokenClaimsInput = {
         sub: 'test',
         ...claims,
-        aud: claims.aud ?? [...ALL_SERVICES],
+        aud: claims.aud ?? [...TEST_ISSUER_AUDIENCE],
         ...(claims.exp === undefined && claims.ttlSec === undefined ? { ttlSec: 3600 } : {}),
       }
       return signToken(key, input, { clock })

@@ -38,29 +38,38 @@ function once(chunk: Uint8Array): AsyncIterable<Uint8Array> {
 /**
  * Wraps a response body so that reading it fails with the signal's reason when the call is
  * aborted mid-stream (and stops the producer), and calls `done` once when it ends either way.
+ * One abort listener per body (not per chunk): this is on every response's path.
  */
 export function guardBody(body: AsyncIterable<Uint8Array>, signal: AbortSignal, done: () => void): AsyncIterable<Uint8Array> {
   let it: AsyncIterator<Uint8Array> | undefined
   let finished = false
+  let rejectPending: ((e: Error) => void) | undefined
+  const onAbort = (): void => rejectPending?.(abortReason(signal))
+  signal.addEventListener('abort', onAbort, { once: true })
   const finish = (): void => {
     if (finished) return
     finished = true
+    signal.removeEventListener('abort', onAbort)
     done()
+  }
+  const stop = async (): Promise<void> => {
+    const i = it
+    finish()
+    try {
+      await i?.return?.()
+    } catch {
+      // the producer failed while being stopped; nothing left to release
+    }
   }
   const iterator: AsyncIterableIterator<Uint8Array> = {
     [Symbol.asyncIterator]: () => iterator,
     async next() {
       if (finished) return { done: true, value: undefined }
       it ??= body[Symbol.asyncIterator]()
-      if (signal.aborted) {
-        await stop()
-        throw abortReason(signal)
-      }
-      let onAbort: (() => void) | undefined
       try {
+        if (signal.aborted) throw abortReason(signal)
         const r = await new Promise<IteratorResult<Uint8Array>>((resolve, reject) => {
-          onAbort = () => reject(abortReason(signal))
-          signal.addEventListener('abort', onAbort, { once: true })
+          rejectPending = reject
           it!.next().then(resolve, reject)
         })
         if (r.done === true) finish()
@@ -69,22 +78,13 @@ export function guardBody(body: AsyncIterable<Uint8Array>, signal: AbortSignal, 
         await stop()
         throw e
       } finally {
-        if (onAbort !== undefined) signal.removeEventListener('abort', onAbort)
+        rejectPending = undefined
       }
     },
     async return() {
       await stop()
       return { done: true, value: undefined }
     },
-  }
-  async function stop(): Promise<void> {
-    const i = it
-    finish()
-    try {
-      await i?.return?.()
-    } catch {
-      // the producer failed while being stopped; nothing left to release
-    }
   }
   return iterator
 }

@@ -52,6 +52,19 @@ describe('Supervisor backoff', () => {
     }
   })
 
+  it('backoff starts again from the base once earlier crashes left the 60 s window', async () => {
+    const { clock, sup, delays } = setup({ backoff: { jitter: 'none' } })
+    let runs = 0
+    sup.spawn('healed', async (signal) => {
+      runs++
+      if (runs === 4) await clock.sleep(61_000, signal)
+      throw new Error('crash')
+    })
+    await clock.advance(70_000)
+    expect(delays().slice(0, 4)).toEqual([100, 200, 400, 100])
+    await sup.shutdown(0)
+  })
+
   it('actually waits the backoff on the clock before restarting', async () => {
     const { clock, sup } = setup({ backoff: { jitter: 'none' } })
     let runs = 0
@@ -80,6 +93,8 @@ describe('Supervisor crash-loop escalation', () => {
     expect(metrics.counter('tasks_panicked_total', { kind: 'repair' })).toBe(6)
     expect(sup.health()).toEqual({ live: false, reason: 'crash loop: repair restarted 6 times in 60s' })
     expect(clock.pending).toBe(0)
+    expect(sup.describe()).toMatchObject([{ kind: 'repair', state: 'escalated', restarts: 5 }])
+    expect(await sup.shutdown(100)).toEqual({ drained: [], aborted: [] })
   })
 
   it('does not escalate after only 5 crashes', async () => {

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { abortReason, BusyError, CanceledError, DrainingError, Supervisor, WorkPool } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
@@ -122,5 +123,21 @@ describe('WorkPool', () => {
     expect(pool.depth).toBe(0)
     expect(clock.pending).toBe(0)
     await pool.drained()
+  })
+
+  it('leaves no abort listener on the caller signal or the worker signal once jobs settle', async () => {
+    const { pool, supervisor } = setup(4, 2)
+    const ac = new AbortController()
+    await Promise.all([1, 2, 3].map((i) => pool.submit(() => Promise.resolve(i), ac.signal)))
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0)
+    const skipped = new AbortController()
+    const gate = pool.submit(() => new Promise<void>((r) => setImmediate(r)))
+    const p = pool.submit(() => Promise.resolve(), skipped.signal)
+    skipped.abort()
+    await expect(p).rejects.toBeInstanceOf(CanceledError)
+    await gate
+    await pool.drained()
+    expect(getEventListeners(skipped.signal, 'abort')).toHaveLength(0)
+    await supervisor.shutdown(0)
   })
 })

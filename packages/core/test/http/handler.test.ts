@@ -74,6 +74,19 @@ describe('routing and envelopes (dispatch)', () => {
     expect(await readJson(res)).toEqual({ addr: 'a b', q: '1' })
   })
 
+  it('routes sharing a path shape each get their own param names', async () => {
+    const rs: Route[] = [
+      { method: 'GET', path: '/r/:name', handler: (ctx) => ({ status: 200, json: ctx.params }) },
+      { method: 'PUT', path: '/r/:id', public: true, handler: (ctx) => ({ status: 200, json: ctx.params }) },
+      { method: 'GET', path: '/r/:name/meta', handler: (ctx) => ({ status: 200, json: { meta: ctx.params.name } }) },
+    ]
+    const h = handler({}, rs)
+    expect(await readJson(await h.dispatch(mkReq('GET', '/r/a')))).toEqual({ name: 'a' })
+    expect(await readJson(await h.dispatch(mkReq('PUT', '/r/b')))).toEqual({ id: 'b' })
+    expect(await readJson(await h.dispatch(mkReq('GET', '/r/c/meta')))).toEqual({ meta: 'c' })
+    expect((await h.dispatch(mkReq('GET', '/r/'))).status).toBe(404)
+  })
+
   it('rejects bad percent-encoding in a param with 400', async () => {
     const res = await handler().dispatch(mkReq('GET', '/o/%E0%A4%A'))
     expect(res.status).toBe(400)
@@ -155,6 +168,12 @@ describe('JSON bodies', () => {
     expect(await readJson(res)).toEqual({ name: 'z', size: 2 })
   })
 
+  it('rejects a corrupt gzip body with 400 Malformed', async () => {
+    const res = await post(Buffer.from('definitely not gzip'), { 'content-type': 'application/json', 'content-encoding': 'gzip' })
+    expect(res.status).toBe(400)
+    expectEnvelope(await readJson(res), 'Malformed')
+  })
+
   it('rejects a streamed body over the route cap with 413', async () => {
     const chunks = [Buffer.alloc(10), Buffer.alloc(10)]
     const res = await handler().dispatch(mkReq('POST', '/small', { body: chunks }))
@@ -166,7 +185,7 @@ describe('JSON bodies', () => {
     let pulled = 0
     async function* body() {
       pulled++
-      yield Buffer.alloc(1)
+      yield await Promise.resolve(Buffer.alloc(1))
     }
     const res = await handler().dispatch(mkReq('POST', '/small', { body: body(), headers: { 'content-length': '100' } }))
     expect(res.status).toBe(413)
@@ -225,7 +244,7 @@ describe('auth and hooks', () => {
   it('admission is released once, after the response body was consumed', async () => {
     const events: string[] = []
     async function* slow() {
-      yield Buffer.from('a')
+      yield await Promise.resolve(Buffer.from('a'))
       events.push('yielded')
       yield Buffer.from('b')
     }
@@ -241,7 +260,7 @@ describe('auth and hooks', () => {
     let slotFreed = false
     let body: AsyncGenerator<Uint8Array> | undefined
     async function* gen() {
-      yield Buffer.from('x')
+      yield await Promise.resolve(Buffer.from('x'))
       yield Buffer.from('y')
     }
     const rs: Route[] = [{ method: 'GET', path: '/s', queue: 'get', handler: () => ({ status: 200, body: (body = gen()) }) }]

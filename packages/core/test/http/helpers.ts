@@ -8,7 +8,7 @@ export interface ReqInit {
 }
 
 async function* fromChunks(chunks: Uint8Array[]): AsyncGenerator<Uint8Array> {
-  for (const c of chunks) yield c
+  for (const c of chunks) yield await Promise.resolve(c)
 }
 
 /** Builds an in-process request. */
@@ -40,13 +40,22 @@ export async function readBody(res: RonResponse): Promise<Buffer> {
   return Buffer.concat(chunks)
 }
 
-export async function readJson(res: RonResponse): Promise<any> {
+/** The `error` object of the SPEC envelope. */
+export interface EnvelopeError {
+  code: string
+  message: string
+  retryable: boolean
+  corr_id: string
+  details: Record<string, unknown>
+}
+
+export async function readJson(res: RonResponse): Promise<unknown> {
   return JSON.parse((await readBody(res)).toString('utf8'))
 }
 
 /** Asserts the SPEC envelope shape and returns its `error` object. */
-export function expectEnvelope(body: any, code: string, corrId?: string): any {
-  const e = body?.error
+export function expectEnvelope(body: unknown, code: string, corrId?: string): EnvelopeError {
+  const e = (body as { error?: EnvelopeError } | undefined)?.error
   if (e === undefined) throw new Error(`not an error envelope: ${JSON.stringify(body)}`)
   const keys = Object.keys(e).sort()
   if (keys.join(',') !== 'code,corr_id,details,message,retryable') throw new Error(`bad envelope keys ${keys.join(',')}`)

@@ -1,5 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect, type Socket } from 'node:net'
+import { Readable } from 'node:stream'
 import { gzipSync } from 'node:zlib'
 import { afterEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
@@ -69,9 +70,9 @@ describe('serve: body limits over real sockets', () => {
   it('rejects a chunked (streamed) body that grows over the cap with 413', async () => {
     const srv = await start([sizeRoute])
     async function* chunks() {
-      for (let i = 0; i < 4; i++) yield Buffer.alloc(400)
+      for (let i = 0; i < 4; i++) yield await Promise.resolve(Buffer.alloc(400))
     }
-    const res = await request(`${srv.url}/size`, { method: 'POST', body: chunks() })
+    const res = await request(`${srv.url}/size`, { method: 'POST', body: Readable.from(chunks()) })
     expect(res.headers['content-length']).toBeDefined()
     expect(res.statusCode).toBe(413)
     expectEnvelope(await res.body.json(), 'OverLimit')
@@ -85,7 +86,9 @@ describe('serve: body limits over real sockets', () => {
 
   it('stops a gzip bomb (50 MB of zeros) at the ratio cap without inflating it', async () => {
     let decoded = 0
-    const bomb = gzipSync(Buffer.alloc(50_000_000))
+    // 50 gzip members of 1 MB of zeros each: a valid gzip stream of 50 MB of zeros, built cheaply.
+    const member = gzipSync(Buffer.alloc(1_000_000))
+    const bomb = Buffer.concat(Array.from({ length: 50 }, () => member))
     const route: Route = {
       method: 'POST',
       path: '/bomb',
@@ -228,6 +231,15 @@ describe('serve: slow clients, per-IP cap, graceful close', () => {
     expect(srv.connections).toBe(0)
   })
 
+  it('aborting the serve signal closes the server', async () => {
+    const ac = new AbortController()
+    const srv = await start([sizeRoute], {}, { signal: ac.signal })
+    const closed = new Promise<void>((resolve) => srv.server.once('close', () => resolve()))
+    ac.abort()
+    await closed
+    expect(srv.server.listening).toBe(false)
+  })
+
   it('close() destroys a straggler past the drain deadline and aborts its signal', async () => {
     const aborted = deferred<unknown>()
     const entered = deferred()
@@ -302,12 +314,55 @@ describe('serve: streaming replies', () => {
 
   it('destroys the response when the iterator throws mid-stream (truncation, never wrong bytes)', async () => {
     async function* broken() {
-      yield Buffer.from('partial')
+      yield await Promise.resolve(Buffer.from('partial'))
       throw new Error('disk gone')
     }
     const srv = await start([{ method: 'GET', path: '/broken', handler: () => ({ status: 200, body: broken() }) }])
     const res = await request(`${srv.url}/broken`)
     expect(res.statusCode).toBe(200)
     await expect(res.body.text()).rejects.toThrow()
+  })
+
+  it('destroys a response whose client stops reading past writeTimeoutMs and counts it', async () => {
+    const counted: string[] = []
+    const returned = deferred()
+    const chunk = Buffer.alloc(64 * 1024, 2)
+    const body: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]: () => ({
+        next: () => Promise.resolve({ done: false, value: chunk }),
+        return: () => {
+          returned.resolve()
+          return Promise.resolve({ done: true, value: undefined })
+        },
+      }),
+    }
+    const h = createHttpHandler({
+      serviceId: 't',
+      routes: [{ method: 'GET', path: '/inf', handler: () => ({ status: 200, body }) }],
+      limits: { writeTimeoutMs: 100 },
+      metrics: { inc: (name, labels) => counted.push(`${name}:${labels?.op}`), set: () => {}, observe: () => {} },
+    })
+    const srv = await serve(h, { port: 0 })
+    servers.push(srv)
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const r = httpRequest(`${srv.url}/inf`, resolve)
+      r.once('error', reject)
+      r.end()
+    })
+    res.pause()
+    res.on('error', () => {})
+    await returned.promise
+    expect(counted).toContain('io_timeouts_total:write')
+    res.destroy()
+  })
+})
+
+describe('serve: handler mistakes', () => {
+  it('an invalid reply header becomes a clean 500 envelope', async () => {
+    const srv = await start([{ method: 'GET', path: '/bad', handler: () => ({ status: 200, headers: { 'x-bad': 'a\nb' }, body: 'x' }) }])
+    const res = await request(`${srv.url}/bad`)
+    expect(res.statusCode).toBe(500)
+    expect(res.headers['x-bad']).toBeUndefined()
+    expectEnvelope(await res.body.json(), 'Internal', res.headers['x-corr-id'] as string)
   })
 })

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   MemoryTransport,
+  RouteConfigError,
   createServiceHost,
   isRonError,
   mergeMetrics,
@@ -13,6 +14,7 @@ import {
   type TransportResponse,
 } from '@ron/core'
 import { VirtualClock, createTestIssuer } from '@ron/core/testing'
+import { sampleValue } from '../metrics/prom-text.js'
 
 const topology = (capacity = 1, concurrency = 1): Topology => ({
   service: 'svc',
@@ -97,8 +99,9 @@ describe('createServiceHost', () => {
     expect(metrics.status).toBe(200)
     expect(metrics.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/)
     const text = await metrics.text()
-    expect(text).toMatch(/http_requests_total\{[^}]*status="429"[^}]*service="svc"[^}]*\} 1|http_requests_total\{[^}]*service="svc"[^}]*status="429"[^}]*\} 1|http_requests_total\{route="\/job",method="POST",status="429",service="svc"\} 1/)
-    expect(text).toContain('queue_depth')
+    expect(sampleValue(text, 'http_requests_total', { route: '/job', method: 'POST', status: '429', service: 'svc' })).toBe(1)
+    expect(sampleValue(text, 'queue_depth', { queue: 'work', service: 'svc' })).toBe(1)
+    expect(sampleValue(text, 'busy_rejections_total', { service: 'svc' })).toBe(1)
 
     job.gates[0]!()
     job.gates[1]!()
@@ -161,13 +164,50 @@ describe('createServiceHost', () => {
     expect(order).toEqual(['second', 'first'])
 
     const text = await host.metrics.text()
-    expect(text).toMatch(/tasks_aborted_total\{[^}]*kind="work-worker"[^}]*\} 1/)
+    expect(sampleValue(text, 'tasks_aborted_total', { kind: 'work-worker', service: 'svc' })).toBe(1)
     await host.service.close() // a second close joins and is harmless
     const after = await t.request('svc', { method: 'GET', path: '/hello' })
     expect(after.status).toBe(503)
     expect(['Closed', 'Draining']).toContain((await errorOf(after)).code)
     job.gates[1]!()
     await straggler
+    expect(clock.pending).toBe(0) // no timer left behind by the host or the transport
+  })
+
+  it('aborts a direct (unqueued) request still running at the drain deadline through its signal, and counts it', async () => {
+    const clock = new VirtualClock()
+    const started = deferred()
+    let sawAbort = false
+    const host = createServiceHost({ id: 'svc', version: '1', topology: topology(), clock, drainDeadlineMs: 500 })
+    host.routes([
+      {
+        method: 'GET',
+        path: '/hang',
+        handler: async (ctx) => {
+          started.resolve()
+          await new Promise<void>((r) => ctx.signal.addEventListener('abort', () => r(), { once: true }))
+          sawAbort = true
+          return { status: 200, json: {} }
+        },
+      },
+    ])
+    const t = new MemoryTransport({ clock, timeoutMs: 60_000 })
+    t.mount('svc', host.service)
+    cleanups.push(() => t.close())
+    const pending = t.request('svc', { method: 'GET', path: '/hang' }).then(
+      (r) => r.status,
+      (e: unknown) => e,
+    )
+    await started.promise
+    let closed = false
+    const closing = host.service.close().then(() => void (closed = true))
+    await clock.advance(499)
+    expect(sawAbort).toBe(false)
+    for (let i = 0; i < 10 && !closed; i++) await clock.advance(100)
+    await closing
+    expect(sawAbort).toBe(true)
+    expect(sampleValue(await host.metrics.text(), 'tasks_aborted_total', { kind: 'request' })).toBe(1)
+    await pending
   })
 
   it('keeps separate metrics for two instances of a service in one process, and merges them into one exposition', async () => {
@@ -178,8 +218,8 @@ describe('createServiceHost', () => {
     for (let i = 0; i < 3; i++) await (await a.t.request('svc', { method: 'GET', path: '/hello' })).dump()
     const textA = await a.host.metrics.text()
     const textB = await b.metrics.text()
-    expect(textA).toMatch(/http_requests_total\{[^}]*route="\/hello"[^}]*\} 3/)
-    expect(textB).not.toMatch(/http_requests_total\{[^}]*route="\/hello"/)
+    expect(sampleValue(textA, 'http_requests_total', { route: '/hello', service: 'svc' })).toBe(3)
+    expect(sampleValue(textB, 'http_requests_total', { route: '/hello' })).toBeUndefined()
     expect(a.host.service.metrics).not.toBe(b.service.metrics)
     const merged = await mergeMetrics([a.host.service.metrics, b.service.metrics])
     expect(merged.match(/^# TYPE http_requests_total /gm)).toHaveLength(1)
@@ -230,6 +270,7 @@ describe('createServiceHost', () => {
     const { host, t } = setup()
     cleanups.push(() => host.service.close())
     expect(() => host.routes([{ method: 'GET', path: '/q', queue: 'nope', handler: () => ({ status: 200 }) }])).toThrow(/nope/)
+    expect(() => host.routes([{ method: 'DELETE', path: '/x', handler: () => ({ status: 204 }) }])).toThrow(RouteConfigError)
     expect(() => host.broadcast('work')).toThrow(/broadcast/)
     expect(host.broadcast('events')).toBe(host.broadcast('events'))
     await (await t.request('svc', { method: 'GET', path: '/healthz' })).dump()

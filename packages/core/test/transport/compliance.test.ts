@@ -164,6 +164,7 @@ for (const [name, make] of suites) {
       const put = await h.transport.request('svc', { method: 'PUT', path: '/item/x', body: new Uint8Array([0, 1, 2, 3]) })
       expect(put.status).toBe(201)
       expect(await put.json()).toMatchObject({ id: 'x', bytes: 4, intact: true })
+      expect(h.clock.pending).toBe(0) // the per-call deadline timer is cleared once the head arrived
     })
 
     it('streams a 20 MiB upload and a 20 MiB download without buffering either whole', async () => {

@@ -48,6 +48,8 @@ export interface StorageContext {
   lastPlan(): RepairPlan
   /** Ranking of all nodes for an address (placement is its first `rf` reachable entries). */
   placement(address: Address): string[]
+  /** Wakes the repair planner now (urgent work appeared). */
+  kick(): void
 }
 
 /** The strong ETag of an object. */

@@ -18,6 +18,7 @@ import {
   toAddress,
 } from '@ron/core'
 import type { Address, Reply, Route, RouteContext } from '@ron/core'
+import { REPLICA_HEADER } from '../replication.js'
 import { contentRange, parseRange, unsatisfiedContentRange } from '../range.js'
 import type { BlobReader, ByteRange } from '../store/types.js'
 import { etagOf, ifNoneMatch, objectHeaders, withCleanup, type StorageContext } from './context.js'
@@ -33,6 +34,7 @@ function integrityFailed(s: StorageContext, address: Address): void {
   s.metrics.inc('integrity_failures_total', undefined)
   s.repair.markSuspect(address, s.clock.now())
   s.events.publish({ type: 'integrity:failed', address })
+  s.kick()
 }
 
 async function openOrThrow(s: StorageContext, address: Address): Promise<BlobReader> {
@@ -142,12 +144,12 @@ async function putObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
     }
   }
   if (s.puts.inFlight >= o.putConcurrency) {
-    s.metrics.inc('busy_rejections_total', { endpoint: 'PUT /o' })
+    s.metrics.inc('busy_rejections_total', { queue: 'work' })
     throw new BusyError('too many uploads in progress', { details: { queue: 'work', endpoint: 'PUT /o' }, retryAfterMs: 1000 })
   }
   s.puts.inFlight++
   let kept: Address | undefined
-  let bodyEnd = 0
+  let bodyEnd: number | undefined
   const guard = s.guard
   const clock = s.clock
   async function* hashing(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
@@ -174,8 +176,10 @@ async function putObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
       if (isRonError(e, 'NotReady')) s.diskError(typeof e.details.reason === 'string' ? e.details.reason : 'io_error')
       throw e
     }
-    if (bodyEnd > 0) s.commitTime(clock.now() - bodyEnd)
-    const copies = await s.replicator.replicate(result.address, ctx.signal)
+    if (bodyEnd !== undefined) s.commitTime(clock.now() - bodyEnd)
+    // A replica write from a peer is not replicated again (that would cycle between placement nodes).
+    const replica = ctx.req.headers[REPLICA_HEADER] !== undefined
+    const copies = replica ? 1 : await s.replicator.replicate(result.address, ctx.signal)
     s.announcer?.notify(result.address)
     s.events.publish({ type: 'object:stored', address: result.address, size: result.size, created: result.created })
     return {

@@ -6,14 +6,14 @@
  */
 
 import { randomUUID } from 'node:crypto'
-import { mkdir, open, readFile, readdir, rename, rm, statfs, writeFile } from 'node:fs/promises'
+import { mkdir, open, readFile, readdir, rename, rm, stat, statfs, writeFile } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { ClosedError, IntegrityFailedError, abortReason, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
 import { DEFAULT_CHUNK_SIZE, checkChunkSize, decodeTable } from './integrity.js'
 import type { ChunkTable } from './integrity.js'
-import { ingest } from './ingest.js'
+import { attempt, ingest } from './ingest.js'
 import { fsyncDir, hasCode, ioReason, mapIoError, objectPaths, recover, TABLE_SUFFIX } from './fs-layout.js'
 import type { ObjectPaths, RecoveryReport } from './fs-layout.js'
 import { readVerified, verifyChunks } from './verified-read.js'
@@ -37,6 +37,8 @@ export interface FsStoreTesting {
   readonly recovery: RecoveryReport
   /** Where an object's bytes and chunk table live (for fault injection in tests). */
   pathsOf(address: Address): ObjectPaths
+  /** Same as `close()`, for `await using store = await createFsStore(...)`. */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 const HEX64 = /^[0-9a-f]{64}$/
@@ -138,6 +140,17 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     }
   }
 
+  async function writeTempTable(table: ChunkTable, tmpTable: string): Promise<void> {
+    const fh = await open(tmpTable, 'wx', 0o644)
+    try {
+      await fh.writeFile(table.encode())
+      await sync(fh)
+    } finally {
+      await fh.close()
+    }
+  }
+
+  /** Moves a durable temp pair into place; false when a valid copy was already there. */
   async function commit(table: ChunkTable, tmpData: string, tmpTable: string, replace: boolean): Promise<boolean> {
     const p = pathsOf(table.address)
     return withLock(table.address, async () => {
@@ -149,13 +162,6 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
           if (st !== undefined && st.size === existing.size) return false
         }
       }
-      const fh = await open(tmpTable, 'wx', 0o644)
-      try {
-        await fh.writeFile(table.encode())
-        await sync(fh)
-      } finally {
-        await fh.close()
-      }
       await mkdirShard(p.dir)
       // Table first: an object never becomes visible without its integrity data.
       await rename(tmpTable, p.table)
@@ -165,14 +171,23 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     })
   }
 
+  /** Unlinks an object (data first, so it stops being visible at once) and its table. */
+  async function removeObject(p: ObjectPaths): Promise<boolean> {
+    let existed = true
+    try {
+      await rm(p.data)
+    } catch (e) {
+      if (!hasCode(e, 'ENOENT')) throw e
+      existed = false
+    }
+    await rm(p.table, { force: true })
+    if (existed) await syncDir(p.dir)
+    return existed
+  }
+
   async function statOrUndefined(path: string): Promise<{ size: number } | undefined> {
     try {
-      const fh = await open(path, 'r')
-      try {
-        return await fh.stat()
-      } finally {
-        await fh.close()
-      }
+      return await stat(path)
     } catch (e) {
       if (hasCode(e, 'ENOENT')) return undefined
       throw e
@@ -189,10 +204,13 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     try {
       fh = await open(tmpData, 'wx', 0o644)
       const out = fh
+      const writer = new CoalescingWriter(out)
       const table = await ingest(source, { chunkSize, expect: o.expect, maxBytes: o.maxBytes, signal }, (piece) =>
-        writeAll(out, piece),
+        writer.write(piece),
       )
-      await sync(out)
+      await writer.flush()
+      // Both files must be durable before either is renamed into place; fsync them concurrently.
+      await Promise.all([sync(out), writeTempTable(table, tmpTable)])
       await out.close()
       fh = undefined
       if (signal.aborted) throw abortReason(signal)
@@ -281,6 +299,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
   }
 
   async function* list(signal?: AbortSignal): AsyncGenerator<Address> {
+    checkOpen()
     for (const a of (await readdirOrEmpty(objectsDir)).filter((n) => HEX2.test(n)).sort()) {
       for (const b of (await readdirOrEmpty(join(objectsDir, a))).filter((n) => HEX2.test(n)).sort()) {
         const names = await readdirOrEmpty(join(objectsDir, a, b))
@@ -318,19 +337,23 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     }
   }
 
-  return {
+  const store: BlobStore & FsStoreTesting = {
     kind: 'fs',
     chunkSize,
     dir: opts.dir,
     recovery,
     pathsOf,
     put(source: AsyncIterable<Uint8Array>, o: PutOptions = {}): Promise<PutResult> {
-      checkOpen()
-      return track(put(source, o))
+      return attempt(() => {
+        checkOpen()
+        return track(put(source, o))
+      })
     },
     open(address: Address): Promise<BlobReader | undefined> {
-      checkOpen()
-      return track(openReader(parseAddress(address, 'address')))
+      return attempt(() => {
+        checkOpen()
+        return track(openReader(parseAddress(address, 'address')))
+      })
     },
     async stat(address: Address): Promise<BlobStat | undefined> {
       checkOpen()
@@ -338,30 +361,20 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
       return st === undefined ? undefined : { size: st.size }
     },
     delete(address: Address): Promise<boolean> {
-      checkOpen()
-      const p = pathsOf(address)
-      return track(
-        withLock(address, async () => {
-          let existed = true
-          try {
-            await rm(p.data)
-          } catch (e) {
-            if (!hasCode(e, 'ENOENT')) throw e
-            existed = false
-          }
-          await rm(p.table, { force: true })
-          if (existed) await syncDir(p.dir)
-          return existed
-        }),
-      )
+      return attempt(() => {
+        checkOpen()
+        const p = pathsOf(address)
+        return track(withLock(address, () => removeObject(p)))
+      })
     },
     list(signal?: AbortSignal): AsyncIterable<Address> {
-      checkOpen()
       return list(signal)
     },
     verify(address: Address, signal?: AbortSignal): Promise<VerifyResult> {
-      checkOpen()
-      return track(verify(parseAddress(address, 'address'), signal))
+      return attempt(() => {
+        checkOpen()
+        return track(verify(parseAddress(address, 'address'), signal))
+      })
     },
     probe,
     close(): Promise<void> {
@@ -373,6 +386,41 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
       })()
       return closePromise
     },
+    [Symbol.asyncDispose](): Promise<void> {
+      return store.close()
+    },
+  }
+  return store
+}
+
+/**
+ * Gathers small pieces (request bodies arrive in pieces of a few KiB under load) into one buffer
+ * so the file sees large sequential writes, not one thread-pool round trip per piece.
+ */
+class CoalescingWriter {
+  static readonly CAPACITY = 256 * 1024
+  readonly #fh: FileHandle
+  #buf: Buffer | undefined
+  #len = 0
+
+  constructor(fh: FileHandle) {
+    this.#fh = fh
+  }
+
+  async write(piece: Uint8Array): Promise<void> {
+    const cap = CoalescingWriter.CAPACITY
+    if (this.#len + piece.length > cap) await this.flush()
+    if (piece.length >= cap) return writeAll(this.#fh, piece)
+    this.#buf ??= Buffer.allocUnsafe(cap)
+    this.#buf.set(piece, this.#len)
+    this.#len += piece.length
+  }
+
+  async flush(): Promise<void> {
+    if (this.#len === 0 || !this.#buf) return
+    const n = this.#len
+    this.#len = 0
+    await writeAll(this.#fh, this.#buf.subarray(0, n))
   }
 }
 

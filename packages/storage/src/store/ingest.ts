@@ -11,6 +11,15 @@ import type { Address } from '@ron/core'
 import { ChunkTableBuilder } from './integrity.js'
 import type { ChunkTable } from './integrity.js'
 
+/** Runs `fn`, turning a synchronous throw into a rejection (methods never throw synchronously). */
+export function attempt<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(fn())
+  } catch (e) {
+    return Promise.reject(e as Error)
+  }
+}
+
 /** Waits for `p` unless `signal` aborts first (then rejects with the abort reason). */
 export async function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return p

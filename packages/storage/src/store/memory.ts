@@ -5,11 +5,11 @@
  * @module
  */
 
-import { ClosedError, IntegrityFailedError, abortReason } from '@ron/core'
+import { ClosedError, IntegrityFailedError, abortReason, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
 import { DEFAULT_CHUNK_SIZE, checkChunkSize, decodeTable } from './integrity.js'
 import type { ChunkTable } from './integrity.js'
-import { ingest } from './ingest.js'
+import { attempt, ingest } from './ingest.js'
 import { readVerified, verifyChunks } from './verified-read.js'
 import type {
   BlobReader,
@@ -38,6 +38,8 @@ export interface MemoryStoreTesting {
   corrupt(address: Address, offset: number, mask?: number): boolean
   /** Flips bits of byte `offset` of the object's encoded chunk table. Returns false when absent. */
   corruptTable(address: Address, offset: number, mask?: number): boolean
+  /** Same as `close()`, for `await using store = createMemoryStore()`. */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 /**
@@ -92,7 +94,7 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
     // eslint-disable-next-line @typescript-eslint/require-await
     async open(address: Address): Promise<BlobReader | undefined> {
       checkOpen()
-      const rec = objects.get(address)
+      const rec = objects.get(parseAddress(address, 'address'))
       if (!rec) return undefined
       const table = decodeTable(rec.table, { address, size: rec.size })
       if (typeof table === 'string') {
@@ -118,14 +120,18 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
     },
 
     stat(address: Address): Promise<BlobStat | undefined> {
-      checkOpen()
-      const rec = objects.get(address)
-      return Promise.resolve(rec ? { size: rec.size } : undefined)
+      return attempt(() => {
+        checkOpen()
+        const rec = objects.get(parseAddress(address, 'address'))
+        return rec ? { size: rec.size } : undefined
+      })
     },
 
     delete(address: Address): Promise<boolean> {
-      checkOpen()
-      return Promise.resolve(objects.delete(address))
+      return attempt(() => {
+        checkOpen()
+        return objects.delete(parseAddress(address, 'address'))
+      })
     },
 
     async *list(signal?: AbortSignal): AsyncGenerator<Address> {
@@ -140,7 +146,7 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
 
     async verify(address: Address, signal?: AbortSignal): Promise<VerifyResult> {
       checkOpen()
-      const rec = objects.get(address)
+      const rec = objects.get(parseAddress(address, 'address'))
       if (!rec) return { ok: false, size: 0, badChunks: [], reason: 'missing' }
       const table = decodeTable(rec.table, { address, size: rec.size })
       if (typeof table === 'string') return { ok: false, size: rec.size, badChunks: [], reason: 'table_corrupt' }
@@ -165,6 +171,10 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
       if (!rec || offset < 0 || offset >= rec.data.length) return false
       rec.data[offset] = rec.data[offset]! ^ mask
       return true
+    },
+
+    [Symbol.asyncDispose](): Promise<void> {
+      return store.close()
     },
 
     corruptTable(address: Address, offset: number, mask = 0x01): boolean {

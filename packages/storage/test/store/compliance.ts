@@ -333,6 +333,15 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
       expect(await store.probe()).toMatchObject({ writable: false, reason: 'closed' })
     })
 
+    it('rejects malformed addresses with Malformed, never touching anything outside the store', async () => {
+      for (const bad of ['b3:../../etc/passwd', 'b3:' + 'A'.repeat(64), 'nope', `b3:${'0'.repeat(63)}`]) {
+        const a = bad as Address
+        for (const call of [() => store.open(a), () => store.stat(a), () => store.delete(a), () => store.verify(a)]) {
+          expectCode(await rejection(Promise.resolve().then(call)), 'Malformed')
+        }
+      }
+    })
+
     it('probe reports a fresh store writable', async () => {
       expect(await store.probe()).toMatchObject({ writable: true })
     })

@@ -1,0 +1,230 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { readFile, readdir, rm, stat, mkdtemp, writeFile } from 'node:fs/promises'
+import { createServer, type Server } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { assertBuilt, firstJsonLine, killAll, pollOk, runCli, spawnCli, type Proc } from './helpers.js'
+
+interface Summary {
+  admin: string
+  services: Record<string, string>
+  tokenFile: string
+  dataDir: string
+}
+
+let root: string
+beforeAll(async () => {
+  assertBuilt()
+  root = await mkdtemp(join(tmpdir(), 'ron-cli-e2e-'))
+})
+afterEach(killAll)
+afterAll(async () => {
+  await killAll()
+  await rm(root, { recursive: true, force: true })
+})
+
+async function startNode(dataDir: string, extra: string[] = []): Promise<{ proc: Proc; summary: Summary; readyMs: number }> {
+  const t0 = performance.now()
+  const proc = spawnCli(['start', '--port-base', '0', '--json', '--data-dir', dataDir, '--log-level', 'warn', ...extra])
+  const summary = await firstJsonLine<Summary>(proc, 60_000)
+  return { proc, summary, readyMs: performance.now() - t0 }
+}
+
+async function stop(proc: Proc): Promise<number | null> {
+  proc.child.kill('SIGTERM')
+  return (await proc.exited).code
+}
+
+const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
+
+describe('ron-node start (real binary)', () => {
+  it('prints one JSON line once ready, with a 0600 admin token, and answers /readyz', async () => {
+    const dataDir = join(root, 'ready')
+    const { proc, summary, readyMs } = await startNode(dataDir)
+    console.info(`cold start to ready (spawn → JSON line): ${readyMs.toFixed(0)} ms`)
+    expect(Object.keys(summary).sort()).toEqual(['admin', 'dataDir', 'services', 'tokenFile'])
+    expect(summary.dataDir).toBe(dataDir)
+    expect(summary.tokenFile).toBe(join(dataDir, 'admin.token'))
+    expect(Object.keys(summary.services)).toEqual(['storage'])
+    expect(proc.stdout().trim().split('\n')).toHaveLength(1)
+    if (process.platform !== 'win32') {
+      expect((await stat(summary.tokenFile)).mode & 0o777).toBe(0o600)
+      expect((await stat(join(dataDir, 'keys', 'issuer.json'))).mode & 0o777).toBe(0o600)
+    }
+    const ready = await pollOk(`${summary.admin}/readyz`)
+    expect(await ready.json()).toMatchObject({ ready: true })
+    const storageReady = await pollOk(`${summary.services['storage']}/readyz`)
+    expect(storageReady.status).toBe(200)
+    expect(await stop(proc)).toBe(0)
+  })
+
+  it('round-trips a 10 MiB file through put and get byte for byte, and restart keeps data and keys', async () => {
+    const dataDir = join(root, 'roundtrip')
+    const first = await startNode(dataDir)
+    const storage = first.summary.services['storage']!
+    const file = join(root, 'ten.bin')
+    const data = randomBytes(10 * 1024 * 1024)
+    await writeFile(file, data)
+
+    const put = await runCli(['put', file, '--json', '--node', storage, '--data-dir', dataDir])
+    expect(put.stderr).toBe('')
+    expect(put.code, put.stderr).toBe(0)
+    const { address, size } = JSON.parse(put.stdout) as { address: string; size: number }
+    expect(address).toMatch(/^b3:[0-9a-f]{64}$/)
+    expect(size).toBe(data.length)
+
+    const out = join(root, 'ten.out')
+    const get = await runCli(['get', address, '-o', out, '--node', storage])
+    expect(get.code, get.stderr).toBe(0)
+    expect(sha(await readFile(out))).toBe(sha(data))
+    expect((await readdir(root)).filter((n) => n.includes('.ron-tmp'))).toEqual([])
+
+    const metrics = await (await pollOk(`${first.summary.admin}/metrics`)).text()
+    expect(metrics).toMatch(/service="storage"/)
+
+    const token = (await readFile(first.summary.tokenFile, 'utf8')).trim()
+    const key = await readFile(join(dataDir, 'keys', 'issuer.json'), 'utf8')
+    expect(await stop(first.proc)).toBe(0)
+
+    const second = await startNode(dataDir)
+    const storage2 = second.summary.services['storage']!
+    expect((await readFile(second.summary.tokenFile, 'utf8')).trim()).toBe(token)
+    expect(await readFile(join(dataDir, 'keys', 'issuer.json'), 'utf8')).toBe(key)
+    const out2 = join(root, 'ten.out2')
+    expect((await runCli(['get', address, '-o', out2, '--node', storage2])).code).toBe(0)
+    expect(sha(await readFile(out2))).toBe(sha(data))
+    const small = await runCli(['put', '-', '--node', storage2], { RON_TOKEN: token }, Buffer.from('hello ron'))
+    expect(small.code, small.stderr).toBe(0)
+    expect(small.stdout.trim()).toMatch(/^b3:[0-9a-f]{64}$/)
+    expect(await stop(second.proc)).toBe(0)
+  })
+
+  it('exits 0 within the drain deadline on SIGTERM with an upload in flight, leaving no partial object', async () => {
+    const dataDir = join(root, 'sigterm')
+    const { proc, summary } = await startNode(dataDir, ['--drain-deadline', '1s'])
+    const storage = summary.services['storage']!
+    // An upload whose body never ends: the CLI streams stdin, which the test keeps open.
+    const upload = spawnCli(['put', '-', '--node', storage, '--data-dir', dataDir], {}, 'pipe')
+    upload.child.stdin!.write(randomBytes(2 * 1024 * 1024))
+    const tmpDir = join(dataDir, 'storage', 'tmp')
+    let inFlight = false
+    for (let i = 0; i < 400 && !inFlight; i++) {
+      const names = await readdir(tmpDir).catch(() => [] as string[])
+      for (const n of names) if (((await stat(join(tmpDir, n)).catch(() => undefined))?.size ?? 0) > 0) inFlight = true
+      if (!inFlight) await new Promise((r) => setTimeout(r, 25))
+    }
+    expect(inFlight).toBe(true)
+
+    const t0 = performance.now()
+    proc.child.kill('SIGTERM')
+    const { code } = await proc.exited
+    const tookMs = performance.now() - t0
+    expect(code).toBe(0)
+    expect(tookMs).toBeLessThan(1000 + 4000) // drain deadline plus generous process slack on a loaded machine
+    upload.child.stdin!.destroy()
+    const up = await upload.exited
+    expect(up.code, upload.stderr()).toBe(6)
+    expect(await readdir(tmpDir)).toEqual([])
+    const objects = await readdir(join(dataDir, 'storage'), { recursive: true })
+    expect(objects.filter((n) => n.endsWith('.data'))).toEqual([])
+  })
+
+  it('a second signal during shutdown forces exit with code 130', async () => {
+    const dataDir = join(root, 'second-signal')
+    const { proc, summary } = await startNode(dataDir, ['--drain-deadline', '20s'])
+    const upload = spawnCli(['put', '-', '--node', summary.services['storage']!, '--data-dir', dataDir], {}, 'pipe')
+    upload.child.stdin!.write(randomBytes(1024 * 1024))
+    const tmpDir = join(dataDir, 'storage', 'tmp')
+    for (let i = 0; i < 400 && (await readdir(tmpDir).catch(() => [])).length === 0; i++) await new Promise((r) => setTimeout(r, 25))
+    expect((await readdir(tmpDir)).length).toBeGreaterThan(0)
+    proc.child.kill('SIGTERM')
+    // Shutdown has begun once the admin listener reports not ready (readiness flips first).
+    let draining = false
+    for (let i = 0; i < 400 && !draining; i++) {
+      draining = (await fetch(`${summary.admin}/readyz`).then((r) => r.status).catch(() => 0)) === 503
+      if (!draining) await new Promise((r) => setTimeout(r, 25))
+    }
+    expect(draining).toBe(true)
+    proc.child.kill('SIGINT')
+    expect((await proc.exited).code).toBe(130)
+    upload.child.stdin!.destroy()
+    await upload.exited
+  })
+}, 120_000)
+
+describe('ron-node errors (real binary)', () => {
+  let blocker: Server
+  beforeAll(async () => {
+    blocker = createServer()
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))
+  })
+  afterAll(async () => {
+    await new Promise<void>((r) => blocker.close(() => r()))
+  })
+
+  it('names the port and the service when a port is in use', async () => {
+    const port = (blocker.address() as { port: number }).port
+    const r = await runCli(['start', '--port-base', String(port - 1), '--data-dir', join(root, 'inuse'), '--log-level', 'silent'])
+    expect(r.code).toBe(1)
+    expect(r.stderr.trim()).toBe(`ron-node: port ${port} is in use (storage); pick another with --port-base`)
+  })
+
+  it('exits 2 naming the key for a bad config file, env value or flag', async () => {
+    const bad = join(root, 'bad.toml')
+    await writeFile(bad, '[storage]\nmaxObjectBites = 5\n')
+    const r1 = await runCli(['start', '--config', bad, '--data-dir', join(root, 'badcfg')])
+    expect(r1.code).toBe(2)
+    expect(r1.stderr).toContain('storage.maxObjectBites')
+    expect(r1.stderr.trim().split('\n')).toHaveLength(1)
+    const r2 = await runCli(['config', 'validate'], { RON_DRAIN_DEADLINE: 'forever' })
+    expect(r2.code).toBe(2)
+    expect(r2.stderr).toContain('drainDeadline')
+    const r3 = await runCli(['start', '--port-base', 'seventy'], { RON_DATA_DIR: join(root, 'badflag') })
+    expect(r3.code).toBe(2)
+    expect(r3.stderr).toContain('portBase')
+  })
+
+  it('fails with one line when the data dir is unusable', async () => {
+    const file = join(root, 'not-a-dir')
+    await writeFile(file, 'x')
+    const r = await runCli(['start', '--port-base', '0', '--data-dir', join(file, 'data'), '--log-level', 'silent'])
+    expect(r.code).toBe(1)
+    expect(r.stderr.trim().split('\n')).toHaveLength(1)
+    expect(r.stderr).toContain(join(file, 'data'))
+  })
+
+  it('config print redacts secrets and config validate accepts a good file', async () => {
+    const cfg = join(root, 'secret.json')
+    await writeFile(cfg, JSON.stringify({ portBase: 7900, storage: { peerToken: 'hunter2-peer-token' } }))
+    const p = await runCli(['config', 'print', '--config', cfg, '--host', '0.0.0.0'])
+    expect(p.code).toBe(0)
+    expect(p.stdout).not.toContain('hunter2')
+    const printed = JSON.parse(p.stdout) as { portBase: number; host: string; storage: { peerToken: string } }
+    expect(printed).toMatchObject({ portBase: 7900, host: '0.0.0.0', storage: { peerToken: '[redacted]' } })
+    const v = await runCli(['config', 'validate', '--config', cfg])
+    expect(v.code).toBe(0)
+  })
+
+  it('exits 2 on bad usage, 3 for a missing object, 4 without a token, 6 when the node is unreachable', async () => {
+    expect((await runCli(['frobnicate'])).code).toBe(2)
+    expect((await runCli(['get', 'not-an-address', '--node', 'http://127.0.0.1:1'])).code).toBe(2)
+    expect((await runCli(['get', `b3:${'a'.repeat(64)}`, '--node', 'http://127.0.0.1:1'])).code).toBe(6)
+    const dataDir = join(root, 'codes')
+    const { proc, summary } = await startNode(dataDir)
+    const storage = summary.services['storage']!
+    expect((await runCli(['get', `b3:${'a'.repeat(64)}`, '--node', storage])).code).toBe(3)
+    const noToken = await runCli(['put', '-', '--node', storage, '--data-dir', join(root, 'empty-dir')], {}, Buffer.from('x'))
+    expect(noToken.code).toBe(4)
+    const badToken = await runCli(['put', '-', '--node', storage, '--token', 'x.y.z'], {}, Buffer.from('x'))
+    expect(badToken.code).toBe(4)
+    expect(await stop(proc)).toBe(0)
+  })
+
+  it('prints help with examples and the exit codes', async () => {
+    const r = await runCli(['put', '--help'])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain('Examples:')
+    expect(r.stdout).toContain('Exit codes:')
+  })
+}, 120_000)

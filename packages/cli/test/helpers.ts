@@ -1,0 +1,114 @@
+/**
+ * Helpers of the end-to-end tests: spawn the real `ron-node` binary, collect its output, wait for
+ * its JSON line, and make sure nothing outlives the test.
+ */
+
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { setTimeout as delay } from 'node:timers/promises'
+
+/** The binary under test: `RON_NODE_BIN`, else the built `packages/cli/dist/bin.js`. */
+export const BIN = process.env['RON_NODE_BIN'] ?? fileURLToPath(new URL('../dist/bin.js', import.meta.url))
+
+/** Throws a clear error when the binary has not been built. */
+export function assertBuilt(): void {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build\` first (the root \`npm test\` does)`)
+}
+
+/** A spawned `ron-node`. */
+export interface Proc {
+  child: ChildProcess
+  stdout: () => string
+  stderr: () => string
+  /** Resolves with the exit code (or 128+signal number style string when killed). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+const live = new Set<ChildProcess>()
+
+/** Spawns the binary with `args`; the environment is cleaned of RON_* variables unless given. */
+export function spawnCli(args: string[], env: Record<string, string> = {}, stdin: 'ignore' | 'pipe' = 'ignore'): Proc {
+  const base: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('RON_') && k !== 'NODE_OPTIONS') base[k] = v
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...base, ...env }, stdio: [stdin, 'pipe', 'pipe'] })
+  live.add(child)
+  let out = ''
+  let err = ''
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (out += s))
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => {
+      live.delete(child)
+      resolve({ code, signal })
+    }),
+  )
+  return { child, stdout: () => out, stderr: () => err, exited }
+}
+
+/** Runs the binary to completion. */
+export async function runCli(args: string[], env: Record<string, string> = {}, input?: Buffer): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = spawnCli(args, env, input === undefined ? 'ignore' : 'pipe')
+  if (input !== undefined) p.child.stdin!.end(input)
+  const { code } = await p.exited
+  return { code, stdout: p.stdout(), stderr: p.stderr() }
+}
+
+/** Resolves with the first stdout line parsed as JSON; rejects if the process exits first or after `timeoutMs`. */
+export async function firstJsonLine<T>(p: Proc, timeoutMs = 30_000): Promise<T> {
+  const ac = new AbortController()
+  try {
+    return await Promise.race([
+      new Promise<T>((resolve, reject) => {
+        const check = (): void => {
+          const nl = p.stdout().indexOf('\n')
+          if (nl !== -1) {
+            p.child.stdout!.off('data', check)
+            try {
+              resolve(JSON.parse(p.stdout().slice(0, nl)) as T)
+            } catch (e) {
+              reject(e instanceof Error ? e : new Error(String(e)))
+            }
+          }
+        }
+        p.child.stdout!.on('data', check)
+        check()
+      }),
+      p.exited.then(({ code }) => {
+        throw new Error(`ron-node exited (${code}) before printing its JSON line: ${p.stderr()}`)
+      }),
+      delay(timeoutMs, undefined, { signal: ac.signal, ref: false }).then(() => {
+        throw new Error(`no JSON line within ${timeoutMs} ms: ${p.stderr()}`)
+      }),
+    ])
+  } finally {
+    ac.abort()
+  }
+}
+
+/** Polls `url` until it answers 200, at most `attempts` times (a bounded loop, not a sleep). */
+export async function pollOk(url: string, attempts = 200): Promise<Response> {
+  let last: unknown
+  for (let i = 0; i < attempts; i++) {
+    try {
+      const res = await fetch(url)
+      if (res.status === 200) return res
+      last = res.status
+      await res.body?.cancel()
+    } catch (e) {
+      last = e
+    }
+    await delay(25)
+  }
+  throw new Error(`${url} never answered 200 (last: ${String(last)})`)
+}
+
+/** Kills every process still running (afterEach/afterAll). */
+export async function killAll(): Promise<void> {
+  const waits: Promise<unknown>[] = []
+  for (const c of live) {
+    waits.push(new Promise((r) => c.once('exit', r)))
+    c.kill('SIGKILL')
+  }
+  await Promise.all(waits)
+}

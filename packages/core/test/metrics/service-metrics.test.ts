@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest'
+import { METRICS_CONTENT_TYPE, createServiceMetrics, mergeExpositions, mergeMetrics } from '@ron/core'
+import { sampleValue } from './prom-text.js'
+
+/** Parses a Prometheus text exposition into families (name → TYPE count and sample lines). */
+function parse(text: string): Map<string, { types: number; helps: number; samples: string[] }> {
+  const out = new Map<string, { types: number; helps: number; samples: string[] }>()
+  let current = ''
+  const fam = (n: string) => {
+    let f = out.get(n)
+    if (!f) out.set(n, (f = { types: 0, helps: 0, samples: [] }))
+    return f
+  }
+  for (const line of text.split('\n')) {
+    if (line === '') continue
+    const m = /^# (HELP|TYPE) (\S+)/.exec(line)
+    if (m) {
+      current = m[2]!
+      if (m[1] === 'TYPE') fam(current).types++
+      else fam(current).helps++
+      continue
+    }
+    expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?[0-9.e+Inf-]+$|^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? NaN$/)
+    fam(current).samples.push(line)
+  }
+  return out
+}
+
+describe('createServiceMetrics', () => {
+  it('labels every sample with the service and counts HTTP requests per route, method and status', async () => {
+    const m = createServiceMetrics({ service: 'storage' })
+    m.observeHttp('/o/:addr', 'GET', 200, 0.003)
+    m.observeHttp('/o/:addr', 'GET', 200, 0.2)
+    m.observeHttp('/o/:addr', 'GET', 404, 0.001)
+    const text = await m.text()
+    expect(sampleValue(text, 'http_requests_total', { route: '/o/:addr', method: 'GET', status: '200', service: 'storage' })).toBe(2)
+    expect(sampleValue(text, 'http_requests_total', { route: '/o/:addr', method: 'GET', status: '404', service: 'storage' })).toBe(1)
+    expect(sampleValue(text, 'http_request_duration_seconds_count', { route: '/o/:addr', service: 'storage' })).toBe(3)
+    expect(sampleValue(text, 'http_request_duration_seconds_bucket', { route: '/o/:addr', le: '0.005' })).toBe(2)
+    expect(text).toMatch(/# HELP http_requests_total \S/)
+  })
+
+  it('creates sink metrics on first use with seed help text, and never throws on odd labels', async () => {
+    const m = createServiceMetrics({ service: 'index' })
+    m.sink.set('queue_depth', { queue: 'work' }, 3)
+    m.sink.inc('busy_rejections_total', { queue: 'work' })
+    m.sink.inc('busy_rejections_total', { queue: 'work', extra: 'dropped' }, 2)
+    m.sink.inc('busy_rejections_total', undefined)
+    m.sink.observe('resolve_seconds', { op: 'peer' }, 0.01)
+    m.sink.set('busy_rejections_total', undefined, 1) // wrong type: ignored, not thrown
+    m.sink.inc('bad name!', {})
+    const text = await m.text()
+    expect(text).toContain('# HELP queue_depth Items waiting in a bounded queue.')
+    expect(sampleValue(text, 'queue_depth', { queue: 'work', service: 'index' })).toBe(3)
+    expect(sampleValue(text, 'busy_rejections_total', { queue: 'work', service: 'index' })).toBe(3)
+    expect(sampleValue(text, 'busy_rejections_total', { queue: '', service: 'index' })).toBe(1)
+    expect(sampleValue(text, 'resolve_seconds_count', { op: 'peer', service: 'index' })).toBe(1)
+  })
+
+  it('returns the same service-specific metric when declared twice', () => {
+    const m = createServiceMetrics({ service: 's' })
+    const c = m.counter('objects_stored_total', 'Objects stored.', ['backend'])
+    expect(m.counter('objects_stored_total', 'Objects stored.', ['backend'])).toBe(c)
+    expect(m.gauge('g', 'A gauge.')).toBe(m.gauge('g', 'A gauge.'))
+    expect(m.histogram('h', 'A histogram.', [], [1, 2])).toBe(m.histogram('h', 'A histogram.'))
+  })
+
+  it('keeps two instances with the same service name apart', async () => {
+    const a = createServiceMetrics({ service: 'storage' })
+    const b = createServiceMetrics({ service: 'storage' })
+    a.sink.inc('tasks_spawned_total', { kind: 'repair' })
+    expect(sampleValue(await a.text(), 'tasks_spawned_total', { kind: 'repair', service: 'storage' })).toBe(1)
+    expect(sampleValue(await b.text(), 'tasks_spawned_total', { kind: 'repair' })).toBeUndefined()
+  })
+})
+
+describe('mergeMetrics', () => {
+  it('renders one parseable exposition with each family once and every service’s samples', async () => {
+    const services = ['storage', 'registry', 'index'].map((service) => {
+      const m = createServiceMetrics({ service })
+      m.sink.set('queue_depth', { queue: 'work' }, service.length)
+      m.observeHttp('/healthz', 'GET', 200, 0.001)
+      return m
+    })
+    const merged = await mergeMetrics(services.map((s) => s.registry))
+    const fams = parse(merged)
+    for (const [name, f] of fams) {
+      expect(f.types, name).toBe(1)
+      expect(f.helps, name).toBe(1)
+    }
+    const depth = fams.get('queue_depth')!.samples
+    expect(depth).toEqual([
+      'queue_depth{queue="work",service="storage"} 7',
+      'queue_depth{queue="work",service="registry"} 8',
+      'queue_depth{queue="work",service="index"} 5',
+    ])
+    const hist = fams.get('http_request_duration_seconds')!.samples
+    for (const s of ['storage', 'registry', 'index']) {
+      expect(hist.some((l) => l.startsWith('http_request_duration_seconds_bucket') && l.includes(`service="${s}"`))).toBe(true)
+      expect(sampleValue(merged, 'http_request_duration_seconds_count', { route: '/healthz', service: s })).toBe(1)
+    }
+    expect(METRICS_CONTENT_TYPE).toBe('text/plain; version=0.0.4; charset=utf-8')
+  })
+
+  it('merges plain texts, keeping samples without HELP/TYPE under their own family', () => {
+    const out = mergeExpositions(['# HELP a A.\n# TYPE a counter\na{s="1"} 1\nb 2\n', '# HELP a A.\n# TYPE a counter\na{s="2"} 3\n', ''])
+    expect(out).toBe('# HELP a A.\n# TYPE a counter\na{s="1"} 1\na{s="2"} 3\nb 2\n')
+    expect(mergeExpositions([])).toBe('')
+  })
+})

@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest'
+import { Admission, BusyError } from '@ron/core'
+import { VirtualClock } from '@ron/core/testing'
+import { RecordingMetrics } from '../testing/recording-metrics.js'
+
+function busy(fn: () => unknown): BusyError {
+  try {
+    fn()
+  } catch (e) {
+    if (e instanceof BusyError) return e
+    throw e
+  }
+  throw new Error('expected BusyError')
+}
+
+describe('Admission', () => {
+  it('caps concurrent admissions per key and counts busy_rejections_total', () => {
+    const metrics = new RecordingMetrics()
+    const gate = new Admission({ name: 'ip', maxConcurrentPerKey: 2, metrics })
+    const r1 = gate.acquire('10.0.0.1')
+    gate.acquire('10.0.0.1')
+    const e = busy(() => gate.acquire('10.0.0.1'))
+    expect(e.retryAfterMs).toBe(1000)
+    expect(e.details).toMatchObject({ key: '10.0.0.1' })
+    expect(metrics.counter('busy_rejections_total', { endpoint: 'ip' })).toBe(1)
+    // Another key is unaffected.
+    gate.acquire('10.0.0.2')
+    r1()
+    expect(gate.active('10.0.0.1')).toBe(1)
+    gate.acquire('10.0.0.1')
+  })
+
+  it('release is idempotent', () => {
+    const gate = new Admission({ maxConcurrentPerKey: 1 })
+    const release = gate.acquire('k')
+    release()
+    release()
+    expect(gate.active('k')).toBe(0)
+    const r = gate.acquire('k')
+    expect(() => gate.acquire('k')).toThrow(BusyError)
+    r()
+  })
+
+  it('applies the per-key rate with retryAfterMs from the bucket', async () => {
+    const clock = new VirtualClock()
+    const gate = new Admission({ rate: { capacity: 2, refillPerSec: 4 }, clock })
+    gate.acquire('a')()
+    gate.acquire('a')()
+    const e = busy(() => gate.acquire('a'))
+    expect(e.retryAfterMs).toBe(250)
+    gate.acquire('b')()
+    await clock.advance(250)
+    gate.acquire('a')()
+  })
+
+  it('forgets idle keys so memory stays bounded', async () => {
+    const clock = new VirtualClock()
+    const plain = new Admission({ maxKeys: 3 })
+    for (let i = 0; i < 100; i++) plain.acquire(`k${i}`)()
+    expect(plain.size).toBe(0)
+    const rated = new Admission({ maxKeys: 3, rate: { capacity: 1, refillPerSec: 1 }, clock })
+    for (let i = 0; i < 100; i++) rated.acquire(`k${i}`)()
+    expect(rated.size).toBeLessThanOrEqual(3)
+    await clock.advance(1000)
+    rated.acquire('fresh')()
+    expect(rated.size).toBeLessThanOrEqual(3)
+  })
+
+  it('rejects new keys when maxKeys keys are all busy', () => {
+    const gate = new Admission({ maxKeys: 2 })
+    gate.acquire('a')
+    gate.acquire('b')
+    expect(() => gate.acquire('c')).toThrow(BusyError)
+    gate.acquire('a')
+  })
+
+  it('evicting an idle key with a spent bucket happens only under key pressure (its rate state is kept otherwise)', async () => {
+    const clock = new VirtualClock()
+    const gate = new Admission({ maxKeys: 10, rate: { capacity: 1, refillPerSec: 1 }, clock })
+    gate.acquire('a')()
+    expect(() => gate.acquire('a')).toThrow(BusyError)
+    await clock.advance(1000)
+    gate.acquire('a')()
+  })
+})

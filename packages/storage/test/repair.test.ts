@@ -1,0 +1,232 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { open } from 'node:fs/promises'
+import type { Address } from '@ron/core'
+import type { FsStoreTesting, MemoryStoreTesting } from '../src/index.js'
+import { placement } from '../src/index.js'
+import { addressOfBytes, bytes, cluster, metricValue, once, tempDir, type Cluster } from './helpers.js'
+
+const NODES = ['storage-a', 'storage-b', 'storage-c']
+
+/** Finds a payload whose placement (rf 2 over NODES) is exactly `want`, in order. */
+function payloadPlacedOn(want: [string, string], size = 5000): Uint8Array {
+  for (let seed = 1; seed < 10_000; seed++) {
+    const b = bytes(size, seed)
+    const p = placement(addressOfBytes(b), NODES, 2)
+    if (p[0] === want[0] && p[1] === want[1]) return b
+  }
+  throw new Error('no payload found')
+}
+
+async function flipByte(path: string, offset: number): Promise<void> {
+  const fh = await open(path, 'r+')
+  try {
+    const b = Buffer.alloc(1)
+    await fh.read(b, 0, 1, offset)
+    b[0] = b[0]! ^ 0x40
+    await fh.write(b, 0, 1, offset)
+  } finally {
+    await fh.close()
+  }
+}
+
+describe('replication and repair across three nodes', () => {
+  let c: Cluster | undefined
+  const cleanups: (() => Promise<void>)[] = []
+  afterEach(async () => {
+    await c?.close()
+    c = undefined
+    for (const f of cleanups.splice(0)) await f()
+  })
+
+  it('acknowledges a put after writeQuorum copies are durable', async () => {
+    c = await cluster(NODES, () => ({ rf: 2, writeQuorum: 2, chunkSize: 1024 }))
+    const data = payloadPlacedOn(['storage-b', 'storage-c'])
+    const res = await c.node('storage-a').client.put(data)
+    const address = res.address
+    // a is not a placement node, so both b and c were targets; one of them is durable at the ack.
+    const onB = await c.node('storage-b').svc.store.stat(address)
+    const onC = await c.node('storage-c').svc.store.stat(address)
+    expect([onB, onC].filter((x) => x !== undefined).length).toBeGreaterThanOrEqual(1)
+    expect(await c.node('storage-a').svc.store.stat(address)).toEqual({ size: data.byteLength })
+  })
+
+  it('detects a bit flip on disk, never serves the bad chunk, and repairs the copy from a peer', async () => {
+    const dirs = await Promise.all(NODES.map(() => tempDir()))
+    for (const d of dirs) cleanups.push(d.cleanup)
+    c = await cluster(NODES, (name) => ({ rf: 2, writeQuorum: 2, chunkSize: 1024, dataDir: dirs[NODES.indexOf(name)]!.dir }))
+    const data = payloadPlacedOn(['storage-a', 'storage-b'])
+    const a = c.node('storage-a')
+    const { address } = await a.client.put(data)
+    expect(await c.node('storage-b').svc.store.stat(address)).toEqual({ size: 5000 })
+
+    const paths = (a.svc.store as unknown as FsStoreTesting).pathsOf(address)
+    await flipByte(paths.data, 2 * 1024 + 17) // chunk 2
+
+    const res = await c.request('storage-a', 'GET', `/o/${address}`)
+    expect(res.status).toBe(200)
+    const got: Uint8Array[] = []
+    let failed: unknown
+    try {
+      for await (const chunk of res.body) got.push(chunk)
+    } catch (e) {
+      failed = e
+    }
+    expect(failed).toBeDefined()
+    const received = Buffer.concat(got)
+    expect(received.byteLength).toBeLessThanOrEqual(2 * 1024)
+    expect(received.equals(Buffer.from(data.subarray(0, received.byteLength)))).toBe(true)
+    expect(await metricValue(a.svc.metrics, 'integrity_failures_total')).toBe(1)
+    expect((await a.anon.status(address)).local).toMatchObject({ ok: false, badChunks: [2] })
+
+    const plan = await a.svc.runRepair()
+    expect(plan.items).toEqual([
+      expect.objectContaining({ address, action: 'replace-corrupt', from: ['storage-b'], to: 'storage-a', priority: 'urgent' }),
+    ])
+    await a.svc.repairIdle()
+    expect(Buffer.from(await a.anon.getBytes(address)).equals(Buffer.from(data))).toBe(true)
+    const st = await a.anon.status(address)
+    expect(st.local).toMatchObject({ ok: true, badChunks: [] })
+    expect(st.repair).toMatchObject({ state: 'done', action: 'replace-corrupt' })
+    // The next tick has nothing left to do.
+    expect((await a.svc.runRepair({ dryRun: true })).items).toEqual([])
+  })
+
+  it('a read that hits corrupt data wakes the planner at once; the next read succeeds from the repaired copy', async () => {
+    c = await cluster(NODES, () => ({ rf: 2, writeQuorum: 2, chunkSize: 1024, repair: { auto: true, intervalMs: 3_600_000 } }))
+    const data = payloadPlacedOn(['storage-a', 'storage-c'])
+    const a = c.node('storage-a')
+    const { address } = await a.client.put(data)
+    expect((a.svc.store as unknown as MemoryStoreTesting).corrupt(address, 100)).toBe(true)
+    await expect(a.anon.getBytes(address)).rejects.toBeDefined()
+    await expect.poll(async () => (await a.anon.status(address)).repair?.state, { timeout: 5000, interval: 5 }).toBe('done')
+    expect(Buffer.from(await a.anon.getBytes(address)).equals(Buffer.from(data))).toBe(true)
+  })
+
+  it('restores a missing replica with an urgent push and explains it in the plan', async () => {
+    c = await cluster(NODES, () => ({ rf: 2, chunkSize: 1024 }))
+    const data = payloadPlacedOn(['storage-a', 'storage-c'])
+    const a = c.node('storage-a')
+    // Written straight into a's backend: as if c had lost its copy.
+    const { address } = await a.svc.store.put(once(data))
+    const dry = await a.admin.repairPlan({ dryRun: true })
+    expect(dry.items).toEqual([
+      { address, action: 'push', from: ['storage-a'], to: 'storage-c', priority: 'urgent', reason: expect.stringContaining('last copy') as string },
+    ])
+    expect(dry.enqueued).toBe(0)
+    expect(await c.node('storage-c').svc.store.stat(address)).toBeUndefined()
+    const plan = await a.admin.runRepair()
+    expect(plan.enqueued).toBe(1)
+    await a.svc.repairIdle()
+    expect(await c.node('storage-c').svc.store.stat(address)).toEqual({ size: data.byteLength })
+    expect((await a.admin.repairPlan()).computedAt).not.toBeNull()
+    expect((await a.svc.runRepair({ dryRun: true })).items).toEqual([])
+  })
+
+  it('moves a copy to the next node in the ranking when a placement node is gone', async () => {
+    c = await cluster(NODES, () => ({ rf: 2, chunkSize: 1024 }))
+    const data = payloadPlacedOn(['storage-a', 'storage-b'])
+    const a = c.node('storage-a')
+    const { address } = await a.svc.store.put(once(data))
+    c.transport.setReachable('storage-b', false)
+    const plan = await a.svc.runRepair()
+    expect(plan.unreachable).toEqual(['storage-b'])
+    expect(plan.items).toEqual([expect.objectContaining({ address, action: 'push', to: 'storage-c' })])
+    await a.svc.repairIdle()
+    expect(await c.node('storage-c').svc.store.stat(address)).toEqual({ size: 5000 })
+  })
+
+  it('fetches a pinned object that went missing locally', async () => {
+    c = await cluster(NODES, () => ({ rf: 2, chunkSize: 1024 }))
+    const data = bytes(3000, 77)
+    const a = c.node('storage-a')
+    const address: Address = addressOfBytes(data)
+    await c.node('storage-b').svc.store.put(once(data))
+    await a.svc.store.put(once(data))
+    await a.client.pin(address)
+    await a.svc.store.delete(address) // the disk lost it
+    const plan = await a.svc.runRepair()
+    expect(plan.items).toContainEqual(expect.objectContaining({ address, action: 'fetch', from: ['storage-b'], priority: 'urgent' }))
+    await a.svc.repairIdle()
+    expect(await a.svc.store.stat(address)).toEqual({ size: 3000 })
+  })
+
+  it('sheds non-urgent repairs when the repair queue is full and counts repair_skipped_total{reason="full"}', async () => {
+    c = await cluster(NODES, () => ({ rf: 3, chunkSize: 1024, repair: { auto: false, queue: 1, workers: 1 } }))
+    const a = c.node('storage-a')
+    const b = c.node('storage-b')
+    for (let i = 0; i < 5; i++) {
+      const d = bytes(2000, 1000 + i)
+      await a.svc.store.put(once(d))
+      await b.svc.store.put(once(d))
+    }
+    const plan = await a.svc.runRepair()
+    expect(plan.items).toHaveLength(5)
+    expect(plan.items.every((i) => i.priority === 'rebalance' && i.to === 'storage-c')).toBe(true)
+    expect(plan.skipped).toBeGreaterThan(0)
+    expect(plan.enqueued + plan.skipped).toBe(5)
+    expect(await metricValue(a.svc.metrics, 'repair_skipped_total', { reason: 'full' })).toBe(plan.skipped)
+    await a.svc.repairIdle()
+    // The next tick picks up what was shed.
+    await a.svc.runRepair()
+    await a.svc.repairIdle()
+    await a.svc.runRepair()
+    await a.svc.repairIdle()
+    await a.svc.runRepair()
+    await a.svc.repairIdle()
+    expect((await a.svc.runRepair({ dryRun: true })).items).toEqual([])
+  })
+
+  it('defers urgent repairs instead of shedding them when the queue is full', async () => {
+    c = await cluster(NODES, () => ({ rf: 2, chunkSize: 1024, repair: { auto: false, queue: 1, workers: 1 } }))
+    const a = c.node('storage-a')
+    for (let i = 0; i < 4; i++) await a.svc.store.put(once(bytes(1500, 2000 + i)))
+    const plan = await a.svc.runRepair()
+    expect(plan.items.every((i) => i.priority === 'urgent')).toBe(true)
+    expect(plan.skipped).toBe(0)
+    expect(plan.deferred).toBeGreaterThan(0)
+    expect(await metricValue(a.svc.metrics, 'repair_skipped_total')).toBe(0)
+    await a.svc.repairIdle()
+  })
+})
+
+describe('announcements', () => {
+  it('a failing index never fails a put; failures are counted', async () => {
+    const c = await cluster(['storage'], () => ({ announce: { target: 'index' } }))
+    try {
+      let calls = 0
+      c.transport.mount('index', {
+        dispatch: () => {
+          calls++
+          return Promise.reject(new Error('index exploded'))
+        },
+      })
+      const res = await c.node().client.put('announce me')
+      expect(res.created).toBe(true)
+      await expect.poll(() => metricValue(c.node().svc.metrics, 'announce_failures_total'), { timeout: 5000, interval: 5 }).toBeGreaterThanOrEqual(1)
+      expect(calls).toBeGreaterThanOrEqual(1)
+    } finally {
+      await c.close()
+    }
+  })
+
+  it('posts {address, node, ttlSec} to /v1/providers of the index', async () => {
+    const c = await cluster(['storage'], () => ({ nodeId: 'storage', announce: { target: 'index', ttlSec: 600 } }))
+    try {
+      const seen: unknown[] = []
+      c.transport.mount('index', {
+        async dispatch(req) {
+          const chunks: Uint8Array[] = []
+          for await (const ch of req.body) chunks.push(ch)
+          seen.push({ method: req.method, url: req.url, body: JSON.parse(Buffer.concat(chunks).toString()) as unknown })
+          return { status: 204, headers: {}, body: (async function* () {})() }
+        },
+      })
+      const { address } = await c.node().client.put('provided')
+      await expect.poll(() => seen.length, { timeout: 5000, interval: 5 }).toBe(1)
+      expect(seen[0]).toEqual({ method: 'POST', url: '/v1/providers', body: { address, node: 'storage', ttlSec: 600 } })
+    } finally {
+      await c.close()
+    }
+  })
+})
+
