@@ -6,15 +6,16 @@
  */
 
 import yargs from 'yargs'
-import { configPrintCommand, configValidateCommand } from './commands/config.js'
-import { getCommand } from './commands/get.js'
-import { putCommand } from './commands/put.js'
-import { startCommand } from './commands/start.js'
 import type { NodeConfigInput } from './config.js'
 import { CliError, EXIT_CODES_HELP, ExitCode, describeError, exitCodeFor } from './exit-codes.js'
-import { LOG_LEVELS } from './logger.js'
-import { cliVersion } from './node.js'
 import { AVAILABLE_SERVICES } from './ports.js'
+import { cliVersion } from './version.js'
+
+// Commands are imported when they run, so `--help`, `--version` and the client commands do not
+// pay for loading the whole service stack.
+
+/** Log levels accepted by `--log-level` (kept here so the parser does not load pino). */
+const LOG_LEVEL_CHOICES = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
 interface NodeFlags {
   config?: string
@@ -53,7 +54,7 @@ const NODE_OPTIONS = {
   host: { type: 'string', describe: 'interface to bind [default: 127.0.0.1]', requiresArg: true },
   'port-base': { type: 'string', describe: 'admin port; storage = base+1, registry..interop = base+2..5; 0 = free ports [default: 7700]', requiresArg: true },
   services: { type: 'string', describe: `services to host, comma-separated (available: ${AVAILABLE_SERVICES.join(', ')}) [default: storage]`, requiresArg: true },
-  'log-level': { type: 'string', choices: [...LOG_LEVELS], describe: 'log level [default: info]', requiresArg: true },
+  'log-level': { type: 'string', choices: LOG_LEVEL_CHOICES, describe: 'log level [default: info]', requiresArg: true },
   'drain-deadline': { type: 'string', describe: 'how long shutdown lets requests finish, e.g. 3s [default: 3s]', requiresArg: true },
 } as const
 
@@ -110,6 +111,7 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
           .example('RON_LOG_LEVEL=debug $0 start --config ron.toml', 'config file, overridden by env and flags')
           .epilog(START_EPILOG),
       async (a) => {
+        const { startCommand } = await import('./commands/start.js')
         exitCode = await startCommand({ config: a.config, flags: nodeFlags(a as NodeFlags), json: a.json })
       },
     )
@@ -128,6 +130,7 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
           .epilog(EXIT_CODES_HELP),
       async (a) => {
         const f = a as ClientFlags & { expect?: string }
+        const { putCommand } = await import('./commands/put.js')
         await putCommand({ file: unSentinel(a.file) ?? '-', node: f.node, token: f.token, dataDir: f.dataDir, json: f.json, progress: f.progress, expect: f.expect }, io.stdout)
       },
     )
@@ -144,6 +147,7 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
           .epilog(EXIT_CODES_HELP),
       async (a) => {
         const f = a as ClientFlags & { output?: string }
+        const { getCommand } = await import('./commands/get.js')
         await getCommand({ address: a.address, output: unSentinel(f.output), node: f.node, token: f.token, dataDir: f.dataDir, progress: f.progress }, io.stdout)
       },
     )
@@ -153,13 +157,19 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
           'print',
           'print the effective config (defaults < file < RON_* env < flags), secrets redacted',
           (c) => c.options(NODE_OPTIONS).example('$0 config print --config ron.toml', ''),
-          (a) => configPrintCommand({ config: a.config, flags: nodeFlags(a as NodeFlags) }, io.stdout),
+          async (a) => {
+            const { configPrintCommand } = await import('./commands/config.js')
+            configPrintCommand({ config: a.config, flags: nodeFlags(a as NodeFlags) }, io.stdout)
+          },
         )
         .command(
           'validate',
           'check the config; exit 2 naming the bad key',
           (c) => c.options(NODE_OPTIONS).example('$0 config validate --config ron.toml', ''),
-          (a) => configValidateCommand({ config: a.config, flags: nodeFlags(a as NodeFlags) }, io.stdout),
+          async (a) => {
+            const { configValidateCommand } = await import('./commands/config.js')
+            configValidateCommand({ config: a.config, flags: nodeFlags(a as NodeFlags) }, io.stdout)
+          },
         )
         .demandCommand(1, 'say which: config print or config validate'),
     )

@@ -4,8 +4,6 @@
  * @module
  */
 
-import { isRonError } from '@ron/core'
-
 /**
  * The process exit codes `ron-node` uses. Scripts may rely on them; they are listed in `--help`
  * and in the README.
@@ -63,6 +61,12 @@ export class CliError extends Error {
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED'])
 
+/** True for a RonError (any copy of @ron/core): an Error with a string `code`, numeric `status` and boolean `retryable`. */
+function isRonLike(e: unknown): e is Error & { code: string } {
+  const r = e as { code?: unknown; status?: unknown; retryable?: unknown } | null
+  return e instanceof Error && typeof r?.code === 'string' && typeof r.status === 'number' && typeof r.retryable === 'boolean'
+}
+
 /** Walks `cause` chains looking for a Node/undici network error code. */
 function networkCode(e: unknown): string | undefined {
   let cur: unknown = e
@@ -88,7 +92,9 @@ function networkCode(e: unknown): string | undefined {
  */
 export function exitCodeFor(e: unknown): ExitCodeValue {
   if (e instanceof CliError) return e.exitCode
-  if (isRonError(e)) {
+  // Duck-typed on the stable `code` (not instanceof) so that this module, loaded by every command,
+  // does not pull in @ron/core; RonError's `code`/`status`/`retryable` are its contract.
+  if (isRonLike(e)) {
     switch (e.code) {
       case 'NotFound':
         return ExitCode.NotFound

@@ -5,7 +5,6 @@
  */
 
 import { pino, type Logger as PinoLogger } from 'pino'
-import pretty from 'pino-pretty'
 
 /** Log levels accepted by `--log-level`. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -31,15 +30,17 @@ export interface CreateLoggerOptions {
  *
  * @example
  * ```ts
- * const log = createLogger({ level: 'debug' })
+ * const log = await createLogger({ level: 'debug' })
  * log.info({ port: 7701 }, 'storage listening')
  * ```
  */
-export function createLogger(options: CreateLoggerOptions = {}): PinoLogger {
+export async function createLogger(options: CreateLoggerOptions = {}): Promise<PinoLogger> {
   const level = options.level ?? 'info'
   const usePretty = options.pretty ?? process.stderr.isTTY
   const base = options.base ?? { name: 'ron-node' }
   if (usePretty) {
+    // Loaded only when used: pino-pretty is not needed for JSON output.
+    const { default: pretty } = await import('pino-pretty')
     const stream = pretty({
       destination: options.destination ?? 2,
       sync: true,

@@ -6,7 +6,6 @@
  * @module
  */
 
-import { readFileSync } from 'node:fs'
 import { MemoryTransport, noopLogger, staticKeySource, systemClock, type Clock, type Logger, type RonService, type Transport } from '@ron/core'
 import { createStorageService, type StorageServiceOptions } from '@ron/storage'
 import { createAdminHandler, type HostedService } from './admin.js'
@@ -14,6 +13,7 @@ import { prepareDataDir, type DataDirLayout } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { ensureAdminToken, loadOrCreateIssuerKey } from './keys.js'
 import { listen, type Listener } from './listener.js'
+import { cliVersion } from './version.js'
 import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, portFor, type ServiceName } from './ports.js'
 
 /** Storage settings a node passes through to `createStorageService` (the JSON-safe subset of its options). */
@@ -56,6 +56,8 @@ export interface NodeSummary {
   dataDir: string
 }
 
+export { cliVersion }
+
 /** A running node. */
 export interface RonNode extends NodeSummary {
   /** The issuer key id tokens of this node carry in their `kid`. */
@@ -74,16 +76,6 @@ export interface RonNode extends NodeSummary {
   /** Runs the shutdown sequence (SPEC.md 3.3) within the drain deadline. Idempotent. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
-}
-
-/** The version of this package (read once from its package.json). */
-export function cliVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown }
-    return typeof pkg.version === 'string' ? pkg.version : '0.0.0'
-  } catch {
-    return '0.0.0'
-  }
 }
 
 interface ServiceContext {

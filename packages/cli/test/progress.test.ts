@@ -16,7 +16,7 @@ describe('progress bar', () => {
 
   it('renders percentage, bytes and rate', () => {
     const line = renderProgress('put', 5 * 1024 * 1024, 10 * 1024 * 1024, 1000, 100)
-    expect(line).toMatch(/^put \[#+-+\]  50% 5\.0 MiB \/ 10\.0 MiB  5\.0 MiB\/s$/)
+    expect(line).toMatch(/^put \[#+-+\] {2}50% 5\.0 MiB \/ 10\.0 MiB {2}5\.0 MiB\/s$/)
     expect(renderProgress('put', 2048, undefined, 1000)).toBe('put 2.0 KiB  2.0 KiB/s')
   })
 

@@ -78,7 +78,7 @@ function writeAndWait(out: NodeJS.WritableStream, text: string): Promise<void> {
  */
 export async function startCommand(args: StartArgs, io: StartIo = processIo): Promise<number> {
   const config = loadNodeConfig({ file: args.config, env: io.env, flags: args.flags })
-  const logger = createLogger({ level: config.logLevel })
+  const logger = await createLogger({ level: config.logLevel })
   let node: RonNode | undefined
   let signaled: NodeJS.Signals | undefined
   let wake: (() => void) | undefined

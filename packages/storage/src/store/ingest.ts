@@ -13,11 +13,8 @@ import type { ChunkTable } from './integrity.js'
 
 /** Runs `fn`, turning a synchronous throw into a rejection (methods never throw synchronously). */
 export function attempt<T>(fn: () => T | Promise<T>): Promise<T> {
-  try {
-    return Promise.resolve(fn())
-  } catch (e) {
-    return Promise.reject(e as Error)
-  }
+  // A throw inside the executor rejects the promise; a returned promise is adopted.
+  return new Promise<T>((resolve) => resolve(fn()))
 }
 
 /** Waits for `p` unless `signal` aborts first (then rejects with the abort reason). */
