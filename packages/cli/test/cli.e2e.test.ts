@@ -120,6 +120,7 @@ describe('ron-node start (real binary)', () => {
     proc.child.kill('SIGTERM')
     const { code } = await proc.exited
     const tookMs = performance.now() - t0
+    console.info(`SIGTERM → exit with an upload in flight (drain deadline 1 s): ${tookMs.toFixed(0)} ms`)
     expect(code).toBe(0)
     expect(tookMs).toBeLessThan(1000 + 4000) // drain deadline plus generous process slack on a loaded machine
     upload.child.stdin!.destroy()

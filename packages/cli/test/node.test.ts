@@ -96,6 +96,37 @@ describe('startNode (in-process)', () => {
   })
 })
 
+describe('get against a node that serves wrong bytes', () => {
+  let dir: string
+  let server: import('node:http').Server
+  let url: string
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ron-cli-liar-'))
+    const { createServer: createHttpServer } = await import('node:http')
+    server = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': '5' })
+      res.end('lies!')
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  })
+  afterAll(async () => {
+    server.closeAllConnections()
+    await new Promise<void>((r) => server.close(() => r()))
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  it('exits 5, leaves the target untouched and removes its temporary file', async () => {
+    const { writeFile, readdir } = await import('node:fs/promises')
+    const target = join(dir, 'keep.txt')
+    await writeFile(target, 'original')
+    const err = await getCommand({ address: `b3:${'2'.repeat(64)}`, output: target, node: url, env: {} }).catch((e: unknown) => e)
+    expect(exitCodeFor(err)).toBe(ExitCode.Integrity)
+    expect(await readFile(target, 'utf8')).toBe('original')
+    expect(await readdir(dir)).toEqual(['keep.txt'])
+  })
+})
+
 describe('startNode failures', () => {
   let dir: string
   let blocker: Server

@@ -9,10 +9,18 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Labels, MetricsSink } from '../metrics-sink.js'
 
 /** Help text of the seed metrics (SPEC.md section 4). They are created on first use. */
-export const SEED_METRICS: Readonly<Record<string, { type: 'counter' | 'gauge' | 'histogram'; help: string }>> = {
+export const SEED_METRICS: Readonly<
+  Record<string, { type: 'counter' | 'gauge' | 'histogram'; help: string; labels?: readonly string[] }>
+> = {
   queue_depth: { type: 'gauge', help: 'Items waiting in a bounded queue.' },
   queue_dropped_total: { type: 'counter', help: 'Items evicted from drop-oldest queues.' },
-  busy_rejections_total: { type: 'counter', help: 'Requests or items rejected with Busy because a queue or limit was full.' },
+  // The seeds label Busy by `endpoint` (admission, routes) and by `queue` (bounded queues): both
+  // labels are fixed up front so neither reporter's samples lose theirs.
+  busy_rejections_total: {
+    type: 'counter',
+    help: 'Requests or items rejected with Busy because a queue or limit was full.',
+    labels: ['endpoint', 'queue'],
+  },
   tasks_spawned_total: { type: 'counter', help: 'Supervised tasks started (including restarts).' },
   tasks_aborted_total: { type: 'counter', help: 'Tasks still running at the shutdown deadline and aborted.' },
   tasks_panicked_total: { type: 'counter', help: 'Supervised tasks that failed with an error.' },
@@ -96,7 +104,7 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
   function entry(name: string, type: 'counter' | 'gauge' | 'histogram', labels: Labels | undefined): SinkEntry | undefined {
     let e = sinkEntries.get(name)
     if (e !== undefined) return e
-    const labelNames = labels === undefined ? [] : Object.keys(labels).sort()
+    const labelNames = SEED_METRICS[name]?.labels ?? (labels === undefined ? [] : Object.keys(labels).sort())
     const help = SEED_METRICS[name]?.help ?? `${name} (reported by a core primitive)`
     try {
       const metric =

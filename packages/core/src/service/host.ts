@@ -248,6 +248,7 @@ class Host implements ServiceHost {
       routes: this.#routes,
       hooks: this.#hooks(),
       clock: this.clock,
+      metrics: this.metrics.sink,
       ...(this.#limits === undefined ? {} : { limits: this.#limits }),
     })
     return this.#handler

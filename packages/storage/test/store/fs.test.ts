@@ -208,6 +208,46 @@ describe('fs store on disk', () => {
     await r.close()
   })
 
+  it('leaves no file descriptor open after reads that finish, stop early, fail or are closed by the store', async () => {
+    const fdCount = async (): Promise<number> => (await readdir('/proc/self/fd')).length
+    if (process.platform !== 'linux') return
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const data = bytes(6 * CS, 51)
+    const { address } = await store.put(once(data))
+    const bad = await store.put(once(bytes(4 * CS, 52)))
+    await flipByte(store.pathsOf(bad.address).data, CS + 3)
+    const before = await fdCount()
+    for (let k = 0; k < 20; k++) {
+      const r = (await store.open(address))!
+      await collect(r.read())
+      for await (const _ of r.read({ start: 10, end: 5 * CS })) break
+      await r.close()
+      const b = (await store.open(bad.address))!
+      expect(isRonError((await readUntilError(b.read())).error, 'IntegrityFailed')).toBe(true)
+      await b.close()
+      await store.verify(address)
+    }
+    expect(isRonError(await rejection(store.put(chunked(bytes(8 * CS)), { maxBytes: CS })), 'OverLimit')).toBe(true)
+    const open1 = (await store.open(address))!
+    const open2 = (await store.open(address))!
+    expect(await fdCount()).toBe(before + 2)
+    await store.close()
+    expect(await fdCount()).toBe(before)
+    await open1.close()
+    await open2.close()
+  })
+
+  it('keeps a truncated (corrupt, not torn) object through recovery so repair can fix it', async () => {
+    const store = await createFsStore({ dir, chunkSize: CS })
+    const { address } = await store.put(once(bytes(4 * CS, 53)))
+    await store.close()
+    await truncate(store.pathsOf(address).data, CS)
+    const again = await createFsStore({ dir, chunkSize: CS })
+    expect(again.recovery).toMatchObject({ tornRemoved: 0, objects: 1 })
+    expect(await again.verify(address)).toEqual({ ok: false, size: 4 * CS, badChunks: [1, 2, 3] })
+    await again.close()
+  })
+
   it('maps disk-full and I/O errors to NotReady with a reason', () => {
     const err = (code: string): Error => Object.assign(new Error(code), { code })
     for (const [code, reason] of [
