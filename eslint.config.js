@@ -3,7 +3,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', 'docs/api/**', 'node_modules/**', '**/tsup.config.ts', 'eslint.config.js', 'vitest.config.ts'] },
+  { ignores: ['**/dist/**', 'docs/api/**', 'node_modules/**', '**/tsup.config.ts', 'tsup.base.ts', 'eslint.config.js', 'vitest.config.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -279,6 +279,35 @@ export async function run(): Promise<void> {
       baseRate ||= rate
       console.log(`${name.padEnd(48)} ${rate.toFixed(0).padStart(6)} MiB/s  ${(rate / baseRate).toFixed(2)}x  rss +${((peak - before) / MiB).toFixed(1)} MiB`)
     }
+
+    console.log(`\n## Data layer only: writing 256 MiB in 64 KiB pieces, fsync'd (no HTTP)`)
+    const piece = fill(64 * 1024, 11)
+    async function* pieces(tag: number): AsyncGenerator<Buffer> {
+      for (let i = 0; i < 4096; i++) {
+        const b = Buffer.from(piece)
+        b.writeUInt32LE(i, 0)
+        b.writeUInt32LE(tag, 4)
+        yield b
+        await Promise.resolve()
+      }
+    }
+    const rawRates: number[] = []
+    const storeRates: number[] = []
+    for (let round = 0; round < 3; round++) {
+      let t0 = performance.now()
+      const fh = await open(join(bareDir, `raw-${round}`), 'w')
+      for await (const b of pieces(round)) await fh.write(b)
+      await fh.sync()
+      await fh.close()
+      rawRates.push(256 / ((performance.now() - t0) / 1000))
+      t0 = performance.now()
+      await store.put(pieces(100 + round))
+      storeRates.push(256 / ((performance.now() - t0) / 1000))
+    }
+    report('', [
+      { name: 'FileHandle.write + fsync (no hashing)', opsPerSec: median(rawRates) },
+      { name: 'BlobStore.put (hash + table + fsync + rename)', opsPerSec: median(storeRates) },
+    ], 'MiB/s')
     await store.close()
   } finally {
     await dispatcher.close()

@@ -1,11 +1,3 @@
-import { defineConfig } from 'tsup'
+import { packageConfig } from '../../tsup.base.js'
 
-export default defineConfig({
-  entry: {"index": "src/index.ts"},
-  format: ['esm'],
-  dts: { compilerOptions: { composite: false } },
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  tsconfig: 'tsconfig.build.json',
-})
+export default packageConfig({"index": "src/index.ts"})

@@ -101,7 +101,6 @@ const FACTORIES: Partial<Record<ServiceName, ServiceFactory>> = {
         logger: ctx.logger,
         drainDeadlineMs: ctx.drainDeadlineMs,
         clock: ctx.clock,
-        version: cliVersion(),
       },
       ctx.transport,
     ),
