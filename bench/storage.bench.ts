@@ -280,7 +280,6 @@ export async function run(): Promise<void> {
       console.log(`${name.padEnd(48)} ${rate.toFixed(0).padStart(6)} MiB/s  ${(rate / baseRate).toFixed(2)}x  rss +${((peak - before) / MiB).toFixed(1)} MiB`)
     }
 
-    console.log(`\n## Data layer only: writing 256 MiB in 64 KiB pieces, fsync'd (no HTTP)`)
     const piece = fill(64 * 1024, 11)
     async function* pieces(tag: number): AsyncGenerator<Buffer> {
       for (let i = 0; i < 4096; i++) {
@@ -304,7 +303,7 @@ export async function run(): Promise<void> {
       await store.put(pieces(100 + round))
       storeRates.push(256 / ((performance.now() - t0) / 1000))
     }
-    report('', [
+    report(`Data layer only: writing 256 MiB in 64 KiB pieces, fsync'd (no HTTP)`, [
       { name: 'FileHandle.write + fsync (no hashing)', opsPerSec: median(rawRates) },
       { name: 'BlobStore.put (hash + table + fsync + rename)', opsPerSec: median(storeRates) },
     ], 'MiB/s')

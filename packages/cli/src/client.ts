@@ -89,3 +89,26 @@ export function connectStorage(nodeUrl: string, token: string | undefined, timeo
   const client = createStorageClient(transport, { target: 'storage', timeoutMs, ...(token === undefined ? {} : { token }) })
   return { client, nodeUrl, close: () => transport.close() }
 }
+
+/**
+ * Checks, without verifying the signature, that `token` could authorise `scope`: a compact JWS
+ * whose claims are JSON with a future `exp` and `scope` containing `scope`. A streamed upload
+ * with a token the node will refuse may see the connection reset before the 401 arrives, so
+ * `put` rejects obviously unusable tokens before sending a byte.
+ * @throws {@link CliError} (exit code 4) saying what is wrong.
+ */
+export function precheckToken(token: string, scope: string, nowSec = Math.floor(Date.now() / 1000)): void {
+  const parts = token.split('.')
+  const bad = (why: string): CliError => new CliError(`token cannot authorise ${scope}: ${why}`, ExitCode.Auth)
+  if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) throw bad('not a compact JWS (header.payload.signature)')
+  let claims: { exp?: unknown; scope?: unknown }
+  try {
+    claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as { exp?: unknown; scope?: unknown }
+  } catch {
+    throw bad('its claims are not JSON')
+  }
+  if (claims === null || typeof claims !== 'object') throw bad('its claims are not an object')
+  if (typeof claims.exp === 'number' && claims.exp <= nowSec) throw bad(`it expired at ${new Date(claims.exp * 1000).toISOString()}`)
+  const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ') : []
+  if (!scopes.includes(scope)) throw bad(`its scope is ${JSON.stringify(claims.scope ?? '')}`)
+}

@@ -32,3 +32,23 @@ describe('exit codes', () => {
     expect(describeError(new Error('first\nsecond'))).toBe('first')
   })
 })
+
+describe('token precheck before a streamed upload', () => {
+  it('rejects malformed, expired and under-scoped tokens with exit code 4', async () => {
+    const { precheckToken } = await import('../src/client.js')
+    const enc = (o: unknown): string => Buffer.from(JSON.stringify(o)).toString('base64url')
+    const tok = (claims: unknown): string => `${enc({ alg: 'EdDSA' })}.${enc(claims)}.c2ln`
+    const codeOf = (t: string): number | undefined => {
+      try {
+        precheckToken(t, 'storage:write', 1000)
+        return undefined
+      } catch (e) {
+        return exitCodeFor(e)
+      }
+    }
+    expect(codeOf('garbage')).toBe(ExitCode.Auth)
+    expect(codeOf(tok({ exp: 999, scope: 'storage:write' }))).toBe(ExitCode.Auth)
+    expect(codeOf(tok({ exp: 2000, scope: 'storage:read' }))).toBe(ExitCode.Auth)
+    expect(codeOf(tok({ exp: 2000, scope: 'registry:propose storage:write' }))).toBeUndefined()
+  })
+})

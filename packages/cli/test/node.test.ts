@@ -88,6 +88,12 @@ describe('startNode (in-process)', () => {
     const file = join(dir, 'in.bin')
     const e2 = await putCommand({ file, node: node.services['storage'], token: 'not.a.token', env: {} }, sink()).catch((e: unknown) => e)
     expect(exitCodeFor(e2)).toBe(ExitCode.Auth)
+    // A well-formed token without storage:write is refused before a byte is sent.
+    const { generateIssuerKey, signToken } = await import('@ron/core')
+    const readOnly = signToken(generateIssuerKey(), { sub: 't', aud: ['storage'], scope: 'storage:read', ttlSec: 60 })
+    const e3 = await putCommand({ file, node: node.services['storage'], token: readOnly, env: {} }, sink()).catch((e: unknown) => e)
+    expect(exitCodeFor(e3)).toBe(ExitCode.Auth)
+    expect((e3 as Error).message).toContain('storage:write')
   })
 
   it('maps an unreachable node to exit code 6', async () => {

@@ -7,7 +7,7 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { parseAddress, type Address } from '@ron/core'
-import { connectStorage, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
+import { connectStorage, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
 import { errnoText } from '../data-dir.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 import { createProgress, type Progress } from '../progress.js'
@@ -50,6 +50,7 @@ export async function putCommand(args: PutArgs, out: NodeJS.WritableStream = pro
   if (token === undefined) {
     throw new CliError(`no token: pass --token, set RON_TOKEN, or run where the node's token file ${tokenFile} is readable (see --data-dir)`, ExitCode.Auth)
   }
+  precheckToken(token, 'storage:write')
   let total: number | undefined
   let source: AsyncIterable<Uint8Array>
   if (args.file === '-') {

@@ -127,17 +127,17 @@ async function streamToNode(ex: Exchange, body: AsyncIterable<Uint8Array>, res: 
   let complete = false
   // Headers go out now: the client learns the status while the body is still being produced.
   res.flushHeaders()
-  const closed = closedPromise(res)
+  const closed = new CloseWatch(res)
   try {
     for (;;) {
-      const r = await Promise.race([it.next(), closed.promise])
+      const r = await closed.race(it.next())
       if (r === CLOSED || res.destroyed) break
       if (r.done === true) {
         complete = true
         break
       }
       if (!res.write(r.value)) {
-        const ok = await waitDrain(res, o, closed.promise)
+        const ok = await waitDrain(res, o, closed)
         if (!ok) break
       }
     }
@@ -156,18 +156,49 @@ async function streamToNode(ex: Exchange, body: AsyncIterable<Uint8Array>, res: 
 
 const CLOSED = Symbol('closed')
 
-function closedPromise(res: ServerResponse): { promise: Promise<typeof CLOSED>; dispose(): void } {
-  let onClose: () => void = () => {}
-  const promise = new Promise<typeof CLOSED>((resolve) => {
-    onClose = () => resolve(CLOSED)
-    if (res.destroyed) resolve(CLOSED)
-    else res.once('close', onClose)
-  })
-  return { promise, dispose: () => res.removeListener('close', onClose) }
+/**
+ * Races one promise at a time against the response closing. Deliberately not
+ * `Promise.race([p, closedPromise])` per chunk: every race against a long-lived pending promise
+ * leaves a reaction on it that keeps the chunk alive until the response ends, so a 1 GiB stream
+ * retained ~1 GiB. Here the single 'close' listener wakes only the current waiter, and nothing
+ * outlives an iteration.
+ */
+class CloseWatch {
+  #closed: boolean
+  #wake: ((v: typeof CLOSED) => void) | undefined
+  readonly #res: ServerResponse
+  readonly #onClose = (): void => {
+    this.#closed = true
+    this.#wake?.(CLOSED)
+  }
+
+  constructor(res: ServerResponse) {
+    this.#res = res
+    this.#closed = res.destroyed
+    if (!this.#closed) res.once('close', this.#onClose)
+  }
+
+  race<T>(p: Promise<T>): Promise<T | typeof CLOSED> {
+    if (this.#closed) {
+      p.catch(() => {})
+      return Promise.resolve(CLOSED)
+    }
+    return new Promise<T | typeof CLOSED>((resolve, reject) => {
+      this.#wake = resolve
+      p.then(resolve, reject)
+    }).finally(() => {
+      this.#wake = undefined
+    })
+  }
+
+  dispose(): void {
+    this.#res.removeListener('close', this.#onClose)
+    this.#wake = undefined
+  }
 }
 
 /** Resolves true on 'drain', false when the response closed or the write timed out (then destroyed). */
-function waitDrain(res: ServerResponse, o: NodeWriteOptions, closed: Promise<typeof CLOSED>): Promise<boolean> {
+function waitDrain(res: ServerResponse, o: NodeWriteOptions, closed: CloseWatch): Promise<boolean> {
   let onDrain: () => void = () => {}
   let timer: ReturnType<Clock['setTimeout']> | undefined
   const drained = new Promise<boolean>((resolve) => {
@@ -181,8 +212,11 @@ function waitDrain(res: ServerResponse, o: NodeWriteOptions, closed: Promise<typ
     }, o.writeTimeoutMs)
     timer.unref?.()
   })
-  return Promise.race([drained, closed.then(() => false)]).finally(() => {
-    res.removeListener('drain', onDrain)
-    if (timer !== undefined) o.clock.clearTimeout(timer)
-  })
+  return closed
+    .race(drained)
+    .then((r) => r !== CLOSED && r)
+    .finally(() => {
+      res.removeListener('drain', onDrain)
+      if (timer !== undefined) o.clock.clearTimeout(timer)
+    })
 }
