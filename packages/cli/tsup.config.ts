@@ -8,6 +8,6 @@ export default defineConfig({
   clean: true,
   target: 'node20',
   tsconfig: 'tsconfig.build.json',
-  // zod comes with @ron/core (a dependency); never bundle a second copy.
+  // zod is shared with @ron/core at runtime; never bundle a second copy.
   external: ['zod'],
 })

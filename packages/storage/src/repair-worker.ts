@@ -142,20 +142,18 @@ export class RepairWorkers {
       await res.dump().catch(() => undefined)
       throw e
     }
-    const commit = async (): Promise<void> => {
-      await o.store.put(pace(res.body, signal), { expect: address, signal })
+    const commit = async (replace: boolean): Promise<void> => {
+      await o.store.put(pace(res.body, signal), { expect: address, signal, replace })
     }
     try {
       await o.guard.exclusive(address, async () => {
         if (item.action === 'replace-corrupt') {
-          // Readers of the corrupt copy never get a wrong byte (chunks are verified); PUTs of the same
-          // bytes wait in beginKeep() until the fresh copy is in place.
-          await o.guard.replace(address, async () => {
-            await o.store.delete(address)
-            await commit()
-          })
+          // The verified copy is renamed over the corrupt one, so the object never goes missing
+          // (readers of the corrupt copy never get a wrong byte: chunks are verified). PUTs of the
+          // same bytes wait in beginKeep() until the fresh copy is in place.
+          await o.guard.replace(address, () => commit(true))
         } else {
-          await commit()
+          await commit(false)
         }
       })
     } finally {
