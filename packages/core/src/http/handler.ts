@@ -33,6 +33,12 @@ export interface HttpLimits {
   readTimeoutMs?: number
   /** Longest a streamed reply may wait for `'drain'` before the response is destroyed. @default 5000 */
   writeTimeoutMs?: number
+  /**
+   * After an early reply (the body was not read to its end, e.g. 401 or 413 on an upload), how
+   * long the socket keeps reading and discarding what the client is still sending, so the client
+   * reads the reply instead of a connection reset. @default 5000
+   */
+  lingerMs?: number
 }
 
 /** Integration points through which the service host composes the handler. All optional. */
@@ -144,6 +150,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
 
   const nodeWrite: NodeWriteOptions = {
     writeTimeoutMs: positive('writeTimeoutMs', l.writeTimeoutMs, 5000),
+    lingerMs: positive('lingerMs', l.lingerMs, 5000),
     clock,
     metrics: opts.metrics,
     onLateError(ex, e) {

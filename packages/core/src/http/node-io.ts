@@ -59,6 +59,7 @@ export class NodeRequest implements RonRequest {
 /** What the node writer needs besides the exchange. @internal */
 export interface NodeWriteOptions {
   writeTimeoutMs: number
+  lingerMs: number
   clock: Clock
   metrics: MetricsSink | undefined
   /** Reports an error that happened after headers were sent. */
@@ -83,8 +84,14 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   if (ex.contentType !== undefined) headers.push('content-type', ex.contentType)
   if (ex.retryAfter !== undefined) headers.push('retry-after', ex.retryAfter)
   if (ex.allow !== undefined) headers.push('allow', ex.allow)
-  // A body we did not (fully) read would be parsed as the next request: close after replying.
-  if (!req.complete) headers.push('connection', 'close')
+  if (!req.complete) {
+    // A stalled client gets nothing from lingering: close right after the reply. Otherwise keep
+    // reading what it is still sending (the parser knows the framing, so the connection stays
+    // usable): closing a socket with unread input makes the kernel send a reset, and the client
+    // would see "connection reset" instead of our 401/413.
+    if (ex.error?.code === 'Timeout') headers.push('connection', 'close')
+    else lingerAfterReply(req, res, o)
+  }
   let buf: string | Uint8Array | undefined
   if (typeof body === 'string' || body instanceof Uint8Array) {
     buf = body
@@ -120,6 +127,26 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   } else {
     void streamToNode(ex, body as AsyncIterable<Uint8Array>, res, o)
   }
+}
+
+/** After the reply is written, discard the rest of an unread request body for up to `lingerMs`. */
+function lingerAfterReply(req: IncomingMessage, res: ServerResponse, o: NodeWriteOptions): void {
+  res.once('finish', () => {
+    if (req.complete || req.destroyed) return
+    const socket = req.socket
+    const timer = o.clock.setTimeout(() => {
+      if (!req.complete) socket.destroy()
+    }, o.lingerMs)
+    timer.unref?.()
+    const done = (): void => {
+      o.clock.clearTimeout(timer)
+      req.removeListener('end', done)
+      req.removeListener('close', done)
+    }
+    req.once('end', done)
+    req.once('close', done)
+    req.resume()
+  })
 }
 
 async function streamToNode(ex: Exchange, body: AsyncIterable<Uint8Array>, res: ServerResponse, o: NodeWriteOptions): Promise<void> {
