@@ -1,13 +1,4 @@
-import { defineConfig } from 'tsup'
+import { packageConfig } from '../../tsup.base.js'
 
-export default defineConfig({
-  entry: { index: 'src/index.ts', bin: 'src/bin.ts' },
-  format: ['esm'],
-  dts: { entry: { index: 'src/index.ts' } },
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  tsconfig: 'tsconfig.build.json',
-  // zod is shared with @ron/core at runtime; never bundle a second copy.
-  external: ['zod'],
-})
+// Declarations only for the library entry; the binary needs none.
+export default packageConfig({ index: 'src/index.ts', bin: 'src/bin.ts' }, { dts: { entry: { index: 'src/index.ts' } } })
