@@ -6,7 +6,7 @@
  * @module
  */
 
-import { IntegrityFailedError, createBlake3, parseAddress, throwIfError, toAddress } from '@ron/core'
+import { IntegrityFailedError, collectBytes, createBlake3, parseAddress, throwIfError, toAddress } from '@ron/core'
 import type { Address, Transport, TransportResponse } from '@ron/core'
 import type { RepairPlan, RepairStatus } from './repair-planner.js'
 
@@ -162,20 +162,7 @@ export function createStorageClient(transport: Transport, options: StorageClient
       return { status: res.status, size, totalSize, body, headers: res.headers }
     },
     async getBytes(address, opts) {
-      const { body } = await client.get(address, opts)
-      const parts: Uint8Array[] = []
-      let n = 0
-      for await (const c of body) {
-        parts.push(c)
-        n += c.byteLength
-      }
-      const out = new Uint8Array(n)
-      let off = 0
-      for (const p of parts) {
-        out.set(p, off)
-        off += p.byteLength
-      }
-      return out
+      return collectBytes((await client.get(address, opts)).body)
     },
     async head(address, opts) {
       try {

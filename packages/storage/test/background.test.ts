@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/require-await -- async generators over in-memory test data */
+ 
 import { afterEach, describe, expect, it } from 'vitest'
 import { VirtualClock } from '@ron/core/testing'
 import type { Address } from '@ron/core'

@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/require-await -- async generators over in-memory test data */
+ 
 import { afterEach, describe, expect, it } from 'vitest'
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'

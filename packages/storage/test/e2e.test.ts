@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/require-await -- async generators over in-memory test data */
+ 
 import { describe, expect, it } from 'vitest'
 import { HttpTransport, serve } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'

@@ -1,9 +1,9 @@
-/* eslint-disable @typescript-eslint/require-await -- async generators over in-memory test data */
+ 
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { MemoryTransport, createBlake3, toAddress } from '@ron/core'
-import type { Address, TransportResponse } from '@ron/core'
+import { MemoryTransport, addressOf, collectBytes } from '@ron/core'
+import type { TransportResponse } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import type { TestIssuer } from '@ron/core/testing'
 import { createStorageClient, createStorageService } from '../src/index.js'
@@ -22,25 +22,11 @@ export function bytes(n: number, seed = 1): Uint8Array {
   return out
 }
 
-export function addressOfBytes(b: Uint8Array): Address {
-  return toAddress(createBlake3().update(b).digest())
-}
+/** The address of some bytes (core's {@link addressOf}). */
+export const addressOfBytes = addressOf
 
-export async function readAll(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
-  const parts: Uint8Array[] = []
-  let n = 0
-  for await (const c of body) {
-    parts.push(c)
-    n += c.byteLength
-  }
-  const out = new Uint8Array(n)
-  let off = 0
-  for (const p of parts) {
-    out.set(p, off)
-    off += p.byteLength
-  }
-  return out
-}
+/** Reads a body to the end (core's {@link collectBytes}). */
+export const readAll = collectBytes
 
 export async function tempDir(prefix = 'ron-storage-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), prefix))

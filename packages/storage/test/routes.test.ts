@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/require-await -- async generators over in-memory test data */
+ 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { IntegrityFailedError, isRonError } from '@ron/core'
 import type { Transport, TransportResponse } from '@ron/core'

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { collectBytes } from '../bytes.js'
 import { errorFromEnvelope, type RonError } from '../errors.js'
 import type { TransportResponse } from './types.js'
 
@@ -36,20 +37,7 @@ export class StreamResponse implements TransportResponse {
 
   /** The whole body as bytes. */
   async bytes(): Promise<Uint8Array> {
-    const chunks: Uint8Array[] = []
-    let size = 0
-    for await (const c of this.body) {
-      chunks.push(c)
-      size += c.byteLength
-    }
-    if (chunks.length === 1) return chunks[0]!
-    const out = new Uint8Array(size)
-    let off = 0
-    for (const c of chunks) {
-      out.set(c, off)
-      off += c.byteLength
-    }
-    return out
+    return collectBytes(this.body)
   }
 
   /** The whole body decoded as UTF-8. */
