@@ -16,7 +16,7 @@ import { noopMetrics } from '../metrics-sink.js'
 import { CircuitBreaker, retry, type CircuitBreakerOptions, type RetryOptions } from '../resilience/index.js'
 import { StreamResponse } from './response.js'
 import type { Transport, TransportRequest, TransportResponse } from './types.js'
-import { guardBody, unreachable } from './util.js'
+import { callDeadline, guardBody, unreachable, withProgress } from './util.js'
 
 /** Options of {@link HttpTransport}. */
 export interface HttpTransportOptions {
@@ -26,7 +26,11 @@ export interface HttpTransportOptions {
   connections?: number
   /** Keep-alive of idle connections, in ms. @default 4000 */
   keepAliveTimeoutMs?: number
-  /** Per-call deadline when a request sets no `timeoutMs` (covers retries, connect, and the response head). @default 10000 */
+  /**
+   * Per-call deadline when a request sets no `timeoutMs` (covers retries, connect, and the response
+   * head). For a streamed request body it restarts with every chunk sent, so it bounds a stalled
+   * upload, not a long one. @default 10000
+   */
   timeoutMs?: number
   /** Retry policy of idempotent calls (`clock`, `signal` are set by the transport). @default 3 tries, 50–100 ms jittered base, cap 2 s */
   retry?: Omit<RetryOptions, 'signal'>
@@ -132,10 +136,10 @@ export class HttpTransport implements Transport {
     req.signal?.addEventListener('abort', onCallerAbort, { once: true })
     const release = (): void => req.signal?.removeEventListener('abort', onCallerAbort)
     const timeoutMs = req.timeoutMs ?? this.#o.timeoutMs ?? 10_000
-    const timer = this.#clock.setTimeout(() => {
+    const deadline = callDeadline(this.#clock, timeoutMs, () => {
       ac.abort(new TimeoutError(`${method} ${target}${req.path} timed out after ${timeoutMs} ms`, { details: { op: 'transport', target } }))
-    }, timeoutMs)
-    timer.unref?.()
+    })
+    const body = withProgress(req.body, deadline.progress)
 
     const send = async (): Promise<Dispatcher.ResponseData> => {
       let res: Dispatcher.ResponseData
@@ -144,7 +148,7 @@ export class HttpTransport implements Transport {
           path,
           method,
           headers,
-          body: toUndiciBody(req.body),
+          body: toUndiciBody(body),
           signal: ac.signal,
         })
       } catch (e) {
@@ -184,7 +188,7 @@ export class HttpTransport implements Transport {
       if (ac.signal.aborted && !(e instanceof BreakerOpenError)) throw abortReason(ac.signal)
       throw e
     } finally {
-      this.#clock.clearTimeout(timer)
+      deadline.settle()
     }
 
     const out: Record<string, string> = {}

@@ -12,7 +12,7 @@ import { ClosedError, TimeoutError, toRonError } from '../errors.js'
 import type { RonRequest, RonResponse } from '../http/types.js'
 import { StreamResponse } from './response.js'
 import type { Transport, TransportRequest, TransportResponse } from './types.js'
-import { bodyIterable, guardBody, unreachable } from './util.js'
+import { bodyIterable, callDeadline, guardBody, unreachable, withProgress } from './util.js'
 
 /** Anything that can answer an in-process request; a {@link RonService} fits. */
 export interface DispatchTarget {
@@ -108,10 +108,9 @@ export class MemoryTransport implements Transport {
     req.signal?.addEventListener('abort', onCallerAbort, { once: true })
     const release = (): void => req.signal?.removeEventListener('abort', onCallerAbort)
     const timeoutMs = req.timeoutMs ?? this.#timeoutMs
-    const timer = this.#clock.setTimeout(() => {
+    const deadline = callDeadline(this.#clock, timeoutMs, () => {
       ac.abort(new TimeoutError(`${req.method} ${target}${req.path} timed out after ${timeoutMs} ms`, { details: { op: 'transport', target } }))
-    }, timeoutMs)
-    timer.unref?.()
+    })
 
     const headers: IncomingHttpHeaders = {}
     for (const [k, v] of Object.entries(req.headers ?? {})) headers[k.toLowerCase()] = v
@@ -121,7 +120,7 @@ export class MemoryTransport implements Transport {
       method: req.method.toUpperCase(),
       url: req.path,
       headers,
-      body: bodyIterable(req.body),
+      body: bodyIterable(withProgress(req.body, deadline.progress)),
       remoteAddress: this.#remoteAddress,
       signal: ac.signal,
     }
@@ -134,7 +133,7 @@ export class MemoryTransport implements Transport {
       release()
       throw ac.signal.aborted ? abortReason(ac.signal) : toRonError(e)
     } finally {
-      this.#clock.clearTimeout(timer)
+      deadline.settle()
     }
 
     const out: Record<string, string> = {}

@@ -14,7 +14,10 @@ export interface TransportRequest {
   headers?: Record<string, string>
   body?: string | Uint8Array | AsyncIterable<Uint8Array>
   signal?: AbortSignal
-  /** Per-call deadline in ms (covers connect, headers and body start). */
+  /**
+   * Per-call deadline in ms, until the response head arrives. While a streamed (async iterable)
+   * body is being sent over HTTP, each chunk restarts it: it bounds silence, not upload size.
+   */
   timeoutMs?: number
   /**
    * Safe to retry. @default true for GET/HEAD/OPTIONS, false otherwise. Content-addressed PUTs

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { abortReason } from '../clock.js'
+import { abortReason, type Clock } from '../clock.js'
 import { NotReadyError } from '../errors.js'
 import type { TransportRequest } from './types.js'
 
@@ -95,4 +95,42 @@ export function unreachable(target: string, cause?: unknown): NotReadyError {
     details: { target, reason: 'unreachable' },
     ...(cause === undefined ? {} : { cause }),
   })
+}
+
+/**
+ * A call's deadline until the response head. `progress()` restarts it (a streamed request body
+ * calls it per chunk, so the deadline bounds silence, not upload size); `settle()` stops it for
+ * good once the head arrived. Never leaves a timer behind.
+ */
+export function callDeadline(
+  clock: Clock,
+  timeoutMs: number,
+  onTimeout: () => void,
+): { progress: () => void; settle: () => void } {
+  let settled = false
+  let timer = clock.setTimeout(onTimeout, timeoutMs)
+  timer.unref?.()
+  return {
+    progress: () => {
+      if (settled) return
+      clock.clearTimeout(timer)
+      timer = clock.setTimeout(onTimeout, timeoutMs)
+      timer.unref?.()
+    },
+    settle: () => {
+      settled = true
+      clock.clearTimeout(timer)
+    },
+  }
+}
+
+/** A request body that reports each chunk as it is pulled (streamed bodies only; bytes pass through). */
+export function withProgress(body: TransportRequest['body'], onChunk: () => void): TransportRequest['body'] {
+  if (body === undefined || typeof body === 'string' || body instanceof Uint8Array) return body
+  return (async function* progress(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of body) {
+      onChunk()
+      yield chunk
+    }
+  })()
 }

@@ -194,6 +194,30 @@ for (const [name, make] of suites) {
       await aborted(serverSignal)
     })
 
+    it('a streamed upload that keeps sending outlives timeoutMs; one that stalls past it times out', async () => {
+      // Each chunk is preceded by 300 ms of virtual time: 8 chunks take 2.4 s against a 500 ms deadline.
+      const steady = async function* (): AsyncGenerator<Uint8Array> {
+        for await (const chunk of patternStream(8 * 65_536)) {
+          await h.clock.advance(300)
+          yield chunk
+        }
+      }
+      const ok = await h.transport.request('svc', { method: 'PUT', path: '/item/steady', body: steady(), timeoutMs: 500 })
+      expect(await ok.json()).toMatchObject({ bytes: 8 * 65_536, intact: true })
+
+      const stalled = async function* (): AsyncGenerator<Uint8Array> {
+        yield new Uint8Array(65_536)
+        await h.clock.advance(500)
+        yield new Uint8Array(65_536)
+      }
+      const err = await h.transport.request('svc', { method: 'PUT', path: '/item/stalled', body: stalled(), timeoutMs: 500 }).then(
+        () => 'resolved',
+        (e: unknown) => e,
+      )
+      expect(isRonError(err, 'Timeout')).toBe(true)
+      expect(h.clock.pending).toBe(0)
+    })
+
     it("fails with Canceled when the caller's signal aborts, and aborts the server-side request", async () => {
       fx.probe.reset()
       const ac = new AbortController()
