@@ -12,6 +12,7 @@
  * ```
  *
  * @packageDocumentation
+ * @module ron-node
  */
 
 export { startNode, cliVersion } from './node.js'

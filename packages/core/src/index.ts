@@ -18,6 +18,7 @@
  * ```
  *
  * @packageDocumentation
+ * @module @ron/core
  */
 
 export * from './errors.js'

@@ -6,6 +6,7 @@
  * already name it (`aud`, scopes such as `index:…`).
  *
  * @packageDocumentation
+ * @module @ron/index
  */
 
 /** The service id of `@ron/index`: its transport name, token audience and metric `service` label. */

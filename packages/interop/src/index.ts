@@ -6,6 +6,7 @@
  * already name it (`aud`, scopes such as `interop:…`).
  *
  * @packageDocumentation
+ * @module @ron/interop
  */
 
 /** The service id of `@ron/interop`: its transport name, token audience and metric `service` label. */

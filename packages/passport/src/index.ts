@@ -6,6 +6,7 @@
  * already name it (`aud`, scopes such as `passport:…`).
  *
  * @packageDocumentation
+ * @module @ron/passport
  */
 
 /** The service id of `@ron/passport`: its transport name, token audience and metric `service` label. */

@@ -6,6 +6,7 @@
  * already name it (`aud`, scopes such as `registry:…`).
  *
  * @packageDocumentation
+ * @module @ron/registry
  */
 
 /** The service id of `@ron/registry`: its transport name, token audience and metric `service` label. */

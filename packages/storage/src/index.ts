@@ -20,6 +20,7 @@
  * ```
  *
  * @packageDocumentation
+ * @module @ron/storage
  */
 
 export { createStorageService } from './service.js'

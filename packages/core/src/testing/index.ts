@@ -3,6 +3,7 @@
  * schedule exploration, a test token issuer and memory-transport helpers.
  *
  * @packageDocumentation
+ * @module @ron/core/testing
  */
 
 export * from './virtual-clock.js'
