@@ -16,7 +16,7 @@ import type { RonRequest, RonResponse, Reply, Route } from '../http/types.js'
 import { createHttpHandler, type HttpHandler, type HttpHooks, type HttpLimits } from '../http/index.js'
 import type { Transport } from '../transport/types.js'
 import type { TokenVerifier } from '../auth/types.js'
-import { bearerToken, createTokenVerifier, staticKeySource, type KeySource, type Jwk } from '../auth/index.js'
+import { bearerToken, checkCaveats, createTokenVerifier, staticKeySource, type KeySource, type Jwk } from '../auth/index.js'
 import { Supervisor, WorkPool, Broadcast } from '../concurrency/index.js'
 import { Admission } from '../resilience/index.js'
 import { createServiceMetrics, type ServiceMetrics } from '../metrics/service-metrics.js'
@@ -278,7 +278,12 @@ class Host implements ServiceHost {
         }
         const token = bearerToken(req.headers)
         if (token === undefined) throw new UnauthorizedError('missing bearer token', { details: { reason: 'missing' } })
-        return this.#verifier.verify(token, route.scope === undefined ? { audience: this.id } : { audience: this.id, scope: route.scope })
+        const claims = await this.#verifier.verify(token, route.scope === undefined ? { audience: this.id } : { audience: this.id, scope: route.scope })
+        // Attenuated tokens narrow methods and paths: enforced here for every scoped route, so no
+        // route can forget. Byte limits are the route's to check (it knows the size).
+        const q = req.url.indexOf('?')
+        checkCaveats(claims, { method: req.method, path: q === -1 ? req.url : req.url.slice(0, q) })
+        return claims
       },
       submit: (queue, job, signal) => this.pool(queue).submit(job, signal),
       observe: (route, method, status, seconds) => this.metrics.observeHttp(route, method, status, seconds),

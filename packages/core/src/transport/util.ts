@@ -53,7 +53,8 @@ export function guardBody(body: AsyncIterable<Uint8Array>, signal: AbortSignal, 
     done()
   }
   const stop = async (): Promise<void> => {
-    const i = it
+    // A body that was never read still has a producer to release (a queued job, a file handle).
+    const i = it ?? body[Symbol.asyncIterator]()
     finish()
     try {
       await i?.return?.()

@@ -250,6 +250,29 @@ describe('createServiceHost', () => {
     expect(ok.status).toBe(204)
   })
 
+  it('regression: enforces method and path caveats of attenuated tokens on every scoped route', async () => {
+    const issuer = createTestIssuer()
+    const host = createServiceHost({ id: 'svc', version: '1', topology: topology(), auth: { keys: issuer.keys } })
+    host.routes([
+      { method: 'DELETE', path: '/o/:id', scope: 'svc:admin', handler: () => ({ status: 204 }) },
+      { method: 'POST', path: '/o/:id/pin', scope: 'svc:admin', handler: () => ({ status: 200, json: {} }) },
+    ])
+    cleanups.push(() => host.service.close())
+    const t = new MemoryTransport()
+    t.mount('svc', host.service)
+    const call = async (method: string, path: string, ron: Record<string, unknown>): Promise<number> => {
+      const token = issuer.mint({ scope: 'svc:admin', aud: 'svc', ron })
+      const res = await t.request('svc', { method, path, headers: { authorization: `Bearer ${token}` } })
+      await res.dump()
+      return res.status
+    }
+    expect(await call('DELETE', '/o/a', { methods: ['GET'] })).toBe(403)
+    expect(await call('POST', '/o/a/pin', { pathPrefix: '/o/b' })).toBe(403)
+    expect(await call('DELETE', '/o/ab?x=1', { pathPrefix: '/o/a' })).toBe(403)
+    expect(await call('DELETE', '/o/a?x=1', { pathPrefix: '/o/a', methods: ['DELETE'] })).toBe(204)
+    expect(await call('POST', '/o/a/pin', { pathPrefix: '/o/a' })).toBe(200)
+  })
+
   it('serves /version and /readyz from readiness dependencies, bypassing routes', async () => {
     const { host, t } = setup()
     cleanups.push(() => host.service.close())

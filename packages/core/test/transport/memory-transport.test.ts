@@ -88,3 +88,33 @@ describe('MemoryTransport', () => {
     expect(await checkPatternStream(corrupt())).toMatchObject({ bytes: 1000, intact: false })
   })
 })
+
+describe('MemoryTransport dump()', () => {
+  it('regression: dumping a streamed response that was never read releases the producer (its return() runs)', async () => {
+    let returned = 0
+    const target = {
+      dispatch(): Promise<RonResponse> {
+        const body: AsyncIterable<Uint8Array> = {
+          [Symbol.asyncIterator]: () => ({
+            next: () => Promise.resolve({ done: false as const, value: new Uint8Array(8) }),
+            return: () => {
+              returned++
+              return Promise.resolve({ done: true as const, value: undefined })
+            },
+          }),
+        }
+        return Promise.resolve({ status: 200, headers: {}, body })
+      },
+    }
+    const t = new MemoryTransport()
+    t.mount('svc', target)
+    for (let i = 0; i < 3; i++) {
+      const res = await t.request('svc', { method: 'GET', path: '/stream' })
+      await res.dump()
+    }
+    // Before the fix an unread body had no iterator yet, so nothing was returned: the service
+    // kept the work-pool slot, the admission slot and the open file of every dumped response.
+    expect(returned).toBe(3)
+    await t.close()
+  })
+})
