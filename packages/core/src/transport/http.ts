@@ -10,7 +10,7 @@ import { Readable } from 'node:stream'
 import { Pool } from 'undici'
 import type { Dispatcher } from 'undici'
 import { abortReason, systemClock, type Clock } from '../clock.js'
-import { BreakerOpenError, ClosedError, RonError, TimeoutError, isRonError } from '../errors.js'
+import { BreakerOpenError, ClosedError, RonError, TimeoutError, isRonError, toRonError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
 import { noopMetrics } from '../metrics-sink.js'
 import { CircuitBreaker, retry, type CircuitBreakerOptions, type RetryOptions } from '../resilience/index.js'
@@ -139,7 +139,12 @@ export class HttpTransport implements Transport {
     const deadline = callDeadline(this.#clock, timeoutMs, () => {
       ac.abort(new TimeoutError(`${method} ${target}${req.path} timed out after ${timeoutMs} ms`, { details: { op: 'transport', target } }))
     })
-    const body = withProgress(req.body, deadline.progress)
+    // An error thrown by the caller's own body stream (e.g. a local integrity failure) is the
+    // caller's, not the peer's: it is rethrown as is and never counts against the peer's breaker.
+    let bodyError: unknown
+    const body = withProgress(req.body, deadline.progress, (e) => {
+      bodyError ??= e
+    })
 
     const send = async (): Promise<Dispatcher.ResponseData> => {
       let res: Dispatcher.ResponseData
@@ -152,6 +157,7 @@ export class HttpTransport implements Transport {
           signal: ac.signal,
         })
       } catch (e) {
+        if (bodyError !== undefined) throw new CallerBodyError(bodyError)
         if (ac.signal.aborted) throw abortReason(ac.signal)
         throw unreachable(target, e)
       }
@@ -185,6 +191,7 @@ export class HttpTransport implements Transport {
       })
     } catch (e) {
       release()
+      if (e instanceof CallerBodyError) throw toRonError(e.error)
       if (ac.signal.aborted && !(e instanceof BreakerOpenError)) throw abortReason(ac.signal)
       throw e
     } finally {
@@ -241,6 +248,13 @@ export class HttpTransport implements Transport {
       this.#breakers.set(origin, b)
     }
     return b
+  }
+}
+
+/** Carries an error raised by the caller's request body through the breaker without counting it. */
+class CallerBodyError extends Error {
+  constructor(readonly error: unknown) {
+    super('request body failed')
   }
 }
 

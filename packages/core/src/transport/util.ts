@@ -125,13 +125,25 @@ export function callDeadline(
   }
 }
 
-/** A request body that reports each chunk as it is pulled (streamed bodies only; bytes pass through). */
-export function withProgress(body: TransportRequest['body'], onChunk: () => void): TransportRequest['body'] {
+/**
+ * A request body that reports each chunk as it is pulled, and an error the body itself throws
+ * (streamed bodies only; bytes pass through).
+ */
+export function withProgress(
+  body: TransportRequest['body'],
+  onChunk: () => void,
+  onError?: (e: unknown) => void,
+): TransportRequest['body'] {
   if (body === undefined || typeof body === 'string' || body instanceof Uint8Array) return body
   return (async function* progress(): AsyncGenerator<Uint8Array> {
-    for await (const chunk of body) {
-      onChunk()
-      yield chunk
+    try {
+      for await (const chunk of body) {
+        onChunk()
+        yield chunk
+      }
+    } catch (e) {
+      onError?.(e)
+      throw e
     }
   })()
 }

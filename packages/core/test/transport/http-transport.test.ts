@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { HttpTransport, isRonError } from '@ron/core'
+import { HttpTransport, IntegrityFailedError, isRonError } from '@ron/core'
 
 /** A raw node:http upstream answering with a programmable sequence of statuses. */
 let server: http.Server
@@ -92,6 +92,27 @@ describe('HttpTransport', () => {
       expect(isRonError(err, 'BreakerOpen')).toBe(true)
       expect(hits).toHaveLength(2)
       expect(t.breaker(url)?.state).toBe('open')
+    } finally {
+      await t.close()
+    }
+  })
+
+  it("regression: an error thrown by the caller's own upload body is rethrown as is and never opens the peer's breaker", async () => {
+    const t = new HttpTransport({ targets: { up: url }, retry: { tries: 1 }, breaker: { minCalls: 2, errorRatio: 0.5, cooldownMs: 60_000 } })
+    try {
+      for (let i = 0; i < 5; i++) {
+        const corrupt = async function* (): AsyncGenerator<Uint8Array> {
+          yield new Uint8Array(1024)
+          throw new IntegrityFailedError('local copy is corrupt', { details: { chunk: 1 } })
+        }
+        const err = await t.request('up', { method: 'PUT', path: '/o', body: corrupt() }).catch((e: unknown) => e)
+        // Before the fix: NotReady "target is unreachable", counted by the breaker.
+        expect(isRonError(err, 'IntegrityFailed')).toBe(true)
+      }
+      expect(t.breaker(url)?.state ?? 'closed').toBe('closed')
+      const ok = await t.request('up', { method: 'GET', path: '/x' })
+      expect(ok.status).toBe(200)
+      await ok.dump()
     } finally {
       await t.close()
     }
