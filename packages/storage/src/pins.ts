@@ -2,9 +2,9 @@
  * Pins and the delete/keep protocol.
  *
  * The race this file closes: a DELETE (or any garbage collection) of address X running while a
- * PUT of the same bytes finishes, or while a pin of X lands. The store's put answers "already
- * exists" (`created: false`) when X is present, so a delete that unlinks X between that check and
- * the put's acknowledgement would lose an acknowledged write.
+ * PUT of the same bytes finishes, or while a pin of X lands. A delete that unlinks X after the
+ * store committed the put's copy but before the put is acknowledged would lose an acknowledged
+ * write.
  *
  * The protocol, run on the single JS thread (so every check-then-act below is atomic between
  * awaits):
@@ -22,15 +22,22 @@
  */
 
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { ConflictError } from '@ron/core'
 import type { Address } from '@ron/core'
+import { fsyncDir } from './store/fs-layout.js'
 
-/** The set of pinned addresses, persisted as JSON under `dir` (fs backend) or kept in memory. */
+/**
+ * The set of pinned addresses, persisted as JSON under `dir` (fs backend) or kept in memory.
+ *
+ * Changes are durable before they are visible: {@link PinSet.add} and {@link PinSet.remove} write
+ * the new snapshot (temp file with fsync, rename, fsync of the directory) and only then change the
+ * in-memory set, so a failed write leaves memory as it was and a retry writes again.
+ */
 export class PinSet {
-  readonly #pins = new Set<Address>()
+  #pins = new Set<Address>()
   readonly #file: string | undefined
-  #writing: Promise<void> = Promise.resolve()
+  #writing: Promise<unknown> = Promise.resolve()
 
   private constructor(file: string | undefined) {
     this.#file = file
@@ -42,7 +49,9 @@ export class PinSet {
    */
   static async open(dir?: string): Promise<PinSet> {
     if (dir === undefined) return new PinSet(undefined)
-    await mkdir(dir, { recursive: true })
+    const created = await mkdir(dir, { recursive: true })
+    // A new directory must itself be a durable entry of its parent.
+    if (created !== undefined) await fsyncDir(dirname(dir))
     const set = new PinSet(join(dir, 'pins.json'))
     try {
       const parsed = JSON.parse(await readFile(set.#file!, 'utf8')) as { pins?: unknown }
@@ -68,33 +77,55 @@ export class PinSet {
     return [...this.#pins]
   }
 
-  /** Pins `address` and persists; returns false when it already was pinned. */
-  async add(address: Address): Promise<boolean> {
-    if (this.#pins.has(address)) return false
-    this.#pins.add(address)
-    await this.#persist()
-    return true
-  }
-
-  /** Unpins `address` and persists; returns false when it was not pinned. */
-  async remove(address: Address): Promise<boolean> {
-    if (!this.#pins.delete(address)) return false
-    await this.#persist()
-    return true
-  }
-
-  /** Writes are chained so the file always ends with the latest snapshot (temp + rename). */
-  #persist(): Promise<void> {
-    const file = this.#file
-    if (file === undefined) return Promise.resolve()
-    const next = this.#writing.then(async () => {
-      const tmp = `${file}.tmp`
-      await writeFile(tmp, JSON.stringify({ pins: [...this.#pins] }), { flush: true })
-      await rename(tmp, file)
+  /**
+   * Pins `address`, durably, then in memory; returns false when it already was pinned.
+   * @throws the write error when persisting fails; the pin is then not added (retrying is safe).
+   */
+  add(address: Address): Promise<boolean> {
+    if (this.#pins.has(address)) return Promise.resolve(false)
+    return this.#change((next) => {
+      if (next.has(address)) return false
+      next.add(address)
+      return true
     })
-    this.#writing = next.catch(() => undefined)
-    return next
   }
+
+  /**
+   * Unpins `address`, durably, then in memory; returns false when it was not pinned.
+   * @throws the write error when persisting fails; the pin then stays (retrying is safe).
+   */
+  remove(address: Address): Promise<boolean> {
+    if (!this.#pins.has(address)) return Promise.resolve(false)
+    return this.#change((next) => next.delete(address))
+  }
+
+  /**
+   * Applies `mutate` to a copy of the set, persists the copy and then makes it current. Changes are
+   * chained, so each one starts from the latest committed set and the file always ends with the
+   * latest snapshot.
+   */
+  #change(mutate: (next: Set<Address>) => boolean): Promise<boolean> {
+    const run = async (): Promise<boolean> => {
+      const next = new Set(this.#pins)
+      if (!mutate(next)) return false
+      if (this.#file !== undefined) await persist(this.#file, next)
+      this.#pins = next
+      return true
+    }
+    // Without a file there is nothing to wait for: apply at once (same turn, like before).
+    if (this.#file === undefined) return run()
+    const result = this.#writing.then(run)
+    this.#writing = result.catch(() => undefined)
+    return result
+  }
+}
+
+/** Writes `pins` to `file` crash-safely: temp file + fsync, rename, fsync of the directory. */
+async function persist(file: string, pins: Set<Address>): Promise<void> {
+  const tmp = `${file}.tmp`
+  await writeFile(tmp, JSON.stringify({ pins: [...pins] }), { flush: true })
+  await rename(tmp, file)
+  await fsyncDir(dirname(file))
 }
 
 /** Per-address serial sections plus the keep/delete marks described in the module comment. */

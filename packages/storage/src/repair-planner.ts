@@ -62,6 +62,14 @@ export interface RepairStatus {
 
 const STATE_LIMIT = 4096
 
+/**
+ * What a peer said about one object: `has` (200), `none` (404), `bad` (422: its copy fails
+ * verification, so it has no good copy), `unknown` (429/503 or any other answer: busy or
+ * failing for this object, ask again next tick) or `down` (a transport failure: the peer is
+ * treated as unreachable for the rest of the tick).
+ */
+export type PeerProbe = 'has' | 'none' | 'bad' | 'unknown' | 'down'
+
 /** Shared bookkeeping between the read path (marks), the planner and the workers. */
 export class RepairState {
   readonly #suspects = new Set<Address>()
@@ -75,9 +83,20 @@ export class RepairState {
     this.set(address, { state: 'suspect', at: now })
   }
 
-  /** Clears a suspect mark (repaired or verified good). */
+  /**
+   * Forgets everything known about `address`: its suspect mark and its repair status. Called when
+   * the copy was repaired or verified good, when it is gone, and by `DELETE /o/:addr` (inside the
+   * delete's per-address lock) so that a deleted corrupt object is not "repaired" back and its
+   * status answers 404.
+   */
   clearSuspect(address: Address): void {
     this.#suspects.delete(address)
+    this.#status.delete(address)
+  }
+
+  /** True when `address` is marked corrupt. */
+  isSuspect(address: Address): boolean {
+    return this.#suspects.has(address)
   }
 
   /** Objects marked corrupt. */
@@ -179,10 +198,10 @@ export class RepairPlanner {
     const o = this.#o
     const plan: RepairPlan = { ...emptyPlan(o.nodeId), computedAt: o.now(), dryRun }
     const down = new Set<string>()
-    const probe = async (peer: string, address: Address): Promise<boolean | undefined> => {
-      if (down.has(peer)) return undefined
+    const probe = async (peer: string, address: Address): Promise<PeerProbe> => {
+      if (down.has(peer)) return 'down'
       const r = await this.#head(peer, address, signal)
-      if (r === undefined) down.add(peer)
+      if (r === 'down') down.add(peer)
       return r
     }
     const urgent: RepairItem[] = []
@@ -192,13 +211,14 @@ export class RepairPlanner {
     for (const address of o.state.suspects()) {
       signal.throwIfAborted()
       const v = await o.store.verify(address, signal)
-      if (v.ok) {
+      if (v.ok || v.reason === 'missing') {
+        // Verified good, or gone (deleted, or lost: a pinned object is fetched back by step 2).
         o.state.clearSuspect(address)
         continue
       }
-      const sources = await this.#holders(address, probe)
+      const { sources, note } = await this.#holders(address, probe)
       const reason = v.reason ?? `chunks [${v.badChunks.join(',')}] fail verification`
-      if (sources.length === 0) plan.unrepairable.push({ address, reason: `local copy corrupt (${reason}) and no peer has a copy` })
+      if (sources.length === 0) plan.unrepairable.push({ address, reason: `local copy corrupt (${reason}) and no peer has a good copy${note}` })
       else urgent.push({ address, action: 'replace-corrupt', from: sources, to: o.nodeId, reason: `local copy corrupt: ${reason}`, priority: 'urgent' })
     }
 
@@ -206,8 +226,8 @@ export class RepairPlanner {
     for (const address of o.pinned()) {
       signal.throwIfAborted()
       if ((await o.store.stat(address)) !== undefined) continue
-      const sources = await this.#holders(address, probe)
-      if (sources.length === 0) plan.unrepairable.push({ address, reason: 'pinned but missing locally and no peer has a copy' })
+      const { sources, note } = await this.#holders(address, probe)
+      if (sources.length === 0) plan.unrepairable.push({ address, reason: `pinned but missing locally and no peer has a good copy${note}` })
       else urgent.push({ address, action: 'fetch', from: sources, to: o.nodeId, reason: 'pinned but missing locally', priority: 'urgent' })
     }
 
@@ -215,9 +235,9 @@ export class RepairPlanner {
     if (o.peers.length > 0) {
       for await (const address of o.store.list(signal)) {
         plan.objects++
-        if (o.state.suspects().includes(address)) continue
+        if (o.state.isSuspect(address)) continue
         const want: string[] = []
-        const missing: string[] = []
+        const missing: { node: string; bad: boolean }[] = []
         let copies = 0
         for (const node of o.ranking(address)) {
           if (want.length >= o.rf) break
@@ -226,21 +246,22 @@ export class RepairPlanner {
             continue
           }
           const has = await probe(node, address)
-          if (has === undefined) continue // gone: the next node in the ranking takes its place
+          if (has === 'down') continue // gone: the next node in the ranking takes its place
+          // Busy or failing for this object: it keeps its place; nothing is pushed elsewhere.
           want.push(node)
-          if (has) copies++
-          else missing.push(node)
+          if (has === 'has') copies++
+          else if (has === 'none' || has === 'bad') missing.push({ node, bad: has === 'bad' })
         }
         const local = 1
         const total = copies + local
-        for (const to of missing) {
+        for (const { node: to, bad } of missing) {
           const lastCopy = total <= 1
           const item: RepairItem = {
             address,
             action: 'push',
             from: [o.nodeId],
             to,
-            reason: `${to} is a placement node without a copy (${total} of ${o.rf} copies${lastCopy ? '; this is the last copy' : ''})`,
+            reason: `${to} is a placement node without a ${bad ? 'good copy (its copy fails verification)' : 'copy'} (${total} of ${o.rf} copies${lastCopy ? '; this is the last copy' : ''})`,
             priority: lastCopy ? 'urgent' : 'rebalance',
           }
           ;(lastCopy ? urgent : rebalance).push(item)
@@ -282,20 +303,30 @@ export class RepairPlanner {
     }
   }
 
-  /** Peers holding `address`, in ranking order. */
-  async #holders(address: Address, probe: (peer: string, a: Address) => Promise<boolean | undefined>): Promise<string[]> {
-    const out: string[] = []
+  /**
+   * Peers holding a good copy of `address`, in ranking order, and a note naming the peers that
+   * could not tell (busy, failing or unreachable) for the reasons of unrepairable items.
+   */
+  async #holders(address: Address, probe: (peer: string, a: Address) => Promise<PeerProbe>): Promise<{ sources: string[]; note: string }> {
+    const sources: string[] = []
+    const unsure: string[] = []
     for (const node of this.#o.ranking(address)) {
       if (node === this.#o.nodeId) continue
-      if ((await probe(node, address)) === true) out.push(node)
+      const r = await probe(node, address)
+      if (r === 'has') sources.push(node)
+      else if (r === 'unknown' || r === 'down') unsure.push(`${node} ${r === 'down' ? 'unreachable' : 'busy or failing'}`)
     }
-    return out
+    return { sources, note: unsure.length === 0 ? '' : ` (${unsure.join(', ')}; retried next tick)` }
   }
 
-  /** HEAD on a peer: true = has it, false = 404, undefined = unreachable or failing. */
-  async #head(peer: string, address: Address, signal: AbortSignal): Promise<boolean | undefined> {
+  /**
+   * HEAD on a peer. Only a transport failure (the request threw: not ready, timeout, connection
+   * refused) means `down`; any HTTP answer is about this object only.
+   */
+  async #head(peer: string, address: Address, signal: AbortSignal): Promise<PeerProbe> {
     const headers: Record<string, string> = {}
     if (this.#o.peerToken !== undefined) headers.authorization = `Bearer ${this.#o.peerToken}`
+    let status: number
     try {
       const res = await this.#o.transport.request(peer, {
         method: 'HEAD',
@@ -304,16 +335,23 @@ export class RepairPlanner {
         signal,
         timeoutMs: this.#o.probeTimeoutMs,
       })
-      await res.dump()
-      if (res.status === 200) return true
-      if (res.status === 404) return false
-      return undefined
+      status = res.status
+      await res.dump().catch(() => undefined)
     } catch (e) {
       signal.throwIfAborted()
       this.#o.logger.debug({ err: e, peer }, 'peer probe failed')
-      return undefined
+      return 'down'
     }
+    return probeOf(status)
   }
+}
+
+/** Classifies a peer's answer to `HEAD /o/:addr`. */
+export function probeOf(status: number): Exclude<PeerProbe, 'down'> {
+  if (status === 200) return 'has'
+  if (status === 404) return 'none'
+  if (status === 422) return 'bad'
+  return 'unknown'
 }
 
 function emptyPlan(node: string): RepairPlan {

@@ -12,7 +12,7 @@
 import { isRonError, throwIfError } from '@ron/core'
 import type { Address, BoundedQueue, Logger, MetricsSink, TokenBucket, Transport } from '@ron/core'
 import type { ObjectGuard } from './pins.js'
-import { pushObject } from './replication.js'
+import { isLocalCorruption, pushObject } from './replication.js'
 import type { RepairItem, RepairState } from './repair-planner.js'
 import type { BlobStore } from './store/types.js'
 
@@ -83,13 +83,22 @@ export class RepairWorkers {
       }
       o.state.set(item.address, { state: 'running', action: item.action, at: o.now() })
       try {
-        await this.execute(item, signal)
-        o.state.set(item.address, { state: 'done', action: item.action, at: o.now() })
-        o.metrics.inc('repairs_total', { action: item.action, outcome: 'ok' })
-        o.onDone?.(item, true)
+        const outcome = await this.execute(item, signal)
+        if (outcome === 'obsolete') {
+          // The object was deleted meanwhile: nothing to repair, and nothing to remember.
+          o.state.clearSuspect(item.address)
+          o.metrics.inc('repairs_total', { action: item.action, outcome: 'obsolete' })
+        } else {
+          o.state.set(item.address, { state: 'done', action: item.action, at: o.now() })
+          o.metrics.inc('repairs_total', { action: item.action, outcome: 'ok' })
+          o.onDone?.(item, true)
+        }
       } catch (e) {
         const message = e instanceof Error ? e.message : String(e)
-        o.state.set(item.address, { state: 'failed', action: item.action, at: o.now(), error: message })
+        // A push that found our own copy corrupt leaves it marked suspect (replaced next tick).
+        if (isLocalCorruption(e)) o.state.set(item.address, { state: 'suspect', at: o.now(), error: message })
+        else if (item.action !== 'fetch' && !(await this.#present(item.address))) o.state.clearSuspect(item.address) // deleted meanwhile
+        else o.state.set(item.address, { state: 'failed', action: item.action, at: o.now(), error: message })
         o.metrics.inc('repairs_total', { action: item.action, outcome: 'failed' })
         o.logger.warn({ err: e, item }, 'repair failed')
         o.onDone?.(item, false, e)
@@ -100,22 +109,39 @@ export class RepairWorkers {
     }
   }
 
-  /** Executes one item. @throws whatever the copy failed with. */
-  async execute(item: RepairItem, signal: AbortSignal): Promise<void> {
+  /** Whether the local copy exists (true when the store cannot tell, e.g. closed). */
+  async #present(address: Address): Promise<boolean> {
+    try {
+      return (await this.#o.store.stat(address)) !== undefined
+    } catch {
+      return true
+    }
+  }
+
+  /**
+   * Executes one item.
+   * @returns `'done'`, or `'obsolete'` when the local copy a `replace-corrupt` (or a push) was
+   *   about was deleted before the item ran (nothing is fetched back).
+   * @throws whatever the copy failed with; a push whose local copy fails verification marks the
+   *   address suspect first.
+   */
+  async execute(item: RepairItem, signal: AbortSignal): Promise<'done' | 'obsolete'> {
     const o = this.#o
     const pace = (chunks: AsyncIterable<Uint8Array>, s: AbortSignal): AsyncIterable<Uint8Array> =>
       paced(chunks, o.bucket, o.burst, s, o.metrics)
     if (item.action === 'push') {
-      const ok = await pushObject({ store: o.store, transport: o.transport, peerToken: o.peerToken, timeoutMs: o.timeoutMs, pace }, item.to, item.address, signal)
-      if (!ok) throw new Error('local copy vanished before it could be pushed')
-      return
+      const markSuspect = (address: Address): void => o.state.markSuspect(address, o.now())
+      const ok = await pushObject({ store: o.store, transport: o.transport, peerToken: o.peerToken, timeoutMs: o.timeoutMs, pace, markSuspect }, item.to, item.address, signal)
+      // Gone before or while it was pushed (a DELETE keeps no repair state behind).
+      if (!ok || (await o.store.stat(item.address)) === undefined) return 'obsolete'
+      return 'done'
     }
     let lastError: unknown = new Error('no source')
     for (const source of item.from) {
       try {
-        await this.#fetchFrom(source, item, signal, pace)
+        if ((await this.#fetchFrom(source, item, signal, pace)) === 'obsolete') return 'obsolete'
         o.state.clearSuspect(item.address)
-        return
+        return 'done'
       } catch (e) {
         signal.throwIfAborted()
         lastError = e
@@ -130,7 +156,7 @@ export class RepairWorkers {
     item: RepairItem,
     signal: AbortSignal,
     pace: (c: AsyncIterable<Uint8Array>, s: AbortSignal) => AsyncIterable<Uint8Array>,
-  ): Promise<void> {
+  ): Promise<'done' | 'obsolete'> {
     const o = this.#o
     const address: Address = item.address
     const headers: Record<string, string> = {}
@@ -146,8 +172,10 @@ export class RepairWorkers {
       await o.store.put(pace(res.body, signal), { expect: address, signal, replace })
     }
     try {
-      await o.guard.exclusive(address, async () => {
+      return await o.guard.exclusive(address, async () => {
         if (item.action === 'replace-corrupt') {
+          // Deleted since it was planned (DELETE holds the same lock): do not bring it back.
+          if ((await o.store.stat(address)) === undefined) return 'obsolete'
           // The verified copy is renamed over the corrupt one, so the object never goes missing
           // (readers of the corrupt copy never get a wrong byte: chunks are verified). PUTs of the
           // same bytes wait in beginKeep() until the fresh copy is in place.
@@ -155,6 +183,7 @@ export class RepairWorkers {
         } else {
           await commit(false)
         }
+        return 'done'
       })
     } finally {
       // Releases the connection when the put stopped early (no-op once the body was consumed).

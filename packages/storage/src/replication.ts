@@ -14,7 +14,7 @@
  * @module
  */
 
-import { BoundedQueue, QuorumNotMetError, blake3, isRonError, throwIfError } from '@ron/core'
+import { BoundedQueue, IntegrityFailedError, QuorumNotMetError, blake3, isRonError, throwIfError } from '@ron/core'
 import type { Address, Logger, MetricsSink, Supervisor, Transport } from '@ron/core'
 import type { BlobStore } from './store/types.js'
 import { TASKS, CHANNELS, REPLICATOR_TASKS } from './topology.js'
@@ -55,20 +55,62 @@ export interface PushContext {
   timeoutMs: number
   /** Wraps the byte stream (repair uses it for pacing). */
   pace?: (chunks: AsyncIterable<Uint8Array>, signal: AbortSignal) => AsyncIterable<Uint8Array>
+  /**
+   * Called when the LOCAL copy fails verification while being pushed (its chunk table is unusable
+   * or a chunk does not verify): the service marks the address suspect so that repair replaces
+   * the copy. Such a failure is not the peer's fault and is reported with
+   * {@link isLocalCorruption}. @default no-op
+   */
+  markSuspect?(address: Address): void
+}
+
+const localCorruption = new WeakSet<object>()
+
+/**
+ * True when `e` was thrown by {@link pushObject} because the local copy failed verification (not
+ * because of the peer). Identity-based: a peer's own 422 is never mistaken for it.
+ */
+export function isLocalCorruption(e: unknown): e is IntegrityFailedError {
+  return typeof e === 'object' && e !== null && localCorruption.has(e)
+}
+
+/** Passes chunks through, recording an integrity failure of the local read in `seen`. */
+async function* watchLocal(chunks: AsyncIterable<Uint8Array>, seen: { error: unknown }): AsyncGenerator<Uint8Array> {
+  try {
+    yield* chunks
+  } catch (e) {
+    if (isRonError(e, 'IntegrityFailed')) seen.error = e
+    throw e
+  }
 }
 
 /**
  * Streams the verified local copy of `address` to `peer` (`PUT /o` with `X-Expect-Address`, so
  * the peer verifies the whole object against the address before committing).
  * @returns false when there is no local copy to push.
- * @throws the peer's typed error (via `throwIfError`), `TimeoutError`, `IntegrityFailedError`
- *   when the local copy turns out corrupt while streaming.
+ * @throws the peer's typed error (via `throwIfError`), `TimeoutError`; `IntegrityFailedError`
+ *   (details `{ address, local: true, ... }`, recognised by {@link isLocalCorruption}) when the
+ *   local copy turns out corrupt, after calling `ctx.markSuspect`.
  */
 export async function pushObject(ctx: PushContext, peer: string, address: Address, signal: AbortSignal): Promise<boolean> {
-  const reader = await ctx.store.open(address)
+  const seen: { error: unknown } = { error: undefined }
+  const local = (cause: unknown): IntegrityFailedError => {
+    ctx.markSuspect?.(address)
+    const details = isRonError(cause) && cause.details !== undefined ? cause.details : {}
+    const err = new IntegrityFailedError(`local copy of ${address} fails verification`, { details: { ...details, address, local: true }, cause })
+    localCorruption.add(err)
+    return err
+  }
+  let reader: Awaited<ReturnType<BlobStore['open']>>
+  try {
+    reader = await ctx.store.open(address)
+  } catch (e) {
+    if (isRonError(e, 'IntegrityFailed')) throw local(e)
+    throw e
+  }
   if (reader === undefined) return false
   try {
-    const chunks = reader.read(undefined, signal)
+    const chunks = watchLocal(reader.read(undefined, signal), seen)
     const body = ctx.pace ? ctx.pace(chunks, signal) : chunks
     const headers: Record<string, string> = {
       'x-expect-address': address,
@@ -77,9 +119,17 @@ export async function pushObject(ctx: PushContext, peer: string, address: Addres
       [REPLICA_HEADER]: '1',
     }
     if (ctx.peerToken !== undefined) headers.authorization = `Bearer ${ctx.peerToken}`
-    const res = await ctx.transport.request(peer, { method: 'PUT', path: '/o', headers, body, signal, timeoutMs: ctx.timeoutMs })
-    await throwIfError(res)
-    await res.dump()
+    try {
+      const res = await ctx.transport.request(peer, { method: 'PUT', path: '/o', headers, body, signal, timeoutMs: ctx.timeoutMs })
+      await throwIfError(res)
+      await res.dump()
+    } catch (e) {
+      // However the request ended (peer 422/400 on the cut-off body, or a transport error),
+      // a local read that failed verification is what went wrong.
+      if (seen.error !== undefined) throw local(seen.error)
+      throw e
+    }
+    if (seen.error !== undefined) throw local(seen.error)
     return true
   } finally {
     await reader.close()
@@ -153,6 +203,14 @@ export class Replicator {
         await pushObject(this.#o, peer, address, signal)
         copies++
       } catch (e) {
+        if (isLocalCorruption(e)) {
+          // Not the peer's fault: our copy is marked suspect and repair replaces it; pushing it
+          // to the remaining peers would fail the same way.
+          this.#o.logger.warn({ err: e, address }, 'local copy fails verification while replicating')
+          rest.length = 0
+          i = targets.length
+          break
+        }
         this.#o.metrics.inc('replication_failures_total', { peer })
         this.#o.logger.warn({ err: e, peer, address }, 'synchronous replica write failed')
         rest.push(peer)
@@ -193,6 +251,10 @@ export class Replicator {
           this.#o.metrics.inc('replicas_written_total', { peer })
         } catch (e) {
           if (signal.aborted) return
+          if (isLocalCorruption(e)) {
+            this.#o.logger.warn({ err: e, address: job.address }, 'local copy fails verification while replicating')
+            break
+          }
           this.#o.metrics.inc('replication_failures_total', { peer })
           this.#o.logger.warn({ err: e, peer, address: job.address }, 'background replica write failed')
         }

@@ -76,7 +76,9 @@ describe('replication and repair across three nodes', () => {
     expect(received.byteLength).toBeLessThanOrEqual(2 * 1024)
     expect(received.equals(Buffer.from(data.subarray(0, received.byteLength)))).toBe(true)
     expect(await metricValue(a.svc.metrics, 'integrity_failures_total')).toBe(1)
-    expect((await a.anon.status(address)).local).toMatchObject({ ok: false, badChunks: [2] })
+    // The public status answer is cheap (no scrub): it reports what the failed read found out.
+    expect((await a.anon.status(address)).local).toMatchObject({ present: true, ok: false, reason: 'suspect' })
+    expect(await a.svc.store.verify(address)).toMatchObject({ ok: false, badChunks: [2] })
 
     const plan = await a.svc.runRepair()
     expect(plan.items).toEqual([

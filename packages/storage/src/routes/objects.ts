@@ -86,7 +86,8 @@ async function getObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
     const parsed = parseRange(rangeHeader, size)
     if (parsed.kind === 'unsatisfiable') {
       const err = new RangeNotSatisfiableError('range not satisfiable', { details: { size } })
-      return { status: 416, headers: { ...base, 'content-range': unsatisfiedContentRange(size) }, json: err.toEnvelope(ctx.corrId) }
+      // An error, not the object: no ETag and no year-long immutable caching (those go with 200/206/304).
+      return { status: 416, headers: { 'content-range': unsatisfiedContentRange(size) }, json: err.toEnvelope(ctx.corrId) }
     }
     let status = 200
     let headers: Record<string, string>
@@ -158,10 +159,11 @@ async function putObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
       h.update(c)
       yield c
     }
-    bodyEnd = clock.now()
     kept = toAddress(h.digest())
     // Before the store commits: a concurrent delete of this address finishes first (pins.ts).
     await guard.beginKeep(kept)
+    // Commit time starts here: waiting behind a delete or a paced repair is not the disk being slow.
+    bodyEnd = clock.now()
   }
   try {
     let result
@@ -196,7 +198,13 @@ async function putObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
 /** DELETE /o/:addr — refuses pinned objects and objects a PUT is about to keep (409). */
 async function deleteObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
   const address = addressParam(ctx)
-  const removed = await s.guard.exclusive(address, () => s.guard.remove(address, s.pins.has(address), () => s.store.delete(address)))
+  const removed = await s.guard.exclusive(address, async () => {
+    const existed = await s.guard.remove(address, s.pins.has(address), () => s.store.delete(address))
+    // Still inside the serial section: a deleted object has nothing left to repair, so a suspect
+    // mark must not make the planner bring it back.
+    s.repair.clearSuspect(address)
+    return existed
+  })
   if (!removed) throw new NotFoundError('no such object', { details: { address } })
   s.events.publish({ type: 'object:deleted', address })
   return { status: 204 }

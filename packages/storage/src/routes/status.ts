@@ -1,13 +1,32 @@
 /**
- * `GET /o/:addr/status`: size, local chunk health (a full scrub), pin, placement, where replicas
- * are, and the object's repair state.
+ * `GET /o/:addr/status`: size, local health, pin, placement and the object's repair state.
+ *
+ * The default answer is cheap and safe to expose publicly: it opens the object (a stat and a
+ * decode of its chunk table, no data read) and reports the last known repair state; it probes no
+ * peer. `?scrub=1` asks for the expensive answer: a full scrub of the local copy (every chunk read
+ * and verified) and a `HEAD` to every peer (in parallel, each bounded by `repair.probeTimeoutMs`).
+ * It needs a token with `storage:admin`, also when reads are public. The route goes through the
+ * `work` queue either way, so a flood of status calls is refused with 429 like reads are.
  *
  * @module
  */
 
-import { NotFoundError, parseAddress } from '@ron/core'
-import type { Address, Reply, Route, RouteContext } from '@ron/core'
+import { ForbiddenError, NotFoundError, UnauthorizedError, bearerToken, checkCaveats, isRonError, parseAddress } from '@ron/core'
+import type { Address, Reply, Route, RouteContext, TokenVerifier } from '@ron/core'
 import type { StorageContext } from './context.js'
+
+/** The scope `?scrub=1` needs. */
+export const SCRUB_SCOPE = 'storage:admin'
+
+/** Local health in a status answer. */
+interface LocalHealth {
+  present: boolean
+  ok: boolean
+  badChunks: number[]
+  /** True when every chunk was read and verified (`?scrub=1`). */
+  scrubbed: boolean
+  reason?: string
+}
 
 async function headPeer(s: StorageContext, peer: string, address: Address, signal: AbortSignal): Promise<boolean | null> {
   if (s.transport === undefined) return null
@@ -15,44 +34,96 @@ async function headPeer(s: StorageContext, peer: string, address: Address, signa
   if (s.o.peerToken !== undefined) headers.authorization = `Bearer ${s.o.peerToken}`
   try {
     const res = await s.transport.request(peer, { method: 'HEAD', path: `/o/${address}`, headers, signal, timeoutMs: s.o.repair.probeTimeoutMs })
-    await res.dump()
-    return res.status === 200 ? true : res.status === 404 ? false : null
+    await res.dump().catch(() => undefined)
+    // 422: the peer's copy fails verification, so it holds no good copy.
+    return res.status === 200 ? true : res.status === 404 || res.status === 422 ? false : null
   } catch {
     return null
   }
 }
 
-async function status(s: StorageContext, ctx: RouteContext): Promise<Reply> {
-  const address = parseAddress(ctx.params.addr ?? '')
-  const v = await s.store.verify(address, ctx.signal)
-  const present = v.reason !== 'missing'
-  const pinned = s.pins.has(address)
-  const repair = s.repair.get(address) ?? null
-  if (!present && !pinned && repair === null) throw new NotFoundError('no such object', { details: { address } })
-  if (!v.ok && present && !s.repair.suspects().includes(address)) s.repair.markSuspect(address, s.clock.now())
-  const ranking = s.placement(address)
-  const placement = ranking.slice(0, s.o.rf)
-  const peers = ranking.filter((n) => n !== s.o.nodeId)
-  const replicas = await Promise.all(
-    peers.map(async (node) => ({ node, present: await headPeer(s, node, address, ctx.signal) })),
-  )
-  replicas.unshift({ node: s.o.nodeId, present: present && v.ok })
-  return {
-    status: 200,
-    json: {
-      address,
-      size: v.size,
-      pinned,
-      local: { present, ok: v.ok, badChunks: v.badChunks, ...(v.reason === undefined ? {} : { reason: v.reason }) },
-      placement,
-      replicas,
-      repair: s.repair.get(address) ?? null,
-    },
+function wantsScrub(ctx: RouteContext): boolean {
+  const v = ctx.query.get('scrub')
+  return v !== null && v !== '0' && v !== 'false'
+}
+
+/**
+ * Checks that the caller may scrub: the route's own claims when it is scoped (reads not public),
+ * else the bearer token verified here with `verifier` (fails closed without one).
+ */
+async function requireScrubScope(s: StorageContext, ctx: RouteContext, verifier: TokenVerifier | undefined): Promise<void> {
+  if (ctx.auth !== undefined) {
+    if (!ctx.auth.scope.includes(SCRUB_SCOPE)) {
+      throw new ForbiddenError(`?scrub=1 needs scope ${SCRUB_SCOPE}`, { details: { reason: 'missing_scope', scope: SCRUB_SCOPE } })
+    }
+    return
+  }
+  if (verifier === undefined) {
+    throw new UnauthorizedError(`?scrub=1 needs a token with ${SCRUB_SCOPE}, and no verifier is configured`, { details: { reason: 'no_verifier' } })
+  }
+  const token = bearerToken(ctx.req.headers)
+  if (token === undefined) throw new UnauthorizedError(`?scrub=1 needs a token with ${SCRUB_SCOPE}`, { details: { reason: 'missing' } })
+  const claims = await verifier.verify(token, { audience: s.o.id, scope: SCRUB_SCOPE })
+  const q = ctx.req.url.indexOf('?')
+  checkCaveats(claims, { method: ctx.req.method, path: q === -1 ? ctx.req.url : ctx.req.url.slice(0, q) })
+}
+
+/** Cheap local health: open (stat + chunk table decode) and the suspect mark; no data is read. */
+async function quickLocal(s: StorageContext, address: Address): Promise<{ size: number; local: LocalHealth }> {
+  try {
+    const reader = await s.store.open(address)
+    if (reader === undefined) return { size: 0, local: { present: false, ok: false, badChunks: [], scrubbed: false, reason: 'missing' } }
+    const size = reader.size
+    await reader.close()
+    // A read that failed verification marked it: known bad until a scrub or repair says otherwise.
+    if (s.repair.isSuspect(address)) return { size, local: { present: true, ok: false, badChunks: [], scrubbed: false, reason: 'suspect' } }
+    return { size, local: { present: true, ok: true, badChunks: [], scrubbed: false } }
+  } catch (e) {
+    if (!isRonError(e, 'IntegrityFailed')) throw e
+    const reason = typeof e.details?.reason === 'string' ? e.details.reason : 'table_corrupt'
+    const size = (await s.store.stat(address))?.size ?? 0
+    return { size, local: { present: true, ok: false, badChunks: [], scrubbed: false, reason } }
   }
 }
 
-/** The status route (public when reads are). */
-export function statusRoutes(s: StorageContext): Route[] {
+async function fullLocal(s: StorageContext, address: Address, signal: AbortSignal): Promise<{ size: number; local: LocalHealth }> {
+  const v = await s.store.verify(address, signal)
+  const present = v.reason !== 'missing'
+  return { size: v.size, local: { present, ok: v.ok, badChunks: v.badChunks, scrubbed: true, ...(v.reason === undefined ? {} : { reason: v.reason }) } }
+}
+
+async function status(s: StorageContext, ctx: RouteContext, verifier: TokenVerifier | undefined): Promise<Reply> {
+  const address = parseAddress(ctx.params.addr ?? '')
+  const scrub = wantsScrub(ctx)
+  if (scrub) await requireScrubScope(s, ctx, verifier)
+  const { size, local } = scrub ? await fullLocal(s, address, ctx.signal) : await quickLocal(s, address)
+  const pinned = s.pins.has(address)
+  if (!local.present && !pinned && s.repair.get(address) === undefined) throw new NotFoundError('no such object', { details: { address } })
+  if (!local.ok && local.present && !s.repair.isSuspect(address)) {
+    s.repair.markSuspect(address, s.clock.now())
+    s.kick()
+  }
+  const ranking = s.placement(address)
+  const placement = ranking.slice(0, s.o.rf)
+  const replicas: { node: string; present: boolean | null }[] = [{ node: s.o.nodeId, present: local.present && local.ok }]
+  if (scrub) {
+    const peers = ranking.filter((n) => n !== s.o.nodeId)
+    replicas.push(...(await Promise.all(peers.map(async (node) => ({ node, present: await headPeer(s, node, address, ctx.signal) })))))
+  }
+  return {
+    status: 200,
+    json: { address, size, pinned, local, placement, replicas, repair: s.repair.get(address) ?? null },
+  }
+}
+
+/**
+ * The status route: public when reads are (the cheap answer), through the `work` queue.
+ * `?scrub=1` additionally needs `storage:admin`; on a public route the token is checked with
+ * `verifier` (without one, scrub requests are refused with 401 `no_verifier`).
+ */
+export function statusRoutes(s: StorageContext, verifier?: TokenVerifier): Route[] {
   const read = s.o.publicReads ? {} : { scope: 'storage:read' }
-  return [{ method: 'GET', path: '/o/:addr/status', name: 'GET /o/:addr/status', ...read, handler: (ctx) => status(s, ctx) }]
+  return [
+    { method: 'GET', path: '/o/:addr/status', name: 'GET /o/:addr/status', ...read, queue: 'work', handler: (ctx) => status(s, ctx, verifier) },
+  ]
 }

@@ -52,6 +52,8 @@ const HEX2 = /^[0-9a-f]{2}$/
  *
  * A put writes `tmp/<uuid>.data` while hashing, fsyncs it, writes and fsyncs the table, renames
  * the table and then the data into `objects/ab/cd/`, and fsyncs that directory before resolving.
+ * A put of an object that already exists still renames its freshly verified copy over the old one
+ * (`created: false`), so re-uploading the right bytes heals a copy that rotted on disk.
  * Puts and deletes of the same address are serialised in this process (a short per-address
  * critical section around the renames), so concurrent puts of the same content both succeed and
  * exactly one reports `created: true`. Two processes must not share a directory.
@@ -151,24 +153,26 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     }
   }
 
-  /** Moves a durable temp pair into place; false when a valid copy was already there. */
+  /**
+   * Moves a durable, verified temp pair into place, always, also over an existing copy: the
+   * existing copy may be corrupt on disk (a bit flip the table cannot tell apart from a good copy
+   * without a full scrub), and a re-upload of the right bytes must heal it. Content addressing makes
+   * the overwrite safe (same bytes), and readers holding the old file keep reading the old inode.
+   * Returns `created`: false when a copy with a usable table of the right size was already there
+   * (whether or not its bytes had rotted), true otherwise or when `replace` was asked for.
+   */
   async function commit(table: ChunkTable, tmpData: string, tmpTable: string, replace: boolean): Promise<boolean> {
     const p = pathsOf(table.address)
     return withLock(table.address, async () => {
       checkOpen()
-      if (!replace) {
-        const existing = await loadTable(table.address, p).catch(() => undefined)
-        if (existing !== undefined && typeof existing !== 'string') {
-          const st = await statOrUndefined(p.data)
-          if (st !== undefined && st.size === existing.size) return false
-        }
-      }
+      const existing = await loadTable(table.address, p).catch(() => undefined)
+      const existed = typeof existing === 'object' && (await statOrUndefined(p.data))?.size === existing.size
       await mkdirShard(p.dir)
       // Table first: an object never becomes visible without its integrity data.
       await rename(tmpTable, p.table)
       await rename(tmpData, p.data)
       await syncDir(p.dir)
-      return true
+      return replace || !existed
     })
   }
 
@@ -247,6 +251,8 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     }
     if (typeof table === 'string') {
       await fh.close()
+      // A delete between our open of the data and the table read is "gone", not corruption.
+      if (table === 'table_missing' && (await statOrUndefined(p.data)) === undefined) return undefined
       throw new IntegrityFailedError(`integrity data of ${address} is unusable (${table})`, { details: { address, reason: table } })
     }
     const t = table
@@ -290,6 +296,10 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     try {
       const table = await loadTable(address, p)
       if (typeof table === 'string') {
+        // Same race as in openReader: deleted after we opened the data file.
+        if (table === 'table_missing' && (await statOrUndefined(p.data)) === undefined) {
+          return { ok: false, size: 0, badChunks: [], reason: 'missing' }
+        }
         const st = await fh.stat()
         return { ok: false, size: st.size, badChunks: [], reason: table === 'table_missing' ? table : 'table_corrupt' }
       }

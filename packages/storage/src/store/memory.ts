@@ -79,8 +79,11 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
         pieces.push(p.slice())
       })
       checkOpen()
-      const existing = objects.get(table.address)
-      if (existing && !o.replace) return { address: table.address, size: table.size, created: false }
+      // Like the fs backend, a put always stores its freshly verified copy: an existing record may
+      // be corrupt, and re-uploading the right bytes must heal it (content addressing: same bytes).
+      // `created` is false only when a record with a usable table was already there.
+      const prev = objects.get(table.address)
+      const existed = prev !== undefined && typeof decodeTable(prev.table, { address: table.address, size: prev.size }) !== 'string'
       const data = new Uint8Array(table.size)
       let off = 0
       for (const p of pieces) {
@@ -88,7 +91,7 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
         off += p.length
       }
       objects.set(table.address, { data, table: table.encode(), size: table.size })
-      return { address: table.address, size: table.size, created: true }
+      return { address: table.address, size: table.size, created: o.replace === true || !existed }
     },
 
     // eslint-disable-next-line @typescript-eslint/require-await

@@ -42,9 +42,9 @@ export interface PutOptions {
   /** Aborting fails the put with `CanceledError` (or the signal's RonError reason); nothing is kept. */
   signal?: AbortSignal
   /**
-   * Write this copy even when the object already exists, replacing the stored bytes and table
-   * (the result then says `created: true`). For repair: putting a verified good copy over a
-   * corrupt one. Without it an existing object with a valid table is kept as is.
+   * Report `created: true` even when a usable copy already existed (repair replacing a corrupt
+   * copy). Every put stores its freshly verified copy over whatever was there either way, so
+   * re-uploading the right bytes heals a rotted copy.
    * @default false
    */
   replace?: boolean
@@ -56,7 +56,7 @@ export interface PutResult {
   address: Address
   /** Size in bytes. */
   size: number
-  /** True when this put created the object; false when it already existed (idempotent put). */
+  /** False when a usable copy (valid table, right size) already existed; true otherwise. */
   created: boolean
 }
 
@@ -141,7 +141,8 @@ export interface BlobStore {
   readonly chunkSize: number
   /**
    * Streams `source` in, hashing as it goes; durable before resolving (fs: temp file, fsync,
-   * rename, directory fsync). Idempotent: putting an existing object resolves `created: false`.
+   * rename, directory fsync). Idempotent: the verified copy is renamed over any existing one
+   * (healing a corrupt copy), and `created` is false when a usable copy was already there.
    * Concurrent puts of the same content both succeed; exactly one reports `created: true`.
    *
    * @throws `IntegrityFailedError` when `opts.expect` does not match; nothing is kept.

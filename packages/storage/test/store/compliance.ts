@@ -90,6 +90,27 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
       expect(await listAll(store.list())).toEqual([addressOf(data)])
     })
 
+    it('heals a corrupt copy when the right bytes are put again, reporting created false', async () => {
+      const data = bytes(4 * CS + 7, 21)
+      const { address } = await store.put(once(data))
+      await h.corruptData(address, CS + 5)
+      expect(await store.verify(address)).toMatchObject({ ok: false, badChunks: [1] })
+      expect(await store.put(chunked(data, 4, CS))).toEqual({ address, size: data.length, created: false })
+      expect(await store.verify(address)).toEqual({ ok: true, size: data.length, badChunks: [] })
+      const r = (await store.open(address))!
+      expect(Buffer.from((await collect(r.read())).data).equals(Buffer.from(data))).toBe(true)
+      await r.close()
+    })
+
+    it('heals a corrupt chunk table when the right bytes are put again, reporting created true', async () => {
+      const data = bytes(2 * CS, 22)
+      const { address } = await store.put(once(data))
+      await h.corruptTable(address, 30)
+      expectCode(await rejection(store.open(address)), 'IntegrityFailed')
+      expect((await store.put(once(data))).created).toBe(true) // no usable copy was there
+      expect(await store.verify(address)).toEqual({ ok: true, size: data.length, badChunks: [] })
+    })
+
     it('replace writes a new copy over an existing object', async () => {
       const data = bytes(3000, 4)
       await store.put(once(data))
