@@ -110,8 +110,16 @@ async function build(
   const ranking = (address: Address): string[] => placement(address, nodes, nodes.length)
   const net: Transport = transport ?? unreachableTransport
 
+  // The planner sleeps until its next tick or until a read finds corrupt data (urgent work).
+  const wakeable = new WakeableSleep(clock)
+
   const replicator = new Replicator({
     store,
+    // A local copy found corrupt while pushing it is repaired, not pushed again.
+    markSuspect: (a) => {
+      repair.markSuspect(a, clock.now())
+      wakeable.wake()
+    },
     transport: net,
     peerToken: o.peerToken,
     timeoutMs: o.peerTimeoutMs,
@@ -199,9 +207,6 @@ async function build(
     }
   }
 
-  // The planner sleeps until its next tick or until a read finds corrupt data (urgent work).
-  const wakeable = new WakeableSleep(clock)
-
   const ctx: StorageContext = {
     o,
     store,
@@ -211,6 +216,7 @@ async function build(
     replicator,
     announcer,
     transport,
+    verifier: host.verifier,
     metrics: sink,
     clock,
     logger,

@@ -328,6 +328,14 @@ describe('GET /o/:addr/status', () => {
     await anon.dump()
   })
 
+  it('?scrub=1 works on a public-read node with a storage:admin token (the host verifier is wired to the route)', async () => {
+    c = await cluster(['storage'])
+    const { address } = await c.node().client.put('scrub me')
+    const res = await c.request('storage', 'GET', `/o/${address}/status?scrub=1`, { authorization: `Bearer ${c.tokens.admin}` })
+    expect(res.status).toBe(200)
+    expect((await res.json<{ local: { scrubbed: boolean; ok: boolean } }>()).local).toMatchObject({ scrubbed: true, ok: true })
+  })
+
   it('?scrub=1 with storage:admin scrubs every chunk and probes peers; storage:read alone is refused', async () => {
     c = await cluster(['storage-a', 'storage-b'], () => ({ rf: 2, writeQuorum: 2, chunkSize: 1024, publicReads: false }))
     const { address } = await c.node('storage-a').client.put(bytes(5000, 22))

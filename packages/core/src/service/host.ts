@@ -69,6 +69,11 @@ export interface ServiceHost {
   readonly supervisor: Supervisor
   readonly metrics: ServiceMetrics
   readonly readiness: Readiness
+  /**
+   * The token verifier built from `options.auth` (undefined without auth), for routes that check
+   * a token themselves, e.g. an admin-only variant of a public route.
+   */
+  readonly verifier: TokenVerifier | undefined
   /** Aborts when `close()` gives up draining and starts aborting stragglers. */
   readonly signal: AbortSignal
   /** True once `close()` began. */
@@ -146,6 +151,9 @@ class Host implements ServiceHost {
   readonly #workers: Record<string, number>
   readonly #admission: Admission
   readonly #verifier: TokenVerifier | undefined
+  get verifier(): TokenVerifier | undefined {
+    return this.#verifier
+  }
   readonly #limits: HttpLimits | undefined
   #handler: HttpHandler | undefined
   #state: 'running' | 'draining' | 'closed' = 'running'

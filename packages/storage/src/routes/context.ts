@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Address, Broadcast, Clock, Logger, MetricsSink, Transport } from '@ron/core'
+import type { Address, Broadcast, Clock, Logger, MetricsSink, TokenVerifier, Transport } from '@ron/core'
 import type { Announcer } from '../announcer.js'
 import type { ResolvedStorageOptions } from '../config.js'
 import type { ObjectGuard, PinSet } from '../pins.js'
@@ -31,6 +31,8 @@ export interface StorageContext {
   replicator: Replicator
   announcer: Announcer | undefined
   transport: Transport | undefined
+  /** The host's token verifier, for routes that check a token themselves (undefined without auth). */
+  verifier: TokenVerifier | undefined
   metrics: MetricsSink
   clock: Clock
   logger: Logger
