@@ -135,7 +135,8 @@ export function configFromEnv(schema: z.ZodType, env: Record<string, string | un
   const out: Obj = {}
   for (const name of Object.keys(env).sort()) {
     const value = env[name]
-    if (value === undefined || !name.startsWith(prefix)) continue
+    // An empty variable (`RON_X=`) is unset, not an empty value: shells make those by accident.
+    if (value === undefined || value === '' || !name.startsWith(prefix)) continue
     const segments = name.slice(prefix.length).split('__')
     if (segments.some((s) => s.length === 0)) continue
     const keys = segments.map(camel)

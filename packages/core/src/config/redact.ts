@@ -7,13 +7,37 @@
 /** The replacement for redacted values. */
 export const REDACTED = '[redacted]'
 
-const SECRET_KEY_RE = /(token|secret|passw(or)?d|passphrase|credential|authorization|cookie|key$)/i
+const SECRET_WORDS = new Set([
+  'token',
+  'tokens',
+  'secret',
+  'secrets',
+  'password',
+  'passwd',
+  'passphrase',
+  'credential',
+  'credentials',
+  'authorization',
+  'cookie',
+  'cookies',
+  'key',
+])
+
+/** True when the last word of a camelCase, snake_case or kebab-case key names a secret. */
+function isSecretKey(k: string): boolean {
+  const words = k
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[\s_-]+/)
+  return SECRET_WORDS.has(words[words.length - 1] ?? '')
+}
 
 /**
  * A deep copy of `obj` with the values of keys named like a secret replaced by `'[redacted]'`:
- * keys containing `token`, `secret`, `password`/`passwd`, `passphrase`, `credential`,
- * `authorization`, `cookie`, or ending in `key` (`apiKey`, `privateKey`). Public key sets
- * (`keys`) and non-secret fields are kept. Cycles are cut.
+ * keys whose last word is `token`, `secret`, `password`/`passwd`, `passphrase`, `credential`,
+ * `authorization`, `cookie` or `key` (`peerToken`, `apiKey`, `private_key`). Keys that merely
+ * mention one (`tokenTtl`, `tokenFile`), public key sets (`keys`) and other fields are kept.
+ * Cycles are cut.
  *
  * @example
  * ```ts
@@ -28,7 +52,7 @@ export function redactConfig<T>(obj: T): T {
     seen.add(v)
     if (Array.isArray(v)) return v.map(walk)
     const out: Record<string, unknown> = {}
-    for (const [k, x] of Object.entries(v)) out[k] = SECRET_KEY_RE.test(k) && x !== undefined && x !== null ? REDACTED : walk(x)
+    for (const [k, x] of Object.entries(v)) out[k] = isSecretKey(k) && x !== undefined && x !== null ? REDACTED : walk(x)
     return out
   }
   return walk(obj) as T

@@ -21,7 +21,7 @@ const SIZE_UNITS: Record<string, number> = {
   tib: 1024 ** 4,
 }
 
-const DURATION_RE = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/
+const DURATION_RE = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/
 const SIZE_RE = /^(\d+(?:\.\d+)?)\s*([kmgt]i?b|b)?$/i
 
 /** What {@link parseDuration} accepts, for error messages. */
@@ -31,7 +31,8 @@ export const SIZE_EXPECTED = 'expected a size like "64MiB", "10MB", "512" or byt
 
 /**
  * Parses a duration into milliseconds: a non-negative number (already ms) or a string of a
- * number and a unit `ms`, `s`, `m`, `h` or `d` (`"1.5s"` is 1500). The result is an integer.
+ * number and a unit `ms`, `s`, `m`, `h` or `d` (`"1.5s"` is 1500); a string without a unit is
+ * milliseconds (`"5000"`). The result is an integer.
  *
  * @throws {@link ConfigError} when `v` is not such a duration.
  * @example
@@ -45,7 +46,8 @@ export function parseDuration(v: string | number): number {
   if (typeof v === 'number') ms = v
   else if (typeof v === 'string') {
     const m = DURATION_RE.exec(v.trim())
-    if (m) ms = Number(m[1]) * DURATION_UNITS[m[2]!]!
+    // A bare number is milliseconds, as from an environment variable or a flag ("5000").
+    if (m) ms = Number(m[1]) * (m[2] === undefined ? 1 : DURATION_UNITS[m[2]]!)
   }
   if (ms === undefined || !Number.isFinite(ms) || ms < 0 || ms > Number.MAX_SAFE_INTEGER) {
     throw new ConfigError(`${DURATION_EXPECTED}, got ${describeValue(v)}`, { details: { expected: 'duration', got: describeValue(v) } })

@@ -50,7 +50,10 @@ export interface CircuitBreakerOptions {
   cooldownMs?: number
   /** Concurrent probes admitted when half-open; all must succeed to close. @defaultValue 1 */
   halfOpenProbes?: number
-  /** Which errors count as failures. @defaultValue every error except {@link CanceledError} */
+  /**
+   * Which errors count as failures. Other errors are ignored: neither a failure nor a success (a
+   * canceled half-open probe does not close the breaker). @defaultValue every error except {@link CanceledError}
+   */
   isFailure?: (e: unknown) => boolean
   /** Time source (cooldown is checked lazily, no timers). @defaultValue systemClock */
   clock?: Clock
@@ -61,6 +64,8 @@ export interface CircuitBreakerOptions {
 const GAUGE: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 }
 const CALLS = 0
 const FAILURES = 1
+
+type Outcome = 'ok' | 'fail' | 'ignore'
 
 /**
  * Closed → Open when, over the rolling window, at least `minCalls` calls were made and the failure
@@ -131,13 +136,15 @@ export class CircuitBreaker {
       this.#probesInFlight++
     }
     const generation = this.#generation
-    let outcome: 'ok' | 'fail'
+    let outcome: Outcome
     try {
       const v = await fn(signal)
       outcome = 'ok'
       return v
     } catch (e) {
-      outcome = this.#isFailure(e) ? 'fail' : 'ok'
+      // An error that is not the upstream's fault (by default a cancellation: the caller gave up,
+      // e.g. a hedged request that lost) says nothing about health: it is neither success nor failure.
+      outcome = this.#isFailure(e) ? 'fail' : 'ignore'
       throw e
     } finally {
       if (probe && generation === this.#generation) this.#probesInFlight--
@@ -175,7 +182,8 @@ export class CircuitBreaker {
     this.#transition('closed')
   }
 
-  #record(outcome: 'ok' | 'fail', isCurrentProbe: boolean): void {
+  #record(outcome: Outcome, isCurrentProbe: boolean): void {
+    if (outcome === 'ignore') return // a probe's slot was already freed; it may be retried
     const now = this.#clock.now()
     if (isCurrentProbe) {
       if (outcome === 'fail') {
@@ -204,7 +212,12 @@ export class CircuitBreaker {
   }
 
   #tick(): void {
-    if (this.#state === 'open' && this.#clock.now() - this.#openedAt >= this.#cooldownMs) this.#transition('half-open')
+    if (this.#state !== 'open') return
+    const now = this.#clock.now()
+    // The wall clock stepped back (NTP, VM resume): restart the cooldown from now rather than
+    // staying open for the size of the step.
+    if (now < this.#openedAt) this.#openedAt = now
+    if (now - this.#openedAt >= this.#cooldownMs) this.#transition('half-open')
   }
 
   #transition(to: BreakerState): void {

@@ -109,6 +109,9 @@ export class TokenBucket {
     if (elapsed > 0) {
       this.#tokens = Math.min(this.#capacity, this.#tokens + elapsed * this.#rate)
       this.#last = now
+    } else if (elapsed < 0) {
+      // The wall clock stepped back: refill from now on instead of stalling for the size of the step.
+      this.#last = now
     }
   }
 }

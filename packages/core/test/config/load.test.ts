@@ -89,6 +89,13 @@ describe('loadConfig', () => {
     expect(cfg.port).toBe(8080)
   })
 
+  it('treats an empty variable as unset and a bare number as milliseconds for durations', () => {
+    const cfg = loadConfig(schema, { env: { RON_PORT: '', RON_NAME: '', RON_STORAGE__READ_TIMEOUT: '2500' } })
+    expect(cfg.port).toBe(8080)
+    expect(cfg.name).toBe('node')
+    expect(cfg.storage.readTimeout).toBe(2500)
+  })
+
   it('honours a custom env prefix', () => {
     expect(loadConfig(schema, { env: { APP_PORT: '7', RON_PORT: '8' }, envPrefix: 'APP_' }).port).toBe(7)
   })

@@ -5,7 +5,8 @@ describe('redactConfig', () => {
   it('masks values of secret-looking keys at any depth and keeps the rest', () => {
     const input = {
       port: 1,
-      auth: { adminToken: 'tok', issuerKey: { d: 'x' }, keys: [{ x: 'pub' }], tokenTtl: 60 },
+      auth: { adminToken: 'tok', issuerKey: { d: 'x' }, keys: [{ x: 'pub' }], tokenTtl: 60, adminTokenTtl: '1y', tokenFile: '/t' },
+      snake: { private_key: 'pk', api_token: 't', 'client-secret': 's' },
       interop: { providers: [{ name: 'gh', webhookSecret: 's', apiKey: 'k' }] },
       db: { password: 'p', passwd: 'q', user: 'u' },
       authorization: 'Bearer x',
@@ -14,7 +15,8 @@ describe('redactConfig', () => {
     const out = redactConfig(input)
     expect(out).toEqual({
       port: 1,
-      auth: { adminToken: REDACTED, issuerKey: REDACTED, keys: [{ x: 'pub' }], tokenTtl: REDACTED },
+      auth: { adminToken: REDACTED, issuerKey: REDACTED, keys: [{ x: 'pub' }], tokenTtl: 60, adminTokenTtl: '1y', tokenFile: '/t' },
+      snake: { private_key: REDACTED, api_token: REDACTED, 'client-secret': REDACTED },
       interop: { providers: [{ name: 'gh', webhookSecret: REDACTED, apiKey: REDACTED }] },
       db: { password: REDACTED, passwd: REDACTED, user: 'u' },
       authorization: REDACTED,

@@ -87,6 +87,29 @@ describe('CircuitBreaker', () => {
     expect(b.toJSON()).toMatchObject({ state: 'open', retryAfterMs: 1000, openedAt: 1000 })
   })
 
+  it('regression: a canceled half-open probe neither closes nor reopens it, and frees its slot', async () => {
+    const clock = new VirtualClock()
+    const b = new CircuitBreaker({ clock, minCalls: 1, cooldownMs: 1000 })
+    await run(b, [false])
+    await clock.advance(1000)
+    expect(b.state).toBe('half-open')
+    await expect(b.execute(() => Promise.reject(new CanceledError('caller gave up')))).rejects.toBeInstanceOf(CanceledError)
+    expect(b.state).toBe('half-open')
+    await expect(b.execute(ok)).resolves.toBe('ok')
+    expect(b.state).toBe('closed')
+  })
+
+  it('backwards clock steps do not extend an open cooldown', async () => {
+    let now = 10_000
+    const clock = { now: () => now, setTimeout: () => ({}), clearTimeout: () => {}, sleep: () => Promise.resolve() }
+    const b = new CircuitBreaker({ clock, minCalls: 1, cooldownMs: 1000 })
+    await run(b, [false])
+    now -= 60_000 // the wall clock steps back a minute (NTP, VM resume)
+    expect(b.state).toBe('open')
+    now += 1000 // one cooldown later, not 61 s later
+    expect(b.state).toBe('half-open')
+  })
+
   it('half-open admits only halfOpenProbes concurrent probes and needs all of them to succeed', async () => {
     const clock = new VirtualClock()
     const b = new CircuitBreaker({ clock, minCalls: 1, cooldownMs: 10, halfOpenProbes: 2 })

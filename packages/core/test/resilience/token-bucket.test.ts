@@ -3,6 +3,17 @@ import { CanceledError, TokenBucket } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
 
 describe('TokenBucket', () => {
+  it('keeps refilling after the wall clock steps back instead of stalling for the size of the step', () => {
+    let now = 100_000
+    const clock = { now: () => now, setTimeout: () => ({}), clearTimeout: () => {}, sleep: () => Promise.resolve() }
+    const b = new TokenBucket({ capacity: 1, refillPerSec: 10, clock })
+    expect(b.tryTake()).toBe(true)
+    now -= 60_000
+    expect(b.tryTake()).toBe(false)
+    now += 100 // one token's worth of time after the step
+    expect(b.tryTake()).toBe(true)
+  })
+
   it('starts full, allows a burst of capacity, then refuses until refilled', async () => {
     const clock = new VirtualClock()
     const b = new TokenBucket({ capacity: 3, refillPerSec: 10, clock })
