@@ -67,26 +67,18 @@ export function blake3(data: Uint8Array): Uint8Array {
   return nobleBlake3(data)
 }
 
-class NativeBlake3Hasher implements Blake3Hasher {
-  #h: NativeHasher | undefined
-  constructor(mod: NativeModule) {
-    this.#h = new mod.Blake3Hasher()
-  }
-  update(chunk: Uint8Array): this {
-    if (!this.#h) throw new Error('blake3 hasher already digested')
-    this.#h.update(chunk)
-    return this
-  }
-  digest(): Uint8Array {
-    if (!this.#h) throw new Error('blake3 hasher already digested')
-    const d = this.#h.digestBuffer()
-    this.#h = undefined
-    return d
-  }
+/** The incremental state of either backend, reduced to what a one-shot hasher needs. */
+interface HashState {
+  update(input: Uint8Array): unknown
+  digest(): Uint8Array
 }
 
-class NobleBlake3Hasher implements Blake3Hasher {
-  #h: ReturnType<typeof nobleBlake3.create> | undefined = nobleBlake3.create()
+/** A hasher that may be digested once; use after `digest()` throws. */
+class OnceHasher implements Blake3Hasher {
+  #h: HashState | undefined
+  constructor(h: HashState) {
+    this.#h = h
+  }
   update(chunk: Uint8Array): this {
     if (!this.#h) throw new Error('blake3 hasher already digested')
     this.#h.update(chunk)
@@ -98,6 +90,15 @@ class NobleBlake3Hasher implements Blake3Hasher {
     this.#h = undefined
     return d
   }
+}
+
+function nativeHasher(mod: NativeModule): Blake3Hasher {
+  const h = new mod.Blake3Hasher()
+  return new OnceHasher({ update: (c) => h.update(c), digest: () => h.digestBuffer() })
+}
+
+function nobleHasher(): Blake3Hasher {
+  return new OnceHasher(nobleBlake3.create())
 }
 
 /**
@@ -112,7 +113,7 @@ class NobleBlake3Hasher implements Blake3Hasher {
  * ```
  */
 export function createBlake3(): Blake3Hasher {
-  return native ? new NativeBlake3Hasher(native) : new NobleBlake3Hasher()
+  return native ? nativeHasher(native) : nobleHasher()
 }
 
 /**
@@ -121,7 +122,7 @@ export function createBlake3(): Blake3Hasher {
  */
 export const blake3Backends = {
   native: native
-    ? { oneShot: (d: Uint8Array): Uint8Array => native.blake3(d), create: (): Blake3Hasher => new NativeBlake3Hasher(native) }
+    ? { oneShot: (d: Uint8Array): Uint8Array => native.blake3(d), create: (): Blake3Hasher => nativeHasher(native) }
     : undefined,
-  noble: { oneShot: (d: Uint8Array): Uint8Array => nobleBlake3(d), create: (): Blake3Hasher => new NobleBlake3Hasher() },
+  noble: { oneShot: (d: Uint8Array): Uint8Array => nobleBlake3(d), create: (): Blake3Hasher => nobleHasher() },
 } as const
