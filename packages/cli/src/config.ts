@@ -9,15 +9,39 @@ import { z } from 'zod'
 import { ConfigError, durationSchema, isRonError, loadConfig, redactConfig, sizeSchema } from '@ron/core'
 import { CliError, ExitCode } from './exit-codes.js'
 import { LOG_LEVELS } from './logger.js'
-import { DEFAULT_PORT_BASE, KNOWN_SERVICES } from './ports.js'
+import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES } from './ports.js'
 
 const positiveInt = z.coerce.number().int().positive()
 const bool = z.union([z.boolean(), z.enum(['true', 'false', '1', '0']).transform((s) => s === 'true' || s === '1')])
 
-/** A comma- or space-separated list (env and flags) or an array (files). */
+/**
+ * An integer from a number (files) or its decimal text (env and flags). An empty or blank string
+ * is rejected (not read as 0, as `z.coerce.number()` would).
+ */
+function intSchema(min: number, max: number): z.ZodType<number, unknown> {
+  return z.preprocess(
+    (v) => (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v),
+    z
+      .number({ error: (iss) => (typeof iss.input === 'string' && iss.input.trim() === '' ? 'expected a number, got an empty value' : undefined) })
+      .int()
+      .min(min)
+      .max(max),
+  )
+}
+
+/** A comma- or space-separated list (env and flags) or an array (files) of services this build can host. */
 const serviceList = z.preprocess(
   (v) => (typeof v === 'string' ? v.split(/[\s,]+/).filter((s) => s.length > 0) : v),
-  z.array(z.enum(KNOWN_SERVICES)).min(1),
+  z
+    .array(z.enum(KNOWN_SERVICES))
+    .min(1)
+    .superRefine((names, ctx) => {
+      for (const name of names) {
+        if (!AVAILABLE_SERVICES.includes(name)) {
+          ctx.addIssue({ code: 'custom', message: `service ${name} is not available in this build (available: ${AVAILABLE_SERVICES.join(', ')})` })
+        }
+      }
+    }),
 )
 
 /** Storage settings in the node config (`[storage]` in TOML). */
@@ -52,7 +76,7 @@ export const nodeConfigSchema = z
     /** Interface the listeners bind. @default "127.0.0.1" */
     host: z.string().min(1).default('127.0.0.1'),
     /** First port: admin = base, storage = base+1, ...; 0 = free ports. @default 7700 */
-    portBase: z.coerce.number().int().min(0).max(65530).default(DEFAULT_PORT_BASE),
+    portBase: intSchema(0, 65530).default(DEFAULT_PORT_BASE),
     /** Services to host. @default ["storage"] */
     services: serviceList.default(['storage']),
     /** pino level. @default "info" */

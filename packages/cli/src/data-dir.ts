@@ -5,10 +5,12 @@
  * @module
  */
 
-import { constants } from 'node:fs'
-import { access, mkdir, stat } from 'node:fs/promises'
+import { randomUUID } from 'node:crypto'
+import { constants, readFileSync, unlinkSync } from 'node:fs'
+import { access, chmod, link, lstat, mkdir, readFile, rm, unlink, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
-import { join, resolve, win32 } from 'node:path'
+import { isAbsolute, join, resolve, win32 } from 'node:path'
+import type { Logger } from '@ron/core'
 import { CliError, ExitCode } from './exit-codes.js'
 
 /** What {@link defaultDataDir} looks at; injectable for tests. */
@@ -24,7 +26,8 @@ export interface DataDirEnvironment {
 /**
  * The default data directory:
  * - `RON_DATA_DIR` when set;
- * - Linux and other Unix: `$XDG_DATA_HOME/ron`, else `~/.local/share/ron`;
+ * - Linux and other Unix: `$XDG_DATA_HOME/ron` when it is an absolute path (relative values are
+ *   ignored, as the XDG spec says), else `~/.local/share/ron`;
  * - macOS: `~/Library/Application Support/ron`;
  * - Windows: `%LOCALAPPDATA%\ron`, else `~\AppData\Local\ron`.
  *
@@ -45,7 +48,7 @@ export function defaultDataDir(environment: DataDirEnvironment = {}): string {
   }
   if (platform === 'darwin') return join(home, 'Library', 'Application Support', 'ron')
   const xdg = env['XDG_DATA_HOME']
-  return xdg !== undefined && xdg !== '' ? join(xdg, 'ron') : join(home, '.local', 'share', 'ron')
+  return xdg !== undefined && isAbsolute(xdg) ? join(xdg, 'ron') : join(home, '.local', 'share', 'ron')
 }
 
 /** Files and folders inside a data directory. */
@@ -60,6 +63,8 @@ export interface DataDirLayout {
   adminToken: string
   /** `<root>/storage`: storage's objects. */
   storage: string
+  /** `<root>/lock`: holds the pid of the node using the directory. */
+  lock: string
 }
 
 /** The paths of a data directory's contents. */
@@ -71,38 +76,193 @@ export function dataDirLayout(root: string): DataDirLayout {
     issuerKey: join(abs, 'keys', 'issuer.json'),
     adminToken: join(abs, 'admin.token'),
     storage: join(abs, 'storage'),
+    lock: join(abs, 'lock'),
   }
 }
 
+/** Options of {@link prepareDataDir}. */
+export interface PrepareDataDirOptions {
+  /** Receives the warning when loose permissions of the directory are tightened. @default none */
+  logger?: Logger
+}
+
 /**
- * Creates the data directory (mode 0700) if needed and checks it is a readable and writable
- * directory.
- * @throws {@link CliError} with one line naming the path when it cannot be created, is not a
- *   directory, or is not readable and writable (exit code 1).
+ * Checks that an existing data directory is private: a real directory (not a symlink), owned by
+ * the current user, and not accessible by group or others. Loose permissions on a directory the
+ * user owns are tightened to 0700 with a warning. The ownership and mode checks are skipped on
+ * Windows (no POSIX uid).
+ * @throws {@link CliError} (exit 1) naming the path when the directory is a symlink, owned by
+ *   someone else, a shared sticky directory such as `/tmp` itself, or cannot be made private.
  */
-export async function prepareDataDir(root: string): Promise<DataDirLayout> {
+export async function checkDataDirSafety(root: string, logger?: Logger): Promise<void> {
+  let st
+  try {
+    st = await lstat(root)
+  } catch (e) {
+    throw new CliError(`cannot inspect data directory ${root}: ${errnoText(e)}`, ExitCode.Error, { cause: e })
+  }
+  if (st.isSymbolicLink()) throw new CliError(`data directory ${root} is a symbolic link; point --data-dir at the real directory`)
+  if (!st.isDirectory()) throw new CliError(`data directory ${root} is not a directory; pick another with --data-dir`)
+  if (process.platform === 'win32' || typeof process.getuid !== 'function') return
+  const uid = process.getuid()
+  if (st.uid !== uid) {
+    throw new CliError(`data directory ${root} is owned by uid ${st.uid}, not by the current user (uid ${uid}); pick another with --data-dir`)
+  }
+  const mode = st.mode & 0o777
+  // A sticky directory (like /tmp) is shared by design: never lock it down, use a subdirectory.
+  if ((st.mode & 0o1000) !== 0) {
+    throw new CliError(`data directory ${root} is a shared (sticky) directory; use a subdirectory of it as --data-dir`)
+  }
+  if ((mode & 0o077) !== 0) {
+    try {
+      await chmod(root, 0o700)
+    } catch (e) {
+      throw new CliError(`data directory ${root} is accessible by others (mode ${mode.toString(8)}) and cannot be made private: ${errnoText(e)}`, ExitCode.Error, { cause: e })
+    }
+    logger?.warn({ path: root, mode: mode.toString(8) }, 'data directory was accessible by group or others; changed its mode to 700')
+  }
+}
+
+/** True when a process with `pid` exists (EPERM: it exists but belongs to another user). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as { code?: unknown }).code === 'EPERM'
+  }
+}
+
+/** The pid in a lock file, or undefined when the file is missing or does not hold one. */
+async function lockHolder(path: string): Promise<number | undefined> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch {
+    return undefined
+  }
+  const pid = Number.parseInt(text.trim(), 10)
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined
+}
+
+/** Creates `path` holding `text`, atomically (never visible empty); EEXIST when it exists. */
+async function createExclusive(path: string, text: string): Promise<void> {
+  const tmp = `${path}.${randomUUID()}.tmp`
+  await writeFile(tmp, text, { flag: 'wx', mode: 0o600 })
+  try {
+    await link(tmp, path)
+  } catch (e) {
+    const code = (e as { code?: unknown }).code
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'ENOSYS') throw e
+    // File systems without hard links: a plain exclusive create.
+    await writeFile(path, text, { flag: 'wx', mode: 0o600 })
+  } finally {
+    await rm(tmp, { force: true })
+  }
+}
+
+/** An exclusive hold on a data directory; see {@link lockDataDir}. */
+export interface DataDirLock {
+  /** The lock file. */
+  readonly path: string
+  /** Removes the lock file (only while it still holds this process's pid). Idempotent. */
+  release(): Promise<void>
+}
+
+/**
+ * Takes the exclusive lock of a data directory: creates `<root>/lock` holding this process's pid.
+ * A lock left by a process that no longer exists is taken over. The lock is also removed when the
+ * process exits (`process.on('exit')`), including a forced exit.
+ * @throws {@link CliError} (exit 1) naming the directory and the pid holding it when another live
+ *   process (or this one) already holds it.
+ */
+export async function lockDataDir(layout: DataDirLayout): Promise<DataDirLock> {
+  const path = layout.lock
+  const text = `${process.pid}\n`
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await createExclusive(path, text)
+      break
+    } catch (e) {
+      if ((e as { code?: unknown }).code !== 'EEXIST') {
+        throw new CliError(`cannot lock data directory ${layout.root}: ${errnoText(e)}`, ExitCode.Error, { cause: e })
+      }
+    }
+    const holder = await lockHolder(path)
+    if (attempt >= 2 || (holder !== undefined && processAlive(holder))) {
+      const who = holder === undefined ? 'another process' : `process ${holder}`
+      throw new CliError(`data directory ${layout.root} is in use by ${who} (lock file ${path}); stop that node or pick another --data-dir`)
+    }
+    // Stale: its process is gone (or the file holds no pid). Remove it and try again.
+    await unlink(path).catch(() => undefined)
+  }
+  let released = false
+  const ours = (): boolean => {
+    try {
+      return readFileSync(path, 'utf8').trim() === String(process.pid)
+    } catch {
+      return false
+    }
+  }
+  const onExit = (): void => {
+    if (released) return
+    released = true
+    try {
+      if (ours()) unlinkSync(path)
+    } catch {
+      // Best effort at exit.
+    }
+  }
+  process.on('exit', onExit)
+  return {
+    path,
+    release: async () => {
+      if (released) return
+      released = true
+      process.off('exit', onExit)
+      if (ours()) await unlink(path).catch(() => undefined)
+    },
+  }
+}
+
+/** A prepared, locked data directory returned by {@link prepareDataDir}. */
+export interface PreparedDataDir extends DataDirLayout {
+  /** Releases the data directory lock. Idempotent. */
+  release(): Promise<void>
+}
+
+/**
+ * Creates the data directory (mode 0700) if needed, checks it is a private (see
+ * {@link checkDataDirSafety}), readable and writable directory, and takes its exclusive lock
+ * (see {@link lockDataDir}). Call `release()` when done with it.
+ * @throws {@link CliError} with one line naming the path when it cannot be created, is not a
+ *   directory, is a symlink, belongs to another user, is not readable and writable, or is in use by
+ *   another node (exit code 1).
+ */
+export async function prepareDataDir(root: string, options: PrepareDataDirOptions = {}): Promise<PreparedDataDir> {
   const layout = dataDirLayout(root)
   try {
     await mkdir(layout.root, { recursive: true, mode: 0o700 })
   } catch (e) {
     throw new CliError(`cannot create data directory ${layout.root}: ${errnoText(e)}; pick another with --data-dir`, ExitCode.Error, { cause: e })
   }
-  const st = await stat(layout.root)
-  if (!st.isDirectory()) throw new CliError(`data directory ${layout.root} is not a directory; pick another with --data-dir`)
+  await checkDataDirSafety(layout.root, options.logger)
   try {
     await access(layout.root, constants.R_OK | constants.W_OK | constants.X_OK)
   } catch (e) {
     throw new CliError(`data directory ${layout.root} is not readable and writable: ${errnoText(e)}; fix its permissions or pick another with --data-dir`, ExitCode.Error, { cause: e })
   }
+  const lock = await lockDataDir(layout)
   try {
     await mkdir(layout.keys, { recursive: true, mode: 0o700 })
     await mkdir(layout.storage, { recursive: true, mode: 0o700 })
     await access(layout.keys, constants.R_OK | constants.W_OK)
     await access(layout.storage, constants.R_OK | constants.W_OK)
   } catch (e) {
+    await lock.release()
     throw new CliError(`data directory ${layout.root} is not usable: ${errnoText(e)}`, ExitCode.Error, { cause: e })
   }
-  return layout
+  return { ...layout, release: () => lock.release() }
 }
 
 /** `EACCES (permission denied)`-style text for an fs error. */

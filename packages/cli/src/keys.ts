@@ -5,8 +5,8 @@
  * @module
  */
 
-import { verify } from 'node:crypto'
-import { chmod, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { randomUUID, verify } from 'node:crypto'
+import { chmod, lstat, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { exportIssuerKey, generateIssuerKey, importIssuerKey, isRonError, signToken, systemClock, type Clock, type IssuerKey } from '@ron/core'
 import { errnoText } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
@@ -31,15 +31,21 @@ export const ADMIN_SCOPES: readonly string[] = [
 /** Default lifetime of the admin token: one year. */
 export const ADMIN_TOKEN_TTL_SEC = 365 * 24 * 3600
 
-/** Writes `text` to `path` with mode 0600 through a temporary file and a rename. */
+/**
+ * Writes `text` to `path` with mode 0600 through a temporary file and a rename. The temporary file
+ * has an unguessable name and is created exclusively (`wx`, O_EXCL), so a planted file or symlink
+ * is never followed or reused.
+ */
 async function writeSecret(path: string, text: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`
+  const tmp = `${path}.${randomUUID()}.tmp`
+  let created = false
   try {
-    await writeFile(tmp, text, { mode: 0o600, flag: 'w' })
+    await writeFile(tmp, text, { mode: 0o600, flag: 'wx' })
+    created = true
     await chmod(tmp, 0o600)
     await rename(tmp, path)
   } catch (e) {
-    await rm(tmp, { force: true })
+    if (created) await rm(tmp, { force: true })
     throw new CliError(`cannot write ${path}: ${errnoText(e)}`, ExitCode.Error, { cause: e })
   }
 }
@@ -122,12 +128,19 @@ export interface AdminTokenResult {
   token: string
   /** True when a new token was written. */
   minted: boolean
+  /**
+   * Present (true) when the existing token file was readable by group or others; its mode has been
+   * changed to 0600 (never on Windows).
+   */
+  fixedMode?: boolean
 }
 
 /**
  * Makes sure `path` holds a valid admin token signed by `key` (all scopes, every service as
  * audience). An existing token is kept while it verifies and has more than an hour left; otherwise
- * a new one is minted and written with mode 0600.
+ * a new one is minted and written with mode 0600. An existing token file readable by group or
+ * others is changed to mode 0600 (reported as `fixedMode`).
+ * @throws {@link CliError} when the file cannot be read, written, or made private.
  */
 export async function ensureAdminToken(path: string, key: IssuerKey, options: EnsureAdminTokenOptions = {}): Promise<AdminTokenResult> {
   const clock = options.clock ?? systemClock
@@ -138,12 +151,24 @@ export async function ensureAdminToken(path: string, key: IssuerKey, options: En
   } catch (e) {
     if ((e as { code?: unknown }).code !== 'ENOENT') throw new CliError(`cannot read admin token ${path}: ${errnoText(e)}`, ExitCode.Error, { cause: e })
   }
-  if (existing !== undefined && tokenStillGood(existing, key, ADMIN_SCOPES, KNOWN_SERVICES, nowSec)) return { token: existing, minted: false }
+  let fixedMode = false
+  if (existing !== undefined && process.platform !== 'win32') {
+    try {
+      const mode = (await lstat(path)).mode & 0o777
+      if ((mode & 0o077) !== 0) {
+        await chmod(path, 0o600)
+        fixedMode = true
+      }
+    } catch (e) {
+      throw new CliError(`cannot make admin token ${path} private: ${errnoText(e)}`, ExitCode.Error, { cause: e })
+    }
+  }
+  if (existing !== undefined && tokenStillGood(existing, key, ADMIN_SCOPES, KNOWN_SERVICES, nowSec)) return { token: existing, minted: false, ...(fixedMode ? { fixedMode } : {}) }
   const token = signToken(
     key,
     { sub: 'admin', aud: [...KNOWN_SERVICES], scope: [...ADMIN_SCOPES], ttlSec: options.ttlSec ?? ADMIN_TOKEN_TTL_SEC },
     { clock },
   )
   await writeSecret(path, `${token}\n`)
-  return { token, minted: true }
+  return { token, minted: true, ...(fixedMode ? { fixedMode } : {}) }
 }

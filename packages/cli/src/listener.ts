@@ -14,8 +14,26 @@ export interface Listener {
   /** `http://host:port` (IPv6 hosts in brackets). */
   readonly url: string
   readonly port: number
+  /**
+   * Routes requests to `handle` from now on. A listener bound without a handler answers every
+   * request with 503 `NotReady` and `Retry-After: 1` until one is attached.
+   */
+  attach(handle: RequestHandler): void
   /** Stops accepting, lets in-flight requests finish until the drain deadline, then destroys sockets. Idempotent. */
   close(): Promise<void>
+}
+
+/** A `node:http` request listener. */
+export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
+
+/** The answer of a listener whose service is not attached yet: 503 `NotReady` (SPEC error envelope). */
+function notReadyYet(what: string): RequestHandler {
+  return (req, res) => {
+    const text = `${JSON.stringify({ error: { code: 'NotReady', message: `${what} is starting`, retryable: true, corr_id: '', details: {} } })}\n`
+    req.resume()
+    res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'retry-after': '1', 'cache-control': 'no-store' })
+    res.end(text)
+  }
 }
 
 /** `http://host:port`, with IPv6 literals bracketed and wildcard hosts shown as loopback. */
@@ -45,15 +63,24 @@ export interface ListenOptions {
 
 /**
  * Listens through core `serve()` (header timeout, idle timeout, per-IP connection cap, draining
- * close).
+ * close). `handle` may be `undefined` to bind the port first and {@link Listener.attach} the
+ * handler later; until then requests get 503 `NotReady`.
  * @throws {@link CliError} naming the port and the listener when binding fails.
  */
-export async function listen(handle: (req: IncomingMessage, res: ServerResponse) => void, options: ListenOptions): Promise<Listener> {
+export async function listen(handle: RequestHandler | undefined, options: ListenOptions): Promise<Listener> {
+  let current: RequestHandler = handle ?? notReadyYet(options.what)
   let server: RonServer
   try {
-    server = await serve({ handle }, { port: options.port, host: options.host, drainDeadlineMs: options.drainDeadlineMs })
+    server = await serve({ handle: (req, res) => current(req, res) }, { port: options.port, host: options.host, drainDeadlineMs: options.drainDeadlineMs })
   } catch (e) {
     throw new CliError(bindErrorMessage(e, options.port, options.host, options.what), ExitCode.Error, { cause: e })
   }
-  return { url: urlFor(options.host, server.port), port: server.port, close: () => server.close() }
+  return {
+    url: urlFor(options.host, server.port),
+    port: server.port,
+    attach: (h) => {
+      current = h
+    },
+    close: () => server.close(),
+  }
 }

@@ -24,7 +24,11 @@ export type NodeStorageOptions = Pick<
 
 /** Options of {@link startNode}. */
 export interface StartNodeOptions {
-  /** Data directory; created (mode 0700) when missing. Required: use `defaultDataDir()` for the platform default. */
+  /**
+   * Data directory; created (mode 0700) when missing, made private when group or others can access
+   * it, and locked (`<dataDir>/lock`) while the node runs. Required: use `defaultDataDir()` for the
+   * platform default.
+   */
   dataDir: string
   /** Interface every listener binds. @default '127.0.0.1' */
   host?: string
@@ -90,6 +94,9 @@ interface ServiceContext {
 
 type ServiceFactory = (ctx: ServiceContext) => Promise<RonService>
 
+/** How long a listener lets responses finish after its service has closed. */
+const LISTENER_GRACE_MS = 250
+
 /** How each hostable service is created. Later services add an entry here. */
 const FACTORIES: Partial<Record<ServiceName, ServiceFactory>> = {
   storage: (ctx) =>
@@ -107,14 +114,16 @@ const FACTORIES: Partial<Record<ServiceName, ServiceFactory>> = {
 }
 
 /**
- * Starts a node: prepares the data directory, loads or generates the issuer key, makes sure the
- * admin token is valid, creates every requested service (each verifying tokens against the
- * issuer's public key) and binds its listener, then binds the admin listener.
+ * Starts a node: prepares and locks the data directory, binds every listener (each answers 503
+ * `NotReady` until its service is attached), loads or generates the issuer key, makes sure the
+ * admin token is valid, then creates every requested service (each verifying tokens against the
+ * issuer's public key) and attaches it to its listener, and the admin handler last.
  *
  * Nothing is left running when it fails: whatever was started is closed before the error is thrown.
  *
- * @throws {@link CliError} for an unusable data directory, an invalid key file, an unknown service,
- *   or a port in use (the message names the port and the listener).
+ * @throws {@link CliError} for an unusable data directory, a data directory in use by another
+ *   node (the message names it and the pid holding its lock), an invalid key file, an unknown
+ *   service, or a port in use (the message names the port and the listener).
  * @example
  * ```ts
  * const node = await startNode({ dataDir: '/tmp/ron', portBase: 0 })
@@ -139,51 +148,65 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     }
   }
 
-  const layout = await prepareDataDir(options.dataDir)
-  const issuer = await loadOrCreateIssuerKey(layout.issuerKey)
-  if (issuer.created) logger.info({ kid: issuer.key.kid, path: layout.issuerKey }, 'generated issuer key')
-  if (issuer.looseMode) logger.warn({ path: layout.issuerKey }, 'issuer key file is readable by others; chmod 600 it')
-  const adminToken = await ensureAdminToken(layout.adminToken, issuer.key, { clock, ...(options.adminTokenTtlSec === undefined ? {} : { ttlSec: options.adminTokenTtlSec }) })
-  if (adminToken.minted) logger.info({ path: layout.adminToken }, 'wrote admin token')
-
+  // The data directory is locked before anything in it is touched, and every port is bound before
+  // any service is created (storage's crash recovery clears storage/tmp), so a second start on the
+  // same directory or a port conflict fails without disturbing anything.
+  const layout = await prepareDataDir(options.dataDir, { logger })
   const transport = new MemoryTransport()
-  const keys = staticKeySource({ keys: [issuer.key.publicJwk] })
-  const ctx: ServiceContext = { layout, transport, keys, logger, drainDeadlineMs, clock, options }
+  const slots: { name: ServiceName; listener: Listener; service?: RonService }[] = []
   const hosted: (HostedService & { listener: Listener })[] = []
   let accepting = true
   let admin: Listener | undefined
 
   const shutdown = async (): Promise<void> => {
     accepting = false
-    // Services flip readiness, stop intake and drain; listeners stop accepting and destroy what is
-    // left a little after the services' own deadline, so aborted requests still get their reply.
+    // SPEC.md 3.3: each service flips readiness, answers new requests with 503 Draining and
+    // Retry-After, drains and aborts stragglers, while its listener stays open to deliver those
+    // answers; the listener then closes with a short grace. The admin listener goes last.
     await Promise.allSettled(
-      hosted.map(async (h) => {
-        const results = await Promise.allSettled([h.service.close(), h.listener.close()])
-        for (const r of results) if (r.status === 'rejected') logger.error({ service: h.name, err: r.reason as unknown }, 'error while closing service')
+      slots.map(async (slot) => {
+        if (slot.service !== undefined) {
+          try {
+            await slot.service.close()
+          } catch (e) {
+            logger.error({ service: slot.name, err: e }, 'error while closing service')
+          }
+        }
+        await slot.listener.close()
       }),
     )
     await admin?.close()
     await transport.close()
+    await layout.release()
   }
 
+  let issuer: Awaited<ReturnType<typeof loadOrCreateIssuerKey>>
   try {
     for (const name of wanted) {
-      const service = await FACTORIES[name]!(ctx)
-      transport.mount(name, service)
-      let listener: Listener
-      try {
-        listener = await listen(service.handle, { port: portFor(portBase, name), host, what: name, drainDeadlineMs: drainDeadlineMs + 250 })
-      } catch (e) {
-        await service.close()
-        throw e
-      }
-      hosted.push({ name, url: listener.url, service, listener })
-      logger.info({ service: name, url: listener.url }, 'service listening')
+      const listener = await listen(undefined, { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS })
+      slots.push({ name, listener })
+    }
+    admin = await listen(undefined, { port: portFor(portBase, 'admin'), host, what: 'admin', drainDeadlineMs: LISTENER_GRACE_MS })
+
+    issuer = await loadOrCreateIssuerKey(layout.issuerKey)
+    if (issuer.created) logger.info({ kid: issuer.key.kid, path: layout.issuerKey }, 'generated issuer key')
+    if (issuer.looseMode) logger.warn({ path: layout.issuerKey }, 'issuer key file is readable by others; chmod 600 it')
+    const adminToken = await ensureAdminToken(layout.adminToken, issuer.key, { clock, ...(options.adminTokenTtlSec === undefined ? {} : { ttlSec: options.adminTokenTtlSec }) })
+    if (adminToken.fixedMode === true) logger.warn({ path: layout.adminToken }, 'admin token file was readable by others; changed its mode to 600')
+    if (adminToken.minted) logger.info({ path: layout.adminToken }, 'wrote admin token')
+
+    const keys = staticKeySource({ keys: [issuer.key.publicJwk] })
+    const ctx: ServiceContext = { layout, transport, keys, logger, drainDeadlineMs, clock, options }
+    for (const slot of slots) {
+      const service = await FACTORIES[slot.name]!(ctx)
+      slot.service = service
+      transport.mount(slot.name, service)
+      slot.listener.attach(service.handle)
+      hosted.push({ name: slot.name, url: slot.listener.url, service, listener: slot.listener })
+      logger.info({ service: slot.name, url: slot.listener.url }, 'service listening')
     }
     const version = cliVersion()
-    const adminHandler = createAdminHandler({ services: () => hosted, version, startedAt, accepting: () => accepting, dataDir: layout.root, clock })
-    admin = await listen(adminHandler, { port: portFor(portBase, 'admin'), host, what: 'admin', drainDeadlineMs: 250 })
+    admin.attach(createAdminHandler({ services: () => hosted, version, startedAt, accepting: () => accepting, dataDir: layout.root, clock }))
     logger.info({ url: admin.url }, 'admin listening')
   } catch (e) {
     await shutdown()

@@ -38,6 +38,17 @@ async function stop(proc: Proc): Promise<number | null> {
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
 
+/** Polls (bounded) until storage/tmp of `dataDir` holds a non-empty file: an upload is in flight. */
+async function waitForUploadInFlight(dataDir: string): Promise<boolean> {
+  const tmpDir = join(dataDir, 'storage', 'tmp')
+  for (let i = 0; i < 400; i++) {
+    const names = await readdir(tmpDir).catch(() => [] as string[])
+    for (const n of names) if (((await stat(join(tmpDir, n)).catch(() => undefined))?.size ?? 0) > 0) return true
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  return false
+}
+
 describe('ron-node start (real binary)', () => {
   it('prints one JSON line once ready, with a 0600 admin token, and answers /readyz', async () => {
     const dataDir = join(root, 'ready')
@@ -129,6 +140,80 @@ describe('ron-node start (real binary)', () => {
     expect(await readdir(tmpDir)).toEqual([])
     const objects = await readdir(join(dataDir, 'storage'), { recursive: true })
     expect(objects.filter((n) => n.endsWith('.data'))).toEqual([])
+  })
+
+  it('a second start on the same data dir fails with one line naming it and the pid, and the running upload completes', async () => {
+    const dataDir = join(root, 'locked')
+    const { proc, summary } = await startNode(dataDir)
+    const upload = spawnCli(['put', '-', '--json', '--node', summary.services['storage']!, '--data-dir', dataDir], {}, 'pipe')
+    const head = randomBytes(1024 * 1024)
+    upload.child.stdin!.write(head)
+    expect(await waitForUploadInFlight(dataDir)).toBe(true)
+
+    const second = spawnCli(['start', '--port-base', '0', '--json', '--data-dir', dataDir, '--log-level', 'warn'])
+    // Without a lock the second node would start and run; bound the wait so the test fails instead of hanging.
+    const guard = setTimeout(() => second.child.kill('SIGKILL'), 20_000)
+    const { code } = await second.exited
+    clearTimeout(guard)
+    expect(code).toBe(1)
+    expect(second.stderr().trim()).toBe(
+      `ron-node: data directory ${dataDir} is in use by process ${proc.child.pid} (lock file ${join(dataDir, 'lock')}); stop that node or pick another --data-dir`,
+    )
+    expect(second.stdout()).toBe('')
+
+    const tail = randomBytes(256 * 1024)
+    upload.child.stdin!.end(tail)
+    const up = await upload.exited
+    expect(up.code, upload.stderr()).toBe(0)
+    expect((JSON.parse(upload.stdout()) as { size: number }).size).toBe(head.length + tail.length)
+    expect(await stop(proc)).toBe(0)
+    await expect(stat(join(dataDir, 'lock'))).rejects.toMatchObject({ code: 'ENOENT' })
+  })
+
+  it('answers new requests with 503 and Retry-After while draining (not a refused connection), then exits 0', async () => {
+    const dataDir = join(root, 'drain-503')
+    const { proc, summary } = await startNode(dataDir, ['--drain-deadline', '2s'])
+    const storage = summary.services['storage']!
+    const upload = spawnCli(['put', '-', '--node', storage, '--data-dir', dataDir], {}, 'pipe')
+    upload.child.stdin!.write(randomBytes(1024 * 1024))
+    expect(await waitForUploadInFlight(dataDir)).toBe(true)
+
+    const t0 = performance.now()
+    proc.child.kill('SIGTERM')
+    let draining = false
+    for (let i = 0; i < 400 && !draining; i++) {
+      draining = (await fetch(`${summary.admin}/readyz`).then((r) => r.status).catch(() => 0)) === 503
+      if (!draining) await new Promise((r) => setTimeout(r, 10))
+    }
+    expect(draining).toBe(true)
+    const res = await fetch(`${storage}/o/b3:${'a'.repeat(64)}`)
+    expect(res.status).toBe(503)
+    expect(res.headers.get('retry-after')).toMatch(/^\d+$/)
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('Draining')
+    const ready = await fetch(`${storage}/readyz`)
+    expect(ready.status).toBe(503)
+    await ready.body?.cancel()
+
+    const { code } = await proc.exited
+    const tookMs = performance.now() - t0
+    expect(code).toBe(0)
+    expect(tookMs).toBeLessThan(2000 + 4000) // drain deadline plus generous process slack on a loaded machine
+    upload.child.stdin!.destroy()
+    expect((await upload.exited).code).toBe(6)
+  })
+
+  it('get to stdout exits 0 quietly when the reader closes the pipe early (| head)', async () => {
+    const dataDir = join(root, 'epipe')
+    const { proc, summary } = await startNode(dataDir)
+    const storage = summary.services['storage']!
+    const put = await runCli(['put', '-', '--node', storage, '--data-dir', dataDir], {}, randomBytes(8 * 1024 * 1024))
+    expect(put.code, put.stderr).toBe(0)
+    const get = spawnCli(['get', put.stdout.trim(), '--node', storage])
+    get.child.stdout!.once('data', () => get.child.stdout!.destroy())
+    const { code } = await get.exited
+    expect(get.stderr()).toBe('')
+    expect(code).toBe(0)
+    expect(await stop(proc)).toBe(0)
   })
 
   it('a second signal during shutdown forces exit with code 130', async () => {

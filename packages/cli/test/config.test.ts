@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { configPrintCommand } from '../src/commands/config.js'
+import { configPrintCommand, configValidateCommand } from '../src/commands/config.js'
 import { loadNodeConfig } from '../src/config.js'
 import { CliError, ExitCode } from '../src/exit-codes.js'
 
@@ -68,6 +68,38 @@ describe('node config', () => {
   it('rejects a bad value from the environment naming the key', () => {
     expect(() => loadNodeConfig({ env: { RON_PORT_BASE: 'lots' } })).toThrow(/portBase/)
     expect(() => loadNodeConfig({ env: { RON_DRAIN_DEADLINE: 'soon' } })).toThrow(/drainDeadline/)
+  })
+
+  it('rejects an empty port base instead of reading it as 0 (random ports)', () => {
+    let err: unknown
+    try {
+      loadNodeConfig({ env: {}, flags: { portBase: '' } })
+    } catch (e) {
+      err = e
+    }
+    expect(err).toBeInstanceOf(CliError)
+    expect((err as CliError).exitCode).toBe(ExitCode.Usage)
+    expect((err as CliError).message).toMatch(/portBase/)
+    expect(() => loadNodeConfig({ env: {}, flags: { portBase: '  ' } })).toThrow(/portBase/)
+    expect(loadNodeConfig({ env: {}, flags: { portBase: '0' } }).portBase).toBe(0)
+    expect(() => loadNodeConfig({ env: {}, flags: { portBase: '65531' } })).toThrow(/portBase/)
+  })
+
+  it('config validate rejects services this build cannot host, as start would', async () => {
+    const file = join(dir, 'registry.json')
+    await writeFile(file, JSON.stringify({ services: ['registry'] }))
+    const out = capture()
+    let err: unknown
+    try {
+      configValidateCommand({ config: file, flags: {}, env: {} }, out)
+    } catch (e) {
+      err = e
+    }
+    expect(err).toBeInstanceOf(CliError)
+    expect((err as CliError).exitCode).toBe(ExitCode.Usage)
+    expect((err as CliError).message).toMatch(/services: service registry is not available in this build \(available: storage\)/)
+    expect(out.text).toBe('')
+    expect(() => loadNodeConfig({ env: { RON_SERVICES: 'storage,interop' } })).toThrow(/interop is not available/)
   })
 
   it('reports an unreadable config file as a usage error naming the file', () => {

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, mkdtemp, readFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -29,6 +29,20 @@ describe('issuer key', () => {
     expect(second.created).toBe(false)
     expect(second.key.kid).toBe(first.key.kid)
     expect(second.key.publicJwk.x).toBe(first.key.publicJwk.x)
+  })
+
+  it('never writes through a symlink planted at a predictable temporary name', async () => {
+    const path = join(dir, 'issuer.json')
+    const victim = join(dir, 'victim.txt')
+    await writeFile(victim, 'precious')
+    // The old temporary name was `<path>.<pid>.tmp`; an attacker could plant a symlink there.
+    await symlink(victim, `${path}.${process.pid}.tmp`)
+    const { created } = await loadOrCreateIssuerKey(path)
+    expect(created).toBe(true)
+    expect(await readFile(victim, 'utf8')).toBe('precious')
+    expect(JSON.parse(await readFile(path, 'utf8'))).toBeTypeOf('object')
+    // Only the key, the victim and the planted link: no temporary file is left behind.
+    expect((await readdir(dir)).sort()).toEqual(['issuer.json', `issuer.json.${process.pid}.tmp`, 'victim.txt'])
   })
 
   it('refuses a corrupt key file instead of replacing it', async () => {
@@ -73,6 +87,17 @@ describe('admin token', () => {
     await ensureAdminToken(path, a.key)
     const res = await ensureAdminToken(path, b.key)
     expect(res.minted).toBe(true)
+  })
+
+  it.runIf(process.platform !== 'win32')('is made private (0600) when readable by others, and reported', async () => {
+    const { key } = await loadOrCreateIssuerKey(join(dir, 'issuer.json'))
+    const path = join(dir, 'admin.token')
+    const first = await ensureAdminToken(path, key)
+    await chmod(path, 0o644)
+    const again = await ensureAdminToken(path, key)
+    expect(again).toEqual({ token: first.token, minted: false, fixedMode: true })
+    expect((await stat(path)).mode & 0o777).toBe(0o600)
+    expect((await ensureAdminToken(path, key)).fixedMode).toBeUndefined()
   })
 
   it('is re-minted when the file holds garbage', async () => {

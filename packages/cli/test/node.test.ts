@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile as writeFileP } from 'node:fs/promises'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -96,6 +96,21 @@ describe('startNode (in-process)', () => {
     expect((e3 as Error).message).toContain('storage:write')
   })
 
+  it('refuses a second node on the same data directory, naming it and the pid, without disturbing the first', async () => {
+    const tmpDir = join(dir, 'data', 'storage', 'tmp')
+    await writeFileP(join(tmpDir, 'in-progress.upload'), 'partial')
+    const err = await startNode({ dataDir: join(dir, 'data'), portBase: 0 }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(CliError)
+    expect((err as CliError).exitCode).toBe(ExitCode.Error)
+    expect((err as CliError).message).toBe(
+      `data directory ${join(dir, 'data')} is in use by process ${process.pid} (lock file ${join(dir, 'data', 'lock')}); stop that node or pick another --data-dir`,
+    )
+    expect(await readdir(tmpDir)).toContain('in-progress.upload')
+    expect((await readFile(join(dir, 'data', 'lock'), 'utf8')).trim()).toBe(String(process.pid))
+    expect((await fetch(`${node.admin}/readyz`)).status).toBe(200)
+    await rm(join(tmpDir, 'in-progress.upload'))
+  })
+
   it('maps an unreachable node to exit code 6', async () => {
     const e = await getCommand({ address: `b3:${'1'.repeat(64)}`, node: 'http://127.0.0.1:1', env: {} }, sink()).catch((x: unknown) => x)
     expect(exitCodeFor(e)).toBe(ExitCode.Unavailable)
@@ -151,6 +166,18 @@ describe('startNode failures', () => {
     const err = await startNode({ dataDir: join(dir, 'd'), portBase: port - 1 }).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(CliError)
     expect((err as CliError).message).toBe(`port ${port} is in use (storage); pick another with --port-base`)
+  })
+
+  it('fails on a port conflict before storage recovery touches the data, and releases the lock', async () => {
+    const port = (blocker.address() as { port: number }).port
+    const dataDir = join(dir, 'keep')
+    await mkdir(join(dataDir, 'storage', 'tmp'), { recursive: true, mode: 0o700 })
+    await writeFileP(join(dataDir, 'storage', 'tmp', 'in-progress.upload'), 'partial')
+    // The admin port (base) is taken this time: every listener is bound before any service exists.
+    const err = await startNode({ dataDir, portBase: port }).catch((e: unknown) => e)
+    expect((err as CliError).message).toMatch(/^port \d+ is in use \((admin|storage)\); pick another with --port-base$/)
+    expect(await readdir(join(dataDir, 'storage', 'tmp'))).toEqual(['in-progress.upload'])
+    await expect(stat(join(dataDir, 'lock'))).rejects.toMatchObject({ code: 'ENOENT' })
   })
 
   it('refuses services this build does not have, as a usage error', async () => {

@@ -26,6 +26,12 @@ export interface GetArgs extends ClientOptions {
   progress?: boolean | undefined
 }
 
+/** True for the errors a closed or broken stdout raises. */
+function isStdoutError(e: unknown): e is Error {
+  const code = (e as { code?: unknown } | null)?.code
+  return e instanceof Error && (code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END')
+}
+
 /** What {@link getCommand} produced. */
 export interface GetOutcome {
   address: Address
@@ -38,7 +44,9 @@ export interface GetOutcome {
  * Fetches the object and writes it out, hashing every byte on the way. With `-o`, bytes go to a
  * temporary file beside the target, which is renamed into place only once the whole content
  * hashes to the address; on any failure the temporary file is removed and the target is untouched.
- * On stdout, bytes are written as they arrive and a mismatch is reported at the end (exit 5).
+ * On stdout, bytes are written as they arrive and a mismatch is reported at the end (exit 5); when
+ * the reader closes stdout early (EPIPE, e.g. `| head`) the download stops and the command
+ * succeeds quietly, without verifying the rest.
  *
  * @throws {@link IntegrityFailedError} when the content does not match its address.
  */
@@ -79,8 +87,46 @@ export async function getCommand(args: GetArgs, stdout: NodeJS.WritableStream = 
       }
       await rename(tmp, target)
     } else {
-      // Not closing stdout: the process may still print to it.
-      await pipeline(verified(), new Writable({ write: (chunk: Buffer, _enc, cb) => (stdout.write(chunk) ? cb() : stdout.once('drain', () => cb())) }))
+      // Not closing stdout: the process may still print to it. A reader that goes away early
+      // (`ron-node get b3:… | head`) makes stdout fail with EPIPE: like other Unix tools, stop
+      // quietly and succeed; any other stdout error is one line (exit 1).
+      let stdoutError: Error | undefined
+      let failWrite: ((e: Error) => void) | undefined
+      const onStdoutError = (e: Error): void => {
+        stdoutError ??= e
+        failWrite?.(e)
+      }
+      stdout.on('error', onStdoutError)
+      try {
+        await pipeline(
+          verified(),
+          new Writable({
+            write: (chunk: Buffer, _enc, cb) => {
+              if (stdoutError !== undefined) return cb(stdoutError)
+              let settled = false
+              const done = (e?: Error): void => {
+                if (settled) return
+                settled = true
+                failWrite = undefined
+                stdout.off('drain', onDrain)
+                cb(e)
+              }
+              const onDrain = (): void => done()
+              failWrite = done
+              if (stdout.write(chunk)) done()
+              else stdout.once('drain', onDrain)
+            },
+          }),
+        )
+      } catch (e) {
+        const broken = stdoutError ?? (isStdoutError(e) ? e : undefined)
+        if (broken === undefined) throw e
+        progress.clear()
+        if ((broken as { code?: unknown }).code === 'EPIPE') return { address, size, path: undefined }
+        throw new CliError(`cannot write to stdout: ${errnoText(broken)}`, ExitCode.Error, { cause: broken })
+      } finally {
+        stdout.off('error', onStdoutError)
+      }
     }
     progress.done()
     return { address, size, path: target }
