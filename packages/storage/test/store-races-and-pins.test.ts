@@ -41,7 +41,7 @@ vi.mock('../src/store/fs-layout.js', async (importOriginal) => {
   }
 })
 
-describe('fs store: a delete racing an open or a verify (finding 7)', () => {
+describe('fs store: a delete racing an open or a verify', () => {
   let dir: string
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ron-fix-race-'))
@@ -99,7 +99,7 @@ describe('fs store: a delete racing an open or a verify (finding 7)', () => {
   })
 })
 
-describe('PinSet durability (finding 9)', () => {
+describe('PinSet durability', () => {
   let dir: string
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'ron-fix-pins-'))

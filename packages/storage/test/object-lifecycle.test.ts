@@ -33,7 +33,7 @@ async function flipByte(path: string, offset: number): Promise<void> {
   }
 }
 
-describe('review fixes on the object routes', () => {
+describe('object routes: healing re-puts, delete vs repair state, 416 headers, commit timing', () => {
   let c: Cluster | undefined
   const cleanups: Array<() => Promise<void>> = []
   afterEach(async () => {
@@ -42,7 +42,7 @@ describe('review fixes on the object routes', () => {
     for (const f of cleanups.splice(0)) await f()
   })
 
-  it('heals a bit-flipped copy on disk when a client PUTs the right bytes again (finding 3)', async () => {
+  it('heals a bit-flipped copy on disk when a client PUTs the right bytes again', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ron-fix-heal-'))
     const store = await createFsStore({ dir, chunkSize: 1024 })
     cleanups.push(async () => {
@@ -60,7 +60,7 @@ describe('review fixes on the object routes', () => {
     expect(await store.verify(address)).toEqual({ ok: true, size: 5000, badChunks: [] })
   })
 
-  it('clears the suspect mark of a deleted corrupt object, so repair does not bring it back (finding 7)', async () => {
+  it('clears the suspect mark of a deleted corrupt object, so repair does not bring it back', async () => {
     const a = createMemoryStore({ chunkSize: 1024 })
     const b = createMemoryStore({ chunkSize: 1024 })
     c = await cluster(['a', 'b'], (name) => ({ backend: name === 'a' ? a : b, rf: 2 }))
@@ -80,7 +80,7 @@ describe('review fixes on the object routes', () => {
     expect(await a.stat(address)).toBeUndefined()
   })
 
-  it('DELETE clears the suspect mark when the delete goes ahead, and keeps it when refused (finding 7)', async () => {
+  it('DELETE clears the suspect mark when the delete goes ahead, and keeps it when refused', async () => {
     const store = createMemoryStore({ chunkSize: 1024 })
     const repair = new RepairState()
     const pins = await PinSet.open()
@@ -118,7 +118,7 @@ describe('review fixes on the object routes', () => {
     expect(plan.unrepairable.map((u) => u.address)).toEqual([address])
   })
 
-  it('answers 416 with only Content-Range: no ETag, no immutable caching (finding 8)', async () => {
+  it('answers 416 with only Content-Range: no ETag, no immutable caching', async () => {
     c = await cluster(['storage'])
     const { address } = await c.node().client.put('twelve bytes')
     const res = await c.request('storage', 'GET', `/o/${address}`, { range: 'bytes=100-' })
@@ -135,7 +135,7 @@ describe('review fixes on the object routes', () => {
     expect(Buffer.from(await readAll(ok.body)).toString()).toBe('twel')
   })
 
-  it('does not count a PUT waiting behind a delete of its address as slow commit time (finding 10)', async () => {
+  it('does not count a PUT waiting behind a delete of its address as slow commit time', async () => {
     const clock = new VirtualClock()
     const inner = createMemoryStore({ chunkSize: 1024 })
     const deleting = { reached: deferred(), release: deferred() }
