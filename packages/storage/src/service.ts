@@ -216,7 +216,7 @@ async function build(
     replicator,
     announcer,
     transport,
-    verifier: host.verifier,
+    authenticate: (req, scope) => host.authenticate(req, scope),
     metrics: sink,
     clock,
     logger,

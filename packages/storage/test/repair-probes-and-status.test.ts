@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { isRonError, noopLogger } from '@ron/core'
+import { createServiceHost, isRonError, noopLogger } from '@ron/core'
 import type { Address, MetricsSink, RonRequest, RonResponse, RouteContext, Supervisor } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import type { MemoryStoreTesting } from '../src/index.js'
@@ -354,8 +354,9 @@ describe('GET /o/:addr/status', () => {
     expect(st.repair).toMatchObject({ state: 'suspect' })
   })
 
-  it('is admitted through the work queue, and checks a scrub token with the verifier when public', async () => {
+  it('is admitted through the work queue, and checks a scrub token with the host when public', async () => {
     const issuer = createTestIssuer()
+    const host = createServiceHost({ id: 'storage', version: '0', topology: { service: 'storage', tasks: [], channels: [] }, auth: { keys: issuer.keys } })
     const store = createMemoryStore({ chunkSize: 1024 })
     const { address } = await store.put(once(bytes(3000, 23)))
     const s = {
@@ -367,8 +368,9 @@ describe('GET /o/:addr/status', () => {
       clock: { now: () => 0 },
       placement: () => ['storage'],
       kick: () => undefined,
+      authenticate: (req: RonRequest, scope?: string) => host.authenticate(req, scope),
     } as unknown as StorageContext
-    const [route] = statusRoutes(s, issuer.verifier())
+    const [route] = statusRoutes(s)
     expect(route).toMatchObject({ method: 'GET', path: '/o/:addr/status', queue: 'work' })
     expect(route!.scope).toBeUndefined()
     const call = (token?: string): Promise<unknown> => {
@@ -390,6 +392,7 @@ describe('GET /o/:addr/status', () => {
       expect(ok.json.local).toEqual({ present: true, ok: true, badChunks: [], scrubbed: true })
     } finally {
       await store.close()
+      await host.service.close()
     }
   })
 })

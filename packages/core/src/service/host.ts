@@ -15,7 +15,7 @@ import { ClosedError, DrainingError, UnauthorizedError, type RonError } from '..
 import type { RonRequest, RonResponse, Reply, Route } from '../http/types.js'
 import { createHttpHandler, type HttpHandler, type HttpHooks, type HttpLimits } from '../http/index.js'
 import type { Transport } from '../transport/types.js'
-import type { TokenVerifier } from '../auth/types.js'
+import type { Claims, TokenVerifier } from '../auth/types.js'
 import { bearerToken, checkCaveats, createTokenVerifier, staticKeySource, type KeySource, type Jwk } from '../auth/index.js'
 import { Supervisor, WorkPool, Broadcast } from '../concurrency/index.js'
 import { Admission } from '../resilience/index.js'
@@ -70,10 +70,12 @@ export interface ServiceHost {
   readonly metrics: ServiceMetrics
   readonly readiness: Readiness
   /**
-   * The token verifier built from `options.auth` (undefined without auth), for routes that check
-   * a token themselves, e.g. an admin-only variant of a public route.
+   * Checks the request's bearer token exactly as for a route declaring `scope`: verified for this
+   * service's audience, scope and caveats. For routes that need a token only sometimes (an
+   * admin-only variant of a public route).
+   * @throws {@link UnauthorizedError} (no token, no verifier configured, invalid), {@link ForbiddenError}
    */
-  readonly verifier: TokenVerifier | undefined
+  authenticate(req: RonRequest, scope?: string): Promise<Claims>
   /** Aborts when `close()` gives up draining and starts aborting stragglers. */
   readonly signal: AbortSignal
   /** True once `close()` began. */
@@ -151,9 +153,6 @@ class Host implements ServiceHost {
   readonly #workers: Record<string, number>
   readonly #admission: Admission
   readonly #verifier: TokenVerifier | undefined
-  get verifier(): TokenVerifier | undefined {
-    return this.#verifier
-  }
   readonly #limits: HttpLimits | undefined
   #handler: HttpHandler | undefined
   #state: 'running' | 'draining' | 'closed' = 'running'
@@ -241,6 +240,20 @@ class Host implements ServiceHost {
     this.#closeHooks.push(fn)
   }
 
+  async authenticate(req: RonRequest, scope?: string): Promise<Claims> {
+    if (this.#verifier === undefined) {
+      throw new UnauthorizedError('this service has no token verifier configured', { details: { reason: 'no_verifier' } })
+    }
+    const token = bearerToken(req.headers)
+    if (token === undefined) throw new UnauthorizedError('missing bearer token', { details: { reason: 'missing' } })
+    const claims = await this.#verifier.verify(token, scope === undefined ? { audience: this.id } : { audience: this.id, scope })
+    // Attenuated tokens narrow methods and paths: enforced here for every scoped route, so no
+    // route can forget. Byte limits are the route's to check (it knows the size).
+    const q = req.url.indexOf('?')
+    checkCaveats(claims, { method: req.method, path: q === -1 ? req.url : req.url.slice(0, q) })
+    return claims
+  }
+
   health(): HealthReport {
     return this.readiness.report(this.supervisor.health())
   }
@@ -280,19 +293,7 @@ class Host implements ServiceHost {
           if (--this.#inFlight === 0) this.#idle?.()
         }
       },
-      authenticate: async (req, route) => {
-        if (this.#verifier === undefined) {
-          throw new UnauthorizedError('this service has no token verifier configured', { details: { reason: 'no_verifier' } })
-        }
-        const token = bearerToken(req.headers)
-        if (token === undefined) throw new UnauthorizedError('missing bearer token', { details: { reason: 'missing' } })
-        const claims = await this.#verifier.verify(token, route.scope === undefined ? { audience: this.id } : { audience: this.id, scope: route.scope })
-        // Attenuated tokens narrow methods and paths: enforced here for every scoped route, so no
-        // route can forget. Byte limits are the route's to check (it knows the size).
-        const q = req.url.indexOf('?')
-        checkCaveats(claims, { method: req.method, path: q === -1 ? req.url : req.url.slice(0, q) })
-        return claims
-      },
+      authenticate: (req, route) => this.authenticate(req, route.scope),
       submit: (queue, job, signal) => this.pool(queue).submit(job, signal),
       observe: (route, method, status, seconds) => this.metrics.observeHttp(route, method, status, seconds),
       onError: (err: RonError, corrId: string, req: RonRequest) => {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { Address, Broadcast, Clock, Logger, MetricsSink, TokenVerifier, Transport } from '@ron/core'
+import type { Address, Broadcast, Claims, Clock, Logger, MetricsSink, RonRequest, Transport } from '@ron/core'
 import type { Announcer } from '../announcer.js'
 import type { ResolvedStorageOptions } from '../config.js'
 import type { ObjectGuard, PinSet } from '../pins.js'
@@ -31,8 +31,8 @@ export interface StorageContext {
   replicator: Replicator
   announcer: Announcer | undefined
   transport: Transport | undefined
-  /** The host's token verifier, for routes that check a token themselves (undefined without auth). */
-  verifier: TokenVerifier | undefined
+  /** The host's token check (audience, scope, caveats), for routes that need a token only sometimes. */
+  authenticate(req: RonRequest, scope?: string): Promise<Claims>
   metrics: MetricsSink
   clock: Clock
   logger: Logger

@@ -15,5 +15,5 @@ export type { StorageContext, StorageEvent } from './context.js'
 
 /** Every route of the storage service. */
 export function storageRoutes(s: StorageContext): Route[] {
-  return [...objectRoutes(s), ...pinRoutes(s), ...statusRoutes(s, s.verifier), ...repairRoutes(s)]
+  return [...objectRoutes(s), ...pinRoutes(s), ...statusRoutes(s), ...repairRoutes(s)]
 }

@@ -11,8 +11,8 @@
  * @module
  */
 
-import { ForbiddenError, NotFoundError, UnauthorizedError, bearerToken, checkCaveats, isRonError, parseAddress } from '@ron/core'
-import type { Address, Reply, Route, RouteContext, TokenVerifier } from '@ron/core'
+import { ForbiddenError, NotFoundError, isRonError, parseAddress } from '@ron/core'
+import type { Address, Reply, Route, RouteContext } from '@ron/core'
 import type { StorageContext } from './context.js'
 
 /** The scope `?scrub=1` needs. */
@@ -49,23 +49,16 @@ function wantsScrub(ctx: RouteContext): boolean {
 
 /**
  * Checks that the caller may scrub: the route's own claims when it is scoped (reads not public),
- * else the bearer token verified here with `verifier` (fails closed without one).
+ * else the bearer token, checked by the host exactly as for a scoped route.
  */
-async function requireScrubScope(s: StorageContext, ctx: RouteContext, verifier: TokenVerifier | undefined): Promise<void> {
-  if (ctx.auth !== undefined) {
-    if (!ctx.auth.scope.includes(SCRUB_SCOPE)) {
-      throw new ForbiddenError(`?scrub=1 needs scope ${SCRUB_SCOPE}`, { details: { reason: 'missing_scope', scope: SCRUB_SCOPE } })
-    }
+async function requireScrubScope(s: StorageContext, ctx: RouteContext): Promise<void> {
+  if (ctx.auth === undefined) {
+    await s.authenticate(ctx.req, SCRUB_SCOPE)
     return
   }
-  if (verifier === undefined) {
-    throw new UnauthorizedError(`?scrub=1 needs a token with ${SCRUB_SCOPE}, and no verifier is configured`, { details: { reason: 'no_verifier' } })
+  if (!ctx.auth.scope.includes(SCRUB_SCOPE)) {
+    throw new ForbiddenError(`?scrub=1 needs scope ${SCRUB_SCOPE}`, { details: { reason: 'missing_scope', scope: SCRUB_SCOPE } })
   }
-  const token = bearerToken(ctx.req.headers)
-  if (token === undefined) throw new UnauthorizedError(`?scrub=1 needs a token with ${SCRUB_SCOPE}`, { details: { reason: 'missing' } })
-  const claims = await verifier.verify(token, { audience: s.o.id, scope: SCRUB_SCOPE })
-  const q = ctx.req.url.indexOf('?')
-  checkCaveats(claims, { method: ctx.req.method, path: q === -1 ? ctx.req.url : ctx.req.url.slice(0, q) })
 }
 
 /** Cheap local health: open (stat + chunk table decode) and the suspect mark; no data is read. */
@@ -92,10 +85,10 @@ async function fullLocal(s: StorageContext, address: Address, signal: AbortSigna
   return { size: v.size, local: { present, ok: v.ok, badChunks: v.badChunks, scrubbed: true, ...(v.reason === undefined ? {} : { reason: v.reason }) } }
 }
 
-async function status(s: StorageContext, ctx: RouteContext, verifier: TokenVerifier | undefined): Promise<Reply> {
+async function status(s: StorageContext, ctx: RouteContext): Promise<Reply> {
   const address = parseAddress(ctx.params.addr ?? '')
   const scrub = wantsScrub(ctx)
-  if (scrub) await requireScrubScope(s, ctx, verifier)
+  if (scrub) await requireScrubScope(s, ctx)
   const { size, local } = scrub ? await fullLocal(s, address, ctx.signal) : await quickLocal(s, address)
   const pinned = s.pins.has(address)
   if (!local.present && !pinned && s.repair.get(address) === undefined) throw new NotFoundError('no such object', { details: { address } })
@@ -118,12 +111,12 @@ async function status(s: StorageContext, ctx: RouteContext, verifier: TokenVerif
 
 /**
  * The status route: public when reads are (the cheap answer), through the `work` queue.
- * `?scrub=1` additionally needs `storage:admin`; on a public route the token is checked with
- * `verifier` (without one, scrub requests are refused with 401 `no_verifier`).
+ * `?scrub=1` additionally needs `storage:admin`; on a public route the token is checked by the
+ * host (without auth configured, scrub requests are refused with 401 `no_verifier`).
  */
-export function statusRoutes(s: StorageContext, verifier?: TokenVerifier): Route[] {
+export function statusRoutes(s: StorageContext): Route[] {
   const read = s.o.publicReads ? {} : { scope: 'storage:read' }
   return [
-    { method: 'GET', path: '/o/:addr/status', name: 'GET /o/:addr/status', ...read, queue: 'work', handler: (ctx) => status(s, ctx, verifier) },
+    { method: 'GET', path: '/o/:addr/status', name: 'GET /o/:addr/status', ...read, queue: 'work', handler: (ctx) => status(s, ctx) },
   ]
 }
