@@ -92,9 +92,9 @@ export function connectStorage(nodeUrl: string, token: string | undefined, timeo
 
 /**
  * Checks, without verifying the signature, that `token` could authorise `scope`: a compact JWS
- * whose claims are JSON with a future `exp` and `scope` containing `scope`. A streamed upload
- * with a token the node will refuse may see the connection reset before the 401 arrives, so
- * `put` rejects obviously unusable tokens before sending a byte.
+ * whose claims are JSON with a future `exp` and `scope` containing `scope`. The node would
+ * answer 401/403 anyway (it reads the reply before the body); this only spares uploading a large
+ * file with an obviously unusable token. Verification is the node's job.
  * @throws {@link CliError} (exit code 4) saying what is wrong.
  */
 export function precheckToken(token: string, scope: string, nowSec = Math.floor(Date.now() / 1000)): void {

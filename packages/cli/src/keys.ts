@@ -5,9 +5,20 @@
  * @module
  */
 
-import { randomUUID, verify } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import { chmod, lstat, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
-import { exportIssuerKey, generateIssuerKey, importIssuerKey, isRonError, signToken, systemClock, type Clock, type IssuerKey } from '@ron/core'
+import {
+  createTokenVerifier,
+  exportIssuerKey,
+  generateIssuerKey,
+  importIssuerKey,
+  isRonError,
+  signToken,
+  staticKeySource,
+  systemClock,
+  type Clock,
+  type IssuerKey,
+} from '@ron/core'
 import { errnoText } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { KNOWN_SERVICES } from './ports.js'
@@ -86,32 +97,29 @@ export async function loadOrCreateIssuerKey(path: string): Promise<IssuerKeyResu
   return { key, created: true, looseMode: false }
 }
 
-/** Decoded claims of a token, without verification. */
-interface RawClaims {
-  aud?: unknown
-  scope?: unknown
-  exp?: unknown
-}
-
 /**
- * True when `token` is signed by `key`, unexpired for at least `marginSec`, and carries every
- * scope and audience in `scopes` / `audiences`.
+ * True when `token` verifies against `key` (through the same verifier every service uses), stays
+ * valid for at least `marginSec` more, and carries every scope and audience in `scopes` /
+ * `audiences`.
  */
-export function tokenStillGood(token: string, key: IssuerKey, scopes: readonly string[], audiences: readonly string[], nowSec: number, marginSec = 3600): boolean {
-  const parts = token.trim().split('.')
-  if (parts.length !== 3) return false
-  const [h, p, s] = parts as [string, string, string]
+export async function tokenStillGood(
+  token: string,
+  key: IssuerKey,
+  scopes: readonly string[],
+  audiences: readonly string[],
+  nowSec: number,
+  marginSec = 3600,
+): Promise<boolean> {
+  // Verifying "as of now + margin" with no tolerance is exactly "unexpired for margin more".
+  const at = (nowSec + marginSec) * 1000
+  const clock: Clock = { ...systemClock, now: () => at }
+  const verifier = createTokenVerifier({ keys: staticKeySource([key]), clock, clockToleranceSec: 0 })
   try {
-    const header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as { alg?: unknown; kid?: unknown }
-    if (header.alg !== 'EdDSA' || header.kid !== key.kid) return false
-    if (!verify(null, Buffer.from(`${h}.${p}`, 'ascii'), key.publicKey, Buffer.from(s, 'base64url'))) return false
-    const claims = JSON.parse(Buffer.from(p, 'base64url').toString('utf8')) as RawClaims
-    if (typeof claims.exp !== 'number' || claims.exp < nowSec + marginSec) return false
-    const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud]
-    const scope = typeof claims.scope === 'string' ? claims.scope.split(' ') : []
-    return audiences.every((a) => aud.includes(a)) && scopes.every((sc) => scope.includes(sc))
-  } catch {
-    return false
+    const claims = await verifier.verify(token, { audience: audiences[0] ?? '' })
+    return audiences.every((a) => claims.aud.includes(a)) && scopes.every((sc) => claims.scope.includes(sc))
+  } catch (e) {
+    if (isRonError(e)) return false
+    throw e
   }
 }
 
@@ -163,7 +171,7 @@ export async function ensureAdminToken(path: string, key: IssuerKey, options: En
       throw new CliError(`cannot make admin token ${path} private: ${errnoText(e)}`, ExitCode.Error, { cause: e })
     }
   }
-  if (existing !== undefined && tokenStillGood(existing, key, ADMIN_SCOPES, KNOWN_SERVICES, nowSec)) return { token: existing, minted: false, ...(fixedMode ? { fixedMode } : {}) }
+  if (existing !== undefined && (await tokenStillGood(existing, key, ADMIN_SCOPES, KNOWN_SERVICES, nowSec))) return { token: existing, minted: false, ...(fixedMode ? { fixedMode } : {}) }
   const token = signToken(
     key,
     { sub: 'admin', aud: [...KNOWN_SERVICES], scope: [...ADMIN_SCOPES], ttlSec: options.ttlSec ?? ADMIN_TOKEN_TTL_SEC },
