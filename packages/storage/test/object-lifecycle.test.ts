@@ -3,7 +3,7 @@
  * suspect mark), 8 (416 carries no object caching headers) and 10 (waiting behind a delete or
  * repair is not counted as commit time).
  */
-import { mkdtemp, open, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -16,21 +16,10 @@ import { RepairState } from '../src/repair-planner.js'
 import type { StorageContext } from '../src/routes/context.js'
 import { objectRoutes } from '../src/routes/objects.js'
 import { addressOfBytes, bytes, cluster, deferred, once, readAll, type Cluster } from './helpers.js'
+import { flipByte } from './store/helpers.js'
 
 const tick = async (n = 20): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
-}
-
-async function flipByte(path: string, offset: number): Promise<void> {
-  const fh = await open(path, 'r+')
-  try {
-    const b = Buffer.alloc(1)
-    await fh.read(b, 0, 1, offset)
-    b[0] = b[0]! ^ 0x01
-    await fh.write(b, 0, 1, offset)
-  } finally {
-    await fh.close()
-  }
 }
 
 describe('object routes: healing re-puts, delete vs repair state, 416 headers, commit timing', () => {

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { open } from 'node:fs/promises'
 import type { Address } from '@ron/core'
 import type { FsStoreTesting, MemoryStoreTesting } from '../src/index.js'
 import { placement } from '../src/index.js'
 import { addressOfBytes, bytes, cluster, metricValue, once, tempDir, type Cluster } from './helpers.js'
+import { flipByte } from './store/helpers.js'
 
 const NODES = ['storage-a', 'storage-b', 'storage-c']
 
@@ -15,18 +15,6 @@ function payloadPlacedOn(want: [string, string], size = 5000): Uint8Array {
     if (p[0] === want[0] && p[1] === want[1]) return b
   }
   throw new Error('no payload found')
-}
-
-async function flipByte(path: string, offset: number): Promise<void> {
-  const fh = await open(path, 'r+')
-  try {
-    const b = Buffer.alloc(1)
-    await fh.read(b, 0, 1, offset)
-    b[0] = b[0]! ^ 0x40
-    await fh.write(b, 0, 1, offset)
-  } finally {
-    await fh.close()
-  }
 }
 
 describe('replication and repair across three nodes', () => {
@@ -60,7 +48,7 @@ describe('replication and repair across three nodes', () => {
     expect(await c.node('storage-b').svc.store.stat(address)).toEqual({ size: 5000 })
 
     const paths = (a.svc.store as unknown as FsStoreTesting).pathsOf(address)
-    await flipByte(paths.data, 2 * 1024 + 17) // chunk 2
+    await flipByte(paths.data, 2 * 1024 + 17, 0x40) // chunk 2
 
     const res = await c.request('storage-a', 'GET', `/o/${address}`)
     expect(res.status).toBe(200)

@@ -1,4 +1,4 @@
-import { mkdtemp, open, readdir, readFile, rm, truncate, writeFile, mkdir, stat } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, truncate, writeFile, mkdir, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
@@ -9,19 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFsStore } from '../../src/store/index.js'
 import { mapIoError } from '../../src/store/fs-layout.js'
 import { blobStoreCompliance } from './compliance.js'
-import { bytes, chunked, collect, listAll, once, readUntilError, rejection } from './helpers.js'
-
-async function flipByte(path: string, offset: number): Promise<void> {
-  const fh = await open(path, 'r+')
-  try {
-    const b = Buffer.alloc(1)
-    await fh.read(b, 0, 1, offset)
-    b[0] = b[0]! ^ 0x01
-    await fh.write(b, 0, 1, offset)
-  } finally {
-    await fh.close()
-  }
-}
+import { bytes, chunked, collect, flipByte, listAll, once, readUntilError, rejection } from './helpers.js'
 
 /** Every file (not directory) below `dir`, relative. */
 async function files(dir: string): Promise<string[]> {

@@ -1,4 +1,5 @@
 /** Test helpers for the store suites: deterministic bytes, chunked sources, collectors. */
+import { open } from 'node:fs/promises'
 import type { Address } from '@ron/core'
 
 /** Deterministic pseudo-random bytes (xorshift32), different per seed. */
@@ -91,4 +92,17 @@ export async function readUntilError(it: AsyncIterable<Uint8Array>): Promise<{ d
     return { data: concat(parts), error }
   }
   return { data: concat(parts), error: undefined }
+}
+
+/** Flips the bits of `mask` in the byte at `offset` of a file on disk (bit rot, for tests). */
+export async function flipByte(path: string, offset: number, mask = 0x01): Promise<void> {
+  const fh = await open(path, 'r+')
+  try {
+    const b = Buffer.alloc(1)
+    await fh.read(b, 0, 1, offset)
+    b[0] = b[0]! ^ mask
+    await fh.write(b, 0, 1, offset)
+  } finally {
+    await fh.close()
+  }
 }
