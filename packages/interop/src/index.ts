@@ -1,9 +1,17 @@
 /**
- * `@ron/interop`: bridge from the outside world: verified provider webhooks, external uploads into storage, audit sink, brownout.
+ * `@ron/interop`: the bridge from the outside world into the mesh. Verified provider webhooks
+ * (GitHub, Slack, Stripe, Standard Webhooks) stored as content-addressed, re-verifiable receipts;
+ * external uploads that trade an API key for a short-lived capability; reads through index and
+ * storage; a drop-oldest audit sink; a brownout sentinel that sheds writes before reads.
  *
- * Not implemented yet: this package reserves its place in the workspace so that the layout of
- * SPEC.md section 1 holds from the start. Its service id is exported so hosts and tokens can
- * already name it (`aud`, scopes such as `interop:…`).
+ * @example
+ * ```ts
+ * import { signWebhook, verifyWebhook } from '@ron/interop'
+ *
+ * const req = signWebhook({ provider: 'github', secret: 's3cret', body: '{"zen":"hi"}' })
+ * const v = verifyWebhook({ provider: 'github', body: req.body, headers: req.headers, secrets: ['s3cret'], nowMs: Date.now() })
+ * v.ok // true
+ * ```
  *
  * @packageDocumentation
  * @module @ron/interop
@@ -11,3 +19,16 @@
 
 /** The service id of `@ron/interop`: its transport name, token audience and metric `service` label. */
 export const SERVICE_ID = 'interop'
+
+export { verifyWebhook, isWebhookProvider, parseStripeSignature, standardSecretKey, WEBHOOK_PROVIDERS, SIGNATURE_HEADERS, DEFAULT_TOLERANCE_SEC } from './webhooks/verify.js'
+export type {
+  VerifyWebhookInput,
+  WebhookAccepted,
+  WebhookRejected,
+  WebhookVerification,
+  WebhookProvider,
+  WebhookFailureReason,
+  WebhookHeaders,
+} from './webhooks/verify.js'
+export { signWebhook, samplePayload } from './webhooks/sign.js'
+export type { SignWebhookInput, SignedWebhook } from './webhooks/sign.js'
