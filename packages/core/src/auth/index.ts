@@ -14,8 +14,22 @@ export { staticKeySource, remoteKeySource } from './key-source.js'
 export type { KeySource, RemoteKeySource, RemoteKeySourceOptions } from './key-source.js'
 export { RevocationSet } from './revocation.js'
 export type { RevocationCheck, RevocationSetOptions } from './revocation.js'
-export { createTokenVerifier } from './verifier.js'
-export type { TokenVerifierOptions, TokenRequirement, UnauthorizedReason, ForbiddenReason } from './verifier.js'
+export { createTokenVerifier, KNOWN_CAVEATS } from './verifier.js'
+export type { TokenVerifierOptions, TokenRequirement, UnauthorizedReason, ForbiddenReason, CachingTokenVerifier, VerifierCacheOptions } from './verifier.js'
 export { checkCaveats } from './caveats.js'
 export type { CaveatRequest } from './caveats.js'
 export { bearerToken } from './bearer.js'
+export { createRevocationFeed } from './revocation-feed.js'
+export type { RevocationFeed, RevocationFeedOptions, RevocationFeedItem, RevocationFeedPage } from './revocation-feed.js'
+export { SCOPES, ALL_SCOPES, isScope } from './scopes.js'
+export type { Scope } from './scopes.js'
+export { createTokenProvider, localMinter, signClientAssertion, resolveToken } from './token-provider.js'
+export type {
+  TokenMinter,
+  MintRequest,
+  LocalMinterOptions,
+  TokenProvider,
+  TokenProviderOptions,
+  ClientAssertionOptions,
+  TokenSource,
+} from './token-provider.js'

@@ -32,6 +32,19 @@ function indexJwks(keys: readonly unknown[]): Map<string, KeyObject> {
 }
 
 /**
+ * When each key of a JWKS stops verifying: passport publishes `retiresAt` (Unix ms) on keys that
+ * no longer sign (status `previous`), so a verifier drops them on time even between fetches.
+ */
+function retirements(keys: readonly unknown[]): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const jwk of keys) {
+    const j = jwk as { kid?: unknown; retiresAt?: unknown } | null
+    if (typeof j?.kid === 'string' && typeof j.retiresAt === 'number' && Number.isFinite(j.retiresAt)) out.set(j.kid, j.retiresAt)
+  }
+  return out
+}
+
+/**
  * A fixed key set: a JWKS document or a list of {@link IssuerKey}s. JWKs without a `kid` or that
  * are not Ed25519 are ignored.
  *
@@ -74,7 +87,9 @@ export interface RemoteKeySource extends KeySource {
 /**
  * Passport's key set (SPEC.md section 5): fetched on first use, cached for `ttlMs`, and refetched
  * when a token names an unknown `kid`, at most once per `cooldownMs`. Concurrent misses share one
- * fetch. When a refresh fails, the previously fetched keys stay in use.
+ * fetch. When a refresh fails, the previously fetched keys stay in use. A key published with
+ * `retiresAt` (Unix ms; passport sets it on verify-only `previous` keys) is treated as unknown
+ * from that instant on, without waiting for the next fetch.
  *
  * @throws (from `getKey`) {@link NotReadyError} when no key set could be fetched for an unknown
  * kid (the last fetch failed); the verifier propagates it as a 503, not a 401.
@@ -94,6 +109,7 @@ export function remoteKeySource(opts: RemoteKeySourceOptions): RemoteKeySource {
   const clock = opts.clock ?? systemClock
 
   let keys = new Map<string, KeyObject>()
+  let retire = new Map<string, number>()
   let fetchedAt = -Infinity
   let lastAttempt = -Infinity
   let lastError: unknown
@@ -119,6 +135,7 @@ export function remoteKeySource(opts: RemoteKeySourceOptions): RemoteKeySource {
         throw new NotReadyError('issuer key set is not a JWKS', { details: { dependency: target } })
       }
       keys = indexJwks(doc.keys)
+      retire = retirements(doc.keys)
       fetchedAt = clock.now()
       lastError = undefined
     } catch (e) {
@@ -166,6 +183,8 @@ export function remoteKeySource(opts: RemoteKeySourceOptions): RemoteKeySource {
     },
     async getKey(kid, signal) {
       const now = clock.now()
+      const retiresAt = retire.get(kid)
+      if (retiresAt !== undefined && now >= retiresAt) return undefined
       const known = keys.get(kid)
       const stale = now - fetchedAt >= ttlMs
       const mayFetch = inflight !== undefined || now - lastAttempt >= cooldownMs

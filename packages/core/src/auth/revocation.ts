@@ -9,6 +9,12 @@ import { systemClock, type Clock } from '../clock.js'
 /** Answers whether a token id (`jti`) is revoked. Must be fast and synchronous. */
 export interface RevocationCheck {
   isRevoked(jti: string): boolean
+  /**
+   * True when this source may be missing recent revocations (a feed that has not synced within
+   * its staleness bound). The verifier then refuses write and admin scopes with 503 `NotReady`
+   * (`revocation_stale`). Absent means never stale (a local set).
+   */
+  isStale?(): boolean
 }
 
 /** Options of {@link RevocationSet}. */

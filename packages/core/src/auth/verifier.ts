@@ -1,14 +1,15 @@
 /**
  * Local verification of capability tokens (SPEC.md section 5): compact JWS, `alg` pinned to
- * EdDSA, Ed25519 through `node:crypto`, revocation before signature work, typed failure reasons.
+ * EdDSA, Ed25519 through `node:crypto`, revocation before signature work, typed failure reasons,
+ * and a bounded cache of verified tokens (a service sees the same bearer token many times).
  *
  * @module
  */
 
-import { verify as cryptoVerify } from 'node:crypto'
+import { verify as cryptoVerify, type KeyObject } from 'node:crypto'
 import { z } from 'zod'
 import { systemClock, type Clock } from '../clock.js'
-import { ForbiddenError, UnauthorizedError } from '../errors.js'
+import { ForbiddenError, NotReadyError, UnauthorizedError } from '../errors.js'
 import { decodeBase64url } from './base64url.js'
 import type { KeySource } from './key-source.js'
 import type { RevocationCheck } from './revocation.js'
@@ -25,6 +26,14 @@ export type UnauthorizedReason =
   | 'not_yet_valid'
   | 'wrong_audience'
   | 'revoked'
+  | 'unknown_caveat'
+
+/**
+ * The caveat catalog (SPEC.md section 5): the `ron` caveats every verifier knows. A token carrying
+ * any other caveat is refused as `unknown_caveat` (caveats fail closed). Enforcement of the known
+ * ones is {@link checkCaveats}.
+ */
+export const KNOWN_CAVEATS: readonly string[] = Object.freeze(['maxBytes', 'pathPrefix', 'methods'])
 
 /** Why a valid token was rejected with 403 (`details.reason` of {@link ForbiddenError}). */
 export type ForbiddenReason = 'missing_scope' | 'caveat'
@@ -35,6 +44,28 @@ export interface TokenRequirement {
   audience: string
   /** A scope the token's `scope` must contain, e.g. `storage:write`. */
   scope?: string
+  /**
+   * Skip the audience check (passport's own `verify` and `attenuate` endpoints, which answer for
+   * any audience). Services never set this. @default false
+   */
+  anyAudience?: boolean
+}
+
+/** Options of the verified-token cache of {@link createTokenVerifier}. */
+export interface VerifierCacheOptions {
+  /** Maximum number of tokens kept (least recently used evicted first). @default 10000 */
+  maxEntries?: number
+}
+
+/** The verifier {@link createTokenVerifier} returns: a {@link TokenVerifier} with cache statistics. */
+export interface CachingTokenVerifier extends TokenVerifier {
+  verify(token: string, required: TokenRequirement): Promise<Claims>
+  /** Tokens currently cached. */
+  readonly cacheSize: number
+  /** Verifications answered from the cache (signature not checked again). */
+  readonly cacheHits: number
+  /** Drops every cached token (e.g. after the key set changed). */
+  clearCache(): void
 }
 
 /** Options of {@link createTokenVerifier}. */
@@ -60,6 +91,22 @@ export interface TokenVerifierOptions {
    * @default any issuer
    */
   issuer?: string
+  /**
+   * Cache of verified tokens, keyed by the token string, kept at most until the token expires.
+   * A hit skips parsing and the signature, but revocation, expiry, `nbf`, key retirement (the
+   * `kid` must still resolve to the same key), audience, scope and caveats are checked on every
+   * use. `false` turns it off. @default `{ maxEntries: 10000 }`
+   */
+  cache?: VerifierCacheOptions | false
+  /** Caveats this verifier knows; any other `ron` caveat refuses the token. @default {@link KNOWN_CAVEATS} */
+  knownCaveats?: readonly string[]
+  /**
+   * Which required scopes are reads. While the revocation source reports itself stale
+   * (`revocations.isStale()`), a request requiring any other scope (writes, admin) is refused
+   * with 503 `NotReady` `details.reason: 'revocation_stale'`; reads keep working.
+   * @default scopes ending in `:read`
+   */
+  isReadScope?: (scope: string) => boolean
 }
 
 const B64URL_RE = /^[A-Za-z0-9_-]+$/
@@ -106,31 +153,114 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
+interface CacheEntry {
+  readonly kid: string
+  readonly key: KeyObject
+  readonly claims: Claims
+}
+
+const defaultIsReadScope = (scope: string): boolean => scope.endsWith(':read')
+
 /**
  * Builds the {@link TokenVerifier} every service uses. Checks, in order: size cap; exactly three
  * strict base64url segments; header (`alg` exactly `EdDSA`, `typ` `JWT` if present, no `crit`,
- * `kid` required); claim shapes; revocation of `jti` (before any signature work); key lookup by
- * `kid`; the Ed25519 signature (64 bytes); `exp`/`nbf` with tolerance; `iss` if pinned; `aud`
- * contains the audience; `scope` contains the required scope; the caveat hook.
+ * `kid` required); claim shapes; revocation staleness for non-read scopes; revocation of `jti`
+ * (before any signature work); key lookup by `kid`; the Ed25519 signature (64 bytes); caveats
+ * known; `exp`/`nbf` with tolerance; `iss` if pinned; `aud` contains the audience; `scope`
+ * contains the required scope; the caveat hook. A token seen before is answered from a bounded
+ * LRU cache: only parsing and the signature are skipped.
  *
  * @throws (from `verify`) {@link UnauthorizedError} with `details.reason` one of
  * {@link UnauthorizedReason}; {@link ForbiddenError} with `details.reason` `missing_scope` or
- * `caveat`; {@link NotReadyError} when a remote key set is unavailable.
+ * `caveat`; {@link NotReadyError} when a remote key set is unavailable, or with
+ * `details.reason: 'revocation_stale'` when the revocation feed is stale and the scope is not a read.
  * @example
  * ```ts
+ * const revocations = createRevocationFeed({ transport })
  * const verifier = createTokenVerifier({ keys: remoteKeySource({ transport }), revocations })
  * const claims = await verifier.verify(bearerToken(req.headers) ?? '', { audience: 'storage', scope: 'storage:write' })
  * ```
  */
-export function createTokenVerifier(opts: TokenVerifierOptions): TokenVerifier {
+export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVerifier {
   const { keys, revocations, caveats, issuer } = opts
   const tolerance = opts.clockToleranceSec ?? 30
   const clock = opts.clock ?? systemClock
   const maxTokenBytes = opts.maxTokenBytes ?? 8192
+  const known = new Set(opts.knownCaveats ?? KNOWN_CAVEATS)
+  const isReadScope = opts.isReadScope ?? defaultIsReadScope
+  const maxEntries = opts.cache === false ? 0 : Math.max(0, opts.cache?.maxEntries ?? 10_000)
+  const cache = new Map<string, CacheEntry>()
+  let hits = 0
+
+  function checkStale(required: TokenRequirement): void {
+    if (required.scope === undefined || isReadScope(required.scope)) return
+    if (revocations?.isStale?.() === true) {
+      throw new NotReadyError('revocation feed is stale: write and admin routes are refused until it catches up', {
+        details: { reason: 'revocation_stale' },
+        retryAfterMs: 1000,
+      })
+    }
+  }
+
+  // Everything that can change between two uses of the same verified token.
+  function checkUse(c: Claims, required: TokenRequirement): Claims {
+    const now = clock.now() / 1000
+    if (now > c.exp + tolerance) throw unauthorized('expired', 'token expired', { exp: c.exp })
+    if (c.nbf !== undefined && now + tolerance < c.nbf) throw unauthorized('not_yet_valid', 'token not yet valid', { nbf: c.nbf })
+    if (issuer !== undefined && c.iss !== issuer) throw unauthorized('wrong_audience', 'token from another issuer', { iss: c.iss })
+    if (required.anyAudience !== true && !c.aud.includes(required.audience)) {
+      throw unauthorized('wrong_audience', `token is not for ${required.audience}`, { audience: required.audience })
+    }
+    if (required.scope !== undefined && !c.scope.includes(required.scope)) {
+      throw new ForbiddenError(`token lacks scope ${required.scope}`, { details: { reason: 'missing_scope', scope: required.scope } })
+    }
+    caveats?.(c, required)
+    return c
+  }
+
+  async function cached(token: string, e: CacheEntry, required: TokenRequirement): Promise<Claims | undefined> {
+    checkStale(required)
+    if (revocations?.isRevoked(e.claims.jti)) {
+      cache.delete(token)
+      throw unauthorized('revoked', 'token revoked')
+    }
+    const key = await keys.getKey(e.kid)
+    if (key === undefined) {
+      cache.delete(token)
+      throw unauthorized('unknown_kid', 'token signed by an unknown key', { kid: e.kid })
+    }
+    if (key !== e.key && !key.equals(e.key)) {
+      // The kid now names other key material: verify from scratch.
+      cache.delete(token)
+      return undefined
+    }
+    hits++
+    // LRU: move to the most recent end.
+    cache.delete(token)
+    cache.set(token, e)
+    return checkUse(e.claims, required)
+  }
+
+  function remember(token: string, e: CacheEntry): void {
+    if (maxEntries === 0) return
+    if (clock.now() / 1000 > e.claims.exp + tolerance) return
+    if (cache.size >= maxEntries) {
+      // Drop the least recently used entry (first in insertion order).
+      const oldest = cache.keys().next()
+      if (oldest.done !== true) cache.delete(oldest.value)
+    }
+    cache.set(token, e)
+  }
 
   async function verify(token: string, required: TokenRequirement): Promise<Claims> {
     if (typeof token !== 'string' || token.length === 0) throw unauthorized('missing', 'missing token')
     if (token.length > maxTokenBytes) throw unauthorized('malformed', 'token too large', { maxTokenBytes })
+
+    const hit = cache.get(token)
+    if (hit !== undefined) {
+      const c = await cached(token, hit, required)
+      if (c !== undefined) return c
+    }
 
     const first = token.indexOf('.')
     const second = first < 0 ? -1 : token.indexOf('.', first + 1)
@@ -156,6 +286,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): TokenVerifier {
     }
     const raw = parsed.data
 
+    checkStale(required)
     // Revocation before any signature work: cheap, and a revoked token never costs a verify.
     if (revocations?.isRevoked(raw.jti)) throw unauthorized('revoked', 'token revoked')
 
@@ -168,34 +299,39 @@ export function createTokenVerifier(opts: TokenVerifierOptions): TokenVerifier {
     const data = Buffer.from(token.slice(0, second), 'latin1')
     if (!cryptoVerify(null, data, key, sig)) throw unauthorized('bad_signature', 'token signature does not verify')
 
-    const now = clock.now() / 1000
-    if (now > raw.exp + tolerance) throw unauthorized('expired', 'token expired', { exp: raw.exp })
-    if (raw.nbf !== undefined && now + tolerance < raw.nbf) throw unauthorized('not_yet_valid', 'token not yet valid', { nbf: raw.nbf })
-    if (issuer !== undefined && raw.iss !== issuer) throw unauthorized('wrong_audience', 'token from another issuer', { iss: raw.iss })
-
-    const aud = typeof raw.aud === 'string' ? [raw.aud] : raw.aud
-    if (!aud.includes(required.audience)) throw unauthorized('wrong_audience', `token is not for ${required.audience}`, { audience: required.audience })
-
-    const scope = raw.scope.split(' ').filter((x) => x.length > 0)
-    if (required.scope !== undefined && !scope.includes(required.scope)) {
-      throw new ForbiddenError(`token lacks scope ${required.scope}`, { details: { reason: 'missing_scope', scope: required.scope } })
+    if (raw.ron !== undefined) {
+      for (const name of Object.keys(raw.ron)) {
+        if (!known.has(name)) throw unauthorized('unknown_caveat', `token carries an unknown caveat '${name}'`, { caveat: name })
+      }
     }
 
-    const claims: Claims = {
+    const aud = typeof raw.aud === 'string' ? [raw.aud] : raw.aud
+    const claims: Claims = Object.freeze({
       iss: raw.iss,
       sub: raw.sub,
-      aud,
-      scope,
+      aud: Object.freeze(aud) as string[],
+      scope: Object.freeze(raw.scope.split(' ').filter((x) => x.length > 0)) as string[],
       iat: raw.iat,
       exp: raw.exp,
       jti: raw.jti,
       ...(raw.nbf === undefined ? {} : { nbf: raw.nbf }),
       ...(raw.prf === undefined ? {} : { prf: raw.prf }),
-      ...(raw.ron === undefined ? {} : { ron: raw.ron as Caveats }),
-    }
-    caveats?.(claims, required)
-    return claims
+      ...(raw.ron === undefined ? {} : { ron: Object.freeze(raw.ron) as Caveats }),
+    })
+    remember(token, { kid, key, claims })
+    return checkUse(claims, required)
   }
 
-  return { verify }
+  return {
+    verify,
+    get cacheSize() {
+      return cache.size
+    },
+    get cacheHits() {
+      return hits
+    },
+    clearCache() {
+      cache.clear()
+    },
+  }
 }
