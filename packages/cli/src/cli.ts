@@ -59,7 +59,7 @@ const NODE_OPTIONS = {
 } as const
 
 const CLIENT_OPTIONS = {
-  node: { type: 'string', describe: 'storage URL [default: RON_NODE or http://127.0.0.1:7701]', requiresArg: true },
+  node: { type: 'string', describe: "the node's admin URL (services found via /status) or a service URL [default: RON_NODE or http://127.0.0.1:7700]", requiresArg: true },
   token: { type: 'string', describe: 'capability token [default: RON_TOKEN, else <data-dir>/admin.token]', requiresArg: true },
   'data-dir': { type: 'string', describe: 'data dir whose admin.token to use [default: RON_DATA_DIR or the platform data dir]', requiresArg: true },
   progress: { type: 'boolean', describe: 'progress bar on stderr [default: when stderr is a terminal]' },
@@ -126,7 +126,7 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
           .option('json', { type: 'boolean', describe: 'print {"address","size"}' })
           .example('$0 put photo.jpg', 'prints b3:…')
           .example('tar c dir | $0 put - --json', 'from stdin, JSON output')
-          .example('$0 put f.bin --node http://10.0.0.2:7701 --token "$(cat token)"', 'another node')
+          .example('$0 put f.bin --node http://10.0.0.2:7700 --token "$(cat token)"', 'another node')
           .epilog(EXIT_CODES_HELP),
       async (a) => {
         const f = a as ClientFlags & { expect?: string }

@@ -11,12 +11,15 @@ import { dataDirLayout, defaultDataDir, errnoText } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { DEFAULT_PORT_BASE, PORT_OFFSETS } from './ports.js'
 
-/** Default storage URL of the client commands. */
-export const DEFAULT_NODE_URL = `http://127.0.0.1:${DEFAULT_PORT_BASE + PORT_OFFSETS.storage}`
+/** Default node URL of the client commands: the admin listener of a local node. */
+export const DEFAULT_NODE_URL = `http://127.0.0.1:${DEFAULT_PORT_BASE + PORT_OFFSETS.admin}`
 
 /** Options shared by the client commands. */
 export interface ClientOptions {
-  /** Storage base URL. @default RON_NODE, else http://127.0.0.1:7701 */
+  /**
+   * The node's admin URL (services are found through its `/status`), or the URL of the one service
+   * a command talks to. @default RON_NODE, else http://127.0.0.1:7700
+   */
   node?: string | undefined
   /** Bearer token. @default RON_TOKEN, else the admin token file of the data dir */
   token?: string | undefined
@@ -38,6 +41,36 @@ export function resolveNodeUrl(options: ClientOptions): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError(`--node ${raw} must be an http(s) URL`, ExitCode.Usage)
   return url.href.replace(/\/+$/, '')
+}
+
+/**
+ * The base URL of `service` as reached through `nodeUrl` (SPEC §6b): when `nodeUrl` is a node's
+ * admin listener, the URL its `/status` reports for that service; otherwise (a service URL, whose
+ * `/status` is absent or names no services) `nodeUrl` itself.
+ * @throws {@link CliError} (exit 6) when the node is unreachable; (exit 3) when the node does not
+ *   host `service`.
+ */
+export async function discoverService(nodeUrl: string, service: string, signal?: AbortSignal): Promise<string> {
+  let res: Response
+  try {
+    res = await fetch(`${nodeUrl}/status`, { signal: signal ?? AbortSignal.timeout(10_000), headers: { accept: 'application/json' } })
+  } catch (e) {
+    throw new CliError(`cannot reach ${nodeUrl}: ${errnoText((e as { cause?: unknown }).cause ?? e)}; is the node running? (see --node)`, ExitCode.Unavailable, { cause: e })
+  }
+  let body: unknown
+  try {
+    body = res.ok ? await res.json() : undefined
+  } catch {
+    body = undefined
+  }
+  if (!res.bodyUsed) await res.body?.cancel()
+  const services = (body as { services?: unknown } | undefined)?.services
+  if (services === null || typeof services !== 'object' || (body as { version?: unknown }).version === undefined) return nodeUrl
+  const entry = (services as Record<string, { url?: unknown } | undefined>)[service]
+  if (entry === undefined || typeof entry.url !== 'string') {
+    throw new CliError(`the node at ${nodeUrl} does not run ${service} (it runs: ${Object.keys(services).join(', ') || 'nothing'})`, ExitCode.NotFound)
+  }
+  return entry.url.replace(/\/+$/, '')
 }
 
 /** Where a token came from. */

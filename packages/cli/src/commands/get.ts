@@ -11,7 +11,7 @@ import { basename, dirname, join, resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { IntegrityFailedError, createBlake3, isRonError, parseAddress, toAddress, type Address } from '@ron/core'
-import { connectStorage, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
+import { connectStorage, discoverService, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
 import { errnoText } from '../data-dir.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 import { createProgress } from '../progress.js'
@@ -52,9 +52,8 @@ export interface GetOutcome {
  */
 export async function getCommand(args: GetArgs, stdout: NodeJS.WritableStream = process.stdout): Promise<GetOutcome> {
   const address = parseAddress(args.address, 'address')
-  const nodeUrl = resolveNodeUrl(args)
   const { token } = await resolveToken(args)
-  const conn = connectStorage(nodeUrl, token)
+  const conn = connectStorage(await discoverService(resolveNodeUrl(args), 'storage'), token)
   const toFile = args.output !== undefined && args.output !== '-'
   const target = toFile ? resolve(args.output!) : undefined
   const tmp = target === undefined ? undefined : join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.ron-tmp`)

@@ -7,7 +7,7 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { parseAddress, type Address } from '@ron/core'
-import { connectStorage, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
+import { connectStorage, discoverService, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
 import { errnoText } from '../data-dir.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 import { createProgress, type Progress } from '../progress.js'
@@ -44,13 +44,13 @@ async function* counted(source: AsyncIterable<Uint8Array>, progress: Progress): 
  *   the node (mapped to exit codes by the caller).
  */
 export async function putCommand(args: PutArgs, out: NodeJS.WritableStream = process.stdout): Promise<PutOutcome> {
-  const nodeUrl = resolveNodeUrl(args)
   const expect = args.expect === undefined ? undefined : parseAddress(args.expect, 'expect')
   const { token, tokenFile } = await resolveToken(args)
   if (token === undefined) {
     throw new CliError(`no token: pass --token, set RON_TOKEN, or run where the node's token file ${tokenFile} is readable (see --data-dir)`, ExitCode.Auth)
   }
   precheckToken(token, 'storage:write')
+  const storageUrl = await discoverService(resolveNodeUrl(args), 'storage')
   let total: number | undefined
   let source: AsyncIterable<Uint8Array>
   if (args.file === '-') {
@@ -67,7 +67,7 @@ export async function putCommand(args: PutArgs, out: NodeJS.WritableStream = pro
     source = createReadStream(args.file, { highWaterMark: 256 * 1024 })
   }
   const progress = createProgress({ label: 'put', ...(total === undefined ? {} : { total }), ...(args.progress === undefined ? {} : { enabled: args.progress }) })
-  const conn = connectStorage(nodeUrl, token)
+  const conn = connectStorage(storageUrl, token)
   try {
     const res = await conn.client.put(counted(source, progress), { ...(expect === undefined ? {} : { expect }), ...(total === undefined ? {} : { size: total }) })
     progress.done()
