@@ -5,6 +5,7 @@
  * @module
  */
 
+import { execFileSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { constants, readFileSync, unlinkSync } from 'node:fs'
 import { access, chmod, link, lstat, mkdir, readFile, rm, unlink, writeFile } from 'node:fs/promises'
@@ -123,14 +124,38 @@ export async function checkDataDirSafety(root: string, logger?: Logger): Promise
   }
 }
 
-/** True when a process with `pid` exists (EPERM: it exists but belongs to another user). */
-function processAlive(pid: number): boolean {
+/**
+ * The state letter of process `pid` (`R`, `S`, `Z` for a zombie, …), or undefined when it cannot be
+ * read. Linux: `/proc/<pid>/stat` (the field after the parenthesised command name, which may itself
+ * hold spaces or parentheses); other Unix: `ps -o stat= -p <pid>`.
+ */
+export function processState(pid: number, platform: NodeJS.Platform = process.platform): string | undefined {
+  try {
+    if (platform === 'linux') {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      return stat.slice(stat.lastIndexOf(')') + 1).trim()[0]
+    }
+    if (platform === 'win32') return undefined
+    const out = execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 })
+    return out.trim()[0]
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * True when a process with `pid` exists and is not a zombie (EPERM: it exists but belongs to
+ * another user). A zombie, killed but not yet reaped by its parent, still answers signal 0 but will
+ * never run again, so its lock is stale.
+ */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)
-    return true
   } catch (e) {
-    return (e as { code?: unknown }).code === 'EPERM'
+    if ((e as { code?: unknown }).code !== 'EPERM') return false
   }
+  const state = processState(pid)
+  return state !== 'Z' && state !== 'X'
 }
 
 /** The pid in a lock file, or undefined when the file is missing or does not hold one. */
@@ -171,7 +196,7 @@ export interface DataDirLock {
 
 /**
  * Takes the exclusive lock of a data directory: creates `<root>/lock` holding this process's pid.
- * A lock left by a process that no longer exists is taken over. The lock is also removed when the
+ * A lock left by a process that no longer exists, or is a zombie (killed, not yet reaped), is taken over. The lock is also removed when the
  * process exits (`process.on('exit')`), including a forced exit.
  * @throws {@link CliError} (exit 1) naming the directory and the pid holding it when another live
  *   process (or this one) already holds it.

@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { chmod, chown, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Logger } from '@ron/core'
-import { checkDataDirSafety, dataDirLayout, defaultDataDir, prepareDataDir } from '../src/data-dir.js'
+import { checkDataDirSafety, dataDirLayout, defaultDataDir, prepareDataDir, processAlive, processState } from '../src/data-dir.js'
 import { CliError, ExitCode } from '../src/exit-codes.js'
 
 describe('default data directory', () => {
@@ -107,6 +107,41 @@ describe('data directory lock', () => {
     const layout = await prepareDataDir(root)
     expect((await readFile(layout.lock, 'utf8')).trim()).toBe(String(process.pid))
     await layout.release()
+  })
+
+  it.runIf(posix)('takes over a lock held by a zombie (killed, not yet reaped) process', async () => {
+    const root = join(dir, 'zombie')
+    await mkdir(root, { recursive: true, mode: 0o700 })
+    // The shell starts a background child, prints its pid, then becomes `sleep`, which never
+    // reaps children: once killed, the background child stays a zombie while its parent lives.
+    const parent = spawn('sh', ['-c', 'sleep 1000 & echo $!; exec sleep 1000'], { stdio: ['ignore', 'pipe', 'ignore'] })
+    try {
+      const pid = await new Promise<number>((resolve, reject) => {
+        parent.stdout.setEncoding('utf8').once('data', (s: string) => resolve(Number.parseInt(s.trim(), 10)))
+        parent.once('error', reject)
+      })
+      expect(processAlive(pid)).toBe(true)
+      process.kill(pid, 'SIGKILL')
+      // Bounded wait until the kernel reports the zombie state (no sleep as synchronisation).
+      for (let i = 0; i < 500 && processState(pid) !== 'Z'; i++) await new Promise((r) => setImmediate(r))
+      expect(processState(pid)).toBe('Z')
+      expect(() => process.kill(pid, 0)).not.toThrow()
+      expect(processAlive(pid)).toBe(false)
+      await writeFile(join(root, 'lock'), `${pid}\n`)
+      const layout = await prepareDataDir(root)
+      expect((await readFile(layout.lock, 'utf8')).trim()).toBe(String(process.pid))
+      await layout.release()
+    } finally {
+      parent.kill('SIGKILL')
+      await new Promise((r) => (parent.exitCode !== null || parent.signalCode !== null ? r(undefined) : parent.once('exit', r)))
+    }
+  })
+
+  it('keeps a lock held by a live process', async () => {
+    const root = join(dir, 'live')
+    await mkdir(root, { recursive: true, mode: 0o700 })
+    await writeFile(join(root, 'lock'), `${process.pid}\n`)
+    await expect(prepareDataDir(root)).rejects.toThrow(/in use by process/)
   })
 })
 
