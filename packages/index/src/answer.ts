@@ -1,0 +1,84 @@
+/**
+ * The wire shape of a resolve answer (`GET /resolve/:key`), shared by the service, the client and
+ * peer queries. Responses may gain fields; readers ignore unknown ones (SPEC §4).
+ *
+ * @module
+ */
+
+import { z } from 'zod'
+import type { Address } from '@ron/core'
+import { isAddress } from '@ron/core'
+import { manifestSchema, type Manifest } from './contracts.js'
+
+/** Where an answer came from. */
+export type AnswerSource = 'cache' | 'local' | 'peer'
+
+/** One ranked provider. */
+export interface RankedProvider {
+  node: string
+  endpoint: string
+  /** Higher is better, in (0, 1]. */
+  score: number
+}
+
+/** The answer for a `b3:` address. */
+export interface AddressResolution {
+  key: Address
+  providers: RankedProvider[]
+  source: AnswerSource
+  /** How long the answer may be cached, in seconds. */
+  ttlSec: number
+}
+
+/** The answer for a name. */
+export interface NameResolution {
+  key: string
+  manifestAddress: Address
+  manifest: Manifest
+  /** Providers of the manifest's content. */
+  providers: RankedProvider[]
+  source: AnswerSource
+  ttlSec: number
+}
+
+/** Either answer. */
+export type Resolution = AddressResolution | NameResolution
+
+/** True when `r` answers a name. */
+export function isNameResolution(r: Resolution): r is NameResolution {
+  return 'manifestAddress' in r
+}
+
+const addressSchema = z.custom<Address>((v) => isAddress(v), 'expected a b3: address')
+
+/** Lenient schema of a ranked provider in an answer from a peer or server. */
+export const rankedProviderSchema = z.object({
+  node: z.string().min(1).max(256),
+  endpoint: z.string().min(1).max(2048),
+  score: z.number().min(0).max(1),
+})
+
+/** Lenient schema of a resolve answer (unknown fields ignored). */
+export const resolutionSchema = z.union([
+  z.object({
+    key: z.string(),
+    manifestAddress: addressSchema,
+    manifest: manifestSchema,
+    providers: z.array(rankedProviderSchema).max(256),
+    source: z.enum(['cache', 'local', 'peer']),
+    ttlSec: z.number().nonnegative(),
+  }),
+  z.object({
+    key: addressSchema,
+    providers: z.array(rankedProviderSchema).max(256),
+    source: z.enum(['cache', 'local', 'peer']),
+    ttlSec: z.number().nonnegative(),
+  }),
+])
+
+/** The answer of `GET /providers/:address`. */
+export interface ProvidersAnswer {
+  address: Address
+  providers: RankedProvider[]
+  source: AnswerSource
+}

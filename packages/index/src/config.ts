@@ -1,0 +1,197 @@
+/**
+ * Configuration of the index service: ONE strict zod schema with the seed's defaults. Types derive
+ * from it (`IndexConfig` = input, `ResolvedIndexConfig` = output); validation goes through core's
+ * `validateConfig`, so an invalid value throws a `ConfigError` naming the field.
+ *
+ * @module
+ */
+
+import { availableParallelism } from 'node:os'
+import { z } from 'zod'
+import { ConfigError, durationSchema, validateConfig } from '@ron/core'
+import type { Clock, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
+
+const positiveInt = z.number().int().positive()
+const duration = durationSchema
+const anyObject = z.custom<object>((v) => typeof v === 'object' && v !== null, 'expected an object')
+
+/** Default number of resolver workers: `max(2, cores / 2)` (seed svc-index section 2). */
+export const DEFAULT_RESOLVER_WORKERS = Math.max(2, Math.floor(availableParallelism() / 2))
+
+/** Hedged peer lookup settings (seed section 5). */
+const peersSchema = z
+  .strictObject({
+    /** Transport targets (names or base URLs) of the peer index services. */
+    targets: z.array(z.string().min(1)).max(256).default([]),
+    /** Peers queried in parallel first. */
+    alpha: positiveInt.max(16).default(3),
+    /** Further distinct peers queried after the hedge delay. */
+    beta: z.number().int().nonnegative().max(16).default(2),
+    /** Delay before the β peers are asked. */
+    hedgeMs: duration.default(150),
+    /** Use the observed p95 of peer answers (bounded by `hedgeMs` / 4 and `hedgeMs` * 4) instead of the fixed delay. */
+    hedgeFromP95: z.boolean().default(false),
+    /** Retries of one peer call on transient errors (attempts including the first). */
+    tries: positiveInt.max(10).default(3),
+    /** Lower bound of the jittered backoff between retries. */
+    retryMinMs: duration.default(50),
+    /** Upper bound of the jittered backoff between retries. */
+    retryMaxMs: duration.default(100),
+  })
+  .prefault({})
+
+/** Per-peer circuit breaker settings (seed section 5, *orig*). */
+const breakerSchema = z
+  .strictObject({
+    /** Rolling window of the error ratio. */
+    windowMs: duration.default(30_000),
+    /** Error ratio that opens the breaker. */
+    tripRatio: z.number().gt(0).max(1).default(0.5),
+    /** Calls needed in the window before the breaker may open. */
+    minCalls: positiveInt.default(5),
+    /** Time open before probing. */
+    cooldownMs: duration.default(10_000),
+    /** Half-open probes that must all succeed to close. */
+    halfOpenProbes: positiveInt.default(3),
+  })
+  .prefault({})
+
+/** Cache settings (seed *orig*). */
+const cacheSchema = z
+  .strictObject({
+    /** Lifetime of a positive answer. */
+    ttlMs: duration.default(10_000),
+    /** Entries of the positive cache. */
+    maxEntries: positiveInt.default(100_000),
+    /** Lifetime of a NotFound answer (jittered by ±`negativeJitter`). */
+    negativeTtlMs: duration.default(2_000),
+    /** Relative jitter of the negative TTL. */
+    negativeJitter: z.number().min(0).max(0.9).default(0.2),
+    /** Entries of the negative cache. */
+    negativeMaxEntries: positiveInt.default(10_000),
+  })
+  .prefault({})
+
+/**
+ * The index service's configuration schema (strict: unknown keys are rejected). Every field has a
+ * default; durations also accept strings like `"150ms"` or `"2s"`.
+ */
+export const indexConfigSchema = z.strictObject({
+  /** Service id: the `aud` tokens must name and the `service` metric label. */
+  id: z.string().min(1).default('index'),
+  /** Reported by `/version`. */
+  version: z.string().min(1).default('0.1.0'),
+  /** This node's id (reported in announcements of peers and logs). */
+  nodeId: z.string().min(1).default('index'),
+  /** Directory of the LMDB name store. Absent → names live in memory. Ignored in amnesia mode. */
+  dataDir: z.string().min(1).optional(),
+  /** Amnesia mode: nothing touches disk (memory name store); the janitor purges every `purgeIntervalMs`. */
+  amnesia: z.boolean().default(false),
+  /** Janitor period: expired cache entries and provider records are purged this often. */
+  purgeIntervalMs: duration.default(30_000),
+  /** Transport target of the storage service that holds manifests (checked on every name write). */
+  storage: z.string().min(1).default('storage'),
+  /** Deadline of one manifest fetch from storage. */
+  storageTimeoutMs: duration.default(2_000),
+  /** Largest manifest accepted, in bytes. */
+  maxManifestBytes: positiveInt.default(64 * 1024),
+  /** End-to-end budget of one resolve (seed I-4). */
+  deadlineMs: duration.default(1_200),
+  /** Providers returned by `/resolve` at most (and the upper bound of `/providers?limit=`). */
+  maxProviders: positiveInt.max(32).default(32),
+  /** Provider records kept at most (soft state; new announcements beyond this are refused with Busy). */
+  maxProviderRecords: positiveInt.default(1_000_000),
+  /** Largest `ttlSec` an announcement may ask for. */
+  maxAnnounceTtlSec: positiveInt.default(86_400),
+  /** Resolver workers consuming the `work` queue. */
+  resolverWorkers: positiveInt.max(1024).default(DEFAULT_RESOLVER_WORKERS),
+  /** Capacity of the `work` queue (full → 429 Busy). */
+  workQueue: positiveInt.default(512),
+  /** Capacity of the `events` broadcast. */
+  eventsCapacity: positiveInt.default(1024),
+  /** Per-IP concurrent request cap. */
+  maxConcurrentPerIp: positiveInt.default(256),
+  /** Optional per-IP token bucket. */
+  ratePerIp: z.strictObject({ capacity: positiveInt, refillPerSec: z.number().positive() }).optional(),
+  /** How long `close()` lets in-flight work finish (the seed's drain = min(budget, 1–5 s) is applied). */
+  drainDeadlineMs: duration.default(3_000),
+  /** Period of the breaker janitor (gauges, pruning breakers of removed peers). */
+  breakerJanitorMs: duration.default(1_000),
+  /** Keys resolved once at start by the optional warm-up prefetcher. */
+  warmupKeys: z.array(z.string().min(1)).max(1024).default([]),
+  peers: peersSchema,
+  breaker: breakerSchema,
+  cache: cacheSchema,
+  /** Token verification (no auth → every write route answers 401). */
+  auth: anyObject.optional(),
+  /** Injectable clock. */
+  clock: anyObject.optional(),
+  /** Injectable randomness. */
+  random: anyObject.optional(),
+  /** Logger (pino-compatible). */
+  logger: anyObject.optional(),
+})
+
+/** Token verification options, as for every service host. */
+export interface IndexAuthOptions {
+  verifier?: TokenVerifier
+  keys?: KeySource | { keys: unknown[] }
+}
+
+/** What `createIndexService` accepts: every field optional, with the documented defaults. */
+export type IndexConfig = Omit<z.input<typeof indexConfigSchema>, 'auth' | 'clock' | 'random' | 'logger'> & {
+  /** Token verification. @default none: write routes answer 401 */
+  auth?: IndexAuthOptions
+  /** @default systemClock */
+  clock?: Clock
+  /** @default systemRandom */
+  random?: Random
+  /** @default noopLogger */
+  logger?: Logger
+}
+
+/** The validated configuration with every default filled in. */
+export type ResolvedIndexConfig = Omit<z.output<typeof indexConfigSchema>, 'auth' | 'clock' | 'random' | 'logger'> & {
+  auth?: IndexAuthOptions
+  clock?: Clock
+  random?: Random
+  logger?: Logger
+}
+
+/**
+ * Validates `config` and fills in defaults.
+ * @throws {@link ConfigError} naming the offending field.
+ */
+export function resolveIndexConfig(config: IndexConfig = {}): ResolvedIndexConfig {
+  const c = validateConfig(indexConfigSchema, config) as ResolvedIndexConfig
+  if (c.peers.retryMaxMs < c.peers.retryMinMs) {
+    throw new ConfigError('peers.retryMaxMs: must be at least peers.retryMinMs', { details: { path: 'peers.retryMaxMs' } })
+  }
+  return c
+}
+
+/** Fields that cannot change through `reload()` (they shape storage, queues and identity). */
+export const STATIC_FIELDS = ['id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'eventsCapacity', 'maxConcurrentPerIp', 'ratePerIp', 'auth', 'clock', 'random', 'logger'] as const
+
+/**
+ * Merges a partial reload into `current` and validates it. Objects merge one level deep
+ * (`peers`, `breaker`, `cache`), arrays replace.
+ * @throws {@link ConfigError} for invalid values or for a field in {@link STATIC_FIELDS} that differs.
+ */
+export function mergeReload(current: ResolvedIndexConfig, partial: unknown): ResolvedIndexConfig {
+  if (typeof partial !== 'object' || partial === null || Array.isArray(partial)) throw new ConfigError('reload: expected an object', { details: { path: '' } })
+  const p = partial as Record<string, unknown>
+  for (const f of STATIC_FIELDS) {
+    if (f in p && p[f] !== current[f]) throw new ConfigError(`${f}: cannot change while running`, { details: { path: f } })
+  }
+  const merged: Record<string, unknown> = { ...current }
+  for (const [k, v] of Object.entries(p)) {
+    const cur = merged[k]
+    merged[k] = isPlain(cur) && isPlain(v) ? { ...cur, ...v } : v
+  }
+  return resolveIndexConfig(merged)
+}
+
+function isPlain(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}

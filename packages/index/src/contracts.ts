@@ -1,0 +1,9 @@
+/**
+ * The SPEC §6a contracts index uses, from `@ron/core` (one schema each, shared with storage and
+ * the clients), gathered in one place for the package.
+ *
+ * @module
+ */
+
+export { manifestSchema, nameWriteSchema, parseName, providerAnnouncementSchema, isValidName } from '@ron/core'
+export type { Manifest, NameWrite, ProviderAnnouncement } from '@ron/core'

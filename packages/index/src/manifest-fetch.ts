@@ -1,0 +1,83 @@
+/**
+ * Fetches a manifest from storage over the transport and checks it: it must exist, its bytes must
+ * hash to its address, and it must parse as a manifest (SPEC §6a). Anything else is 422
+ * `InvalidReference`, saying which.
+ *
+ * @module
+ */
+
+import { InvalidReferenceError, NotReadyError, addressOf, isRonError, throwIfError } from '@ron/core'
+import type { Address, Transport } from '@ron/core'
+import { manifestSchema, type Manifest } from './contracts.js'
+
+/** What {@link fetchManifest} needs. */
+export interface ManifestFetchEnv {
+  transport: Transport | undefined
+  /** Transport target of storage. */
+  storage: string
+  timeoutMs: number
+  maxBytes: number
+  /** Counts a manifest whose bytes do not hash to its address. */
+  onIntegrityFail(): void
+}
+
+/**
+ * Fetches and validates the manifest at `address`.
+ * @throws {@link InvalidReferenceError} (`details.reason`: `missing`, `too_large`, `integrity`,
+ *   `not_a_manifest`) when it is not a usable manifest.
+ * @throws {@link NotReadyError} when storage cannot be reached (retryable), or storage's own error.
+ */
+export async function fetchManifest(env: ManifestFetchEnv, address: Address, signal?: AbortSignal): Promise<Manifest> {
+  if (env.transport === undefined) {
+    throw new NotReadyError('no transport configured to reach storage', { details: { target: env.storage, reason: 'no_transport' } })
+  }
+  const res = await env.transport.request(env.storage, {
+    method: 'GET',
+    path: `/o/${address}`,
+    timeoutMs: env.timeoutMs,
+    ...(signal === undefined ? {} : { signal }),
+  })
+  if (res.status === 404) {
+    await res.dump()
+    throw invalid(address, 'missing', 'the manifest is not in storage')
+  }
+  try {
+    await throwIfError(res)
+  } catch (e) {
+    if (isRonError(e) && e.status >= 500) throw e
+    throw invalid(address, 'missing', 'storage refused the manifest read')
+  }
+  const declared = Number(res.headers['content-length'])
+  if (Number.isFinite(declared) && declared > env.maxBytes) {
+    await res.dump()
+    throw invalid(address, 'too_large', `the manifest is larger than ${env.maxBytes} bytes`)
+  }
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const c of res.body) {
+    size += c.byteLength
+    if (size > env.maxBytes) {
+      await res.dump()
+      throw invalid(address, 'too_large', `the manifest is larger than ${env.maxBytes} bytes`)
+    }
+    chunks.push(c)
+  }
+  const bytes = Buffer.concat(chunks, size)
+  if (addressOf(bytes) !== address) {
+    env.onIntegrityFail()
+    throw invalid(address, 'integrity', 'the bytes storage returned do not hash to the address')
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
+  } catch {
+    throw invalid(address, 'not_a_manifest', 'the object is not JSON')
+  }
+  const parsed = manifestSchema.safeParse(value)
+  if (!parsed.success) throw invalid(address, 'not_a_manifest', `the object is not a manifest: ${parsed.error.issues[0]?.message ?? 'invalid'}`)
+  return parsed.data
+}
+
+function invalid(address: Address, reason: string, message: string): InvalidReferenceError {
+  return new InvalidReferenceError(`manifest ${address}: ${message}`, { details: { field: 'manifestAddress', address, reason } })
+}

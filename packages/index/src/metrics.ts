@@ -1,0 +1,121 @@
+/**
+ * The index's metrics, all registered at startup so a fresh `/metrics` shows each at zero
+ * (SPEC §4). Names follow SPEC and the seed (svc-index section 9, *orig* names).
+ *
+ * @module
+ */
+
+import type { Counter, Gauge, Histogram } from 'prom-client'
+import type { ServiceMetrics } from '@ron/core'
+import { CHANNELS, ROUTES } from './topology.js'
+
+/** Buckets of `resolve_latency_seconds`: around the 150 ms hedge and the 1200 ms budget. */
+export const RESOLVE_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 0.75, 1, 1.2, 2]
+/** Buckets of `index_dht_lookup_ms`, in milliseconds. */
+export const LOOKUP_BUCKETS_MS: readonly number[] = [1, 5, 10, 25, 50, 100, 150, 250, 500, 750, 1000, 1200, 2000]
+
+/** Handles on the index's own metrics. */
+export interface IndexMetrics {
+  resolveLatency: Histogram<'source'>
+  cacheHits: Counter<'cache'>
+  cacheMisses: Counter<string>
+  hedged: Counter<'result'>
+  lookupMs: Histogram<string>
+  ioTimeouts: Counter<'op'>
+  deadlineHits: Counter<string>
+  integrityFail: Counter<string>
+  names: Gauge<string>
+  providerRecords: Gauge<string>
+  cacheEntries: Gauge<'cache'>
+  announcements: Counter<string>
+  nameWrites: Counter<'result'>
+}
+
+/** Every metric name the index registers, for the README and the startup test. */
+export const INDEX_METRIC_NAMES: readonly string[] = [
+  'resolve_latency_seconds',
+  'index_cache_hits_total',
+  'index_cache_misses_total',
+  'dht_hedged_requests_total',
+  'index_dht_lookup_ms',
+  'io_timeouts_total',
+  'resolve_deadline_hit_total',
+  'index_integrity_fail_total',
+  'index_names',
+  'index_provider_records',
+  'index_cache_entries',
+  'index_announcements_total',
+  'index_name_writes_total',
+  'breaker_state',
+  'breaker_open_total',
+  'backoff_retries_total',
+  'busy_rejections_total',
+  'rejected_total',
+  'queue_depth',
+  'queue_dropped_total',
+  'tasks_spawned_total',
+  'tasks_aborted_total',
+  'tasks_canceled_total',
+  'bus_lagged_total',
+  'http_requests_total',
+  'http_request_duration_seconds',
+]
+
+/** Registers every metric of the index on `m` (at zero) and returns handles on the index's own. */
+export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]): IndexMetrics {
+  const out: IndexMetrics = {
+    resolveLatency: m.histogram('resolve_latency_seconds', 'End-to-end resolve latency by answer source (cache, local, peer, none).', ['source'], RESOLVE_BUCKETS),
+    cacheHits: m.counter('index_cache_hits_total', 'Resolves answered from the positive or negative cache.', ['cache']),
+    cacheMisses: m.counter('index_cache_misses_total', 'Resolves that missed both caches (or bypassed them with ?fresh).'),
+    hedged: m.counter('dht_hedged_requests_total', 'Hedged (β) peer requests by outcome: won, lost (aborted or past the deadline), failed.', ['result']),
+    lookupMs: m.histogram('index_dht_lookup_ms', 'Duration of hedged peer lookups, in milliseconds.', [], LOOKUP_BUCKETS_MS),
+    ioTimeouts: m.counter('io_timeouts_total', 'Operations that exceeded their deadline.', ['op']),
+    deadlineHits: m.counter('resolve_deadline_hit_total', 'Resolves that ran out of their end-to-end budget (504).'),
+    integrityFail: m.counter('index_integrity_fail_total', 'Manifests whose bytes did not hash to their address.'),
+    names: m.gauge('index_names', 'Names bound in the name store.'),
+    providerRecords: m.gauge('index_provider_records', 'Provider records held (soft state).'),
+    cacheEntries: m.gauge('index_cache_entries', 'Entries in the positive and negative caches.', ['cache']),
+    announcements: m.counter('index_announcements_total', 'Provider announcements accepted.'),
+    nameWrites: m.counter('index_name_writes_total', 'Name writes and deletes by result (ok, conflict, invalid_reference).', ['result']),
+  }
+  for (const source of ['cache', 'local', 'peer', 'none']) out.resolveLatency.labels({ source })
+  for (const cache of ['positive', 'negative']) {
+    out.cacheHits.labels({ cache }).inc(0)
+    out.cacheEntries.labels({ cache }).set(0)
+  }
+  out.cacheMisses.inc(0)
+  for (const result of ['won', 'lost', 'failed']) out.hedged.labels({ result }).inc(0)
+  for (const op of ['resolve', 'peer', 'storage']) out.ioTimeouts.labels({ op }).inc(0)
+  out.deadlineHits.inc(0)
+  out.integrityFail.inc(0)
+  out.names.set(0)
+  out.providerRecords.set(0)
+  out.announcements.inc(0)
+  for (const result of ['ok', 'conflict', 'invalid_reference']) out.nameWrites.labels({ result }).inc(0)
+
+  const breakerState = m.gauge('breaker_state', 'Circuit breaker state per peer: 0 closed, 1 open, 2 half-open.', ['target'])
+  const breakerOpen = m.counter('breaker_open_total', 'Times a peer breaker opened.', ['target'])
+  for (const target of peers) {
+    breakerState.labels({ target }).set(0)
+    breakerOpen.labels({ target }).inc(0)
+  }
+  const retries = m.counter('backoff_retries_total', 'Retries of idempotent operations (peer queries).', ['op'])
+  retries.labels({ op: 'peer' }).inc(0)
+  m.counter('retries_total', 'Retries of idempotent operations.', ['op']).labels({ op: 'peer' }).inc(0)
+
+  const busy = m.counter('busy_rejections_total', 'Requests or items rejected with Busy because a queue or limit was full.', ['endpoint', 'queue'])
+  for (const endpoint of Object.values(ROUTES)) busy.labels({ endpoint, queue: CHANNELS.work }).inc(0)
+  busy.labels({ endpoint: 'admission', queue: '' }).inc(0)
+  const rejected = m.counter('rejected_total', 'Requests rejected by admission.', ['reason'])
+  for (const reason of ['per_ip', 'rate']) rejected.labels({ reason }).inc(0)
+  m.gauge('queue_depth', 'Items waiting in a bounded queue.', ['queue']).labels({ queue: CHANNELS.work }).set(0)
+  m.counter('queue_dropped_total', 'Items evicted from drop-oldest queues.', ['queue']).labels({ queue: CHANNELS.events }).inc(0)
+  const spawned = m.counter('tasks_spawned_total', 'Supervised tasks started (including restarts).', ['kind'])
+  const aborted = m.counter('tasks_aborted_total', 'Tasks still running at the shutdown deadline and aborted.', ['kind'])
+  const canceled = m.counter('tasks_canceled_total', 'Supervised tasks that ended because their signal aborted.', ['kind'])
+  for (const kind of ['request']) aborted.labels({ kind }).inc(0)
+  void spawned
+  void canceled
+  m.counter('bus_lagged_total', 'Broadcast events a slow subscriber missed.', ['topic']).labels({ topic: CHANNELS.events }).inc(0)
+  return out
+}

@@ -1,0 +1,86 @@
+/**
+ * Queries one peer index: `GET /resolve/:key` with the peer flag (`x-ron-peer: 1`), which makes the
+ * peer answer from its own cache and store only, never fanning out further (SPEC §6b). Runs
+ * through the peer's breaker; transient errors are retried (max `tries`, 50–100 ms jitter) only
+ * while the breaker is closed.
+ *
+ * @module
+ */
+
+import { CanceledError, InternalError, TimeoutError, isRonError, retry, throwIfError } from '@ron/core'
+import type { Clock, MetricsSink, Random, Transport } from '@ron/core'
+import { resolutionSchema, type Resolution } from './answer.js'
+import type { PeerHealth } from './breakers.js'
+import type { ResolvedIndexConfig } from './config.js'
+
+/** Header marking a query from a peer index (answer from cache and store only). */
+export const PEER_HEADER = 'x-ron-peer'
+
+/** Errors worth retrying against the same peer: it was briefly unreachable or busy. */
+export function isTransient(e: unknown): boolean {
+  return isRonError(e) && (e.code === 'NotReady' || e.code === 'Busy' || e.code === 'Draining')
+}
+
+/** What {@link queryPeer} needs. */
+export interface PeerQueryEnv {
+  transport: Transport
+  clock: Clock
+  random: Random
+  metrics: MetricsSink
+  cfg: ResolvedIndexConfig
+}
+
+/**
+ * Asks `peer` for `key` until `deadlineAt`.
+ * @returns the peer's answer, or `undefined` when it answered 404.
+ * @throws the peer's error, {@link BreakerOpenError}, {@link TimeoutError}, or a cancellation.
+ */
+export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string, deadlineAt: number, signal: AbortSignal): Promise<Resolution | undefined> {
+  const { cfg, clock } = env
+  return retry(
+    () =>
+      peer.breaker.execute(async () => {
+        const remaining = deadlineAt - clock.now()
+        if (remaining <= 0) throw new TimeoutError('resolve budget spent', { details: { target: peer.target } })
+        const started = clock.now()
+        let res
+        try {
+          res = await env.transport.request(peer.target, {
+            method: 'GET',
+            path: `/resolve/${encodeURIComponent(key)}`,
+            headers: { [PEER_HEADER]: '1', accept: 'application/json' },
+            signal,
+            timeoutMs: remaining,
+          })
+        } catch (e) {
+          // A request we aborted (another peer won) is a cancellation, not the peer's fault.
+          if (signal.aborted) throw new CanceledError('peer query canceled', { cause: e })
+          throw e
+        }
+        if (res.status === 404) {
+          await res.dump()
+          peer.observe(clock.now() - started)
+          return undefined
+        }
+        await throwIfError(res)
+        const body = await res.json()
+        peer.observe(clock.now() - started)
+        const parsed = resolutionSchema.safeParse(body)
+        // A peer that answers garbage is unhealthy.
+        if (!parsed.success) throw new InternalError(`peer ${peer.target} sent a malformed answer`, { details: { target: peer.target } })
+        return parsed.data
+      }, signal),
+    {
+      tries: cfg.peers.tries,
+      baseMinMs: cfg.peers.retryMinMs,
+      baseMaxMs: cfg.peers.retryMaxMs,
+      capMs: cfg.peers.retryMaxMs * 4,
+      clock,
+      random: env.random,
+      signal,
+      op: 'peer',
+      metrics: { ...env.metrics, inc: (name, labels, by) => env.metrics.inc(name === 'retries_total' ? 'backoff_retries_total' : name, labels, by) },
+      shouldRetry: (e) => isTransient(e) && peer.breaker.state === 'closed' && deadlineAt - clock.now() > cfg.peers.retryMaxMs,
+    },
+  )
+}

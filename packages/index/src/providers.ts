@@ -1,0 +1,88 @@
+/**
+ * Provider records: address → the nodes that announced it, with an expiry. Soft state: kept in
+ * memory only, refreshed by announcements (storage re-announces every TTL/2), purged by the
+ * janitor once expired; lookups ignore expired records even before the janitor runs.
+ *
+ * @module
+ */
+
+import { BusyError } from '@ron/core'
+import type { Address } from '@ron/core'
+
+/** One provider of an address. */
+export interface ProviderRecord {
+  node: string
+  endpoint: string
+  /** Unix ms after which the record is ignored and purged. */
+  expiresAt: number
+  /** When the last announcement arrived, Unix ms. */
+  announcedAt: number
+}
+
+/** The provider table (one writer: the request that announces, in one synchronous step). */
+export class ProviderTable {
+  readonly #byAddress = new Map<Address, Map<string, ProviderRecord>>()
+  readonly #max: number
+  #size = 0
+
+  /** @param maxRecords - records kept at most; an announcement of a new record beyond it is refused. */
+  constructor(maxRecords: number) {
+    this.#max = maxRecords
+  }
+
+  /** Number of records (including expired ones not yet purged). */
+  get size(): number {
+    return this.#size
+  }
+
+  /**
+   * Adds or refreshes the record of `node` for `address`.
+   * @returns true when the record is new (the address had no record from this node).
+   * @throws {@link BusyError} when the table is full and the record is new.
+   */
+  announce(address: Address, node: string, endpoint: string, expiresAt: number, now: number): boolean {
+    let nodes = this.#byAddress.get(address)
+    const existing = nodes?.get(node)
+    if (existing === undefined && this.#size >= this.#max) {
+      throw new BusyError('provider table is full', { details: { reason: 'provider_table_full' }, retryAfterMs: 1000 })
+    }
+    if (nodes === undefined) {
+      nodes = new Map()
+      this.#byAddress.set(address, nodes)
+    }
+    nodes.set(node, { node, endpoint, expiresAt, announcedAt: now })
+    if (existing === undefined) this.#size++
+    return existing === undefined
+  }
+
+  /** The live (unexpired) records of `address`. */
+  lookup(address: Address, now: number): ProviderRecord[] {
+    const nodes = this.#byAddress.get(address)
+    if (nodes === undefined) return []
+    const out: ProviderRecord[] = []
+    for (const r of nodes.values()) if (r.expiresAt > now) out.push(r)
+    return out
+  }
+
+  /** Removes expired records. @returns how many were removed. */
+  purge(now: number): number {
+    let removed = 0
+    for (const [address, nodes] of this.#byAddress) {
+      for (const [node, r] of nodes) {
+        if (r.expiresAt <= now) {
+          nodes.delete(node)
+          removed++
+        }
+      }
+      if (nodes.size === 0) this.#byAddress.delete(address)
+    }
+    this.#size -= removed
+    return removed
+  }
+
+  /** Drops everything. */
+  clear(): void {
+    this.#byAddress.clear()
+    this.#size = 0
+  }
+}

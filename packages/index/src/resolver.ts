@@ -1,0 +1,233 @@
+/**
+ * The resolve pipeline (seed section 2, "Resolver Workers"): positive cache → negative cache →
+ * local store → hedged peer lookup → rank. Runs inside a `work` job of the resolver pool. Reads
+ * one config snapshot per resolve (never a torn mix of two configs).
+ *
+ * @module
+ */
+
+import { NotFoundError, TimeoutError, isRonError, parseAddress } from '@ron/core'
+import type { Address, Clock, MetricsSink, Random, Transport } from '@ron/core'
+import { isNameResolution, type AnswerSource, type NameResolution, type RankedProvider, type Resolution } from './answer.js'
+import type { BreakerTable, PeerHealth } from './breakers.js'
+import { jitteredTtl, type TtlCache } from './cache.js'
+import type { ResolvedIndexConfig } from './config.js'
+import { hedgedLookup } from './hedge.js'
+import type { IndexMetrics } from './metrics.js'
+import { checkName } from './names.js'
+import { queryPeer } from './peer-client.js'
+import type { ProviderTable } from './providers.js'
+import { rank, scoreFromPeer, scoreLocal } from './ranking.js'
+import type { NameStore } from './store/types.js'
+
+/** A cached answer: a resolution without its per-reply fields. */
+export type CachedAnswer = Omit<NameResolution, 'source' | 'ttlSec'> | { key: Address; providers: RankedProvider[] }
+
+/** Per-resolve options. */
+export interface ResolveOptions {
+  /** Bypass both caches (the answer still refreshes them). */
+  fresh?: boolean
+  /** The query comes from a peer index: answer from cache and store only. */
+  peer?: boolean
+  signal?: AbortSignal
+  /** When the request arrived (start of the end-to-end budget). @default now */
+  startedAt?: number
+}
+
+/** What the resolver works with. */
+export interface ResolverDeps {
+  config: () => ResolvedIndexConfig
+  store: NameStore
+  providers: ProviderTable
+  cache: TtlCache<CachedAnswer>
+  negative: TtlCache<true>
+  breakers: BreakerTable
+  transport: Transport | undefined
+  clock: Clock
+  random: Random
+  sink: MetricsSink
+  metrics: IndexMetrics
+}
+
+/** A parsed resolve key. */
+export type ParsedKey = { kind: 'address'; key: Address } | { kind: 'name'; key: string }
+
+/**
+ * Parses a resolve key: a `b3:` address or a name.
+ * @throws {@link MalformedError} naming `field`.
+ */
+export function parseKey(raw: string, field = 'key'): ParsedKey {
+  if (raw.startsWith('b3:')) return { kind: 'address', key: parseAddress(raw, field) }
+  return { kind: 'name', key: checkName(raw, field) }
+}
+
+/** The resolver. */
+export class Resolver {
+  readonly #d: ResolverDeps
+
+  constructor(deps: ResolverDeps) {
+    this.#d = deps
+  }
+
+  /**
+   * Resolves `key`.
+   * @throws {@link MalformedError} for a bad key, {@link NotFoundError} (remembered in the negative
+   *   cache), {@link TimeoutError} when the end-to-end budget runs out.
+   */
+  async resolve(raw: string, o: ResolveOptions = {}): Promise<Resolution> {
+    const parsed = parseKey(raw)
+    const started = o.startedAt ?? this.#d.clock.now()
+    let source: AnswerSource | 'none' = 'none'
+    try {
+      const r = await this.#resolve(parsed, o, started)
+      source = r.source
+      return r
+    } finally {
+      this.#d.metrics.resolveLatency.observe({ source }, Math.max(0, this.#d.clock.now() - started) / 1000)
+    }
+  }
+
+  /** Forgets cached answers for `key` (after a name write or an announcement). */
+  invalidate(key: string): void {
+    this.#d.cache.delete(key)
+    this.#d.negative.delete(key)
+  }
+
+  async #resolve(p: ParsedKey, o: ResolveOptions, started: number): Promise<Resolution> {
+    const d = this.#d
+    const cfg = d.config()
+    const now = d.clock.now()
+    if (o.fresh !== true) {
+      const hit = d.cache.get(p.key, now)
+      if (hit !== undefined) {
+        d.metrics.cacheHits.inc({ cache: 'positive' })
+        return { ...hit.value, source: 'cache', ttlSec: Math.max(1, Math.ceil((hit.expiresAt - now) / 1000)) }
+      }
+      if (d.negative.get(p.key, now) !== undefined) {
+        d.metrics.cacheHits.inc({ cache: 'negative' })
+        throw notFound(p.key, 'negative_cache')
+      }
+    }
+    d.metrics.cacheMisses.inc()
+    const deadlineAt = started + cfg.deadlineMs
+
+    let answer: CachedAnswer | undefined
+    let source: AnswerSource = 'local'
+    try {
+      answer = p.kind === 'address' ? this.#localAddress(p.key, cfg) : await this.#localName(p.key, cfg, o, deadlineAt)
+      if (answer === undefined && o.peer !== true) {
+        source = 'peer'
+        answer = await this.#fromPeers(p, cfg, o, deadlineAt)
+      }
+    } catch (e) {
+      if (isRonError(e, 'Timeout')) {
+        d.metrics.deadlineHits.inc()
+        d.metrics.ioTimeouts.inc({ op: 'resolve' })
+      }
+      throw e
+    }
+    if (answer === undefined) {
+      d.negative.set(p.key, true, d.clock.now() + jitteredTtl(cfg.cache.negativeTtlMs, cfg.cache.negativeJitter, () => d.random.next()))
+      throw notFound(p.key, o.peer === true ? 'not_local' : 'not_found')
+    }
+    d.cache.set(p.key, answer, d.clock.now() + cfg.cache.ttlMs)
+    return { ...answer, source, ttlSec: Math.ceil(cfg.cache.ttlMs / 1000) }
+  }
+
+  #localAddress(address: Address, cfg: ResolvedIndexConfig): CachedAnswer | undefined {
+    const records = this.#d.providers.lookup(address, this.#d.clock.now())
+    if (records.length === 0) return undefined
+    return { key: address, providers: rank([scoreLocal(records, this.#d.clock.now())], cfg.maxProviders) }
+  }
+
+  async #localName(name: string, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined> {
+    const rec = this.#d.store.get(name)
+    if (rec === undefined) return undefined
+    const providers = await this.#contentProviders(rec.manifest.content, [], cfg, o, deadlineAt)
+    return { key: name, manifestAddress: rec.manifestAddress, manifest: rec.manifest, providers }
+  }
+
+  /**
+   * Providers of a manifest's content: the local table merged with what a peer already sent; when
+   * both are empty (and this is not a peer query), a peer lookup of the content address within
+   * what is left of the budget. A name answer never fails for want of providers.
+   */
+  async #contentProviders(content: Address, fromPeer: RankedProvider[], cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<RankedProvider[]> {
+    const local = scoreLocal(this.#d.providers.lookup(content, this.#d.clock.now()), this.#d.clock.now())
+    let providers = rank([local, fromPeer], cfg.maxProviders)
+    if (providers.length > 0 || o.peer === true || cfg.peers.targets.length === 0) return providers
+    try {
+      const a = await this.#fromPeers({ kind: 'address', key: content }, cfg, o, deadlineAt)
+      if (a !== undefined) providers = a.providers
+    } catch (e) {
+      if (!isRonError(e, 'Timeout') && !isRonError(e, 'NotFound')) throw e
+    }
+    return providers
+  }
+
+  async #fromPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined> {
+    const d = this.#d
+    const transport = d.transport
+    if (transport === undefined || cfg.peers.targets.length === 0) return undefined
+    const candidates = this.#candidates()
+    if (candidates.length === 0) return undefined
+    const started = d.clock.now()
+    const env = { transport, clock: d.clock, random: d.random, metrics: d.sink, cfg }
+    try {
+      const out = await hedgedLookup<PeerHealth, Resolution>({
+        candidates,
+        alpha: cfg.peers.alpha,
+        beta: cfg.peers.beta,
+        hedgeMs: this.#hedgeDelay(candidates.slice(0, cfg.peers.alpha), cfg),
+        deadlineAt,
+        clock: d.clock,
+        ...(o.signal === undefined ? {} : { signal: o.signal }),
+        call: async (peer, signal) => {
+          const r = await queryPeer(env, peer, p.key, deadlineAt, signal)
+          // Only an answer of the kind asked for satisfies the lookup.
+          if (r === undefined) return undefined
+          if (p.kind === 'name' ? !isNameResolution(r) : isNameResolution(r) || r.providers.length === 0) return undefined
+          return r
+        },
+        onHedge: (result) => d.metrics.hedged.inc({ result }),
+      })
+      if (!out.found) return undefined
+      const peerProviders = scoreFromPeer(out.value.providers, out.peer.health, out.peer.latencyMs)
+      if (isNameResolution(out.value)) {
+        const v = out.value
+        const providers = await this.#contentProviders(v.manifest.content, peerProviders, cfg, o, deadlineAt)
+        return { key: v.key, manifestAddress: v.manifestAddress, manifest: v.manifest, providers }
+      }
+      return { key: p.key as Address, providers: rank([peerProviders], cfg.maxProviders) }
+    } catch (e) {
+      if (e instanceof TimeoutError) d.metrics.ioTimeouts.inc({ op: 'peer' })
+      throw e
+    } finally {
+      d.metrics.lookupMs.observe(d.clock.now() - started)
+    }
+  }
+
+  /** Peers worth asking, best first: not open, healthier first, then faster (unknown = untried, first). */
+  #candidates(): PeerHealth[] {
+    const peers = this.#d.breakers.all().filter((p) => p.breaker.state !== 'open')
+    return peers
+      .map((p, i) => ({ p, i, h: p.health, l: p.latencyMs ?? 0 }))
+      .sort((a, b) => b.h - a.h || a.l - b.l || a.i - b.i)
+      .map((x) => x.p)
+  }
+
+  #hedgeDelay(alpha: PeerHealth[], cfg: ResolvedIndexConfig): number {
+    if (!cfg.peers.hedgeFromP95) return cfg.peers.hedgeMs
+    let p95: number | undefined
+    for (const peer of alpha) {
+      const v = peer.p95Ms
+      if (v !== undefined) p95 = Math.max(p95 ?? 0, v)
+    }
+    if (p95 === undefined) return cfg.peers.hedgeMs
+    return Math.min(cfg.peers.hedgeMs * 4, Math.max(cfg.peers.hedgeMs / 4, p95))
+  }
+}
+
+function notFound(key: string, reason: string): NotFoundError {
+  return new NotFoundError(`nothing known for '${key}'`, { details: { key, reason } })
+}

@@ -1,0 +1,19 @@
+/**
+ * The index service's HTTP routes, one file per resource.
+ *
+ * @module
+ */
+
+import type { Route } from '@ron/core'
+import type { IndexContext } from './context.js'
+import { resolveRoutes } from './resolve.js'
+import { writeRoutes } from './writes.js'
+
+export type { IndexContext, IndexEvent } from './context.js'
+export { parseLimit, DEFAULT_PROVIDER_LIMIT, MAX_PROVIDER_LIMIT } from './resolve.js'
+export { parseIfMatch } from './writes.js'
+
+/** Every route of the index service. */
+export function indexRoutes(s: IndexContext): Route[] {
+  return [...resolveRoutes(s), ...writeRoutes(s)]
+}

@@ -1,0 +1,91 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { ConflictError, InvalidReferenceError, NotFoundError } from '@ron/core'
+import { addr, manifestFor, setup, type Env } from './helpers.js'
+
+let env: Env | undefined
+afterEach(async () => {
+  await env?.close()
+  env = undefined
+})
+
+describe('names', () => {
+  it('binds a name to a manifest and resolves it with the providers of its content', async () => {
+    env = await setup()
+    const m = manifestFor(1)
+    const ma = await env.put(m)
+    await env.client.announce({ address: m.content, node: 'node-a', endpoint: 'http://node-a:7701', ttlSec: 60 })
+    expect(await env.client.setName('docs.alice', ma)).toEqual({ name: 'docs.alice', manifestAddress: ma, previous: null })
+    const r = await env.anon.resolve('docs.alice')
+    expect(r).toMatchObject({ key: 'docs.alice', manifestAddress: ma, manifest: m, source: 'local', ttlSec: 10 })
+    expect(r.providers).toEqual([{ node: 'node-a', endpoint: 'http://node-a:7701', score: 1 }])
+    expect((await env.anon.resolve('docs.alice')).source).toBe('cache')
+  })
+
+  it('follows the CAS rules: omitted = unconditional, null = create only, address = compare-and-set', async () => {
+    env = await setup()
+    const a = await env.put(manifestFor(1))
+    const b = await env.put(manifestFor(2))
+    await env.client.setName('n.x', a, { expectedPrevious: null })
+    await expect(env.client.setName('n.x', b, { expectedPrevious: null })).rejects.toBeInstanceOf(ConflictError)
+    await expect(env.client.setName('n.x', b, { expectedPrevious: b })).rejects.toMatchObject({ code: 'Conflict', details: { expected: b, actual: a } })
+    expect((await env.client.setName('n.x', b, { expectedPrevious: a })).previous).toBe(a)
+    expect((await env.client.setName('n.x', a)).previous).toBe(b)
+    // DELETE with If-Match
+    await expect(env.client.deleteName('n.x', { ifMatch: b })).rejects.toBeInstanceOf(ConflictError)
+    expect(await env.client.deleteName('n.x', { ifMatch: a })).toEqual({ name: 'n.x', deleted: true, previous: a })
+    await expect(env.client.deleteName('n.x')).rejects.toBeInstanceOf(NotFoundError)
+    await env.client.setName('n.x', a)
+    expect((await env.client.deleteName('n.x')).previous).toBe(a)
+  })
+
+  it('a write invalidates the cached answer', async () => {
+    env = await setup()
+    const a = await env.put(manifestFor(1))
+    const b = await env.put(manifestFor(2))
+    await env.client.setName('n.x', a)
+    expect((await env.anon.resolve('n.x')).source).toBe('local')
+    expect((await env.anon.resolve('n.x')).source).toBe('cache')
+    await env.client.setName('n.x', b)
+    expect(await env.anon.resolve('n.x')).toMatchObject({ manifestAddress: b, source: 'local' })
+    await env.client.deleteName('n.x')
+    await expect(env.anon.resolve('n.x')).rejects.toBeInstanceOf(NotFoundError)
+  })
+
+  it('refuses a manifest that is missing, not JSON or not a manifest with 422 InvalidReference', async () => {
+    env = await setup()
+    await expect(env.client.setName('n.x', addr('nothing'))).rejects.toMatchObject({ code: 'InvalidReference', details: { reason: 'missing' } })
+    const notJson = await env.put('hello')
+    await expect(env.client.setName('n.x', notJson)).rejects.toMatchObject({ code: 'InvalidReference', details: { reason: 'not_a_manifest' } })
+    const notManifest = await env.put(JSON.stringify({ content: addr(1), size: 1 }))
+    await expect(env.client.setName('n.x', notManifest)).rejects.toBeInstanceOf(InvalidReferenceError)
+    await expect(env.anon.resolve('n.x')).rejects.toBeInstanceOf(NotFoundError)
+  })
+
+  it('needs index:write and refuses announce-only tokens', async () => {
+    env = await setup()
+    const a = await env.put(manifestFor(1))
+    const res = await env.request('PUT', '/names/n.x', { 'content-type': 'application/json' }, JSON.stringify({ manifestAddress: a }))
+    expect(res.status).toBe(401)
+    const res2 = await env.request('PUT', '/names/n.x', { 'content-type': 'application/json', authorization: `Bearer ${env.tokens.announce}` }, JSON.stringify({ manifestAddress: a }))
+    expect(res2.status).toBe(403)
+  })
+
+  it('refuses malformed and reserved names, bad bodies and bad If-Match with 400', async () => {
+    env = await setup()
+    const a = await env.put(manifestFor(1))
+    const h = { 'content-type': 'application/json', authorization: `Bearer ${env.tokens.write}` }
+    for (const name of ['Docs', '-a', 'a-', 'a..b', 'a_b', 'x'.repeat(64), 'my.localhost', 'foo.test', `${'a.'.repeat(127)}a`]) {
+      const res = await env.request('PUT', `/names/${encodeURIComponent(name)}`, h, JSON.stringify({ manifestAddress: a }))
+      expect(res.status, name).toBe(400)
+      await res.dump()
+    }
+    for (const body of ['{', '[]', JSON.stringify({ manifestAddress: 'b3:zz' }), JSON.stringify({ manifestAddress: a, extra: 1 }), JSON.stringify({ manifestAddress: a, expectedPrevious: 5 })]) {
+      const res = await env.request('PUT', '/names/n.x', h, body)
+      expect(res.status, body).toBe(400)
+      await res.dump()
+    }
+    const res = await env.request('DELETE', '/names/n.x', { ...h, 'if-match': '"b3:nope"' })
+    expect(res.status).toBe(400)
+    await res.dump()
+  })
+})
