@@ -1,0 +1,233 @@
+/**
+ * The audit path: request handlers {@link AuditLog.emit} events into the `audit` queue (512,
+ * drop-oldest, never waits) and one sink task writes them to the configured sink. Every event gets
+ * its sequence number when it is emitted, so an event dropped under a stalled sink leaves a
+ * visible gap in the sequence; drops are counted in `audit_drop_total`.
+ *
+ * @module
+ */
+
+import { open, type FileHandle } from 'node:fs/promises'
+import { BoundedQueue, isRonError, type Clock, type MetricsSink } from '@ron/core'
+
+/** What was decided about a request. */
+export type AuditDecision = 'accept' | 'duplicate' | 'deny' | 'shed' | 'error'
+
+/** One audit event (SPEC-style camelCase; `reason` is the refusal reason or error code). */
+export interface AuditEvent {
+  /** Sequence number, assigned at emit time; a gap means events were dropped. */
+  seq: number
+  /** Unix ms. */
+  at: number
+  /** `webhook`, `put` or `read`. */
+  kind: 'webhook' | 'put' | 'read'
+  /** Webhook provider, when a webhook. */
+  provider?: string
+  /** API-key client, when an upload. */
+  client?: string
+  /** The request's correlation id. */
+  requestId: string
+  /** Redacted capability id (`jti` prefix + `…`), when a capability was used. */
+  capabilityId?: string
+  /** `b3:` address of the payload (webhook body, uploaded object). */
+  payloadB3?: string
+  /** Receipt address of an accepted webhook. */
+  receipt?: string
+  decision: AuditDecision
+  reason?: string
+  /** Latency bucket: `<10ms`, `<50ms`, `<100ms`, `<500ms`, `<1s`, `<2s`, `>=2s`. */
+  latency: string
+}
+
+/** Where audit events end up. `write` may be slow; it runs on the sink task only. */
+export interface AuditSink {
+  readonly kind: string
+  write(event: AuditEvent): Promise<void> | void
+  close?(): Promise<void> | void
+}
+
+const BUCKETS: Array<[number, string]> = [
+  [10, '<10ms'],
+  [50, '<50ms'],
+  [100, '<100ms'],
+  [500, '<500ms'],
+  [1000, '<1s'],
+  [2000, '<2s'],
+]
+
+/** The latency bucket label of a duration in ms. */
+export function latencyBucket(ms: number): string {
+  for (const [limit, label] of BUCKETS) if (ms < limit) return label
+  return '>=2s'
+}
+
+/** Redacts a capability id (`jti`) to a short prefix: enough to correlate, not to replay. */
+export function redactCapabilityId(jti: string): string {
+  return jti.length <= 6 ? '…' : `${jti.slice(0, 6)}…`
+}
+
+/** A bounded in-memory ring of the most recent events (the default sink; amnesia-safe). */
+export class MemoryAuditSink implements AuditSink {
+  readonly kind = 'memory'
+  readonly #capacity: number
+  #events: AuditEvent[] = []
+
+  /** @param capacity events kept. @default 1024 */
+  constructor(capacity = 1024) {
+    this.#capacity = capacity
+  }
+
+  write(event: AuditEvent): void {
+    this.#events.push(event)
+    if (this.#events.length > this.#capacity) this.#events.splice(0, this.#events.length - this.#capacity)
+  }
+
+  /** The events held, oldest first. */
+  events(): AuditEvent[] {
+    return [...this.#events]
+  }
+}
+
+/** Writes one JSON line per event to a writable (stdout by default). */
+export class StdoutAuditSink implements AuditSink {
+  readonly kind = 'stdout'
+  readonly #out: { write(s: string): unknown }
+
+  constructor(out: { write(s: string): unknown } = process.stdout) {
+    this.#out = out
+  }
+
+  write(event: AuditEvent): void {
+    this.#out.write(`${JSON.stringify(event)}\n`)
+  }
+}
+
+/**
+ * Appends one JSON line per event to a file (opened `O_APPEND`, mode 0600).
+ *
+ * **fsync policy**: lines are written as they come; the file is fsynced at most every
+ * `fsyncIntervalMs` (checked after each write, on the sink task only) and always on `close()`.
+ * A crash can lose the events of the last interval; the sequence numbers show where the file
+ * ends. Forbidden in amnesia mode.
+ */
+export class JsonlFileAuditSink implements AuditSink {
+  readonly kind = 'file'
+  readonly #path: string
+  readonly #fsyncIntervalMs: number
+  readonly #clock: Clock
+  #fh: FileHandle | undefined
+  #lastSync = 0
+  #dirty = false
+
+  constructor(path: string, options: { fsyncIntervalMs?: number; clock: Clock }) {
+    this.#path = path
+    this.#fsyncIntervalMs = options.fsyncIntervalMs ?? 1000
+    this.#clock = options.clock
+  }
+
+  async write(event: AuditEvent): Promise<void> {
+    this.#fh ??= await open(this.#path, 'a', 0o600)
+    await this.#fh.appendFile(`${JSON.stringify(event)}\n`)
+    this.#dirty = true
+    const now = this.#clock.now()
+    if (now - this.#lastSync >= this.#fsyncIntervalMs) {
+      await this.#fh.sync()
+      this.#lastSync = now
+      this.#dirty = false
+    }
+  }
+
+  async close(): Promise<void> {
+    const fh = this.#fh
+    this.#fh = undefined
+    if (fh === undefined) return
+    try {
+      if (this.#dirty) await fh.sync()
+    } finally {
+      await fh.close()
+    }
+  }
+}
+
+/** Options of {@link AuditLog}. */
+export interface AuditLogOptions {
+  sink: AuditSink
+  /** Capacity of the `audit` queue. @default 512 */
+  capacity?: number
+  clock: Clock
+  metrics: MetricsSink
+}
+
+/**
+ * The producer side (`emit`, never waits) and the sink task body (`run`).
+ *
+ * @example
+ * ```ts
+ * const audit = new AuditLog({ sink: new MemoryAuditSink(), clock, metrics })
+ * supervisor.spawn('audit-sink', (signal) => audit.run(signal))
+ * audit.emit({ kind: 'webhook', requestId, decision: 'accept', latency: '<10ms' })
+ * ```
+ */
+export class AuditLog {
+  readonly sink: AuditSink
+  readonly #queue: BoundedQueue<AuditEvent>
+  readonly #clock: Clock
+  readonly #metrics: MetricsSink
+  #seq = 0
+
+  constructor(options: AuditLogOptions) {
+    this.sink = options.sink
+    this.#clock = options.clock
+    this.#metrics = options.metrics
+    this.#queue = new BoundedQueue<AuditEvent>({ name: 'audit', capacity: options.capacity ?? 512, overflow: 'drop-oldest', metrics: options.metrics })
+  }
+
+  /** Events waiting for the sink. */
+  get depth(): number {
+    return this.#queue.depth
+  }
+
+  /** The last sequence number handed out. */
+  get lastSeq(): number {
+    return this.#seq
+  }
+
+  /** Queues an event (drop-oldest when full). Returns its sequence number; never throws. */
+  emit(event: Omit<AuditEvent, 'seq' | 'at'>): number {
+    const full: AuditEvent = { seq: ++this.#seq, at: this.#clock.now(), ...event }
+    try {
+      const evicted = this.#queue.trySend(full)
+      if (evicted !== undefined) this.#metrics.inc('audit_drop_total', undefined)
+      this.#metrics.inc('audit_emitted_total', undefined)
+    } catch {
+      // Closed during shutdown: the event is lost, and counted as such.
+      this.#metrics.inc('audit_drop_total', undefined)
+    }
+    return full.seq
+  }
+
+  /** The sink task: writes events until the queue is closed and empty or `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      let e: AuditEvent
+      try {
+        e = await this.#queue.recv(signal)
+      } catch (err) {
+        if (isRonError(err, 'Closed')) return
+        if (signal.aborted) return this.#flush()
+        throw err
+      }
+      await this.sink.write(e)
+    }
+  }
+
+  /** On shutdown: writes what is still queued (bounded by the queue's capacity). */
+  async #flush(): Promise<void> {
+    for (let e = this.#queue.tryRecv(); e !== undefined; e = this.#queue.tryRecv()) await this.sink.write(e)
+  }
+
+  /** Stops intake; the sink task writes what is queued and ends. */
+  close(): void {
+    this.#queue.close()
+  }
+}

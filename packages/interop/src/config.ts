@@ -1,0 +1,174 @@
+/**
+ * Configuration of the interop service: ONE strict zod schema with defaults; the types derive
+ * from it (`z.input` for what callers write, `z.output` for what the service uses). Durations
+ * accept `"5s"`, sizes `"64KiB"`. Validated through core's {@link validateConfig}: an invalid value
+ * is a `ConfigError` (400 `Malformed`) naming the field.
+ *
+ * @module
+ */
+
+import { createHash } from 'node:crypto'
+import { z } from 'zod'
+import { durationSchema, sizeSchema, validateConfig } from '@ron/core'
+import { standardSecretKey } from './webhooks/verify.js'
+
+const KiB = 1024
+const MiB = 1024 * KiB
+const GiB = 1024 * MiB
+
+const positiveInt = z.number().int().positive()
+const ratio = z.number().gt(0).lte(1)
+
+const providerSchema = z.strictObject({
+  /** Active secrets, newest first; several during a rotation. */
+  secrets: z.array(z.string().min(1)).min(1),
+})
+
+const apiKeySchema = z.strictObject({
+  /** Client name (audit events, token `sub` = `client:<name>`). */
+  client: z.string().min(1).max(128),
+  /** `sha256:` + hex SHA-256 of the key (see `hashApiKey`); the key itself is never configured. */
+  keyHash: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'expected sha256:<64 lower-case hex digits>'),
+  /** Largest upload of this client. @default uploads.maxBytes */
+  maxBytes: sizeSchema.optional(),
+})
+
+const upstreamSchema = (target: string, timeoutMs: number) =>
+  z.strictObject({ target: z.string().min(1).default(target), timeoutMs: durationSchema.default(timeoutMs) }).prefault({})
+
+/** The zod schema of the interop configuration (strict: unknown keys are refused). */
+export const interopConfigSchema = z.strictObject({
+  /** Service id: token audience, transport name, metric `service` label. @default 'interop' */
+  id: z.string().min(1).default('interop'),
+  /** Reported by `/version`. @default '0.1.0' */
+  version: z.string().min(1).default('0.1.0'),
+  /** The storage service: transport target and per-call deadline. @default {target:'storage', timeoutMs: 2000} */
+  storage: upstreamSchema('storage', 2000),
+  /** The passport service (capabilities for uploads). @default {target:'passport', timeoutMs: 2000} */
+  passport: upstreamSchema('passport', 2000),
+  /** The index service (reads find providers there). @default {target:'index', timeoutMs: 1200} */
+  index: upstreamSchema('index', 1200),
+  /** The service id storage verifies tokens for (`aud` of capabilities). @default 'storage' */
+  storageAudience: z.string().min(1).default('storage'),
+  /** The service id passport verifies interop's service token for. @default 'passport' */
+  passportAudience: z.string().min(1).default('passport'),
+  webhooks: z
+    .strictObject({
+      /** Providers with their active secrets; a provider not listed answers 404. @default {} */
+      providers: z
+        .strictObject({ github: providerSchema.optional(), slack: providerSchema.optional(), stripe: providerSchema.optional(), standard: providerSchema.optional() })
+        .default({}),
+      /** Replay window, both directions. @default 300 */
+      toleranceSec: positiveInt.max(3600).default(300),
+      /** Longest a webhook waits for its receipt to be stored before 504 `Timeout`. @default 2000 */
+      ackDeadlineMs: durationSchema.default(2000),
+      /** Largest webhook body. @default 1 MiB */
+      maxBodyBytes: sizeSchema.default(MiB),
+      /** Dedupe memory: must cover the replay window both ways. @default {ttlMs: 600000, maxEntries: 100000} */
+      dedupe: z.strictObject({ ttlMs: durationSchema.default(600_000), maxEntries: positiveInt.default(100_000) }).prefault({}),
+    })
+    .prefault({}),
+  /** External API keys for `POST /put`, stored hashed. @default [] */
+  apiKeys: z.array(apiKeySchema).default([]),
+  uploads: z
+    .strictObject({
+      /** Largest upload. @default 1 GiB */
+      maxBytes: sizeSchema.default(GiB),
+      /** Life of the capability obtained from passport (≤ 60 s). @default 60 */
+      capabilityTtlSec: positiveInt.max(60).default(60),
+      /** Chunk size of the stream to storage. @default 64 KiB */
+      chunkBytes: sizeSchema.default(64 * KiB),
+    })
+    .prefault({}),
+  /** Capacity of the `work` queue. @default 512 */
+  workQueue: positiveInt.default(512),
+  /** Workers draining `work`. @default 8 */
+  workers: positiveInt.max(256).default(8),
+  audit: z
+    .strictObject({
+      /** Where audit events go. `file` is refused in amnesia mode. @default 'memory' */
+      sink: z.enum(['memory', 'file', 'stdout']).default('memory'),
+      /** JSONL file of the `file` sink. */
+      file: z.string().min(1).optional(),
+      /** fsync at most this often (and on close). @default 1000 */
+      fsyncIntervalMs: durationSchema.default(1000),
+      /** Capacity of the `audit` queue (drop-oldest). @default 512 */
+      queue: positiveInt.default(512),
+      /** Events the memory ring keeps. @default 1024 */
+      memoryCapacity: positiveInt.default(1024),
+    })
+    .prefault({}),
+  /** Amnesia mode: nothing is written to local disk (the file audit sink is refused). @default false */
+  amnesia: z.boolean().default(false),
+  brownout: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      errorRatio: ratio.default(0.01),
+      errorWindowMs: durationSchema.default(300_000),
+      minRequests: positiveInt.default(100),
+      upstreamP95Ms: durationSchema.default(500),
+      latencyWindowMs: durationSchema.default(60_000),
+      minSamples: positiveInt.default(20),
+      queueRatio: ratio.default(0.8),
+      clearFactor: ratio.default(0.5),
+      holdMs: durationSchema.default(10_000),
+      retryAfterMs: durationSchema.default(5000),
+      /** How often the sentinel task samples. @default 1000 */
+      sampleIntervalMs: durationSchema.default(1000),
+    })
+    .prefault({}),
+  /** Rate limit of webhooks and uploads together; `false` turns it off. @default {rps: 500, burst: 250} */
+  rateLimit: z.union([z.literal(false), z.strictObject({ rps: positiveInt.default(500), burst: positiveInt.default(250) })]).default({ rps: 500, burst: 250 }),
+  /** Retry schedule of idempotent upstream calls. */
+  retry: z
+    .strictObject({
+      tries: positiveInt.max(10).default(3),
+      baseMinMs: durationSchema.default(50),
+      baseMaxMs: durationSchema.default(100),
+      factor: z.number().min(1).max(16).default(4),
+      capMs: durationSchema.default(2000),
+    })
+    .prefault({}),
+  /** How long `close()` lets in-flight work finish. @default 3000 */
+  drainDeadlineMs: durationSchema.default(3000),
+}).superRefine((cfg, ctx) => {
+  if (cfg.audit.sink === 'file' && cfg.amnesia) ctx.addIssue({ code: 'custom', path: ['audit', 'sink'], message: 'the file sink is forbidden in amnesia mode' })
+  if (cfg.audit.sink === 'file' && cfg.audit.file === undefined) ctx.addIssue({ code: 'custom', path: ['audit', 'file'], message: 'required (a path) when audit.sink is "file"' })
+  for (const [i, s] of (cfg.webhooks.providers.standard?.secrets ?? []).entries()) {
+    if (standardSecretKey(s) === undefined) ctx.addIssue({ code: 'custom', path: ['webhooks', 'providers', 'standard', 'secrets', i], message: 'expected whsec_ followed by base64' })
+  }
+  if (cfg.webhooks.dedupe.ttlMs < 2 * cfg.webhooks.toleranceSec * 1000) {
+    ctx.addIssue({ code: 'custom', path: ['webhooks', 'dedupe', 'ttlMs'], message: 'must cover the replay window both ways (2 × toleranceSec)' })
+  }
+  if (cfg.retry.baseMaxMs < cfg.retry.baseMinMs) ctx.addIssue({ code: 'custom', path: ['retry', 'baseMaxMs'], message: 'must be ≥ retry.baseMinMs' })
+})
+
+/** What callers write (every field optional). */
+export type InteropConfigInput = z.input<typeof interopConfigSchema>
+/** The validated configuration with defaults filled in. */
+export type InteropConfig = z.output<typeof interopConfigSchema>
+
+/**
+ * Validates and completes an interop configuration.
+ * @throws {@link ConfigError} naming the offending field.
+ * @example
+ * ```ts
+ * const cfg = parseInteropConfig({ webhooks: { providers: { github: { secrets: ['s3cret'] } } } })
+ * cfg.workQueue // 512
+ * ```
+ */
+export function parseInteropConfig(input: unknown = {}): InteropConfig {
+  return validateConfig(interopConfigSchema, input)
+}
+
+/**
+ * The hash under which an API key is configured: `sha256:` + hex SHA-256. API keys are long random
+ * strings, so a plain hash is enough to keep the config free of usable keys.
+ * @example
+ * ```ts
+ * hashApiKey('ronk_4f…') // 'sha256:9b…'
+ * ```
+ */
+export function hashApiKey(key: string): string {
+  return `sha256:${createHash('sha256').update(key, 'utf8').digest('hex')}`
+}

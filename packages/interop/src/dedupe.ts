@@ -1,0 +1,106 @@
+/**
+ * The delivery dedupe store: delivery key → receipt address, bounded in size and time. A key
+ * enters only once its receipt is stored; while the first copy of a delivery is being stored, a
+ * concurrent duplicate joins it instead of storing again.
+ *
+ * @module
+ */
+
+import type { Address, Clock } from '@ron/core'
+
+/** Options of {@link DedupeStore}. */
+export interface DedupeStoreOptions {
+  /** How long a stored delivery is remembered. Must cover the replay window both ways. @default 600000 */
+  ttlMs?: number
+  /** Most deliveries remembered; the oldest are forgotten first. @default 100000 */
+  maxEntries?: number
+  clock: Clock
+}
+
+/** What {@link DedupeStore.lookup} finds. */
+export type DedupeHit = { kind: 'stored'; receipt: Address } | { kind: 'pending'; receipt: Promise<Address> } | { kind: 'new' }
+
+/**
+ * Single writer: only the webhook route (on the event loop) calls it, so there is no lock; map
+ * insertion order is arrival order, which makes expiry and eviction O(1) from the front.
+ *
+ * @example
+ * ```ts
+ * const d = new DedupeStore({ clock, ttlMs: 600_000 })
+ * const hit = d.lookup('github:abc')
+ * if (hit.kind === 'new') await d.track('github:abc', storeReceipt())
+ * ```
+ */
+export class DedupeStore {
+  readonly #ttlMs: number
+  readonly #max: number
+  readonly #clock: Clock
+  readonly #stored = new Map<string, { receipt: Address; expiresAt: number }>()
+  readonly #pending = new Map<string, Promise<Address>>()
+
+  constructor(options: DedupeStoreOptions) {
+    this.#ttlMs = options.ttlMs ?? 600_000
+    this.#max = options.maxEntries ?? 100_000
+    this.#clock = options.clock
+  }
+
+  /** Deliveries remembered as stored. */
+  get size(): number {
+    this.#expire()
+    return this.#stored.size
+  }
+
+  /** Deliveries whose receipt is being stored. */
+  get pending(): number {
+    return this.#pending.size
+  }
+
+  /** Whether `key` was stored (and still remembered), is being stored, or is new. */
+  lookup(key: string): DedupeHit {
+    this.#expire()
+    const s = this.#stored.get(key)
+    if (s !== undefined) return { kind: 'stored', receipt: s.receipt }
+    const p = this.#pending.get(key)
+    if (p !== undefined) return { kind: 'pending', receipt: p }
+    return { kind: 'new' }
+  }
+
+  /**
+   * Tracks the store of `key`'s receipt: concurrent lookups see it as pending; once `storing`
+   * resolves the key is remembered for the TTL; if it fails the key is forgotten (the provider's
+   * retry starts afresh).
+   */
+  track(key: string, storing: Promise<Address>): Promise<Address> {
+    const tracked = storing.then(
+      (receipt) => {
+        this.#pending.delete(key)
+        this.#remember(key, receipt)
+        return receipt
+      },
+      (e: unknown) => {
+        this.#pending.delete(key)
+        throw e
+      },
+    )
+    this.#pending.set(key, tracked)
+    return tracked
+  }
+
+  #remember(key: string, receipt: Address): void {
+    this.#stored.delete(key)
+    this.#stored.set(key, { receipt, expiresAt: this.#clock.now() + this.#ttlMs })
+    while (this.#stored.size > this.#max) {
+      const oldest = this.#stored.keys().next().value
+      if (oldest === undefined) break
+      this.#stored.delete(oldest)
+    }
+  }
+
+  #expire(): void {
+    const now = this.#clock.now()
+    for (const [k, v] of this.#stored) {
+      if (v.expiresAt > now) break
+      this.#stored.delete(k)
+    }
+  }
+}

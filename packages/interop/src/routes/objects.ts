@@ -1,0 +1,72 @@
+/**
+ * `GET /o/:addr`: reads through index (which storage nodes hold it) and storage, streaming and
+ * verifying the bytes against the address as they pass. Reads keep working during brownout and
+ * do not take a `work` slot.
+ *
+ * @module
+ */
+
+import { IntegrityFailedError, NotFoundError, createBlake3, isRonError, parseAddress, toAddress, type Address, type Reply, type Route, type TransportResponse } from '@ron/core'
+import type { InteropContext } from './context.js'
+
+const MAX_PROVIDERS = 3
+
+/** Provider endpoints of `address` from index; empty when index does not know it or is unavailable. */
+async function providers(s: InteropContext, address: Address, signal: AbortSignal): Promise<string[]> {
+  const cfg = s.cfg()
+  try {
+    const res = await s.upstreams.call(cfg.index.target, { op: 'index.resolve', method: 'GET', path: `/resolve/${address}`, timeoutMs: cfg.index.timeoutMs, idempotent: true, signal })
+    if (res.status >= 400) {
+      await res.dump()
+      return []
+    }
+    const out = await res.json<{ providers?: Array<{ endpoint?: unknown }> }>()
+    return (out.providers ?? []).map((p) => p.endpoint).filter((e): e is string => typeof e === 'string' && e !== '').slice(0, MAX_PROVIDERS)
+  } catch (e) {
+    if (signal.aborted) throw e
+    s.logger.debug({ err: e, address }, 'index resolve failed; reading from the configured storage')
+    return []
+  }
+}
+
+/** Passes `body` through, hashing it; a mismatch at the end fails the stream (the client sees a truncated transfer). */
+async function* verified(body: AsyncIterable<Uint8Array>, address: Address): AsyncGenerator<Uint8Array> {
+  const h = createBlake3()
+  for await (const c of body) {
+    h.update(c)
+    yield c
+  }
+  if (toAddress(h.digest()) !== address) throw new IntegrityFailedError('bytes from storage do not match the address', { details: { address } })
+}
+
+async function getObject(s: InteropContext, addrParam: string, signal: AbortSignal): Promise<Reply> {
+  const address = parseAddress(addrParam)
+  const cfg = s.cfg()
+  const targets = [...new Set([...(await providers(s, address, signal)), cfg.storage.target])]
+  let last: unknown
+  for (const target of targets) {
+    let res: TransportResponse
+    try {
+      res = await s.upstreams.call(target, { op: 'storage.get', method: 'GET', path: `/o/${address}`, timeoutMs: cfg.storage.timeoutMs, idempotent: true, signal })
+    } catch (e) {
+      if (signal.aborted) throw e
+      last = e
+      continue
+    }
+    if (res.status !== 200) {
+      await res.dump()
+      continue
+    }
+    const headers: Record<string, string> = { 'content-type': res.headers['content-type'] ?? 'application/octet-stream', etag: `"${address}"`, 'cache-control': 'public, max-age=31536000, immutable' }
+    const len = res.headers['content-length']
+    if (len !== undefined) headers['content-length'] = len
+    return { status: 200, headers, body: verified(res.body, address) }
+  }
+  if (last !== undefined && isRonError(last)) throw last
+  throw new NotFoundError('no provider has this object', { details: { address } })
+}
+
+/** The read route (public, not queued: reads stay up in brownout). */
+export function objectRoutes(s: InteropContext): Route[] {
+  return [{ method: 'GET', path: '/o/:addr', name: 'GET /o/:addr', handler: (ctx) => getObject(s, ctx.params.addr ?? '', ctx.signal) }]
+}

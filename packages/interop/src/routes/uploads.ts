@@ -1,0 +1,152 @@
+/**
+ * `POST /put`: an external API key (configured hashed) is traded for a short-lived capability from
+ * passport (≤ 60 s, audience storage, scope `storage:write`, `maxBytes` caveat), and the body is
+ * streamed to storage in 64 KiB chunks with at most two buffered → `201 {address, size}`.
+ *
+ * @module
+ */
+
+import { InternalError, NotReadyError, OverLimitError, UnauthorizedError, errorFromResponse, isRonError, type Reply, type Route, type RouteContext } from '@ron/core'
+import { latencyBucket, redactCapabilityId } from '../audit.js'
+import { hashApiKey } from '../config.js'
+import { admitWrite, recordOutcome, type InteropContext } from './context.js'
+
+const ENDPOINT = 'POST /put'
+
+/**
+ * Re-chunks a byte stream into `size`-byte chunks (the last may be shorter). Pull-based: at most
+ * one chunk is being filled while the previous one is with the consumer, so no more than two are
+ * buffered whatever the producer's chunk sizes.
+ */
+export async function* rechunk(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
+  let buf = new Uint8Array(size)
+  let n = 0
+  for await (const c of source) {
+    let off = 0
+    while (off < c.byteLength) {
+      if (n === 0 && c.byteLength - off >= size) {
+        yield c.slice(off, off + size)
+        off += size
+        continue
+      }
+      const take = Math.min(size - n, c.byteLength - off)
+      buf.set(c.subarray(off, off + take), n)
+      n += take
+      off += take
+      if (n === size) {
+        yield buf
+        buf = new Uint8Array(size)
+        n = 0
+      }
+    }
+  }
+  if (n > 0) yield buf.subarray(0, n)
+}
+
+function apiKeyOf(ctx: RouteContext): string | undefined {
+  const h = ctx.req.headers['x-api-key']
+  if (typeof h === 'string' && h !== '') return h
+  const auth = ctx.req.headers.authorization
+  if (typeof auth === 'string' && auth.startsWith('ApiKey ')) return auth.slice('ApiKey '.length).trim() || undefined
+  return undefined
+}
+
+interface Capability {
+  token: string
+  jti: string
+}
+
+/** Asks passport for the upload capability (not retried: issuing is not idempotent). */
+async function issueCapability(s: InteropContext, client: string, maxBytes: number, signal: AbortSignal): Promise<Capability> {
+  const cfg = s.cfg()
+  const serviceToken = await s.tokens.token({ aud: cfg.passportAudience, scope: ['passport:issue'] }, signal)
+  const res = await s.upstreams.call(cfg.passport.target, {
+    op: 'passport.issue',
+    method: 'POST',
+    path: '/v1/passport/issue',
+    headers: { authorization: `Bearer ${serviceToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ sub: `client:${client}`, aud: [cfg.storageAudience], scope: ['storage:write'], ttlSec: cfg.uploads.capabilityTtlSec, caveats: { maxBytes } }),
+    timeoutMs: cfg.passport.timeoutMs,
+    idempotent: false,
+    signal,
+  })
+  if (res.status >= 400) {
+    const err = await errorFromResponse(res)
+    throw new NotReadyError(`passport refused the upload capability: ${err.code}`, { details: { upstream: 'passport', code: err.code }, cause: err, retryAfterMs: 1000 })
+  }
+  const out = await res.json<{ token?: unknown; jti?: unknown }>()
+  if (typeof out.token !== 'string') throw new InternalError('passport answered without a token')
+  return { token: out.token, jti: typeof out.jti === 'string' ? out.jti : '' }
+}
+
+async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
+  const started = s.clock.now()
+  admitWrite(s, ENDPOINT)
+  const key = apiKeyOf(ctx)
+  if (key === undefined) throw new UnauthorizedError('missing API key (X-Api-Key)', { details: { reason: 'missing' } })
+  const found = s.clients().get(hashApiKey(key))
+  if (found === undefined) throw new UnauthorizedError('unknown API key', { details: { reason: 'bad_signature' } })
+  const cfg = s.cfg()
+  const limit = Math.min(found.maxBytes ?? cfg.uploads.maxBytes, cfg.uploads.maxBytes)
+  const declared = Number(ctx.req.headers['content-length'])
+  if (Number.isFinite(declared) && declared > limit) throw new OverLimitError(`upload exceeds the limit of ${limit} bytes`, { details: { limit, declared } })
+  let capabilityId: string | undefined
+  const audit = (decision: 'accept' | 'deny' | 'error', extra: { reason?: string; payloadB3?: string } = {}): void => {
+    s.audit.emit({
+      kind: 'put',
+      client: found.client,
+      requestId: ctx.corrId,
+      decision,
+      latency: latencyBucket(s.clock.now() - started),
+      ...(capabilityId === undefined ? {} : { capabilityId }),
+      ...extra,
+    })
+  }
+  try {
+    const reply = await s.pool.submit(async (signal) => {
+      const cap = await issueCapability(s, found.client, limit, signal)
+      capabilityId = redactCapabilityId(cap.jti)
+      const headers: Record<string, string> = { authorization: `Bearer ${cap.token}`, 'content-type': 'application/octet-stream' }
+      if (Number.isFinite(declared)) headers['content-length'] = String(declared)
+      const res = await s.upstreams.call(cfg.storage.target, {
+        op: 'storage.put',
+        method: 'PUT',
+        path: '/o',
+        headers,
+        body: rechunk(ctx.stream(), cfg.uploads.chunkBytes),
+        timeoutMs: cfg.storage.timeoutMs,
+        // A streamed body cannot be replayed.
+        idempotent: false,
+        signal,
+      })
+      if (res.status >= 400) throw await errorFromResponse(res)
+      const out = await res.json<{ address: string; size: number }>()
+      audit('accept', { payloadB3: out.address })
+      s.events.publish({ type: 'upload:stored', client: found.client, address: out.address, size: out.size })
+      return { status: res.status === 200 ? 200 : 201, json: { address: out.address, size: out.size } } satisfies Reply
+    }, ctx.signal)
+    recordOutcome(s, reply.status)
+    return reply
+  } catch (e) {
+    if (isRonError(e, 'Busy')) throw e
+    if (isRonError(e) && e.status >= 500) recordOutcome(s, e.status)
+    audit(isRonError(e) && e.status < 500 ? 'deny' : 'error', { reason: isRonError(e) ? e.code : 'Internal' })
+    throw e
+  }
+}
+
+/** The upload route. */
+export function uploadRoutes(s: InteropContext): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/put',
+      name: ENDPOINT,
+      // Authenticated by an API key, not a bearer token.
+      public: true,
+      // The handler enforces the per-client limit; storage enforces the capability's maxBytes.
+      bodyLimit: s.cfg().uploads.maxBytes,
+      handler: (ctx) => handle(s, ctx),
+    },
+  ]
+}

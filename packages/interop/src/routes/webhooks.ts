@@ -1,0 +1,142 @@
+/**
+ * `POST /webhooks/:provider`: brownout and rate checks, raw body, signature verification and dedupe
+ * at the edge; then the receipt store runs on the `work` queue and the answer waits for it (up to
+ * `ackDeadlineMs`): `202 {accepted, receipt}` only once the receipt is stored.
+ *
+ * @module
+ */
+
+import {
+  InternalError,
+  NotFoundError,
+  NotReadyError,
+  TimeoutError,
+  UnauthorizedError,
+  addressOf,
+  errorFromResponse,
+  isRonError,
+  withDeadline,
+  type Address,
+  type Reply,
+  type Route,
+  type RouteContext,
+} from '@ron/core'
+import { latencyBucket } from '../audit.js'
+import { encodeReceipt } from '../receipt.js'
+import { isWebhookProvider, verifyWebhook, type WebhookProvider } from '../webhooks/verify.js'
+import { admitWrite, recordOutcome, type InteropContext } from './context.js'
+
+const ENDPOINT = 'POST /webhooks/:provider'
+
+/** Stores receipt bytes in storage: an idempotent, content-addressed `PUT /o` (retried safely). */
+export async function storeReceipt(s: InteropContext, bytes: Uint8Array, signal: AbortSignal): Promise<Address> {
+  const cfg = s.cfg()
+  const expected = addressOf(bytes)
+  const token = await s.tokens.token({ aud: cfg.storageAudience, scope: ['storage:write'] }, signal)
+  const res = await s.upstreams.call(cfg.storage.target, {
+    op: 'storage.put',
+    method: 'PUT',
+    path: '/o',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream', 'x-expect-address': expected },
+    body: bytes,
+    timeoutMs: cfg.storage.timeoutMs,
+    // Content-addressed with the bytes in hand: a repeated store is a no-op, so retries are safe.
+    idempotent: true,
+    signal,
+  })
+  if (res.status >= 400) {
+    const err = await errorFromResponse(res)
+    // Storage refusing interop's own write is interop's problem, not the provider's request.
+    throw new NotReadyError(`storage refused the receipt: ${err.code}`, { details: { upstream: 'storage', code: err.code }, cause: err, retryAfterMs: 1000 })
+  }
+  const out = await res.json<{ address?: unknown }>()
+  if (out.address !== expected) throw new InternalError('storage stored the receipt under another address', { details: { expected, got: out.address } })
+  return expected
+}
+
+async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
+  const started = s.clock.now()
+  const provider = ctx.params.provider ?? ''
+  const cfg = s.cfg()
+  const secrets = isWebhookProvider(provider) ? cfg.webhooks.providers[provider]?.secrets : undefined
+  if (!isWebhookProvider(provider) || secrets === undefined) throw new NotFoundError(`no webhook provider '${provider}' is configured`, { details: { provider } })
+  admitWrite(s, ENDPOINT)
+  const body = await ctx.bytes()
+  const v = verifyWebhook({ provider, body, headers: ctx.req.headers, secrets, nowMs: s.clock.now(), toleranceSec: cfg.webhooks.toleranceSec })
+  s.verifyCounter.inc({ provider, result: v.ok ? 'ok' : v.reason })
+  const payloadB3 = addressOf(body)
+  const audit = (decision: 'accept' | 'duplicate' | 'deny' | 'error', extra: { reason?: string; receipt?: string } = {}): void => {
+    s.audit.emit({ kind: 'webhook', provider, requestId: ctx.corrId, payloadB3, decision, latency: latencyBucket(s.clock.now() - started), ...extra })
+  }
+  if (!v.ok) {
+    audit('deny', { reason: v.reason })
+    throw new UnauthorizedError(`webhook refused: ${v.message}`, { details: { reason: v.reason, provider } })
+  }
+  const key = `${provider}:${v.deliveryId}`
+  const duplicate = (receipt: Address): Reply => {
+    audit('duplicate', { receipt })
+    return { status: 200, json: { accepted: true, receipt, duplicate: true } }
+  }
+  const hit = s.dedupe.lookup(key)
+  if (hit.kind === 'stored') return duplicate(hit.receipt)
+  const deadlineMs = cfg.webhooks.ackDeadlineMs
+  try {
+    if (hit.kind === 'pending') {
+      return duplicate(await withDeadline(deadlineMs, () => hit.receipt, { clock: s.clock, op: 'webhook.ack', signal: ctx.signal, metrics: s.metrics }))
+    }
+    const bytes = encodeReceipt(provider, v.deliveryId, v.signatureHeaders, body)
+    const receipt = await withDeadline(
+      deadlineMs,
+      (signal) =>
+        s.dedupe.track(
+          key,
+          s.pool.submit(async (jobSignal) => {
+            const address = await storeReceipt(s, bytes, jobSignal)
+            audit('accept', { receipt: address })
+            s.events.publish({ type: 'webhook:accepted', provider, deliveryId: v.deliveryId, receipt: address })
+            return address
+          }, signal),
+        ),
+      { clock: s.clock, op: 'webhook.ack', signal: ctx.signal, metrics: s.metrics },
+    )
+    recordOutcome(s, 202)
+    return { status: 202, json: { accepted: true, receipt } }
+  } catch (e) {
+    if (isRonError(e, 'Busy')) throw e // 429: the queue is full; not the upstream's fault
+    if (isRonError(e, 'Timeout')) {
+      recordOutcome(s, 504)
+      audit('error', { reason: 'Timeout' })
+      const err = new TimeoutError(`the receipt was not stored within ${deadlineMs} ms; retry the delivery`, {
+        details: { op: 'webhook.ack', provider },
+        retryAfterMs: 1000,
+        cause: e,
+      })
+      // Answered rather than thrown: the host sets Retry-After only on 429/503, and the provider
+      // should be told when to retry this 504 as well.
+      return { status: 504, headers: { 'retry-after': '1' }, json: err.toEnvelope(ctx.corrId) }
+    }
+    if (isRonError(e) && e.status >= 500) recordOutcome(s, e.status)
+    audit('error', { reason: isRonError(e) ? e.code : 'Internal' })
+    throw e
+  }
+}
+
+/** The webhook route. Verification runs on the listener; only verified deliveries take a queue slot. */
+export function webhookRoutes(s: InteropContext): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/webhooks/:provider',
+      name: ENDPOINT,
+      // Authenticated by the provider's signature, not a bearer token.
+      public: true,
+      bodyLimit: s.cfg().webhooks.maxBodyBytes,
+      handler: (ctx) => handle(s, ctx),
+    },
+  ]
+}
+
+/** The providers a configuration enables. */
+export function configuredProviders(s: InteropContext): WebhookProvider[] {
+  return Object.keys(s.cfg().webhooks.providers).filter(isWebhookProvider)
+}

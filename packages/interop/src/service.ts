@@ -1,0 +1,256 @@
+/**
+ * `createInteropService(config, transport)`: wires the webhook, upload and read routes, the `work`
+ * pool, the audit sink task and the brownout sentinel onto a core service host, per the seed's
+ * topology (see `topology.ts` and `docs/CONCURRENCY.md`).
+ *
+ * @module
+ */
+
+import {
+  NotReadyError,
+  TokenBucket,
+  createServiceHost,
+  noopLogger,
+  systemClock,
+  systemRandom,
+  type Clock,
+  type Logger,
+  type Random,
+  type RonService,
+  type Subscription,
+  type Transport,
+} from '@ron/core'
+import { AuditLog, JsonlFileAuditSink, MemoryAuditSink, StdoutAuditSink, type AuditSink } from './audit.js'
+import { BrownoutSentinel, type BrownoutThresholds } from './brownout.js'
+import { interopConfigSchema, parseInteropConfig, type InteropConfig, type InteropConfigInput } from './config.js'
+import { DedupeStore } from './dedupe.js'
+import type { InteropContext, InteropEvent } from './routes/context.js'
+import { objectRoutes } from './routes/objects.js'
+import { uploadRoutes } from './routes/uploads.js'
+import { webhookRoutes } from './routes/webhooks.js'
+import { toServiceTokens, type ServiceTokenSource, type ServiceTokens } from './tokens.js'
+import { CHANNELS, TASKS, interopTopology } from './topology.js'
+import { Upstreams } from './upstream.js'
+import { WEBHOOK_PROVIDERS } from './webhooks/verify.js'
+
+/** Things that are not configuration data: injected by the host (ron-node) or a test. */
+export interface InteropRuntime {
+  /**
+   * Service tokens for interop's own calls: `storage:write` (receipts) and `passport:issue`
+   * (upload capabilities). Core's `createTokenProvider(...)` fits; a static token works for tests.
+   * @default none: webhooks and uploads answer 503 `NotReady` (`reason: "no_service_token"`)
+   */
+  tokens?: ServiceTokenSource
+  /** An audit sink to use instead of the configured one (the service does not close it). */
+  auditSink?: AuditSink
+  /** @default systemClock */
+  clock?: Clock
+  /** @default systemRandom */
+  random?: Random
+  /** @default noopLogger */
+  logger?: Logger
+}
+
+/** The interop service: a {@link RonService} plus interop-specific handles. */
+export interface InteropService extends RonService {
+  /** The configuration snapshot in force. */
+  config(): InteropConfig
+  /** The audit sink (a {@link MemoryAuditSink} unless configured otherwise). */
+  readonly auditSink: AuditSink
+  /** The brownout sentinel (status, thresholds). */
+  readonly brownout: BrownoutSentinel
+  /** Subscribes to the `events` broadcast (drop-oldest, 1024 per subscriber). */
+  subscribe(): Subscription<InteropEvent>
+}
+
+/** Paths reported in `health().paths` (SPEC.md 3.3a). */
+export const INTEROP_PATHS = ['webhooks', 'uploads', 'reads'] as const
+
+function thresholdsOf(cfg: InteropConfig): BrownoutThresholds {
+  const { sampleIntervalMs: _sample, ...t } = cfg.brownout
+  return t
+}
+
+function sinkOf(cfg: InteropConfig, clock: Clock): AuditSink {
+  switch (cfg.audit.sink) {
+    case 'memory':
+      return new MemoryAuditSink(cfg.audit.memoryCapacity)
+    case 'stdout':
+      return new StdoutAuditSink()
+    case 'file':
+      // The schema guarantees a path (and refuses the file sink in amnesia mode).
+      return new JsonlFileAuditSink(cfg.audit.file!, { fsyncIntervalMs: cfg.audit.fsyncIntervalMs, clock })
+  }
+}
+
+const noTokens: ServiceTokens = {
+  token: () => Promise.reject(new NotReadyError('interop has no service token source configured', { details: { reason: 'no_service_token' }, retryAfterMs: 5000 })),
+}
+
+/**
+ * Creates an interop service that reaches storage, passport and index through `transport`.
+ *
+ * @throws `ConfigError` (400 `Malformed`) for an invalid configuration, naming the field.
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http'
+ * import { createInteropService } from '@ron/interop'
+ *
+ * const interop = await createInteropService(
+ *   { webhooks: { providers: { github: { secrets: [process.env.GITHUB_WEBHOOK_SECRET!] } } } },
+ *   transport,
+ *   { tokens: tokenProvider },
+ * )
+ * createServer(interop.handle).listen(7705)
+ * ```
+ */
+export function createInteropService(config: InteropConfigInput = {}, transport?: Transport, runtime: InteropRuntime = {}): Promise<InteropService> {
+  try {
+    return Promise.resolve(build(config, transport, runtime))
+  } catch (e) {
+    return Promise.reject(e instanceof Error ? e : new Error(String(e)))
+  }
+}
+
+function build(config: InteropConfigInput, transport: Transport | undefined, runtime: InteropRuntime): InteropService {
+  const parsed = parseInteropConfig(config)
+  const clock = runtime.clock ?? systemClock
+  const random = runtime.random ?? systemRandom
+  const host = createServiceHost<InteropConfig>({
+    id: parsed.id,
+    version: parsed.version,
+    topology: interopTopology(parsed),
+    config: {
+      schema: interopConfigSchema,
+      input: config,
+      immutable: ['id', 'version', 'workQueue', 'workers', 'audit', 'amnesia', 'webhooks.maxBodyBytes', 'uploads.maxBytes', 'drainDeadlineMs'],
+    },
+    ...(transport === undefined ? {} : { transport }),
+    drainDeadlineMs: parsed.drainDeadlineMs,
+    clock,
+    random,
+    logger: runtime.logger ?? noopLogger,
+  })
+  const cfg = (): InteropConfig => host.config.get()
+  const initial = cfg()
+  const metrics = host.metrics
+  const sink = metrics.sink
+
+  // Every metric the service emits, registered at startup (a fresh /metrics shows them at zero).
+  const verify = metrics.counter('webhook_verify_total', 'Webhook verifications by provider and result (ok or the refusal reason).', ['provider', 'result'])
+  for (const provider of WEBHOOK_PROVIDERS) for (const result of ['ok', 'bad_signature', 'stale_timestamp', 'missing_header']) verify.inc({ provider, result }, 0)
+  metrics.counter('audit_drop_total', 'Audit events dropped (drop-oldest under a stalled sink, or after close).').inc(0)
+  metrics.counter('audit_emitted_total', 'Audit events emitted into the audit queue.').inc(0)
+  const brownoutGauge = metrics.gauge('brownout_active', 'Brownout state per component (1 = shedding).', ['component'])
+  for (const component of ['webhooks', 'uploads']) brownoutGauge.set({ component }, 0)
+  const rejected = metrics.counter('rejected_total', 'Requests refused before any work, by reason.', ['reason'])
+  for (const reason of ['BACKPRESSURE', 'RATE_LIMIT']) rejected.inc({ reason }, 0)
+  const ops = ['storage.put', 'storage.get', 'passport.issue', 'index.resolve', 'webhook.ack']
+  const timeouts = metrics.counter('io_timeouts_total', 'Operations that exceeded their deadline.', ['op'])
+  const retries = metrics.counter('backoff_retries_total', 'Retries of idempotent upstream calls after a backoff.', ['op'])
+  for (const op of ops) {
+    timeouts.inc({ op }, 0)
+    retries.inc({ op }, 0)
+  }
+  const upstreamSeconds = metrics.histogram('upstream_rpc_seconds', 'Latency of calls to storage, passport and index.', [], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5])
+  // Created through the sink first so it carries core's label set {endpoint, queue}.
+  sink.inc('busy_rejections_total', { endpoint: '', queue: CHANNELS.work }, 0)
+  const busy = metrics.counter('busy_rejections_total', '', ['endpoint', 'queue'])
+  busy.inc({ endpoint: '', queue: CHANNELS.work }, 0)
+  for (const endpoint of ['POST /webhooks/:provider', 'POST /put']) busy.inc({ endpoint, queue: 'rate' }, 0)
+
+  const upstreams = new Upstreams({
+    transport: transport ?? unreachableTransport,
+    clock,
+    random,
+    metrics: sink,
+    retry: initial.retry,
+    onLatency: (ms) => {
+      upstreamSeconds.observe(ms / 1000)
+      brownout.recordUpstream(ms)
+    },
+  })
+  for (const t of new Set([initial.storage.target, initial.passport.target, initial.index.target])) upstreams.breaker(t)
+
+  const pool = host.pool(CHANNELS.work)
+  const brownout: BrownoutSentinel = new BrownoutSentinel({
+    thresholds: thresholdsOf(initial),
+    clock,
+    queue: () => ({ depth: pool.depth, capacity: pool.capacity }),
+    onChange: (active, status) => {
+      for (const component of ['webhooks', 'uploads']) brownoutGauge.set({ component }, active ? 1 : 0)
+      const reason = active ? `brownout: ${status.triggers.join(', ')}` : undefined
+      host.readiness.setPath('webhooks', !active, reason)
+      host.readiness.setPath('uploads', !active, reason)
+      events.publish({ type: 'brownout:changed', active, triggers: status.triggers })
+      host.logger.warn({ ...status }, active ? 'brownout on: shedding webhooks and uploads' : 'brownout cleared')
+    },
+  })
+  for (const p of INTEROP_PATHS) host.readiness.setPath(p, true)
+
+  const ownSink = runtime.auditSink === undefined
+  const auditSink = runtime.auditSink ?? sinkOf(initial, clock)
+  const audit = new AuditLog({ sink: auditSink, capacity: initial.audit.queue, clock, metrics: sink })
+  const events = host.broadcast<InteropEvent>(CHANNELS.events)
+
+  const clientsOf = (c: InteropConfig): Map<string, { client: string; maxBytes: number | undefined }> =>
+    new Map(c.apiKeys.map((k) => [k.keyHash, { client: k.client, maxBytes: k.maxBytes }]))
+  const bucketOf = (c: InteropConfig): TokenBucket | undefined => (c.rateLimit === false ? undefined : new TokenBucket({ capacity: c.rateLimit.burst, refillPerSec: c.rateLimit.rps, clock }))
+  let clients = clientsOf(initial)
+  let bucket = bucketOf(initial)
+
+  const ctx: InteropContext = {
+    cfg,
+    clock,
+    logger: host.logger,
+    metrics: sink,
+    upstreams,
+    tokens: toServiceTokens(runtime.tokens) ?? noTokens,
+    dedupe: new DedupeStore({ clock, ttlMs: initial.webhooks.dedupe.ttlMs, maxEntries: initial.webhooks.dedupe.maxEntries }),
+    audit,
+    brownout,
+    bucket: () => bucket,
+    pool,
+    events,
+    clients: () => clients,
+    verifyCounter: verify,
+  }
+  host.routes([...webhookRoutes(ctx), ...uploadRoutes(ctx), ...objectRoutes(ctx)])
+
+  host.onReload(() => {
+    const next = cfg()
+    clients = clientsOf(next)
+    bucket = bucketOf(next)
+    brownout.setThresholds(thresholdsOf(next))
+  })
+
+  host.supervisor.spawn(TASKS.auditSink, (signal) => audit.run(signal))
+  host.supervisor.spawn(TASKS.sentinel, async (signal) => {
+    for (;;) {
+      await clock.sleep(cfg().brownout.sampleIntervalMs, signal)
+      brownout.evaluate()
+    }
+  })
+
+  host.onClose(async () => {
+    audit.close()
+    if (ownSink) await auditSink.close?.()
+  })
+
+  const service: InteropService = {
+    ...host.service,
+    config: cfg,
+    auditSink,
+    brownout,
+    subscribe: () => events.subscribe(),
+  }
+  return service
+}
+
+/** Stand-in when no transport was given: every upstream call fails as unreachable. */
+const unreachableTransport: Transport = {
+  request(target) {
+    return Promise.reject(new NotReadyError(`no transport configured to reach ${target}`, { details: { target, reason: 'unreachable' } }))
+  },
+  close: () => Promise.resolve(),
+}

@@ -1,0 +1,30 @@
+/**
+ * Where interop gets the short-lived service tokens it presents to storage (`storage:write`, for
+ * receipts) and passport (`passport:issue`, for upload capabilities). Shaped like core's token
+ * provider (`createTokenProvider(...)` → `{ token({aud, scope}, signal) }`), so a host passes that
+ * straight in; a static token or a function is accepted too.
+ *
+ * @module
+ */
+
+/** What interop asks for: an audience and the scopes the call needs. */
+export interface ServiceTokenRequest {
+  aud: string
+  scope: string[]
+}
+
+/** A token provider (core's `createTokenProvider` fits). */
+export interface ServiceTokens {
+  token(req: ServiceTokenRequest, signal?: AbortSignal): Promise<string>
+}
+
+/** Anything interop accepts as its token source. */
+export type ServiceTokenSource = ServiceTokens | string | ((req: ServiceTokenRequest) => string | Promise<string>)
+
+/** Normalises a {@link ServiceTokenSource}; `undefined` yields a provider that has no token. */
+export function toServiceTokens(src: ServiceTokenSource | undefined): ServiceTokens | undefined {
+  if (src === undefined) return undefined
+  if (typeof src === 'string') return { token: () => Promise.resolve(src) }
+  if (typeof src === 'function') return { token: async (req) => src(req) }
+  return src
+}

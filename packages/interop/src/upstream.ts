@@ -1,0 +1,140 @@
+/**
+ * Calls out to storage, passport and index: through the transport, each with a deadline and a
+ * circuit breaker per upstream; retried only when idempotent (reads, and content-addressed
+ * receipt stores whose body is bytes) with the seed's backoff 50–100 → 200–400 → 800–1600 ms
+ * (capped at 2 s). Every call's latency feeds the brownout sentinel.
+ *
+ * @module
+ */
+
+import {
+  BreakerOpenError,
+  CircuitBreaker,
+  errorFromResponse,
+  isRonError,
+  type Clock,
+  type MetricsSink,
+  type Random,
+  type Transport,
+  type TransportRequest,
+  type TransportResponse,
+} from '@ron/core'
+
+/** Retry schedule of idempotent calls. */
+export interface UpstreamRetry {
+  /** Attempts including the first. @default 3 */
+  tries: number
+  /** First backoff drawn in [baseMinMs, baseMaxMs]. @default 50 */
+  baseMinMs: number
+  /** @default 100 */
+  baseMaxMs: number
+  /** Each further backoff is this many times the previous range. @default 4 */
+  factor: number
+  /** @default 2000 */
+  capMs: number
+}
+
+/** Default retry schedule (seed svc-interop §5). */
+export const DEFAULT_UPSTREAM_RETRY: UpstreamRetry = { tries: 3, baseMinMs: 50, baseMaxMs: 100, factor: 4, capMs: 2000 }
+
+/** The backoff before retry `n` (1-based): uniform in [min, max]·factor^(n-1), capped. */
+export function upstreamBackoff(n: number, r: UpstreamRetry, random: Random): number {
+  const scale = r.factor ** (n - 1)
+  return Math.min(r.capMs, (r.baseMinMs + random.next() * (r.baseMaxMs - r.baseMinMs)) * scale)
+}
+
+/** Options of {@link Upstreams}. */
+export interface UpstreamsOptions {
+  transport: Transport
+  clock: Clock
+  random: Random
+  metrics: MetricsSink
+  retry: UpstreamRetry
+  /** Latency observer (the brownout sentinel). */
+  onLatency: (ms: number) => void
+  /** Most breakers kept (one per upstream target). @default 64 */
+  maxBreakers?: number
+}
+
+/** One outgoing call. */
+export interface UpstreamCall extends Omit<TransportRequest, 'signal' | 'timeoutMs' | 'idempotent'> {
+  /** Operation name: `op` label of `io_timeouts_total` and `backoff_retries_total`. */
+  op: string
+  /** Deadline of each attempt (until the response head). */
+  timeoutMs: number
+  /** Retry on retryable failures. Only for idempotent operations. */
+  idempotent: boolean
+  signal?: AbortSignal
+}
+
+/**
+ * Breakers per upstream target and the call policy. A 5xx answer is a failure (for the breaker and
+ * the retry), a 4xx is returned to the caller as is.
+ *
+ * @example
+ * ```ts
+ * const res = await upstreams.call('storage', { op: 'storage.get', method: 'GET', path: `/o/${addr}`, timeoutMs: 2000, idempotent: true })
+ * ```
+ */
+export class Upstreams {
+  readonly #o: UpstreamsOptions
+  readonly #breakers = new Map<string, CircuitBreaker>()
+
+  constructor(options: UpstreamsOptions) {
+    this.#o = options
+  }
+
+  /** The breaker of `target` (created on first use; the gauge `breaker_state{breaker=target}` starts at 0). */
+  breaker(target: string): CircuitBreaker {
+    let b = this.#breakers.get(target)
+    if (b === undefined) {
+      b = new CircuitBreaker({
+        name: target,
+        clock: this.#o.clock,
+        metrics: this.#o.metrics,
+        // The caller giving up, or the upstream refusing us (4xx never get here), is not the upstream being unhealthy.
+        isFailure: (e) => !isRonError(e, 'Canceled'),
+      })
+      this.#breakers.set(target, b)
+      if (this.#breakers.size > (this.#o.maxBreakers ?? 64)) {
+        const oldest = this.#breakers.keys().next().value
+        if (oldest !== undefined && oldest !== target) this.#breakers.delete(oldest)
+      }
+    }
+    return b
+  }
+
+  /**
+   * Sends `call` to `target`.
+   * @returns the response when its status is below 500 (the caller reads or dumps the body).
+   * @throws the typed error of a 5xx answer, {@link TimeoutError}, {@link BreakerOpenError},
+   *   {@link CanceledError}, transport errors; after the retries for idempotent calls.
+   */
+  async call(target: string, call: UpstreamCall): Promise<TransportResponse> {
+    const { op, timeoutMs, idempotent, signal, ...req } = call
+    const tries = idempotent ? Math.max(1, this.#o.retry.tries) : 1
+    const breaker = this.breaker(target)
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted()
+      const started = this.#o.clock.now()
+      try {
+        return await breaker.execute(async (s) => {
+          const sig = s ?? signal
+          const res = await this.#o.transport.request(target, { ...req, ...(sig === undefined ? {} : { signal: sig }), timeoutMs, idempotent: false })
+          this.#o.onLatency(this.#o.clock.now() - started)
+          if (res.status >= 500) throw await errorFromResponse(res)
+          return res
+        }, signal)
+      } catch (e) {
+        if (isRonError(e, 'Timeout')) {
+          this.#o.onLatency(this.#o.clock.now() - started)
+          this.#o.metrics.inc('io_timeouts_total', { op })
+        }
+        const retryable = isRonError(e) && e.retryable && !(e instanceof BreakerOpenError)
+        if (attempt >= tries || !retryable || signal?.aborted === true) throw e
+        this.#o.metrics.inc('backoff_retries_total', { op })
+        await this.#o.clock.sleep(upstreamBackoff(attempt, this.#o.retry, this.#o.random), signal)
+      }
+    }
+  }
+}

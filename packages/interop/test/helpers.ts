@@ -1,0 +1,130 @@
+import { MemoryTransport, collectBytes, createHttpHandler, type DispatchTarget, type RonRequest, type RonResponse, type TransportResponse } from '@ron/core'
+import { VirtualClock, createTestIssuer, seededRandom, type TestIssuer } from '@ron/core/testing'
+import { createStorageService, type StorageService } from '@ron/storage'
+import { z } from 'zod'
+import { createInteropService, hashApiKey, type InteropConfigInput, type InteropService } from '../src/index.js'
+
+/** Start of virtual time: a realistic Unix ms value, so webhook timestamps look real. */
+export const T0 = 1_750_000_000_000
+
+export const SECRETS = {
+  github: 'gh-secret',
+  slack: 'slack-signing-secret',
+  stripe: 'whsec_stripe_secret',
+  standard: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+} as const
+
+export const API_KEY = 'ronk_test_key_0123456789abcdef'
+
+/**
+ * A passport stand-in on the transport: `POST /v1/passport/issue` checks the caller's
+ * `passport:issue` token and mints the requested capability with the test issuer (the shape of
+ * passport's DTO: `{sub, aud[], scope[], ttlSec, caveats?}` → `{token, jti, kid, exp}`).
+ */
+export function passportDouble(issuer: TestIssuer, log: unknown[] = []): DispatchTarget {
+  const verifier = issuer.verifier()
+  const dto = z.strictObject({ sub: z.string(), aud: z.array(z.string()), scope: z.array(z.string()), ttlSec: z.number(), caveats: z.strictObject({ maxBytes: z.number() }).optional() })
+  const h = createHttpHandler({
+    serviceId: 'passport',
+    routes: [
+      {
+        method: 'POST',
+        path: '/v1/passport/issue',
+        public: true,
+        handler: async (ctx) => {
+          const auth = ctx.req.headers.authorization ?? ''
+          await verifier.verify(auth.replace(/^Bearer /, ''), { audience: 'passport', scope: 'passport:issue' })
+          const req = await ctx.json(dto)
+          log.push(req)
+          const jti = `jti-${log.length}-abcdef`
+          const token = issuer.mint({ sub: req.sub, aud: req.aud, scope: req.scope, ttlSec: req.ttlSec, jti, ...(req.caveats === undefined ? {} : { ron: req.caveats }) })
+          return { status: 200, json: { token, jti, kid: issuer.key.kid, exp: 0 } }
+        },
+      },
+    ],
+  })
+  return { dispatch: (r: RonRequest): Promise<RonResponse> => h.dispatch(r) }
+}
+
+/** A storage wrapper whose PUTs wait for a gate (slow storage), while GETs pass straight through. */
+export class SlowStorage implements DispatchTarget {
+  #gate: Promise<void> | undefined
+  #open: (() => void) | undefined
+  putsWaiting = 0
+  constructor(readonly inner: DispatchTarget) {}
+  stall(): void {
+    this.#gate ??= new Promise<void>((r) => (this.#open = r))
+  }
+  release(): void {
+    this.#open?.()
+    this.#gate = undefined
+    this.#open = undefined
+  }
+  async dispatch(req: RonRequest): Promise<RonResponse> {
+    if (req.method === 'PUT' && this.#gate !== undefined) {
+      this.putsWaiting++
+      const aborted = new Promise<void>((_, reject) => req.signal.addEventListener('abort', () => reject(req.signal.reason as Error), { once: true }))
+      try {
+        await Promise.race([this.#gate, aborted])
+      } finally {
+        this.putsWaiting--
+      }
+    }
+    return this.inner.dispatch(req)
+  }
+}
+
+export interface System {
+  clock: VirtualClock
+  transport: MemoryTransport
+  issuer: TestIssuer
+  storage: StorageService
+  slow: SlowStorage
+  interop: InteropService
+  issued: unknown[]
+  request(method: string, path: string, headers?: Record<string, string>, body?: Uint8Array | string | AsyncIterable<Uint8Array>): Promise<TransportResponse>
+  close(): Promise<void>
+}
+
+/** Storage (real, in memory), a passport double and interop on one MemoryTransport with a VirtualClock. */
+export async function system(config: InteropConfigInput = {}, opts: { withPassport?: boolean } = {}): Promise<System> {
+  const clock = new VirtualClock(T0)
+  const transport = new MemoryTransport({ clock, timeoutMs: 60_000 })
+  const issuer = createTestIssuer({ clock })
+  const storage = await createStorageService({ auth: { keys: issuer.keys }, clock, random: seededRandom(1) })
+  const slow = new SlowStorage(storage)
+  transport.mount('storage', slow)
+  const issued: unknown[] = []
+  if (opts.withPassport !== false) transport.mount('passport', passportDouble(issuer, issued))
+  const serviceToken = issuer.mint({ sub: 'node:test', scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'], ttlSec: 86_400 * 30 })
+  const interop = await createInteropService(
+    {
+      webhooks: { providers: { github: { secrets: [SECRETS.github] }, slack: { secrets: [SECRETS.slack] }, stripe: { secrets: [SECRETS.stripe] }, standard: { secrets: [SECRETS.standard] } } },
+      apiKeys: [{ client: 'alice', keyHash: hashApiKey(API_KEY) }],
+      ...config,
+    },
+    transport,
+    { clock, random: seededRandom(2), tokens: serviceToken },
+  )
+  transport.mount('interop', interop)
+  return {
+    clock,
+    transport,
+    issuer,
+    storage,
+    slow,
+    interop,
+    issued,
+    request(method, path, headers = {}, body) {
+      return transport.request('interop', { method, path, headers, ...(body === undefined ? {} : { body }) })
+    },
+    async close() {
+      slow.release()
+      await interop.close()
+      await storage.close()
+      await transport.close()
+    },
+  }
+}
+
+export const readJson = async <T = Record<string, unknown>>(res: TransportResponse): Promise<T> => JSON.parse(new TextDecoder().decode(await collectBytes(res.body))) as T
