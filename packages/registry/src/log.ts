@@ -1,0 +1,181 @@
+/**
+ * `RegistryLog`: the in-memory view of one log over its {@link LogStore} — HEAD, the Merkle tree,
+ * the signer set in force at every version and the supersede marks. Only the Committer calls
+ * {@link RegistryLog.append}; readers use the rest (every method that reads returns values that
+ * are never mutated afterwards).
+ *
+ * @module
+ */
+
+import { ChainMismatchError, IntegrityFailedError } from '@ron/core'
+import type { Address } from '@ron/core'
+import { encodeEntry, entryHash, genesisHash, type EncodedEntry, type Genesis, type Head, type LogEntry } from './entry.js'
+import { payloadB3, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
+import { MerkleTree, treeHasher, type TreeHasher } from './merkle.js'
+import type { Approval } from './signers.js'
+import type { LogStore, RecoveredLog, StoredCheckpoint } from './store/types.js'
+
+/** A supersede mark on a version. */
+export interface SupersededBy {
+  version: number
+  reason: string
+}
+
+/** What reading a version finds. */
+export type ReadResult = { entry: LogEntry; bytes: Uint8Array; hash: Address } | { pruned: true; checkpoint: StoredCheckpoint | undefined } | undefined
+
+/** Signer-set history item: the set in force for bases ≥ `version`. */
+interface SetChange {
+  version: number
+  set: SignerSet
+}
+
+/** The registry log: state derived from the store at open, kept current by appends. */
+export class RegistryLog {
+  readonly store: LogStore
+  readonly genesis: Genesis
+  readonly genesisHash: Address
+  readonly hasher: TreeHasher
+  readonly tree: MerkleTree
+  readonly recoveries: Readonly<Record<string, number>>
+  #head: Head
+  readonly #sets: SetChange[]
+  readonly #superseded = new Map<number, SupersededBy>()
+  readonly #cache = new Map<number, EncodedEntry>()
+  readonly #cacheSize: number
+
+  private constructor(store: LogStore, r: RecoveredLog, cacheSize: number) {
+    this.store = store
+    this.genesis = r.genesis
+    this.genesisHash = genesisHash(r.genesis)
+    this.hasher = treeHasher(r.genesis.treeHash)
+    this.tree = new MerkleTree(this.hasher)
+    for (const h of r.leafHashes) this.tree.append(h)
+    this.#head = r.head
+    this.recoveries = r.recoveries
+    this.#cacheSize = cacheSize
+    // Signer sets: genesis, then what the latest checkpoint remembers, then changes in held entries.
+    const changes = new Map<number, SignerSet>([[0, r.genesis.signers]])
+    const lastCp = r.checkpoints.at(-1)
+    for (const c of lastCp?.signerSets ?? []) changes.set(c.version, { threshold: c.threshold, signers: c.signers })
+    for (const e of r.notable) this.#noteEntry(e, changes)
+    this.#sets = [...changes.entries()].sort((a, b) => a[0] - b[0]).map(([version, set]) => ({ version, set }))
+  }
+
+  /**
+   * Opens the log in `store` (creating it with `genesis` when empty).
+   * @throws {@link IntegrityFailedError} when the store is corrupt or HEAD disagrees with the tree
+   */
+  static async open(store: LogStore, genesis: Genesis, options: { cacheSize?: number } = {}): Promise<RegistryLog> {
+    const hasher = treeHasher(genesis.treeHash)
+    const r = await store.open({ genesis, leafHash: (b) => hasher.leaf(b) })
+    if (r.leafHashes.length !== r.head.version) {
+      throw new IntegrityFailedError(`log has ${r.leafHashes.length} leaf hashes for HEAD ${r.head.version}`)
+    }
+    return new RegistryLog(store, r, options.cacheSize ?? 1024)
+  }
+
+  #noteEntry(e: LogEntry, changes?: Map<number, SignerSet>): void {
+    const s = signerSetOf(e.payload)
+    if (s !== undefined) {
+      const set = { threshold: s.threshold, signers: s.signers }
+      if (changes !== undefined) changes.set(e.version, set)
+      else this.#sets.push({ version: e.version, set })
+    }
+    const sup = e.payload.meta?.supersedes
+    if (sup !== undefined) this.#superseded.set(sup.version, { version: e.version, reason: sup.reason })
+  }
+
+  /** The log's origin line. */
+  get origin(): string {
+    return this.genesis.origin
+  }
+
+  /** Current HEAD. */
+  head(): Head {
+    return { ...this.#head }
+  }
+
+  /** Lowest version whose entry is held. */
+  oldest(): number {
+    return this.store.oldest()
+  }
+
+  /** The signer set in force for proposals on base `version` (set by the last change at ≤ `version`). */
+  signerSetAt(version: number): SignerSet {
+    let set = this.#sets[0]!.set
+    for (const c of this.#sets) {
+      if (c.version <= version) set = c.set
+      else break
+    }
+    return set
+  }
+
+  /** Every signer-set change (version 0 is the genesis set). */
+  signerSetHistory(): Array<{ version: number; threshold: number; signers: SignerSet['signers'] }> {
+    return this.#sets.map((c) => ({ version: c.version, threshold: c.set.threshold, signers: c.set.signers }))
+  }
+
+  /** The supersede mark of `version`, if any. */
+  supersededBy(version: number): SupersededBy | undefined {
+    return this.#superseded.get(version)
+  }
+
+  /** The first checkpoint covering `version`. */
+  coveringCheckpoint(version: number): StoredCheckpoint | undefined {
+    return this.store.checkpoints().find((c) => c.treeSize >= version)
+  }
+
+  /**
+   * Reads entry `version` (recent ones from a small cache).
+   * @returns the entry, `{pruned}` when retention removed it, `undefined` when it does not exist
+   * @throws {@link IntegrityFailedError} when the stored bytes fail their checksum or leaf hash
+   */
+  async read(version: number): Promise<ReadResult> {
+    if (!Number.isSafeInteger(version) || version < 1 || version > this.#head.version) return undefined
+    if (version < this.store.oldest()) return { pruned: true, checkpoint: this.coveringCheckpoint(version) }
+    const cached = this.#cache.get(version)
+    if (cached !== undefined) return { entry: cached.entry, bytes: cached.bytes, hash: cached.hash }
+    const bytes = await this.store.read(version)
+    if (bytes === undefined) return { pruned: true, checkpoint: this.coveringCheckpoint(version) }
+    if (Buffer.compare(this.hasher.leaf(bytes), this.tree.leafHash(version - 1)) !== 0) {
+      throw new IntegrityFailedError(`stored entry ${version} does not match its leaf hash`, { details: { version } })
+    }
+    const entry = JSON.parse(Buffer.from(bytes).toString('utf8')) as LogEntry
+    return { entry, bytes, hash: entryHash(bytes) }
+  }
+
+  /**
+   * Builds the next entry and appends it by compare-and-set on HEAD. Committer only.
+   * @returns the encoded entry, or `undefined` when HEAD is no longer `expected`
+   * @throws {@link ChainMismatchError} when `expected` is not a HEAD this log ever had
+   */
+  async append(expected: Head, payload: DescriptorSet, approvals: Approval[], committedAt: number): Promise<EncodedEntry | undefined> {
+    if (expected.version !== this.#head.version || expected.hash !== this.#head.hash) return undefined
+    const entry: LogEntry = {
+      version: expected.version + 1,
+      payload,
+      payloadB3: payloadB3(payload),
+      prev: expected.hash,
+      approvals,
+      committedAt,
+    }
+    const enc = encodeEntry(entry)
+    const leaf = this.hasher.leaf(enc.bytes)
+    const ok = await this.store.compareAndAppend(expected, enc, leaf)
+    if (!ok) return undefined
+    const storeHead = this.store.head()
+    if (storeHead.version !== entry.version || storeHead.hash !== enc.hash) throw new ChainMismatchError('store HEAD moved under the committer')
+    this.tree.append(leaf)
+    this.#head = { version: entry.version, hash: enc.hash }
+    this.#noteEntry(entry)
+    this.#cache.set(entry.version, enc)
+    if (this.#cache.size > this.#cacheSize) this.#cache.delete(this.#cache.keys().next().value!)
+    return enc
+  }
+
+  /** The root hash (`b3:`-style hex is not used for roots: lowercase hex) of the tree of `size` leaves. */
+  rootHex(size: number = this.tree.size): string {
+    return Buffer.from(this.tree.root(size)).toString('hex')
+  }
+}
