@@ -13,9 +13,11 @@ export const ErrorCodes = {
   Forbidden: 403,
   NotFound: 404,
   MethodNotAllowed: 405,
+  RequestTimeout: 408,
   Conflict: 409,
   ChainMismatch: 409,
   DuplicateApproval: 409,
+  Gone: 410,
   OverLimit: 413,
   UnsupportedMediaType: 415,
   RangeNotSatisfiable: 416,
@@ -24,6 +26,7 @@ export const ErrorCodes = {
   Revoked: 422,
   Expired: 422,
   IntegrityFailed: 422,
+  InvalidReference: 422,
   Busy: 429,
   NotReady: 503,
   Draining: 503,
@@ -33,12 +36,14 @@ export const ErrorCodes = {
   Closed: 503,
   Timeout: 504,
   Internal: 500,
+  NotImplemented: 501,
 } as const satisfies Record<string, number>
 
 /** One of the stable error codes of {@link ErrorCodes}. */
 export type ErrorCode = keyof typeof ErrorCodes
 
 const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'RequestTimeout',
   'Busy',
   'NotReady',
   'Draining',
@@ -69,6 +74,13 @@ export interface ErrorEnvelope {
 }
 
 /**
+ * Brand carried by every {@link RonError}. `Symbol.for` makes it the same symbol in every copy of
+ * `@ron/core` loaded into a process, so {@link isRonError} holds across copies (as undici's
+ * `kUndiciError`).
+ */
+const kRonError = Symbol.for('@ron/core.error')
+
+/**
  * Base class of every RON error. Carries a stable {@link ErrorCode}, the HTTP status it maps to,
  * whether a caller may retry, optional details and an optional `Retry-After` hint.
  *
@@ -90,9 +102,18 @@ export class RonError extends Error {
   readonly details: Record<string, unknown>
   /** Suggested wait before retrying, in milliseconds. */
   readonly retryAfterMs: number | undefined
+  /**
+   * `x instanceof RonError` also holds for a RonError made by another copy of `@ron/core` (it
+   * checks the brand); subclasses keep the ordinary prototype check.
+   */
+  static override [Symbol.hasInstance](v: unknown): boolean {
+    if (this === RonError) return typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[kRonError] === true
+    return Function.prototype[Symbol.hasInstance].call(this, v)
+  }
 
   constructor(code: ErrorCode, message: string, options: RonErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    Object.defineProperty(this, kRonError, { value: true })
     this.name = `${code}Error`
     this.code = code
     this.status = ErrorCodes[code]
@@ -134,12 +155,22 @@ export class ForbiddenError extends define('Forbidden', 'forbidden') {}
 export class NotFoundError extends define('NotFound', 'not found') {}
 /** 405: the route exists but not for this method. */
 export class MethodNotAllowedError extends define('MethodNotAllowed', 'method not allowed') {}
+/**
+ * 408: the client was too slow: no body bytes within the gap timeout, under the minimum rate, or
+ * past the whole-request deadline. (504 {@link TimeoutError} stays for the server's own deadlines.)
+ */
+export class RequestTimeoutError extends define('RequestTimeout', 'request timeout') {}
 /** 409: the request conflicts with the current state. */
 export class ConflictError extends define('Conflict', 'conflict') {}
 /** 409: a proposal or append does not link the current head. */
 export class ChainMismatchError extends define('ChainMismatch', 'chain mismatch') {}
 /** 409: the signer already approved this proposal. */
 export class DuplicateApprovalError extends define('DuplicateApproval', 'duplicate approval') {}
+/**
+ * 410: the resource existed and is gone for good (e.g. a registry version pruned by retention;
+ * `details` names the covering checkpoint).
+ */
+export class GoneError extends define('Gone', 'gone') {}
 /** 413: body or decompressed size over its cap. */
 export class OverLimitError extends define('OverLimit', 'over limit') {}
 /** 415: content type or encoding not accepted. */
@@ -156,6 +187,11 @@ export class RevokedError extends define('Revoked', 'revoked') {}
 export class ExpiredError extends define('Expired', 'expired') {}
 /** 422: content does not match its address or integrity data. */
 export class IntegrityFailedError extends define('IntegrityFailed', 'integrity check failed') {}
+/**
+ * 422: a referenced object is missing or not of the expected kind (e.g. a name bound to something
+ * that is not a manifest). `details.field` names the reference when known.
+ */
+export class InvalidReferenceError extends define('InvalidReference', 'invalid reference') {}
 /** 429: a queue is full or a rate limit applies. Carries `retryAfterMs`. */
 export class BusyError extends define('Busy', 'busy') {}
 /** 503: a dependency is not ready. */
@@ -174,10 +210,16 @@ export class ClosedError extends define('Closed', 'closed') {}
 export class TimeoutError extends define('Timeout', 'deadline exceeded') {}
 /** 500: anything unexpected. The message sent on the wire never includes a stack trace. */
 export class InternalError extends define('Internal', 'internal error') {}
+/** 501: the request asks for something this server does not implement (e.g. an unsupported transfer coding). */
+export class NotImplementedError extends define('NotImplemented', 'not implemented') {}
 
-/** True when `e` is a {@link RonError}, optionally of the given code. */
+/**
+ * True when `e` is a {@link RonError}, optionally of the given code. Recognises errors from any
+ * copy of `@ron/core` in the process (by a `Symbol.for` brand, not `instanceof`).
+ */
 export function isRonError(e: unknown, code?: ErrorCode): e is RonError {
-  return e instanceof RonError && (code === undefined || e.code === code)
+  if (typeof e !== 'object' || e === null || (e as Record<symbol, unknown>)[kRonError] !== true) return false
+  return code === undefined || (e as RonError).code === code
 }
 
 /**
@@ -216,9 +258,11 @@ const CLASSES: { [C in ErrorCode]: new (message?: string, options?: RonErrorOpti
   Forbidden: ForbiddenError,
   NotFound: NotFoundError,
   MethodNotAllowed: MethodNotAllowedError,
+  RequestTimeout: RequestTimeoutError,
   Conflict: ConflictError,
   ChainMismatch: ChainMismatchError,
   DuplicateApproval: DuplicateApprovalError,
+  Gone: GoneError,
   OverLimit: OverLimitError,
   UnsupportedMediaType: UnsupportedMediaTypeError,
   RangeNotSatisfiable: RangeNotSatisfiableError,
@@ -227,6 +271,7 @@ const CLASSES: { [C in ErrorCode]: new (message?: string, options?: RonErrorOpti
   Revoked: RevokedError,
   Expired: ExpiredError,
   IntegrityFailed: IntegrityFailedError,
+  InvalidReference: InvalidReferenceError,
   Busy: BusyError,
   NotReady: NotReadyError,
   Draining: DrainingError,
@@ -236,6 +281,7 @@ const CLASSES: { [C in ErrorCode]: new (message?: string, options?: RonErrorOpti
   Closed: ClosedError,
   Timeout: TimeoutError,
   Internal: InternalError,
+  NotImplemented: NotImplementedError,
 }
 
 /** Constructs the typed subclass for `code` (for example {@link BusyError} for `'Busy'`). */

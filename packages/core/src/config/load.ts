@@ -27,14 +27,15 @@ export interface LoadConfigOptions {
 
 type Obj = Record<string, unknown>
 
-function isPlainObject(v: unknown): v is Obj {
+/** @internal */
+export function isPlainObject(v: unknown): v is Obj {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false
   const proto = Object.getPrototypeOf(v) as unknown
   return proto === Object.prototype || proto === null
 }
 
-/** Deep merge: plain objects merge key by key; anything else (arrays included) replaces. */
-function merge(base: unknown, over: unknown): unknown {
+/** Deep merge: plain objects merge key by key; anything else (arrays included) replaces. @internal */
+export function merge(base: unknown, over: unknown): unknown {
   if (over === undefined) return base
   if (!isPlainObject(base) || !isPlainObject(over)) return isPlainObject(over) ? merge({}, over) : over
   const out: Obj = { ...base }

@@ -37,6 +37,11 @@ export interface ReadinessOptions {
   retryAfterMs?: number
 }
 
+interface PathState {
+  ready: boolean
+  reason: string | undefined
+}
+
 interface DepState {
   gates: Gate
   ok: boolean
@@ -52,12 +57,13 @@ interface DepState {
  * ```ts
  * const r = new Readiness({ dependencies: [{ name: 'disk', gates: 'write' }] })
  * r.set('disk', true)
- * r.report({ live: true }) // { live: true, ready: true, writeReady: true, missing: [] }
+ * r.report({ live: true }) // { live: true, ready: true, writeReady: true, paths: {}, missing: [] }
  * r.draining('writes')     // writeReady false, reads still served
  * ```
  */
 export class Readiness {
   readonly #deps = new Map<string, DepState>()
+  readonly #paths = new Map<string, PathState>()
   readonly #liveness: () => Liveness
   readonly #retryAfterMs: number
   #phase: 'running' | 'writes' | 'all' = 'running'
@@ -88,6 +94,22 @@ export class Readiness {
   }
 
   /**
+   * Reports whether the named path (`issue`, `verify`, `webhooks`…) accepts work (SPEC.md 3.3a).
+   * Paths are reported in `health().paths` and `/readyz`; an unready path adds its `reason` (or
+   * its name) to `missing`. Paths do not change `ready`/`writeReady`: those stay the service's
+   * overall read and write readiness. Once reads drain (`draining('all')`) every path reports false.
+   *
+   * @example
+   * ```ts
+   * readiness.setPath('issue', false, 'kms_slow') // shed issuance, keep verification
+   * readiness.setPath('verify', true)
+   * ```
+   */
+  setPath(name: string, ready: boolean, reason?: string): void {
+    this.#paths.set(name, { ready, reason: ready ? undefined : reason })
+  }
+
+  /**
    * Enters a shutdown phase: `'writes'` turns writes unready, `'all'` turns reads unready too.
    * Phases only move forward.
    */
@@ -114,10 +136,19 @@ export class Readiness {
       if (d.gates !== 'write') readOk = false
       if (d.gates !== 'read') writeOk = false
     }
+    const paths: Record<string, boolean> = {}
+    for (const [name, p] of this.#paths) {
+      const ready = p.ready && this.#phase !== 'all'
+      paths[name] = ready
+      if (p.ready) continue
+      const why = p.reason ?? name
+      if (!missing.includes(why)) missing.push(why)
+      reasons.push(`${name}: ${why}`)
+    }
     if (this.#phase !== 'running') missing.push('draining')
     if (!readOk) writeOk = false
     const reason = live.live ? (reasons.length > 0 ? reasons.join('; ') : undefined) : live.reason
-    const report: HealthReport = { live: live.live, ready: readOk, writeReady: writeOk, missing }
+    const report: HealthReport = { live: live.live, ready: readOk, writeReady: writeOk, paths, missing }
     if (reason !== undefined) report.reason = reason
     return report
   }

@@ -3,13 +3,27 @@
  * the route's body cap, a decompression ratio cap and an absolute cap, with a per-chunk read
  * timeout against slow clients. Nothing here buffers more than one chunk ahead.
  *
+ * Which caps apply:
+ * - the ratio guard (decoded ≤ ratio × encoded + {@link DECOMPRESSION_SLACK}) applies to every
+ *   encoded body, streamed object bodies included: it is what stops a bomb early;
+ * - a route with a finite `bodyLimit` (JSON and other buffered bodies) is capped at
+ *   `min(bodyLimit, maxDecoded)` decoded bytes: the absolute cap protects memory;
+ * - a route declaring `bodyLimit: Infinity` streams and enforces its own limit on decoded bytes
+ *   (storage's object limit or a token's `maxBytes`), so the absolute cap does not apply to it.
+ *
+ * Every {@link OverLimitError} says which cap it hit in `details.source` (`body_limit`,
+ * `decompressed_size`, `decompression_ratio`) and what the cap is (`details.limit`).
+ * A transfer coding other than `chunked` (e.g. `Transfer-Encoding: gzip, chunked`) is refused
+ * with 501 {@link NotImplementedError} (RFC 9112 6.1), never stored undecoded. A body stalled
+ * longer than the gap timeout is 408 {@link RequestTimeoutError}: the client was too slow.
+ *
  * @module
  */
 
 import { pipeline, Readable, type Transform } from 'node:stream'
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import { abortReason, type Clock } from '../clock.js'
-import { CanceledError, MalformedError, OverLimitError, TimeoutError, UnsupportedMediaTypeError } from '../errors.js'
+import { CanceledError, MalformedError, NotImplementedError, OverLimitError, RequestTimeoutError, UnsupportedMediaTypeError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
 import type { RonRequest } from './types.js'
 
@@ -54,18 +68,43 @@ export function decoderFor(header: string | undefined): Decoder | undefined {
   return d
 }
 
+/** Which cap an {@link OverLimitError} of a body hit (`details.source`). */
+export type BodyLimitSource = 'body_limit' | 'decompressed_size' | 'decompression_ratio'
+
 /** Over-cap error naming the cap that was hit. */
-function overLimit(what: string, cap: number): OverLimitError {
-  return new OverLimitError(`request body exceeds the ${what} of ${cap} bytes`, { details: { limit: cap, kind: what } })
+function overLimit(source: 'body_limit' | 'decompressed_size', cap: number): OverLimitError {
+  const what = source === 'body_limit' ? 'body limit' : 'decompressed size cap'
+  return new OverLimitError(`request body exceeds the ${what} of ${cap} bytes`, { details: { limit: cap, source, kind: what } })
+}
+
+/**
+ * Refuses transfer codings this server does not implement: node's parser only de-chunks, so
+ * anything else (`gzip, chunked`) would reach the handler still encoded.
+ * @throws {@link NotImplementedError} (501)
+ */
+export function checkTransferEncoding(header: string | string[] | undefined): void {
+  if (header === undefined) return
+  const codings = (Array.isArray(header) ? header.join(',') : header)
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '')
+  const unsupported = codings.filter((c) => c !== 'chunked')
+  if (unsupported.length > 0) {
+    throw new NotImplementedError(`transfer coding '${unsupported.join(', ')}' is not implemented (only chunked)`, {
+      details: { transferEncoding: codings.join(', ') },
+    })
+  }
 }
 
 /**
  * The request's body, decoded and capped, as a stream of chunks.
  * @throws {@link OverLimitError} (413) when a cap is exceeded, {@link UnsupportedMediaTypeError} for an
- * unknown encoding, {@link TimeoutError} when the client stalls longer than `readTimeoutMs` between chunks.
+ * unknown encoding, {@link NotImplementedError} (501) for a transfer coding other than chunked,
+ * {@link RequestTimeoutError} (408) when the client stalls longer than `readTimeoutMs` between chunks.
  */
 export function decodedBody(req: RonRequest, o: BodyLimits): AsyncGenerator<Uint8Array> {
   // Validate eagerly so a bad header fails before any body is read.
+  checkTransferEncoding(req.headers['transfer-encoding'])
   const decoder = decoderFor(headerString(req.headers['content-encoding']))
   const declared = headerString(req.headers['content-length'])
   if (declared !== undefined) {
@@ -73,7 +112,7 @@ export function decodedBody(req: RonRequest, o: BodyLimits): AsyncGenerator<Uint
     // An identity body's length is its decoded length; an encoded body may be a little larger
     // than what it decodes to (incompressible data), hence the slack.
     const cap = decoder === undefined ? o.limit : o.limit + DECOMPRESSION_SLACK
-    if (Number.isFinite(n) && n > cap) throw overLimit('body limit', o.limit)
+    if (Number.isFinite(n) && n > cap) throw overLimit('body_limit', o.limit)
   }
   return decoder === undefined ? identity(req, o) : decoded(req, o, decoder())
 }
@@ -82,7 +121,7 @@ async function* identity(req: RonRequest, o: BodyLimits): AsyncGenerator<Uint8Ar
   let total = 0
   for await (const chunk of timedChunks(req.body, o, undefined)) {
     total += chunk.byteLength
-    if (total > o.limit) throw overLimit('body limit', o.limit)
+    if (total > o.limit) throw overLimit('body_limit', o.limit)
     yield chunk
   }
 }
@@ -92,15 +131,23 @@ async function* decoded(req: RonRequest, o: BodyLimits, decoder: Transform): Asy
   const source = Readable.from(timedChunks(req.body, o, counter), { objectMode: false })
   // Errors surface through the decoder's iterator below; the callback only has to exist.
   pipeline(source, decoder, () => {})
-  const cap = Math.min(o.limit, o.maxDecoded)
+  // A streaming route (limit Infinity) enforces its own decoded limit: only the ratio guard here.
+  const cap = o.limit === Infinity ? Infinity : Math.min(o.limit, o.maxDecoded)
   let total = 0
   try {
     for await (const chunk of decoder as AsyncIterable<Buffer>) {
       total += chunk.byteLength
-      if (total > cap) throw overLimit(cap === o.limit ? 'body limit' : 'decompressed size cap', cap)
+      if (total > cap) throw overLimit(cap === o.limit ? 'body_limit' : 'decompressed_size', cap)
       if (total > o.ratio * counter.encoded + DECOMPRESSION_SLACK) {
         throw new OverLimitError(`decompressed body exceeds ${o.ratio}x its encoded size`, {
-          details: { kind: 'decompression ratio', ratio: o.ratio, encoded: counter.encoded, decoded: total },
+          details: {
+            source: 'decompression_ratio',
+            limit: o.ratio,
+            kind: 'decompression ratio',
+            ratio: o.ratio,
+            encoded: counter.encoded,
+            decoded: total,
+          },
         })
       }
       yield chunk
@@ -166,7 +213,7 @@ function nextWithin<T>(it: AsyncIterator<T>, o: BodyLimits): Promise<IteratorRes
     const timer = clock.setTimeout(() => {
       if (!settle()) return
       o.metrics?.inc('io_timeouts_total', { op: 'read' })
-      reject(new TimeoutError(`no request body data for ${o.readTimeoutMs} ms`, { details: { op: 'read' } }))
+      reject(new RequestTimeoutError(`no request body data for ${o.readTimeoutMs} ms`, { details: { op: 'read', reason: 'gap', timeoutMs: o.readTimeoutMs } }))
     }, o.readTimeoutMs)
     timer.unref?.()
     signal.addEventListener('abort', onAbort, { once: true })

@@ -12,3 +12,6 @@ export { CORR_ID_HEADER, corrIdFrom, generateCorrId, isValidCorrId } from './cor
 export { DECOMPRESSION_SLACK } from './body.js'
 export { serve } from './serve.js'
 export type { RonServer, ServeOptions } from './serve.js'
+export { SseHub, sseEvents, encodeSseEvent } from './sse.js'
+export type { SseEvent, SseMessage, SseHubOptions, SseEventsOptions } from './sse.js'
+export type { CorsOptions } from './cors.js'

@@ -85,11 +85,11 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   if (ex.retryAfter !== undefined) headers.push('retry-after', ex.retryAfter)
   if (ex.allow !== undefined) headers.push('allow', ex.allow)
   if (!req.complete) {
-    // A stalled client gets nothing from lingering: close right after the reply. Otherwise keep
+    // A stalled or too slow client (408) gets nothing from lingering: close right after the reply. Otherwise keep
     // reading what it is still sending (the parser knows the framing, so the connection stays
     // usable): closing a socket with unread input makes the kernel send a reset, and the client
     // would see "connection reset" instead of our 401/413.
-    if (ex.error?.code === 'Timeout') headers.push('connection', 'close')
+    if (ex.error?.code === 'RequestTimeout' || ex.error?.code === 'Timeout') headers.push('connection', 'close')
     else lingerAfterReply(req, res, o)
   }
   let buf: string | Uint8Array | undefined

@@ -28,6 +28,9 @@ export const SEED_METRICS: Readonly<
   io_timeouts_total: { type: 'counter', help: 'Operations that exceeded their deadline.' },
   bus_lagged_total: { type: 'counter', help: 'Broadcast events a slow subscriber missed.' },
   retries_total: { type: 'counter', help: 'Retries of idempotent operations.' },
+  config_reloads_total: { type: 'counter', help: 'Config reloads applied.' },
+  config_reload_errors_total: { type: 'counter', help: 'Config reloads refused (invalid, immutable key, busy) or rolled back.' },
+  sse_clients: { type: 'gauge', help: 'Connected server-sent-events clients per stream.' },
   breaker_state: { type: 'gauge', help: 'Circuit breaker state: 0 closed, 1 half-open, 2 open.' },
 }
 

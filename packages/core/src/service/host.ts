@@ -22,11 +22,15 @@ import { Admission } from '../resilience/index.js'
 import { createServiceMetrics, type ServiceMetrics } from '../metrics/service-metrics.js'
 import { METRICS_CONTENT_TYPE } from '../metrics/merge.js'
 import { Readiness } from '../health/readiness.js'
+import { createCorsPolicy, type CorsOptions, type CorsPolicy } from '../http/cors.js'
+import { fetchToRonRequest, ronResponseToFetch } from '../http/fetch-adapter.js'
+import type { Watch } from '../concurrency/watch.js'
+import { ConfigReloader, RELOAD_METRICS, type ReloadHook, type ReloadableConfig } from './reload.js'
 import type { HealthReport, RonService, Topology, ChannelSpec } from './types.js'
 import { noopLogger, type Logger } from './logger.js'
 
-/** Options of {@link createServiceHost}. */
-export interface ServiceHostOptions {
+/** Options of {@link createServiceHost}. `C` is the service's validated config type. */
+export interface ServiceHostOptions<C = unknown> {
   /** Service id: the `aud` tokens must name, the `service` metric label. */
   id: string
   /** Reported by `/version`. */
@@ -51,6 +55,17 @@ export interface ServiceHostOptions {
    * @default 8 (queue capacity comes from the topology)
    */
   workers?: Record<string, number>
+  /**
+   * CORS (SPEC.md 6b): reads from `readOrigins`, writes (and their preflights) from `writeOrigins`.
+   * @default reads from any origin (`*`), no cross-origin writes
+   */
+  cors?: CorsOptions
+  /**
+   * The service's config, made reloadable: `service.reload(partial)` merges, validates with
+   * `schema`, refuses changes to `immutable` paths, swaps `host.config` and runs `onReload` hooks.
+   * @default no schema: `host.config` holds `{}` and reloads only run the hooks
+   */
+  config?: ReloadableConfig<C>
   /** @default systemClock */
   clock?: Clock
   /** @default systemRandom */
@@ -60,7 +75,7 @@ export interface ServiceHostOptions {
 }
 
 /** What a service factory builds on. */
-export interface ServiceHost {
+export interface ServiceHost<C = unknown> {
   readonly id: string
   readonly version: string
   readonly clock: Clock
@@ -68,7 +83,19 @@ export interface ServiceHost {
   readonly transport: Transport | undefined
   readonly supervisor: Supervisor
   readonly metrics: ServiceMetrics
+  /** Readiness: dependencies (`set`), paths (`setPath`, SPEC.md 3.3a) and the shutdown phase. */
   readonly readiness: Readiness
+  /**
+   * The current config snapshot (frozen), swapped atomically by `service.reload()`. Read
+   * `host.config.get()` where the value is used, rather than copying it at startup.
+   */
+  readonly config: Watch<C>
+  /**
+   * Registers a reload hook, called in registration order after a new snapshot is in
+   * `host.config`, with the partial the reload was given. Throwing rolls the reload back: the
+   * previous snapshot returns and the hooks that ran are called again with the previous values.
+   */
+  onReload(fn: ReloadHook): void
   /**
    * Checks the request's bearer token exactly as for a route declaring `scope`: verified for this
    * service's audience, scope and caveats. For routes that need a token only sometimes (an
@@ -78,6 +105,11 @@ export interface ServiceHost {
   authenticate(req: RonRequest, scope?: string): Promise<Claims>
   /** Aborts when `close()` gives up draining and starts aborting stragglers. */
   readonly signal: AbortSignal
+  /**
+   * Aborts as soon as `close()` begins: long-lived streams (an {@link SseHub}'s `signal`) end
+   * here so the drain does not wait for them.
+   */
+  readonly drainSignal: AbortSignal
   /** True once `close()` began. */
   readonly closing: boolean
   /**
@@ -127,11 +159,11 @@ const RETRY_AFTER_MS = 1000
  * }
  * ```
  */
-export function createServiceHost(options: ServiceHostOptions): ServiceHost {
-  return new Host(options)
+export function createServiceHost<C = unknown>(options: ServiceHostOptions<C>): ServiceHost<C> {
+  return new Host<C>(options)
 }
 
-class Host implements ServiceHost {
+class Host<C> implements ServiceHost<C> {
   readonly id: string
   readonly version: string
   readonly clock: Clock
@@ -141,7 +173,11 @@ class Host implements ServiceHost {
   readonly metrics: ServiceMetrics
   readonly readiness: Readiness
   readonly service: RonService
+  readonly config: Watch<C>
 
+  readonly #reloader: ConfigReloader<C>
+  readonly #cors: CorsPolicy
+  readonly #draining = new AbortController()
   readonly #topology: Topology
   readonly #channels = new Map<string, ChannelSpec>()
   readonly #pools = new Map<string, WorkPool>()
@@ -160,7 +196,7 @@ class Host implements ServiceHost {
   #inFlight = 0
   #idle: (() => void) | undefined
 
-  constructor(o: ServiceHostOptions) {
+  constructor(o: ServiceHostOptions<C>) {
     this.id = o.id
     this.version = o.version
     this.clock = o.clock ?? systemClock
@@ -181,6 +217,10 @@ class Host implements ServiceHost {
       metrics: this.metrics.sink,
     })
     this.#verifier = o.auth?.verifier ?? buildVerifier(o.auth?.keys, this.clock)
+    this.#cors = createCorsPolicy(o.cors)
+    this.metrics.histogram(RELOAD_METRICS.duration, 'Duration of config reloads (validation, swap and hooks), in seconds.')
+    this.#reloader = new ConfigReloader<C>(o.config, { clock: this.clock, metrics: this.metrics.sink, logger: this.logger, service: o.id })
+    this.config = this.#reloader.config
     // Pools named explicitly (channel.pool or the workers option) exist from the start, so their
     // workers and gauges are visible before the first request.
     for (const c of o.topology.channels) {
@@ -191,6 +231,14 @@ class Host implements ServiceHost {
 
   get signal(): AbortSignal {
     return this.#abort.signal
+  }
+
+  get drainSignal(): AbortSignal {
+    return this.#draining.signal
+  }
+
+  onReload(fn: ReloadHook): void {
+    this.#reloader.onReload(fn)
   }
 
   get closing(): boolean {
@@ -305,6 +353,7 @@ class Host implements ServiceHost {
   }
 
   #builtin(path: string, req: RonRequest): Reply | Promise<Reply> | undefined {
+    if (req.method === 'OPTIONS') return this.#cors.preflight(req)
     if (req.method !== 'GET' && req.method !== 'HEAD') return undefined
     switch (path) {
       case '/healthz':
@@ -320,30 +369,44 @@ class Host implements ServiceHost {
     }
   }
 
+  #corsHeaders(req: { method?: string | undefined; headers: RonRequest['headers'] }): Record<string, string> | undefined {
+    const origin: unknown = req.headers.origin
+    if (typeof origin !== 'string') return undefined
+    return this.#cors.responseHeaders(req.method ?? 'GET', origin)
+  }
+
   #makeService(): RonService {
     const handle = (req: IncomingMessage, res: ServerResponse): void => {
+      // CORS headers go on before the handler's writeHead, which merges them.
+      const cors = this.#corsHeaders(req)
+      if (cors !== undefined) for (const k in cors) res.setHeader(k, cors[k]!)
       this.#handlerOrCreate().handle(req, res)
+    }
+    const dispatch = async (req: RonRequest): Promise<RonResponse> => {
+      // In-process requests also abort when the host force-closes.
+      const signal = AbortSignal.any([req.signal, this.#abort.signal])
+      const res = await this.#handlerOrCreate().dispatch({
+        method: req.method,
+        url: req.url,
+        headers: req.headers,
+        body: req.body,
+        remoteAddress: req.remoteAddress,
+        signal,
+      })
+      const cors = this.#corsHeaders(req)
+      return cors === undefined ? res : { status: res.status, headers: { ...res.headers, ...cors }, body: res.body }
     }
     const service: RonService = {
       id: this.id,
       version: this.version,
       handle,
-      fetch: (request: Request) => this.#handlerOrCreate().fetch(request),
-      dispatch: (req: RonRequest): Promise<RonResponse> => {
-        // In-process requests also abort when the host force-closes.
-        const signal = AbortSignal.any([req.signal, this.#abort.signal])
-        return this.#handlerOrCreate().dispatch({
-          method: req.method,
-          url: req.url,
-          headers: req.headers,
-          body: req.body,
-          remoteAddress: req.remoteAddress,
-          signal,
-        })
-      },
+      fetch: async (request: Request) => ronResponseToFetch(await dispatch(fetchToRonRequest(request))),
+      dispatch,
       health: () => this.health(),
       describe: () => structuredClone(this.#topology),
       metrics: this.metrics.registry,
+      metricsText: () => this.metrics.text(),
+      reload: (partial: unknown) => this.#reloader.reload(partial),
       close: () => this.close(),
       [Symbol.asyncDispose]: () => this.close(),
     }
@@ -353,6 +416,7 @@ class Host implements ServiceHost {
   async #close(): Promise<void> {
     const started = this.clock.now()
     this.#state = 'draining'
+    this.#draining.abort(new DrainingError(`service ${this.id} is draining`, { retryAfterMs: RETRY_AFTER_MS }))
     this.readiness.draining('writes')
     this.readiness.draining('all')
     this.logger.info({ drainDeadlineMs: this.#drainDeadlineMs }, 'draining')
@@ -391,6 +455,7 @@ class Host implements ServiceHost {
       }
     }
     for (const b of this.#broadcasts.values()) b.close()
+    this.#reloader.close()
     this.logger.info({}, 'closed')
   }
 

@@ -10,3 +10,4 @@ export type { ChannelOverflow, ChannelSpec, TaskSpec, Topology, HealthReport, Ro
 export * from './logger.js'
 export * from './host.js'
 export * from './topology-doc.js'
+export type { ReloadableConfig, ReloadHook } from './reload.js'

@@ -54,8 +54,14 @@ export interface HealthReport {
   ready: boolean
   /** Ready to accept writes (a full or slow disk turns this off first). */
   writeReady: boolean
-  /** Names of dependencies that are not ready. */
+  /**
+   * Per named path (SPEC.md 3.3a), whether it accepts work, e.g. `{ issue: false, verify: true }`.
+   * Services shed expensive paths first and keep cheap reads up. Empty when the service declares none.
+   */
+  paths: Record<string, boolean>
+  /** Names of dependencies that are not ready, then the reason of each path that is off, then `draining`. */
   missing: string[]
+  /** Human-readable reasons (dependency and path reasons, or why the service is not live). */
   reason?: string
 }
 
@@ -72,8 +78,23 @@ export interface RonService {
   dispatch(req: RonRequest): Promise<RonResponse>
   health(): HealthReport
   describe(): Topology
-  /** This instance's own metrics registry (never prom-client's global one). */
+  /**
+   * This instance's own prom-client registry (never prom-client's global one).
+   * @deprecated a host should read {@link RonService.metricsText}; the registry object stays
+   * until ron-node and storage's tests stop reading it.
+   */
   readonly metrics: Registry
+  /** This instance's metrics as Prometheus text exposition (what `GET /metrics` serves). */
+  metricsText(): Promise<string>
+  /**
+   * Applies a partial config live (SPEC.md 3.3b): merged into the current config, validated,
+   * swapped in atomically as an immutable snapshot, handed to the service's reload hooks, and
+   * rolled back whole if one fails. Reloads run one at a time.
+   * @throws {@link ConfigError} for an invalid value or a key that cannot change live
+   * (`details.reason: 'immutable'`); whatever a reload hook throws (after the rollback);
+   * {@link BusyError} with 16 reloads pending; {@link ClosedError} after `close()`.
+   */
+  reload(partial: unknown): Promise<void>
   /** Idempotent shutdown per SPEC.md 3.3: readiness off, intake stops, drain, abort stragglers. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
