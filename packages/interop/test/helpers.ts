@@ -46,11 +46,31 @@ export function passportDouble(issuer: TestIssuer, log: unknown[] = []): Dispatc
   return { dispatch: (r: RonRequest): Promise<RonResponse> => h.dispatch(r) }
 }
 
+/** An index stand-in: every `b3:` address resolves to the storage target (the shape of index's resolve answer). */
+export function indexDouble(calls: string[] = []): DispatchTarget {
+  const h = createHttpHandler({
+    serviceId: 'index',
+    routes: [
+      {
+        method: 'GET',
+        path: '/resolve/:key',
+        handler: (ctx) => {
+          calls.push(ctx.params.key ?? '')
+          return { status: 200, json: { key: ctx.params.key, providers: [{ node: 'n1', endpoint: 'storage', score: 1 }], source: 'local', ttlSec: 10 } }
+        },
+      },
+    ],
+  })
+  return { dispatch: (r: RonRequest): Promise<RonResponse> => h.dispatch(r) }
+}
+
 /** A storage wrapper whose PUTs wait for a gate (slow storage), while GETs pass straight through. */
 export class SlowStorage implements DispatchTarget {
   #gate: Promise<void> | undefined
   #open: (() => void) | undefined
   putsWaiting = 0
+  /** Sizes of the body chunks of the last PUT, as storage received them. */
+  putChunks: number[] = []
   constructor(readonly inner: DispatchTarget) {}
   stall(): void {
     this.#gate ??= new Promise<void>((r) => (this.#open = r))
@@ -70,7 +90,17 @@ export class SlowStorage implements DispatchTarget {
         this.putsWaiting--
       }
     }
-    return this.inner.dispatch(req)
+    if (req.method !== 'PUT') return this.inner.dispatch(req)
+    const chunks: number[] = []
+    this.putChunks = chunks
+    const body = req.body
+    async function* recorded(): AsyncGenerator<Uint8Array> {
+      for await (const c of body) {
+        chunks.push(c.byteLength)
+        yield c
+      }
+    }
+    return this.inner.dispatch({ ...req, body: recorded() })
   }
 }
 
@@ -82,6 +112,7 @@ export interface System {
   slow: SlowStorage
   interop: InteropService
   issued: unknown[]
+  resolves: string[]
   request(method: string, path: string, headers?: Record<string, string>, body?: Uint8Array | string | AsyncIterable<Uint8Array>): Promise<TransportResponse>
   close(): Promise<void>
 }
@@ -96,6 +127,8 @@ export async function system(config: InteropConfigInput = {}, opts: { withPasspo
   transport.mount('storage', slow)
   const issued: unknown[] = []
   if (opts.withPassport !== false) transport.mount('passport', passportDouble(issuer, issued))
+  const resolves: string[] = []
+  transport.mount('index', indexDouble(resolves))
   const serviceToken = issuer.mint({ sub: 'node:test', scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'], ttlSec: 86_400 * 30 })
   const interop = await createInteropService(
     {
@@ -115,6 +148,7 @@ export async function system(config: InteropConfigInput = {}, opts: { withPasspo
     slow,
     interop,
     issued,
+    resolves,
     request(method, path, headers = {}, body) {
       return transport.request('interop', { method, path, headers, ...(body === undefined ? {} : { body }) })
     },

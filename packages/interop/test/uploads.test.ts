@@ -1,0 +1,93 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { addressOf, collectBytes } from '@ron/core'
+import { checkPatternStream, patternStream } from '@ron/core/testing'
+import { MemoryAuditSink, rechunk } from '../src/index.js'
+import { API_KEY, readJson, system, type System } from './helpers.js'
+
+let sys: System | undefined
+afterEach(async () => {
+  await sys?.close()
+  sys = undefined
+})
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+describe('POST /put', () => {
+  it('trades the API key for a ≤ 60 s storage:write capability with a maxBytes caveat and stores the body', async () => {
+    sys = await system({ apiKeys: [{ client: 'alice', keyHash: (await import('../src/index.js')).hashApiKey(API_KEY), maxBytes: 4096 }] })
+    const body = new TextEncoder().encode('hello from the outside')
+    const res = await sys.request('POST', '/put', { 'x-api-key': API_KEY }, body)
+    expect(res.status).toBe(201)
+    const out = await readJson<{ address: string; size: number }>(res)
+    expect(out).toEqual({ address: addressOf(body), size: body.byteLength })
+    expect(sys.issued).toEqual([{ sub: 'client:alice', aud: ['storage'], scope: ['storage:write'], ttlSec: 60, caveats: { maxBytes: 4096 } }])
+    await sys.clock.flush()
+    const [event] = (sys.interop.auditSink as MemoryAuditSink).events()
+    expect(event).toMatchObject({ kind: 'put', client: 'alice', decision: 'accept', payloadB3: addressOf(body), capabilityId: 'jti-1-…' })
+    // Reads come back through index and storage, verified.
+    const got = await sys.request('GET', `/o/${out.address}`)
+    expect(got.status).toBe(200)
+    expect(new TextDecoder().decode(await collectBytes(got.body))).toBe('hello from the outside')
+    expect(sys.resolves).toEqual([out.address])
+  })
+
+  it('streams a 3 MiB upload to storage in 64 KiB chunks, never holding it whole', async () => {
+    sys = await system()
+    const res = await sys.request('POST', '/put', { 'x-api-key': API_KEY, 'content-length': String(3 * MiB) }, patternStream(3 * MiB, 10_000))
+    expect(res.status).toBe(201)
+    const { address, size } = await readJson<{ address: string; size: number }>(res)
+    expect(size).toBe(3 * MiB)
+    // Storage received 64 KiB chunks (the client sent 10 000-byte ones).
+    const chunks = sys.slow.putChunks
+    expect(chunks.length).toBe(Math.ceil((3 * MiB) / (64 * KiB)))
+    expect(chunks.every((n) => n === 64 * KiB)).toBe(true)
+    const got = await sys.request('GET', `/o/${address}`)
+    expect(await checkPatternStream(got.body)).toMatchObject({ bytes: 3 * MiB, intact: true })
+  })
+
+  it('refuses a missing or unknown API key with 401, and a declared size over the limit with 413', async () => {
+    sys = await system({ uploads: { maxBytes: 1000 } })
+    const missing = await sys.request('POST', '/put', {}, 'x')
+    expect(missing.status).toBe(401)
+    expect(await readJson(missing)).toMatchObject({ error: { details: { reason: 'missing' } } })
+    const unknown = await sys.request('POST', '/put', { 'x-api-key': 'nope' }, 'x')
+    expect(unknown.status).toBe(401)
+    const big = await sys.request('POST', '/put', { 'x-api-key': API_KEY, 'content-length': '2000' }, new Uint8Array(2000))
+    expect(big.status).toBe(413)
+    expect(sys.issued).toEqual([])
+  })
+
+  it('passport unavailable: 503 NotReady, nothing stored', async () => {
+    sys = await system({}, { withPassport: false })
+    const res = await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'x')
+    expect(res.status).toBe(503)
+    expect(await readJson(res)).toMatchObject({ error: { code: 'NotReady' } })
+  })
+
+  it('GET /o of an unknown address is 404, a bad address 400', async () => {
+    sys = await system()
+    expect((await sys.request('GET', `/o/${addressOf(new Uint8Array([9]))}`)).status).toBe(404)
+    expect((await sys.request('GET', '/o/b3:nothex')).status).toBe(400)
+  })
+})
+
+describe('rechunk', () => {
+  it('yields fixed-size chunks whatever the input sizes, holding at most two', async () => {
+    async function* src(): AsyncGenerator<Uint8Array> {
+      for (const n of [1, 70_000, 3, 200_000, 5, 65_536, 10]) yield new Uint8Array(n).fill(n % 256)
+    }
+    let pulled = 0
+    const sizes: number[] = []
+    let total = 0
+    for await (const c of rechunk(src(), 64 * KiB)) {
+      pulled++
+      sizes.push(c.byteLength)
+      total += c.byteLength
+    }
+    expect(total).toBe(1 + 70_000 + 3 + 200_000 + 5 + 65_536 + 10)
+    expect(sizes.slice(0, -1).every((s) => s === 64 * KiB)).toBe(true)
+    expect(sizes.at(-1)).toBeLessThanOrEqual(64 * KiB)
+    expect(pulled).toBe(sizes.length)
+  })
+})
