@@ -6,35 +6,34 @@
  * object is here. Calls go through a circuit breaker; a failing or missing index never fails a
  * PUT, it only counts `announce_failures_total`.
  *
- * Wire DTO (the index's provider endpoint): `POST /v1/providers` with
- * `{"address":"b3:…","node":"<nodeId>","ttlSec":3600}`; any 2xx is success.
+ * Wire DTO (SPEC.md 6a, core's `providerAnnouncementSchema`): `POST /providers` with
+ * `{"address":"b3:…","node":"<node id>","endpoint":"<storage URL as peers reach it>","ttlSec":3600}`,
+ * scope `index:announce`; any 2xx is success.
  *
  * @module
  */
 
-import { BoundedQueue, CircuitBreaker, isRonError, throwIfError } from '@ron/core'
-import type { Address, Clock, Logger, MetricsSink, Transport } from '@ron/core'
+import { BoundedQueue, CircuitBreaker, isRonError, providerAnnouncementSchema, throwIfError } from '@ron/core'
+import type { Address, Clock, Logger, MetricsSink, ProviderAnnouncement, Transport } from '@ron/core'
+import { bearerHeaders, type TokenFor } from './peer-auth.js'
 import type { BlobStore } from './store/types.js'
 import { CHANNELS } from './topology.js'
 
-/** The body of `POST /v1/providers`. */
-export interface ProviderAnnouncement {
-  address: Address
-  /** Transport name of the storage node holding a copy. */
-  node: string
-  /** Seconds the index may keep the entry without a refresh. */
-  ttlSec: number
-}
+/** Path of the index's provider announcements (SPEC.md 6a). */
+export const PROVIDERS_PATH = '/providers'
 
 /** Options of {@link Announcer}. */
 export interface AnnouncerOptions {
   target: string
   nodeId: string
+  /** The storage URL (or transport name) announced as `endpoint`. */
+  endpoint: string
   ttlSec: number
   intervalMs: number
   timeoutMs: number
   queueCapacity: number
-  token: string | undefined
+  /** The bearer token of an announcement (scope `index:announce`). */
+  token: TokenFor
   transport: Transport
   store: BlobStore
   clock: Clock
@@ -101,14 +100,14 @@ export class Announcer {
   /** Sends one announcement; failures are counted and logged, never thrown. */
   async announce(address: Address, signal: AbortSignal): Promise<boolean> {
     const o = this.#o
-    const dto: ProviderAnnouncement = { address, node: o.nodeId, ttlSec: o.ttlSec }
-    const headers: Record<string, string> = { 'content-type': 'application/json' }
-    if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`
+    // Checked against the shared contract, so a drift is our bug here rather than a 400 there.
+    const dto: ProviderAnnouncement = providerAnnouncementSchema.parse({ address, node: o.nodeId, endpoint: o.endpoint, ttlSec: o.ttlSec })
     try {
       await this.#breaker.execute(async () => {
+        const headers = { 'content-type': 'application/json', ...(await bearerHeaders(o.token, signal)) }
         const res = await o.transport.request(o.target, {
           method: 'POST',
-          path: '/v1/providers',
+          path: PROVIDERS_PATH,
           headers,
           body: JSON.stringify(dto),
           signal,

@@ -1,280 +1,237 @@
 /**
- * Options of the storage service, validated strictly with zod (unknown keys are rejected, the
- * message names the key). Every field is optional; defaults are resolved by {@link resolveOptions}.
+ * Options of the storage service: ONE zod schema. The option types are derived from it
+ * (`z.input` for what callers write, `z.output` for the resolved form), it is validated through
+ * core's {@link validateConfig} (a {@link ConfigError} naming the key path), and its JSON-safe
+ * part ({@link storageConfigSchema}) is what a host such as `ron-node` embeds in its own config
+ * file schema, so durations and sizes may also be written `"5s"`, `"64KiB"` there.
  *
  * @module
  */
 
 import { z } from 'zod'
-import { MalformedError } from '@ron/core'
-import type { Clock, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
+import { durationSchema, sizeSchema, validateConfig } from '@ron/core'
+import type { Clock, KeySource, Logger, Random, ServiceHostOptions } from '@ron/core'
 import type { BlobStore } from './store/types.js'
 
 const KiB = 1024
 const MiB = 1024 * KiB
 const GiB = 1024 * MiB
 
+const positiveInt = z.number().int().positive()
+const isObject = (v: unknown): boolean => (typeof v === 'object' || typeof v === 'function') && v !== null
+/** A duration (ms, or `"5s"`) that must be positive. */
+const positiveMs = durationSchema.refine((n) => n > 0, 'expected a positive duration')
+const positiveBytes = sizeSchema.refine((n) => n > 0, 'expected a positive size')
+
 /** Repair planner and worker settings. */
-export interface RepairOptions {
+const repairSchema = z.strictObject({
   /** How often the planner diffs what should exist against what does. @default 30000 */
-  intervalMs?: number
-  /** Global byte budget of all repair workers together (token bucket refill). @default 52428800 (50 MiB/s) */
-  bytesPerSec?: number
-  /** Token bucket capacity: bytes that may move at once after an idle period. @default 4194304 (4 MiB) */
-  burst?: number
+  intervalMs: positiveMs.default(30_000),
+  /** Global byte budget of all repair workers together (token bucket refill), bytes/s. @default 50 MiB */
+  bytesPerSec: positiveBytes.default(50 * MiB),
+  /** Token bucket capacity: bytes that may move at once after an idle period. @default 4 MiB */
+  burst: positiveBytes.default(4 * MiB),
   /** Number of repair worker tasks. @default 2 */
-  workers?: number
+  workers: positiveInt.default(2),
   /** Capacity of the `repair` queue between planner and workers. @default 256 */
-  queue?: number
+  queue: positiveInt.default(256),
   /** Deadline for one HEAD probe of a peer while planning. @default 2000 */
-  probeTimeoutMs?: number
+  probeTimeoutMs: positiveMs.default(2000),
   /** Run the planner on a timer. Tests turn it off and call `runRepair()`. @default true */
-  auto?: boolean
-}
+  auto: z.boolean().default(true),
+})
 
 /** Index announcement settings. */
-export interface AnnounceOptions {
-  /** Transport target of the index service; no target → announcements are off. @default undefined */
-  target?: string
+const announceSchema = z.strictObject({
+  /** Transport target of the index service (a name or a URL); absent → announcements are off. */
+  target: z.string().min(1).optional(),
   /** TTL of an announcement, in seconds. @default 3600 */
-  ttlSec?: number
+  ttlSec: positiveInt.default(3600),
   /** Period of the full re-announcement of every local object. @default ttlSec * 1000 / 2 */
-  intervalMs?: number
+  intervalMs: positiveMs.optional(),
   /** Capacity of the announcement queue (drop-oldest). @default 1024 */
-  queue?: number
+  queue: positiveInt.default(1024),
   /** Deadline of one announcement call. @default 1000 */
-  timeoutMs?: number
-  /** Bearer token for the index (e.g. scope `index:announce`). @default peerToken */
-  token?: string
-}
+  timeoutMs: positiveMs.default(1000),
+})
 
 /** Write-readiness settings. */
-export interface WriteReadinessOptions {
-  /** Below this many free bytes the node turns write-unready. @default 67108864 (64 MiB) */
-  minFreeBytes?: number
+const writeReadinessSchema = z.strictObject({
+  /** Below this many free bytes the node turns write-unready. @default 64 MiB */
+  minFreeBytes: sizeSchema.default(64 * MiB),
   /** How often `store.probe()` runs (readiness recovers by itself on the next good probe). @default 5000 */
-  probeIntervalMs?: number
+  probeIntervalMs: positiveMs.default(5000),
   /** A put whose commit (end of body → durable) takes longer than this marks the disk slow. @default 5000 */
-  slowPutMs?: number
+  slowPutMs: positiveMs.default(5000),
+})
+
+/** Slow-client rules of uploads (counted from when the upload leaves the queue). */
+const uploadSchema = z.strictObject({
+  /** Minimum average upload rate over `rateWindowMs`; below it → 408 RequestTimeout. @default 8 KiB/s */
+  minBytesPerSec: positiveBytes.default(8 * KiB),
+  /** Window of the minimum-rate rule (also the grace before it applies). @default 30000 */
+  rateWindowMs: positiveMs.default(30_000),
+})
+
+/** Per-service HTTP limits (SPEC.md 3.2, 4). */
+const httpSchema = z.strictObject({
+  /** Longest gap between request body chunks before 408 RequestTimeout. @default 5000 */
+  readTimeoutMs: positiveMs.default(5000),
+  /** Longest a streamed reply waits for the client to take data. @default 5000 */
+  writeTimeoutMs: positiveMs.default(5000),
+  /** Decoded cap of JSON bodies (object bodies are capped by `maxObjectBytes`). @default 1 MiB */
+  jsonBodyLimit: positiveBytes.default(MiB),
+  /** Decoded bytes may not exceed `ratio × encoded + 64 KiB` (all bodies, objects included). @default 10 */
+  decompressionRatio: z.number().positive().default(10),
+  /** Absolute decoded cap of JSON bodies. @default 64 MiB */
+  maxDecompressedBytes: positiveBytes.default(64 * MiB),
+  /** Concurrent requests per client IP (the per-IP cap). @default 256 */
+  maxConcurrentPerIp: positiveInt.default(256),
+  /** Requests per second per client IP (token bucket, burst = 2 s worth); absent = unlimited. */
+  maxRpsPerIp: positiveInt.optional(),
+})
+
+/**
+ * The JSON-safe options (what a config file may set). Every field is optional; defaults are
+ * filled in by parsing. Durations accept ms or `"5s"`, sizes bytes or `"64KiB"`.
+ */
+export const storageConfigSchema = z.strictObject({
+  /** Service id: the `aud` tokens must name and the `service` metric label. @default 'storage' */
+  id: z.string().min(1).default('storage'),
+  /** Service version reported by /version. @default '0.1.0' */
+  version: z.string().default('0.1.0'),
+  /** Directory of the filesystem backend. Absent (and no `backend`) → memory backend. */
+  dataDir: z.string().min(1).optional(),
+  /** Chunk size of integrity data for new objects. @default 64 KiB */
+  chunkSize: sizeSchema.refine((n) => n >= 1024 && n <= 16 * MiB, 'expected a size between 1 KiB and 16 MiB').default(64 * KiB),
+  /** Largest object accepted by PUT (decoded bytes). @default 16 GiB */
+  maxObjectBytes: sizeSchema.default(16 * GiB),
+  /** GET/HEAD of objects (and their status) without a token. @default true */
+  publicReads: z.boolean().default(true),
+  /** This node's id: its name in placement, announcements and replica tokens (`sub: node:<id>`). @default 'storage' */
+  nodeId: z.string().min(1).default('storage'),
+  /**
+   * The storage URL (or transport name) peers and the index reach this node at; announced as the
+   * provider `endpoint`. @default nodeId
+   */
+  advertise: z.string().min(1).optional(),
+  /** The other storage nodes: transport target names or storage URLs. @default [] */
+  peers: z.array(z.string().min(1)).default([]),
+  /** Copies kept of every object. @default 2 with peers, 1 alone */
+  rf: positiveInt.optional(),
+  /** Durable copies before a PUT is acknowledged (1 = local only). @default 1 */
+  writeQuorum: positiveInt.default(1),
+  /** Deadline of one replica write to a peer. @default 30000 */
+  peerTimeoutMs: positiveMs.default(30_000),
+  /** Capacity of the asynchronous replication queue (overflow: shed, the planner catches up). @default 1024 */
+  replicationQueue: positiveInt.default(1024),
+  /** Repair planner and workers. */
+  repair: repairSchema.prefault({}),
+  /** Announcements to the index service. */
+  announce: announceSchema.prefault({}),
+  /** Write readiness. */
+  writeReadiness: writeReadinessSchema.prefault({}),
+  /** Capacity of the `work` queue where reads and uploads wait for a slot; full → 429 Busy. @default 512 */
+  workQueue: positiveInt.default(512),
+  /** Concurrent GET/HEAD/status requests. @default 16 */
+  getConcurrency: positiveInt.default(16),
+  /**
+   * Concurrent uploads being written: sized for the disk (fsync-bound), not the CPU count. Further
+   * uploads wait in the `work` queue. @default 32
+   */
+  writers: positiveInt.default(32),
+  /** Concurrent uploads being written per principal (token `sub`). @default half of `writers` (at least 1) */
+  writersPerPrincipal: positiveInt.optional(),
+  /** Slow-client rules of uploads. */
+  upload: uploadSchema.prefault({}),
+  /** HTTP limits of this service. */
+  http: httpSchema.prefault({}),
+  /** How long close() lets in-flight requests finish. @default 3000 */
+  drainDeadlineMs: durationSchema.default(3000),
+})
+
+/** Token verification options, exactly as the service host takes them. */
+type AuthOptions = NonNullable<ServiceHostOptions['auth']>
+
+/**
+ * Everything {@link storageConfigSchema} holds plus the runtime objects an embedding host passes.
+ */
+export const storageOptionsSchema = storageConfigSchema
+  .extend({
+    /** A backend to use instead of creating one. The service does not close a backend it was given. */
+    backend: z.custom<BlobStore>(isObject, 'expected a BlobStore').optional(),
+    /** Token verification (no auth → every write route answers 401). */
+    auth: z.custom<AuthOptions>(isObject, 'expected { verifier } or { keys }').optional(),
+    /**
+     * Issuer keys of the peers, accepted for `storage:replicate` ONLY (replica writes and repair
+     * pushes), keyed by peer. A token signed by one of these keys for any other scope is refused.
+     */
+    peerKeys: z.record(z.string(), z.custom<KeySource>((v) => isObject(v) && typeof (v as KeySource).getKey === 'function', 'expected a KeySource')).default({}),
+    /**
+     * Where the service gets the short-lived bearer tokens for its outgoing calls (replica writes
+     * and repair: `aud` = the peer's service id, scope `storage:replicate`; announcements: `aud`
+     * `index`, scope `index:announce`), e.g. core's token provider on this node's issuer.
+     * Absent → outgoing calls carry no token.
+     */
+    tokens: z
+      .custom<OutgoingTokens>((v) => isObject(v) && typeof (v as OutgoingTokens).token === 'function', 'expected { token({ aud, scope }) }')
+      .optional(),
+    /** Injectable clock. @default systemClock */
+    clock: z.custom<Clock>(isObject, 'expected a Clock').optional(),
+    /** Injectable randomness. @default systemRandom */
+    random: z.custom<Random>(isObject, 'expected a Random').optional(),
+    /** Logger (pino-compatible). @default noopLogger */
+    logger: z.custom<Logger>(isObject, 'expected a Logger').optional(),
+  })
+  .superRefine((o, ctx) => {
+    const peers = o.peers.filter((p) => p !== o.nodeId)
+    const rf = o.rf ?? (peers.length > 0 ? 2 : 1)
+    if (rf > peers.length + 1) ctx.addIssue({ code: 'custom', path: ['rf'], message: `${rf} copies need at least ${rf - 1} peers` })
+    if (o.writeQuorum > rf) ctx.addIssue({ code: 'custom', path: ['writeQuorum'], message: `${o.writeQuorum} exceeds rf ${rf}` })
+  })
+  .transform((o) => {
+    const peers = [...new Set(o.peers.filter((p) => p !== o.nodeId))]
+    return {
+      ...o,
+      peers,
+      rf: o.rf ?? (peers.length > 0 ? 2 : 1),
+      advertise: o.advertise ?? o.nodeId,
+      writersPerPrincipal: o.writersPerPrincipal ?? Math.max(1, Math.floor(o.writers / 2)),
+      announce: { ...o.announce, intervalMs: o.announce.intervalMs ?? (o.announce.ttlSec * 1000) / 2 },
+    }
+  })
+
+/**
+ * A source of short-lived bearer tokens for outgoing calls: core's `createTokenProvider(...)`
+ * fits as is (it caches per audience and scopes and renews at two thirds of a token's life).
+ */
+export interface OutgoingTokens {
+  token(req: { aud: string; scope: string[] }, signal?: AbortSignal): string | Promise<string>
 }
 
 /**
- * Options of {@link createStorageService}. All optional.
+ * Options of {@link createStorageService}, as a caller writes them: every field optional (see
+ * {@link storageOptionsSchema} for each field's meaning and default).
  *
  * @example
  * ```ts
- * const svc = await createStorageService({ dataDir: './data', peers: ['storage-b'], peerToken }, transport)
+ * const svc = await createStorageService({ dataDir: './data', nodeId: 'a', peers: ['storage-b'], tokens }, transport)
  * ```
  */
-export interface StorageServiceOptions {
-  /** Service id: the `aud` tokens must name and the `service` metric label. @default 'storage' */
-  id?: string
-  /** Directory of the filesystem backend. Absent (and no `backend`) → memory backend. @default undefined */
-  dataDir?: string
-  /** A backend to use instead of creating one. The service does not close a backend it was given. @default undefined */
-  backend?: BlobStore
-  /** Chunk size of integrity data for new objects. @default 65536 */
-  chunkSize?: number
-  /** Largest object accepted by PUT. @default 17179869184 (16 GiB) */
-  maxObjectBytes?: number
-  /** GET/HEAD of objects (and their status) without a token. @default true */
-  publicReads?: boolean
-  /** This node's transport name, so peers know where copies are. @default 'storage' */
-  nodeId?: string
-  /** Transport target names of the other storage nodes. @default [] */
-  peers?: string[]
-  /** Copies kept of every object. @default 2 with peers, 1 alone */
-  rf?: number
-  /** Durable copies before a PUT is acknowledged (1 = local only). @default 1 */
-  writeQuorum?: number
-  /** Bearer token (scope `storage:write`, aud the service id) used for writes to peers. @default undefined */
-  peerToken?: string
-  /** Deadline of one replica write to a peer. @default 30000 */
-  peerTimeoutMs?: number
-  /** Capacity of the asynchronous replication queue (overflow: shed, the planner catches up). @default 1024 */
-  replicationQueue?: number
-  /** Repair planner and workers. */
-  repair?: RepairOptions
-  /** Announcements to the index service. */
-  announce?: AnnounceOptions
-  /** Write readiness. */
-  writeReadiness?: WriteReadinessOptions
-  /** Capacity of the `work` queue in front of the GET/PUT pools. @default 512 */
-  workQueue?: number
-  /** GET/HEAD workers of the work pool. @default 16 */
-  getConcurrency?: number
-  /** PUT workers of the work pool; more PUTs in flight → 429 Busy. @default 8 */
-  putConcurrency?: number
-  /** How long close() lets in-flight requests finish. @default 3000 */
-  drainDeadlineMs?: number
-  /** Token verification (no auth → every write route answers 401). @default undefined */
-  auth?: { verifier?: TokenVerifier; keys?: KeySource | { keys: unknown[] } }
-  /** Injectable clock. @default systemClock */
-  clock?: Clock
-  /** Injectable randomness. @default systemRandom */
-  random?: Random
-  /** Logger (pino-compatible). @default noopLogger */
-  logger?: Logger
-  /** Service version reported by /version. @default '0.1.0' */
-  version?: string
-}
+export type StorageServiceOptions = z.input<typeof storageOptionsSchema>
 
-const positiveInt = z.number().int().positive()
-const nonNegInt = z.number().int().nonnegative()
-const anyObject = z.custom<object>((v) => typeof v === 'object' && v !== null, 'expected an object')
-
-/** The zod schema of {@link StorageServiceOptions} (strict). */
-export const storageOptionsSchema = z
-  .object({
-    id: z.string().min(1).optional(),
-    dataDir: z.string().min(1).optional(),
-    backend: anyObject.optional(),
-    chunkSize: positiveInt.min(1024).max(16 * MiB).optional(),
-    maxObjectBytes: nonNegInt.optional(),
-    publicReads: z.boolean().optional(),
-    nodeId: z.string().min(1).optional(),
-    peers: z.array(z.string().min(1)).optional(),
-    rf: positiveInt.optional(),
-    writeQuorum: positiveInt.optional(),
-    peerToken: z.string().min(1).optional(),
-    peerTimeoutMs: positiveInt.optional(),
-    replicationQueue: positiveInt.optional(),
-    repair: z
-      .object({
-        intervalMs: positiveInt.optional(),
-        bytesPerSec: positiveInt.optional(),
-        burst: positiveInt.optional(),
-        workers: positiveInt.optional(),
-        queue: positiveInt.optional(),
-        probeTimeoutMs: positiveInt.optional(),
-        auto: z.boolean().optional(),
-      })
-      .strict()
-      .optional(),
-    announce: z
-      .object({
-        target: z.string().min(1).optional(),
-        ttlSec: positiveInt.optional(),
-        intervalMs: positiveInt.optional(),
-        queue: positiveInt.optional(),
-        timeoutMs: positiveInt.optional(),
-        token: z.string().min(1).optional(),
-      })
-      .strict()
-      .optional(),
-    writeReadiness: z
-      .object({
-        minFreeBytes: nonNegInt.optional(),
-        probeIntervalMs: positiveInt.optional(),
-        slowPutMs: positiveInt.optional(),
-      })
-      .strict()
-      .optional(),
-    workQueue: positiveInt.optional(),
-    getConcurrency: positiveInt.optional(),
-    putConcurrency: positiveInt.optional(),
-    drainDeadlineMs: nonNegInt.optional(),
-    auth: anyObject.optional(),
-    clock: anyObject.optional(),
-    random: anyObject.optional(),
-    logger: anyObject.optional(),
-    version: z.string().optional(),
-  })
-  .strict()
+/** The JSON-safe options as a config file writes them. */
+export type StorageConfig = z.input<typeof storageConfigSchema>
 
 /** {@link StorageServiceOptions} with every default filled in. */
-export interface ResolvedStorageOptions {
-  id: string
-  version: string
-  dataDir: string | undefined
-  backend: BlobStore | undefined
-  chunkSize: number
-  maxObjectBytes: number
-  publicReads: boolean
-  nodeId: string
-  peers: string[]
-  rf: number
-  writeQuorum: number
-  peerToken: string | undefined
-  peerTimeoutMs: number
-  replicationQueue: number
-  repair: Required<RepairOptions>
-  announce: Required<Omit<AnnounceOptions, 'target' | 'token'>> & { target: string | undefined; token: string | undefined }
-  writeReadiness: Required<WriteReadinessOptions>
-  workQueue: number
-  getConcurrency: number
-  putConcurrency: number
-  drainDeadlineMs: number
-}
+export type ResolvedStorageOptions = z.output<typeof storageOptionsSchema>
 
 /**
  * Validates `options` and fills in the defaults.
- * @throws {@link MalformedError} naming the offending key (details `{ field }`), also when
- *   `rf` exceeds the number of nodes or `writeQuorum` exceeds `rf`.
+ * @throws {@link ConfigError} (code `Malformed`) naming the offending key path in `details.path`,
+ *   also when `rf` exceeds the number of nodes or `writeQuorum` exceeds `rf`.
+ * @internal
  */
 export function resolveOptions(options: StorageServiceOptions = {}): ResolvedStorageOptions {
-  const parsed = storageOptionsSchema.safeParse(options)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    const keys = issue && 'keys' in issue && Array.isArray(issue.keys) ? issue.keys : []
-    const path = [...(issue?.path ?? []), ...keys.slice(0, 1)].join('.')
-    throw new MalformedError(`storage options: ${path || '(root)'}: ${issue?.message ?? 'invalid'}`, {
-      details: { field: path },
-    })
-  }
-  const nodeId = options.nodeId ?? 'storage'
-  const peers = [...new Set((options.peers ?? []).filter((p) => p !== nodeId))]
-  const rf = options.rf ?? (peers.length > 0 ? 2 : 1)
-  if (rf > peers.length + 1) {
-    throw new MalformedError(`storage options: rf: ${rf} copies need at least ${rf - 1} peers`, { details: { field: 'rf' } })
-  }
-  const writeQuorum = options.writeQuorum ?? 1
-  if (writeQuorum > rf) {
-    throw new MalformedError(`storage options: writeQuorum: ${writeQuorum} exceeds rf ${rf}`, {
-      details: { field: 'writeQuorum' },
-    })
-  }
-  const ttlSec = options.announce?.ttlSec ?? 3600
-  return {
-    id: options.id ?? 'storage',
-    version: options.version ?? '0.1.0',
-    dataDir: options.dataDir,
-    backend: options.backend,
-    chunkSize: options.chunkSize ?? 64 * KiB,
-    maxObjectBytes: options.maxObjectBytes ?? 16 * GiB,
-    publicReads: options.publicReads ?? true,
-    nodeId,
-    peers,
-    rf,
-    writeQuorum,
-    peerToken: options.peerToken,
-    peerTimeoutMs: options.peerTimeoutMs ?? 30_000,
-    replicationQueue: options.replicationQueue ?? 1024,
-    repair: {
-      intervalMs: options.repair?.intervalMs ?? 30_000,
-      bytesPerSec: options.repair?.bytesPerSec ?? 50 * MiB,
-      burst: options.repair?.burst ?? 4 * MiB,
-      workers: options.repair?.workers ?? 2,
-      queue: options.repair?.queue ?? 256,
-      probeTimeoutMs: options.repair?.probeTimeoutMs ?? 2000,
-      auto: options.repair?.auto ?? true,
-    },
-    announce: {
-      target: options.announce?.target,
-      ttlSec,
-      intervalMs: options.announce?.intervalMs ?? (ttlSec * 1000) / 2,
-      queue: options.announce?.queue ?? 1024,
-      timeoutMs: options.announce?.timeoutMs ?? 1000,
-      token: options.announce?.token ?? options.peerToken,
-    },
-    writeReadiness: {
-      minFreeBytes: options.writeReadiness?.minFreeBytes ?? 64 * MiB,
-      probeIntervalMs: options.writeReadiness?.probeIntervalMs ?? 5000,
-      slowPutMs: options.writeReadiness?.slowPutMs ?? 5000,
-    },
-    workQueue: options.workQueue ?? 512,
-    getConcurrency: options.getConcurrency ?? 16,
-    putConcurrency: options.putConcurrency ?? 8,
-    drainDeadlineMs: options.drainDeadlineMs ?? 3000,
-  }
+  return validateConfig(storageOptionsSchema, options)
 }

@@ -5,6 +5,9 @@
  * peers it keeps `rf` copies and a paced, explainable repair planner restores missing or corrupt
  * ones.
  *
+ * Test utilities (the BlobStore compliance suite, corruption helpers) live in
+ * `@ron/storage/testing`.
+ *
  * @example
  * ```ts
  * import { MemoryTransport } from '@ron/core'
@@ -23,17 +26,33 @@
  * @module @ron/storage
  */
 
+// The service and its options.
 export { createStorageService } from './service.js'
 export type { StorageService } from './service.js'
-export { resolveOptions, storageOptionsSchema } from './config.js'
-export type { StorageServiceOptions, RepairOptions, AnnounceOptions, WriteReadinessOptions, ResolvedStorageOptions } from './config.js'
+export { storageConfigSchema } from './config.js'
+export type { StorageServiceOptions, StorageConfig, OutgoingTokens } from './config.js'
+export { REPLICATE_SCOPE } from './peer-auth.js'
+export type { StorageEvent } from './events.js'
+
+// The typed client.
 export { createStorageClient } from './client.js'
 export type { StorageClient, StorageClientOptions, CallOptions, PutResponse, GetResponse, ObjectStatus } from './client.js'
-export { storageTopology, CHANNELS, TASKS } from './topology.js'
-export { placement, placementScore } from './replication.js'
+
+// Placement and repair, as the service reports them.
+export { placement } from './placement.js'
 export type { RepairPlan, RepairItem, RepairAction, RepairPriority, RepairStatus } from './repair-planner.js'
-export type { ProviderAnnouncement } from './announcer.js'
-export type { StorageEvent } from './routes/index.js'
-export { parseRange } from './range.js'
-export type { RangeResult } from './range.js'
-export * from './store/index.js'
+
+// Backends: the contract and the two built-in implementations.
+export { createMemoryStore, createFsStore, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE } from './store/index.js'
+export type {
+  BlobReader,
+  BlobStat,
+  BlobStore,
+  ByteRange,
+  FsStoreOptions,
+  MemoryStoreOptions,
+  ProbeResult,
+  PutOptions,
+  PutResult,
+  VerifyResult,
+} from './store/index.js'

@@ -11,6 +11,7 @@
 import { isRonError } from '@ron/core'
 import type { Address, BoundedQueue, Logger, MetricsSink, Transport } from '@ron/core'
 import type { BlobStore } from './store/types.js'
+import { bearerHeaders, type TokenFor } from './peer-auth.js'
 
 /** What a repair item does. */
 export type RepairAction = 'fetch' | 'push' | 'replace-corrupt'
@@ -162,8 +163,8 @@ export interface RepairPlannerOptions {
   rf: number
   store: BlobStore
   transport: Transport
-  /** Bearer token for peer reads when reads are not public. */
-  peerToken: string | undefined
+  /** The bearer token of a probe (scope `storage:replicate`). */
+  token: TokenFor
   probeTimeoutMs: number
   /** The full rendezvous ranking of all nodes for an address. */
   ranking(address: Address): string[]
@@ -324,10 +325,9 @@ export class RepairPlanner {
    * refused) means `down`; any HTTP answer is about this object only.
    */
   async #head(peer: string, address: Address, signal: AbortSignal): Promise<PeerProbe> {
-    const headers: Record<string, string> = {}
-    if (this.#o.peerToken !== undefined) headers.authorization = `Bearer ${this.#o.peerToken}`
     let status: number
     try {
+      const headers = await bearerHeaders(this.#o.token, signal)
       const res = await this.#o.transport.request(peer, {
         method: 'HEAD',
         path: `/o/${address}`,

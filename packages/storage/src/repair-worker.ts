@@ -15,13 +15,15 @@ import type { ObjectGuard } from './pins.js'
 import { isLocalCorruption, pushObject } from './replication.js'
 import type { RepairItem, RepairState } from './repair-planner.js'
 import type { BlobStore } from './store/types.js'
+import { bearerHeaders, type TokenFor } from './peer-auth.js'
 
 /** Options of {@link RepairWorkers}. */
 export interface RepairWorkerOptions {
   nodeId: string
   store: BlobStore
   transport: Transport
-  peerToken: string | undefined
+  /** The bearer token of a call to a peer (scope `storage:replicate`). */
+  token: TokenFor
   timeoutMs: number
   /** The global byte budget. */
   bucket: TokenBucket
@@ -131,7 +133,7 @@ export class RepairWorkers {
       paced(chunks, o.bucket, o.burst, s, o.metrics)
     if (item.action === 'push') {
       const markSuspect = (address: Address): void => o.state.markSuspect(address, o.now())
-      const ok = await pushObject({ store: o.store, transport: o.transport, peerToken: o.peerToken, timeoutMs: o.timeoutMs, pace, markSuspect }, item.to, item.address, signal)
+      const ok = await pushObject({ store: o.store, transport: o.transport, token: o.token, timeoutMs: o.timeoutMs, pace, markSuspect }, item.to, item.address, signal)
       // Gone before or while it was pushed (a DELETE keeps no repair state behind).
       if (!ok || (await o.store.stat(item.address)) === undefined) return 'obsolete'
       return 'done'
@@ -159,8 +161,7 @@ export class RepairWorkers {
   ): Promise<'done' | 'obsolete'> {
     const o = this.#o
     const address: Address = item.address
-    const headers: Record<string, string> = {}
-    if (o.peerToken !== undefined) headers.authorization = `Bearer ${o.peerToken}`
+    const headers = await bearerHeaders(o.token, signal)
     const res = await o.transport.request(source, { method: 'GET', path: `/o/${address}`, headers, signal, timeoutMs: o.timeoutMs })
     try {
       await throwIfError(res)

@@ -1,10 +1,5 @@
 /**
- * Placement (where copies of an object live) and replication (getting them there after a put).
- *
- * Placement is rendezvous hashing (highest random weight): every node scores `BLAKE3(address ‖
- * node)` and the `rf` highest-scoring nodes of the cluster (this node plus its peers) hold the
- * object. Every node computes the same set from the same membership, so the repair planner of any
- * node agrees on where copies belong, and adding a node moves only about 1/n of the objects.
+ * Replication: getting copies to the placement nodes (`placement.ts`) after a put.
  *
  * After a PUT the ingress node keeps its local copy (durable before anything else happens) and
  * pushes to the placement nodes other than itself: `writeQuorum - 1` of them synchronously before
@@ -14,44 +9,25 @@
  * @module
  */
 
-import { BoundedQueue, IntegrityFailedError, QuorumNotMetError, blake3, isRonError, throwIfError } from '@ron/core'
+import { BoundedQueue, IntegrityFailedError, QuorumNotMetError, isRonError, throwIfError } from '@ron/core'
 import type { Address, Logger, MetricsSink, Supervisor, Transport } from '@ron/core'
 import type { BlobStore } from './store/types.js'
+import { bearerHeaders, type TokenFor } from './peer-auth.js'
+import { placement } from './placement.js'
 import { TASKS, CHANNELS, REPLICATOR_TASKS } from './topology.js'
 
-const enc = new TextEncoder()
-
-/** Header marking a PUT as a replica write from a peer: the receiver does not replicate it again. */
-export const REPLICA_HEADER = 'x-ron-replica'
-
-/** The rendezvous score of `node` for `address` (higher wins). */
-export function placementScore(address: Address, node: string): number {
-  const h = blake3(enc.encode(`${address}\n${node}`))
-  // 48 bits fit exactly in a double.
-  return ((h[0]! * 256 + h[1]!) * 256 + h[2]!) * 2 ** 24 + ((h[3]! * 256 + h[4]!) * 256 + h[5]!)
-}
-
 /**
- * The `rf` nodes that should hold `address`, best first (deterministic for a given node set).
- *
- * @example
- * ```ts
- * placement('b3:…', ['storage-a', 'storage-b', 'storage-c'], 2) // e.g. ['storage-c', 'storage-a']
- * ```
+ * Path of replica writes between storage nodes (scope `storage:replicate`): a replica is stored
+ * like a PUT but never replicated again (that would cycle between placement nodes).
  */
-export function placement(address: Address, nodes: readonly string[], rf: number): string[] {
-  return [...new Set(nodes)]
-    .map((n) => ({ n, s: placementScore(address, n) }))
-    .sort((a, b) => b.s - a.s || (a.n < b.n ? -1 : 1))
-    .slice(0, rf)
-    .map((x) => x.n)
-}
+export const REPLICA_PATH = '/replica'
 
 /** What {@link pushObject} needs. */
 export interface PushContext {
   store: BlobStore
   transport: Transport
-  peerToken: string | undefined
+  /** The bearer token of a replica call (scope `storage:replicate`). */
+  token: TokenFor
   timeoutMs: number
   /** Wraps the byte stream (repair uses it for pacing). */
   pace?: (chunks: AsyncIterable<Uint8Array>, signal: AbortSignal) => AsyncIterable<Uint8Array>
@@ -116,11 +92,10 @@ export async function pushObject(ctx: PushContext, peer: string, address: Addres
       'x-expect-address': address,
       'content-length': String(reader.size),
       'content-type': 'application/octet-stream',
-      [REPLICA_HEADER]: '1',
     }
-    if (ctx.peerToken !== undefined) headers.authorization = `Bearer ${ctx.peerToken}`
+    Object.assign(headers, await bearerHeaders(ctx.token, signal))
     try {
-      const res = await ctx.transport.request(peer, { method: 'PUT', path: '/o', headers, body, signal, timeoutMs: ctx.timeoutMs })
+      const res = await ctx.transport.request(peer, { method: 'PUT', path: REPLICA_PATH, headers, body, signal, timeoutMs: ctx.timeoutMs })
       await throwIfError(res)
       await res.dump()
     } catch (e) {

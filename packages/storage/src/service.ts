@@ -7,15 +7,19 @@
  */
 
 import { join } from 'node:path'
-import { BoundedQueue, MalformedError, TokenBucket, abortReason, createServiceHost, noopLogger, systemClock } from '@ron/core'
+import { BoundedQueue, ConfigError, MalformedError, TokenBucket, abortReason, createServiceHost, noopLogger, systemClock } from '@ron/core'
 import type { Address, Clock, RonService, Subscription, Transport } from '@ron/core'
+import { WorkScheduler } from './admission.js'
 import { Announcer } from './announcer.js'
 import { resolveOptions, type ResolvedStorageOptions, type StorageServiceOptions } from './config.js'
+import { REPLICATE_SCOPE, readAuthorizer, replicaAuthorizer, tokenFor } from './peer-auth.js'
 import { ObjectGuard, PinSet } from './pins.js'
 import { RepairPlanner, RepairState, type RepairItem, type RepairPlan } from './repair-planner.js'
 import { RepairWorkers } from './repair-worker.js'
-import { Replicator, placement } from './replication.js'
-import { storageRoutes, type StorageContext, type StorageEvent } from './routes/index.js'
+import { placement } from './placement.js'
+import { Replicator } from './replication.js'
+import type { StorageEvent } from './events.js'
+import { storageRoutes, type StorageContext } from './routes/index.js'
 import { createFsStore, createMemoryStore } from './store/index.js'
 import type { BlobStore } from './store/types.js'
 import { CHANNELS, TASKS, storageTopology } from './topology.js'
@@ -44,8 +48,8 @@ export interface StorageService extends RonService {
  * memory; with `peers` (other storage nodes reachable through `transport`) it keeps `rf` copies
  * and repairs missing or corrupt ones.
  *
- * @throws {@link MalformedError} for invalid options (the message names the key), or when `peers`
- *   or `announce.target` are configured without a transport.
+ * @throws {@link ConfigError} (code `Malformed`) for invalid options (`details.path` names the key),
+ *   or when `peers` or `announce.target` are configured without a transport.
  * @example
  * ```ts
  * import { createServer } from 'node:http'
@@ -58,9 +62,9 @@ export interface StorageService extends RonService {
 export async function createStorageService(options: StorageServiceOptions = {}, transport?: Transport): Promise<StorageService> {
   const o = resolveOptions(options)
   if (transport === undefined && (o.peers.length > 0 || o.announce.target !== undefined)) {
-    throw new MalformedError('storage options: peers and announce.target need a transport', { details: { field: 'peers' } })
+    throw new ConfigError('storage options: peers and announce.target need a transport', { details: { path: 'peers' } })
   }
-  const clock = options.clock ?? systemClock
+  const clock = o.clock ?? systemClock
   const ownStore = o.backend === undefined
   const store: BlobStore =
     o.backend ?? (o.dataDir !== undefined ? await createFsStore({ dir: o.dataDir, chunkSize: o.chunkSize }) : createMemoryStore({ chunkSize: o.chunkSize }))
@@ -73,7 +77,7 @@ export async function createStorageService(options: StorageServiceOptions = {}, 
   }
 
   try {
-    return await build(o, options, transport, store, ownStore, pins, clock)
+    return await build(o, transport, store, ownStore, pins, clock)
   } catch (e) {
     if (ownStore) await store.close().catch(() => undefined)
     throw e
@@ -82,7 +86,6 @@ export async function createStorageService(options: StorageServiceOptions = {}, 
 
 async function build(
   o: ResolvedStorageOptions,
-  options: StorageServiceOptions,
   transport: Transport | undefined,
   store: BlobStore,
   ownStore: boolean,
@@ -95,11 +98,22 @@ async function build(
     version: o.version,
     topology,
     ...(transport === undefined ? {} : { transport }),
-    ...(options.auth === undefined ? {} : { auth: options.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),
+    ...(o.auth === undefined ? {} : { auth: o.auth }),
     drainDeadlineMs: o.drainDeadlineMs,
+    limits: {
+      jsonBodyLimit: o.http.jsonBodyLimit,
+      decompressionRatio: o.http.decompressionRatio,
+      maxDecompressedBytes: o.http.maxDecompressedBytes,
+      readTimeoutMs: o.http.readTimeoutMs,
+      writeTimeoutMs: o.http.writeTimeoutMs,
+    },
+    admission: {
+      maxConcurrentPerIp: o.http.maxConcurrentPerIp,
+      ...(o.http.maxRpsPerIp === undefined ? {} : { ratePerIp: { capacity: 2 * o.http.maxRpsPerIp, refillPerSec: o.http.maxRpsPerIp } }),
+    },
     clock,
-    ...(options.random === undefined ? {} : { random: options.random }),
-    logger: options.logger ?? noopLogger,
+    ...(o.random === undefined ? {} : { random: o.random }),
+    logger: o.logger ?? noopLogger,
   })
   const sink = host.metrics.sink
   const logger = host.logger
@@ -109,6 +123,17 @@ async function build(
   const nodes = [o.nodeId, ...o.peers]
   const ranking = (address: Address): string[] => placement(address, nodes, nodes.length)
   const net: Transport = transport ?? unreachableTransport
+  const peerToken = tokenFor(o.tokens, o.id, REPLICATE_SCOPE)
+  const work = new WorkScheduler({
+    name: CHANNELS.work,
+    capacity: o.workQueue,
+    readers: o.getConcurrency,
+    writers: o.writers,
+    writersPerPrincipal: o.writersPerPrincipal,
+    metrics: sink,
+    clock,
+    signal: host.signal,
+  })
 
   // The planner sleeps until its next tick or until a read finds corrupt data (urgent work).
   const wakeable = new WakeableSleep(clock)
@@ -121,7 +146,7 @@ async function build(
       wakeable.wake()
     },
     transport: net,
-    peerToken: o.peerToken,
+    token: peerToken,
     timeoutMs: o.peerTimeoutMs,
     nodeId: o.nodeId,
     peers: o.peers,
@@ -139,7 +164,7 @@ async function build(
     rf: o.rf,
     store,
     transport: net,
-    peerToken: o.peerToken,
+    token: peerToken,
     probeTimeoutMs: o.repair.probeTimeoutMs,
     ranking,
     pinned: () => pins.list(),
@@ -154,7 +179,7 @@ async function build(
     nodeId: o.nodeId,
     store,
     transport: net,
-    peerToken: o.peerToken,
+    token: peerToken,
     timeoutMs: o.peerTimeoutMs,
     bucket,
     burst: o.repair.burst,
@@ -172,11 +197,12 @@ async function build(
       : new Announcer({
           target: o.announce.target,
           nodeId: o.nodeId,
+          endpoint: o.advertise,
           ttlSec: o.announce.ttlSec,
           intervalMs: o.announce.intervalMs,
           timeoutMs: o.announce.timeoutMs,
           queueCapacity: o.announce.queue,
-          token: o.announce.token,
+          token: tokenFor(o.tokens, 'index', 'index:announce'),
           transport: net,
           store,
           clock,
@@ -207,6 +233,7 @@ async function build(
     }
   }
 
+  const authorizeReplica = replicaAuthorizer({ serviceId: o.id, peerKeys: o.peerKeys, clock, own: (req, scope) => host.authenticate(req, scope) })
   const ctx: StorageContext = {
     o,
     store,
@@ -217,11 +244,15 @@ async function build(
     announcer,
     transport,
     authenticate: (req, scope) => host.authenticate(req, scope),
+    authorizeReplica,
+    authorizeRead: readAuthorizer((req, scope) => host.authenticate(req, scope), authorizeReplica),
+    peerToken,
+    work,
+    signalFor: (rc) => AbortSignal.any([rc.signal, host.signal]),
     metrics: sink,
     clock,
     logger,
     events,
-    puts: { inFlight: 0 },
     disk,
     commitTime(ms) {
       sink.observe('put_commit_seconds', undefined, ms / 1000)
@@ -241,7 +272,7 @@ async function build(
   host.routes(storageRoutes(ctx))
 
   await probeOnce()
-  replicator.start()
+  if (o.peers.length > 0) replicator.start()
   for (let i = 0; i < o.repair.workers; i++) host.supervisor.spawn(TASKS.repairWorker, (signal) => workers.run(signal))
   if (o.repair.auto) {
     host.supervisor.spawn(TASKS.planner, async (signal) => {

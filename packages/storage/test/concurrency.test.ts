@@ -1,5 +1,5 @@
  
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { MemoryTransport } from '@ron/core'
@@ -120,29 +120,33 @@ describe('pins, deletes and puts racing on one address', () => {
 })
 
 describe('backpressure, readiness and shutdown', () => {
-  it('answers 429 Busy with Retry-After when the work queue is full and counts busy_rejections_total', async () => {
-    const c = await cluster(['storage'], () => ({ workQueue: 1, getConcurrency: 1, putConcurrency: 1, chunkSize: 1024 }))
+  it('answers 429 Busy with Retry-After only when the work queue is full, counting busy_rejections_total{endpoint,queue}', async () => {
+    const c = await cluster(['storage'], () => ({ workQueue: 1, getConcurrency: 1, writers: 1, chunkSize: 1024 }))
     try {
       const { address } = await c.node().client.put(bytes(512 * 1024, 3))
-      // Two workers each hold a GET whose body is not consumed; a third waits in the queue.
-      const held = [await c.request('storage', 'GET', `/o/${address}`), await c.request('storage', 'GET', `/o/${address}`)]
+      // One reader slot holds a GET whose body is not consumed; the next GET waits in the queue.
+      const held = await c.request('storage', 'GET', `/o/${address}`)
       const queued = c.request('storage', 'GET', `/o/${address}`)
-      for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
+      await vi.waitFor(async () => expect(await metricValue(c.node().svc.metrics, 'queue_depth', { queue: 'work' })).toBe(1))
       const busy = await c.request('storage', 'GET', `/o/${address}`)
       expect(busy.status).toBe(429)
       expect(Number(busy.headers['retry-after'])).toBeGreaterThanOrEqual(1)
-      expect((await busy.json<{ error: { code: string; retryable: boolean } }>()).error).toMatchObject({ code: 'Busy', retryable: true })
-      expect(await metricValue(c.node().svc.metrics, 'busy_rejections_total')).toBeGreaterThanOrEqual(1)
-      for (const h of held) expect((await h.bytes()).byteLength).toBe(512 * 1024)
+      expect((await busy.json<{ error: { code: string; retryable: boolean; details: unknown } }>()).error).toMatchObject({
+        code: 'Busy',
+        retryable: true,
+        details: { queue: 'work', endpoint: 'GET /o/:addr' },
+      })
+      expect(await metricValue(c.node().svc.metrics, 'busy_rejections_total', { endpoint: 'GET /o/:addr', queue: 'work' })).toBe(1)
+      expect((await held.bytes()).byteLength).toBe(512 * 1024)
       expect((await (await queued).bytes()).byteLength).toBe(512 * 1024)
     } finally {
       await c.close()
     }
   })
 
-  it('refuses PUTs beyond putConcurrency with 429 Busy so uploads cannot take every worker', async () => {
+  it('a PUT that finds every writer busy waits in the work queue and then succeeds', async () => {
     const store = gatedStore()
-    const c = await cluster(['storage'], () => ({ backend: store, putConcurrency: 1 }))
+    const c = await cluster(['storage'], () => ({ backend: store, writers: 1 }))
     try {
       const reached = deferred()
       const gate = deferred()
@@ -150,12 +154,14 @@ describe('backpressure, readiness and shutdown', () => {
       store.putReachedGate = reached.resolve
       const first = c.node().client.put('first')
       await reached.promise
-      await expect(c.node().client.put('second')).rejects.toMatchObject({ code: 'Busy', retryable: true })
+      const second = c.node().client.put('second')
+      await vi.waitFor(async () => expect(await metricValue(c.node().svc.metrics, 'queue_depth', { queue: 'work' })).toBe(1))
       expect(await c.node().anon.head(addressOfBytes(new TextEncoder().encode('first')))).toBeUndefined() // not committed yet
       store.putGate = undefined
       gate.resolve()
       await expect(first).resolves.toMatchObject({ created: true })
-      await expect(c.node().client.put('second')).resolves.toMatchObject({ created: true })
+      await expect(second).resolves.toMatchObject({ created: true })
+      expect(await metricValue(c.node().svc.metrics, 'busy_rejections_total')).toBe(0)
     } finally {
       await c.close()
     }
@@ -238,7 +244,7 @@ describe('repair pacing on a virtual clock', () => {
     const clock = new VirtualClock()
     const transport = new MemoryTransport()
     const issuer = createTestIssuer()
-    const token = issuer.mint({ scope: 'storage:write storage:read', aud: 'storage' })
+    const token = issuer.mint({ scope: 'storage:replicate storage:read', aud: 'storage' })
     const received: { at: number; n: number }[] = []
     const inner = createMemoryStore({ chunkSize: 1024 })
     const counting: BlobStore = {
@@ -265,10 +271,10 @@ describe('repair pacing on a virtual clock', () => {
     const rate = 10_000
     const burst = 2048
     const a = await createStorageService(
-      { nodeId: 'a', peers: ['b'], peerToken: token, auth: { keys: issuer.keys }, clock, chunkSize: 1024, repair: { auto: false, bytesPerSec: rate, burst, workers: 2 } },
+      { nodeId: 'a', peers: ['b'], tokens: { token: () => token }, auth: { keys: issuer.keys }, clock, chunkSize: 1024, repair: { auto: false, bytesPerSec: rate, burst, workers: 2 } },
       transport,
     )
-    const b = await createStorageService({ nodeId: 'b', peers: ['a'], peerToken: token, auth: { keys: issuer.keys }, backend: counting }, transport)
+    const b = await createStorageService({ nodeId: 'b', peers: ['a'], tokens: { token: () => token }, auth: { keys: issuer.keys }, backend: counting }, transport)
     transport.mount('a', a)
     transport.mount('b', b)
     try {

@@ -46,7 +46,7 @@ export interface Node {
 export interface Cluster {
   transport: MemoryTransport
   issuer: TestIssuer
-  tokens: { write: string; admin: string; read: string }
+  tokens: { write: string; admin: string; read: string; replicate: string }
   nodes: Node[]
   node(name?: string): Node
   request(target: string, method: string, path: string, headers?: Record<string, string>, body?: Uint8Array | string): Promise<TransportResponse>
@@ -64,12 +64,14 @@ export async function cluster(
     write: issuer.mint({ scope: 'storage:write storage:read', aud: 'storage' }),
     admin: issuer.mint({ scope: 'storage:write storage:read storage:admin', aud: 'storage' }),
     read: issuer.mint({ scope: 'storage:read', aud: 'storage' }),
+    replicate: issuer.mint({ scope: 'storage:replicate', aud: 'storage', sub: 'node:peer' }),
   }
+  const replicate = tokens.replicate
   const nodes: Node[] = []
   for (const name of names) {
     const peers = names.filter((n) => n !== name)
     const svc = await createStorageService(
-      { nodeId: name, auth: { keys: issuer.keys }, ...(peers.length > 0 ? { peers, peerToken: tokens.write } : {}), repair: { auto: false }, ...options(name) },
+      { nodeId: name, auth: { keys: issuer.keys }, ...(peers.length > 0 ? { peers, tokens: { token: () => replicate } } : {}), repair: { auto: false }, ...options(name) },
       transport,
     )
     transport.mount(name, svc)

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createServiceHost, isRonError, noopLogger } from '@ron/core'
 import type { Address, MetricsSink, RonRequest, RonResponse, RouteContext, Supervisor } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
-import type { MemoryStoreTesting } from '../src/index.js'
+import type { MemoryStoreTesting } from '../src/store/index.js'
 import { createMemoryStore, placement } from '../src/index.js'
 import { RepairState, probeOf } from '../src/repair-planner.js'
 import { Replicator, isLocalCorruption, pushObject } from '../src/replication.js'
@@ -184,7 +184,7 @@ describe('a push that finds the local copy corrupt', () => {
     const { address } = await a.svc.store.put(once(bytes(5000, 9)))
     mem(c, 'storage-a').corrupt(address, 3000)
     const marked: Address[] = []
-    const ctx = { store: a.svc.store, transport: c.transport, peerToken: c.tokens.write, timeoutMs: 5000, markSuspect: (x: Address) => marked.push(x) }
+    const ctx = { store: a.svc.store, transport: c.transport, token: async () => c!.tokens.replicate, timeoutMs: 5000, markSuspect: (x: Address) => marked.push(x) }
     const err = await pushObject(ctx, 'storage-b', address, AbortSignal.timeout(5000)).then(
       () => undefined,
       (e: unknown) => e,
@@ -216,7 +216,7 @@ describe('a push that finds the local copy corrupt', () => {
       return { status: 422, headers: { 'content-type': 'application/json' }, body: (async function* () { yield new TextEncoder().encode(body) })() }
     })
     const marked: Address[] = []
-    const ctx = { store: a.svc.store, transport: c.transport, peerToken: c.tokens.write, timeoutMs: 5000, markSuspect: (x: Address) => marked.push(x) }
+    const ctx = { store: a.svc.store, transport: c.transport, token: async () => c!.tokens.replicate, timeoutMs: 5000, markSuspect: (x: Address) => marked.push(x) }
     const err = await pushObject(ctx, 'storage-b', address, AbortSignal.timeout(5000)).then(
       () => undefined,
       (e: unknown) => e,
@@ -245,7 +245,7 @@ describe('a push that finds the local copy corrupt', () => {
     const r = new Replicator({
       store,
       transport: transport as never,
-      peerToken: undefined,
+      token: async () => undefined,
       timeoutMs: 1000,
       nodeId: 'storage-a',
       peers: ['storage-b', 'storage-c'],
@@ -354,13 +354,13 @@ describe('GET /o/:addr/status', () => {
     expect(st.repair).toMatchObject({ state: 'suspect' })
   })
 
-  it('is admitted through the work queue, and checks a scrub token with the host when public', async () => {
+  it('takes a reader slot of the work queue, and checks a scrub token with the host when public', async () => {
     const issuer = createTestIssuer()
     const host = createServiceHost({ id: 'storage', version: '0', topology: { service: 'storage', tasks: [], channels: [] }, auth: { keys: issuer.keys } })
     const store = createMemoryStore({ chunkSize: 1024 })
     const { address } = await store.put(once(bytes(3000, 23)))
     const s = {
-      o: { id: 'storage', nodeId: 'storage', rf: 1, publicReads: true, peerToken: undefined, repair: { probeTimeoutMs: 100 } },
+      o: { id: 'storage', nodeId: 'storage', rf: 1, publicReads: true,  repair: { probeTimeoutMs: 100 } },
       store,
       pins: { has: () => false },
       repair: new RepairState(),
@@ -369,9 +369,17 @@ describe('GET /o/:addr/status', () => {
       placement: () => ['storage'],
       kick: () => undefined,
       authenticate: (req: RonRequest, scope?: string) => host.authenticate(req, scope),
+      work: {
+        acquire: (kind: string) => {
+          slots.push(kind)
+          return Promise.resolve(() => undefined)
+        },
+      },
+      signalFor: (ctx: RouteContext) => ctx.signal,
     } as unknown as StorageContext
+    const slots: string[] = []
     const [route] = statusRoutes(s)
-    expect(route).toMatchObject({ method: 'GET', path: '/o/:addr/status', queue: 'work' })
+    expect(route).toMatchObject({ method: 'GET', path: '/o/:addr/status' })
     expect(route!.scope).toBeUndefined()
     const call = (token?: string): Promise<unknown> => {
       const url = `/o/${address}/status?scrub=1`
@@ -390,6 +398,8 @@ describe('GET /o/:addr/status', () => {
       const ok = (await call(issuer.mint({ scope: 'storage:admin', aud: 'storage' }))) as { status: number; json: { local: unknown } }
       expect(ok.status).toBe(200)
       expect(ok.json.local).toEqual({ present: true, ok: true, badChunks: [], scrubbed: true })
+      // Admitted through the work queue as a read, after the token check.
+      expect(slots).toEqual(['read'])
     } finally {
       await store.close()
       await host.service.close()

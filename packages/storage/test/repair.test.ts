@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { providerAnnouncementSchema } from '@ron/core'
 import type { Address } from '@ron/core'
-import type { FsStoreTesting, MemoryStoreTesting } from '../src/index.js'
+import type { FsStoreTesting, MemoryStoreTesting } from '../src/store/index.js'
 import { placement } from '../src/index.js'
 import { addressOfBytes, bytes, cluster, metricValue, once, tempDir, type Cluster } from './helpers.js'
 import { flipByte } from './store/helpers.js'
@@ -199,21 +200,39 @@ describe('announcements', () => {
     }
   })
 
-  it('posts {address, node, ttlSec} to /v1/providers of the index', async () => {
-    const c = await cluster(['storage'], () => ({ nodeId: 'storage', announce: { target: 'index', ttlSec: 600 } }))
+  it('posts the shared provider announcement {address, node, endpoint, ttlSec} to /providers with an index:announce token', async () => {
+    const tokens: { aud: string; scope: string[] }[] = []
+    const c = await cluster(['storage'], () => ({
+      nodeId: 'node-1',
+      advertise: 'http://10.0.0.5:7701',
+      announce: { target: 'index', ttlSec: 600 },
+      tokens: {
+        token: (req) => {
+          tokens.push(req)
+          return 'announce-token'
+        },
+      },
+    }))
     try {
       const seen: unknown[] = []
       c.transport.mount('index', {
         async dispatch(req) {
           const chunks: Uint8Array[] = []
           for await (const ch of req.body) chunks.push(ch)
-          seen.push({ method: req.method, url: req.url, body: JSON.parse(Buffer.concat(chunks).toString()) as unknown })
+          seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body: JSON.parse(Buffer.concat(chunks).toString()) as unknown })
           return { status: 204, headers: {}, body: (async function* () {})() }
         },
       })
       const { address } = await c.node().client.put('provided')
       await expect.poll(() => seen.length, { timeout: 5000, interval: 5 }).toBe(1)
-      expect(seen[0]).toEqual({ method: 'POST', url: '/v1/providers', body: { address, node: 'storage', ttlSec: 600 } })
+      expect(seen[0]).toEqual({
+        method: 'POST',
+        url: '/providers',
+        auth: 'Bearer announce-token',
+        body: { address, node: 'node-1', endpoint: 'http://10.0.0.5:7701', ttlSec: 600 },
+      })
+      expect(providerAnnouncementSchema.parse((seen[0] as { body: unknown }).body)).toBeDefined()
+      expect(tokens).toEqual([{ aud: 'index', scope: ['index:announce'] }])
     } finally {
       await c.close()
     }

@@ -1,25 +1,46 @@
 import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import { MemoryTransport, concurrencyDocProblems } from '@ron/core'
-import { createStorageService, placement, resolveOptions, storageTopology } from '../src/index.js'
+import { createStorageService, placement } from '../src/index.js'
+import { resolveOptions } from '../src/config.js'
+import { storageTopology } from '../src/topology.js'
 import { addressOfBytes, bytes } from './helpers.js'
 
 describe('storage topology', () => {
-  it('docs/CONCURRENCY.md contains exactly the tables of describe() with default options', async () => {
+  it('docs/CONCURRENCY.md contains exactly the tables of describe() of a running service with default options', async () => {
     const doc = await readFile(new URL('../docs/CONCURRENCY.md', import.meta.url), 'utf8')
     const svc = await createStorageService()
     try {
       expect(concurrencyDocProblems(doc, svc.describe())).toEqual([])
-      expect(svc.describe()).toEqual(storageTopology(resolveOptions({})))
     } finally {
       await svc.close()
     }
   })
 
+  it('describe() lists only what the running service has: replicator with peers, announcer with an index', async () => {
+    const alone = await createStorageService({ repair: { auto: false } })
+    const t = new MemoryTransport()
+    const clustered = await createStorageService({ nodeId: 'a', peers: ['b'], announce: { target: 'index' } }, t)
+    try {
+      const names = (svc: typeof alone): string[] => [...svc.describe().tasks.map((x) => x.name), ...svc.describe().channels.map((x) => x.name)]
+      expect(names(alone)).not.toContain('replicator')
+      expect(names(alone)).not.toContain('replicate')
+      expect(names(alone)).not.toContain('announcer')
+      expect(names(alone)).not.toContain('repair-planner')
+      expect(names(clustered)).toEqual(expect.arrayContaining(['replicator', 'replicate', 'announcer', 'announce', 'repair-planner']))
+    } finally {
+      await alone.close()
+      await clustered.close()
+      await t.close()
+    }
+  })
+
   it('follows the options: capacities, pool sizes and policies per the seed', () => {
-    const t = storageTopology(resolveOptions({ workQueue: 3, getConcurrency: 2, putConcurrency: 1, repair: { queue: 5, workers: 4 } }))
+    const t = storageTopology(resolveOptions({ workQueue: 3, getConcurrency: 2, writers: 5, repair: { queue: 5, workers: 4 } }))
     const ch = Object.fromEntries(t.channels.map((c) => [c.name, c]))
-    expect(ch.work).toMatchObject({ kind: 'mpsc', capacity: 3, overflow: 'reject-new', pool: { concurrency: 3 } })
+    expect(ch.work).toMatchObject({ kind: 'mpsc', capacity: 3, overflow: 'reject-new', consumers: ['reader', 'writer'] })
+    expect(t.tasks.find((x) => x.name === 'writer')?.count).toBe(5)
+    expect(t.tasks.find((x) => x.name === 'reader')?.count).toBe(2)
     expect(ch.repair).toMatchObject({ kind: 'mpsc', capacity: 5, overflow: 'shed' })
     expect(ch.events).toMatchObject({ kind: 'broadcast', capacity: 1024, overflow: 'drop-oldest' })
     expect(t.tasks.find((x) => x.name === 'repair-worker')?.count).toBe(4)
@@ -37,18 +58,28 @@ describe('storage options', () => {
       rf: 1,
       writeQuorum: 1,
       workQueue: 512,
+      writers: 32,
+      writersPerPrincipal: 16,
+      upload: { minBytesPerSec: 8192, rateWindowMs: 30_000 },
       drainDeadlineMs: 3000,
       repair: { intervalMs: 30000, bytesPerSec: 50 * 1024 * 1024, workers: 2, queue: 256 },
-      announce: { target: undefined, ttlSec: 3600, intervalMs: 1_800_000 },
+      announce: { ttlSec: 3600, intervalMs: 1_800_000 },
     })
     expect(resolveOptions({ peers: ['b'] }).rf).toBe(2)
   })
 
   it('rejects unknown keys and bad values, naming the field', () => {
-    expect(() => resolveOptions({ chunkSzie: 1 } as never)).toThrow(expect.objectContaining({ code: 'Malformed', details: { field: 'chunkSzie' } }) as Error)
-    expect(() => resolveOptions({ repair: { workers: 0 } })).toThrow(expect.objectContaining({ details: { field: 'repair.workers' } }) as Error)
-    expect(() => resolveOptions({ rf: 3, peers: ['b'] })).toThrow(expect.objectContaining({ details: { field: 'rf' } }) as Error)
-    expect(() => resolveOptions({ rf: 2, writeQuorum: 3, peers: ['b'] })).toThrow(expect.objectContaining({ details: { field: 'writeQuorum' } }) as Error)
+    const path = (p: string): Error => expect.objectContaining({ code: 'Malformed', details: expect.objectContaining({ path: p }) }) as Error
+    expect(() => resolveOptions({ chunkSzie: 1 } as never)).toThrow(path('chunkSzie'))
+    expect(() => resolveOptions({ repair: { workers: 0 } })).toThrow(path('repair.workers'))
+    expect(() => resolveOptions({ rf: 3, peers: ['b'] })).toThrow(path('rf'))
+    expect(() => resolveOptions({ rf: 2, writeQuorum: 3, peers: ['b'] })).toThrow(path('writeQuorum'))
+    expect(() => resolveOptions({ upload: { minBytesPerSec: 'fast' } })).toThrow(path('upload.minBytesPerSec'))
+  })
+
+  it('accepts sizes and durations with units (config files)', () => {
+    const o = resolveOptions({ maxObjectBytes: '1GiB', upload: { minBytesPerSec: '16KiB', rateWindowMs: '10s' }, http: { readTimeoutMs: '2s' } })
+    expect(o).toMatchObject({ maxObjectBytes: 1024 ** 3, upload: { minBytesPerSec: 16384, rateWindowMs: 10_000 }, http: { readTimeoutMs: 2000 } })
   })
 
   it('needs a transport for peers', async () => {

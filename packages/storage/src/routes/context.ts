@@ -5,7 +5,10 @@
  * @module
  */
 
-import type { Address, Broadcast, Claims, Clock, Logger, MetricsSink, RonRequest, Transport } from '@ron/core'
+import type { Address, Broadcast, Claims, Clock, Logger, MetricsSink, RonRequest, RouteContext, Transport } from '@ron/core'
+import type { WorkScheduler } from '../admission.js'
+import type { StorageEvent } from '../events.js'
+import type { TokenFor } from '../peer-auth.js'
 import type { Announcer } from '../announcer.js'
 import type { ResolvedStorageOptions } from '../config.js'
 import type { ObjectGuard, PinSet } from '../pins.js'
@@ -13,16 +16,9 @@ import type { RepairPlan, RepairState } from '../repair-planner.js'
 import type { Replicator } from '../replication.js'
 import type { BlobStore } from '../store/types.js'
 
-/** Events published on the service's `events` broadcast. */
-export type StorageEvent =
-  | { type: 'object:stored'; address: Address; size: number; created: boolean }
-  | { type: 'object:deleted'; address: Address }
-  | { type: 'object:pinned' | 'object:unpinned'; address: Address }
-  | { type: 'integrity:failed'; address: Address }
-  | { type: 'repair:done' | 'repair:failed'; address: Address; action: string }
-
 /** The service's parts as the routes see them. */
 export interface StorageContext {
+  /** The current options snapshot (swapped whole by `reload()`; read it per request). */
   o: ResolvedStorageOptions
   store: BlobStore
   pins: PinSet
@@ -37,8 +33,16 @@ export interface StorageContext {
   clock: Clock
   logger: Logger
   events: Broadcast<StorageEvent>
-  /** PUTs currently running (capped at `putConcurrency`). */
-  puts: { inFlight: number }
+  /** Checks a read's token when reads are not public (`storage:read`, or a peer's replica token). */
+  authorizeRead(req: RonRequest): Promise<Claims>
+  /** Checks a replica write's token (scope `storage:replicate`, own or a peer's issuer). */
+  authorizeReplica(req: RonRequest): Promise<Claims>
+  /** The bearer token of calls to peers (scope `storage:replicate`). */
+  peerToken: TokenFor
+  /** The `work` queue: reader and writer slots (`admission.ts`). */
+  work: WorkScheduler
+  /** The request's signal combined with the service's forced-shutdown signal. */
+  signalFor(ctx: RouteContext): AbortSignal
   /** Whether the disk currently accepts writes, and why not. */
   disk: { ok: boolean; reason?: string }
   /** Reports a put's commit time (end of body → durable) for slow-disk detection. */

@@ -11,7 +11,7 @@ import { pinRoutes } from './pins.js'
 import { repairRoutes } from './repair.js'
 import { statusRoutes } from './status.js'
 
-export type { StorageContext, StorageEvent } from './context.js'
+export type { StorageContext } from './context.js'
 
 /** Every route of the storage service. */
 export function storageRoutes(s: StorageContext): Route[] {

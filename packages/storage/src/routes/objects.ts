@@ -6,11 +6,11 @@
 
 import { randomBytes } from 'node:crypto'
 import {
-  BusyError,
   NotFoundError,
   NotReadyError,
   OverLimitError,
   RangeNotSatisfiableError,
+  DECOMPRESSION_SLACK,
   checkCaveats,
   createBlake3,
   isRonError,
@@ -18,7 +18,8 @@ import {
   toAddress,
 } from '@ron/core'
 import type { Address, Reply, Route, RouteContext } from '@ron/core'
-import { REPLICA_HEADER } from '../replication.js'
+import { REPLICA_PATH } from '../replication.js'
+import { pacedBody } from '../upload-pace.js'
 import { contentRange, parseRange, unsatisfiedContentRange } from '../range.js'
 import type { BlobReader, ByteRange } from '../store/types.js'
 import { etagOf, ifNoneMatch, objectHeaders, withCleanup, type StorageContext } from './context.js'
@@ -74,7 +75,15 @@ function partHeader(boundary: string, r: ByteRange, size: number): string {
 /** GET/HEAD /o/:addr — verified streaming with ETag, conditional GET and Range. */
 async function getObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
   const address = addressParam(ctx)
-  const reader = await openOrThrow(s, address)
+  if (!s.o.publicReads) await s.authorizeRead(ctx.req)
+  const release = await s.work.acquire('read', '', ctx.req.method === 'HEAD' ? 'HEAD /o/:addr' : 'GET /o/:addr', ctx.signal)
+  let reader: BlobReader
+  try {
+    reader = await openOrThrow(s, address)
+  } catch (e) {
+    release()
+    throw e
+  }
   const base = objectHeaders(address)
   const head = ctx.req.method === 'HEAD'
   let handedOff = false
@@ -113,26 +122,40 @@ async function getObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
       headers = { ...base, 'content-type': 'application/octet-stream', 'content-length': String(size) }
     }
     if (head) return { status, headers }
-    const { body } = withCleanup(verifiedChunks(s, reader, ranges, ctx.signal, boundary), () => reader.close())
+    // The reader slot is held until the body is fully written or aborted.
+    const { body } = withCleanup(verifiedChunks(s, reader, ranges, s.signalFor(ctx), boundary), async () => {
+      release()
+      await reader.close()
+    })
     handedOff = true
     return { status, headers, body }
   } finally {
-    if (!handedOff) await reader.close()
+    if (!handedOff) {
+      release()
+      await reader.close()
+    }
   }
 }
 
-/** PUT|POST /o — streams the body into the store, hashing as it flows. */
-async function putObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
+/**
+ * PUT|POST /o — streams the body into the store, hashing as it flows. `PUT /replica` (a peer's
+ * replica write or repair push) is the same with the peer's `storage:replicate` token, and is
+ * not replicated again.
+ */
+async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean): Promise<Reply> {
   const o = s.o
   if (!s.disk.ok) throw new NotReadyError(`writes are paused: ${s.disk.reason ?? 'disk not ready'}`, { details: { reason: s.disk.reason }, retryAfterMs: 5000 })
-  const claims = ctx.auth
-  if (claims !== undefined) checkCaveats(claims, { method: ctx.req.method, path: '/o' })
+  const claims = replica ? await s.authorizeReplica(ctx.req) : ctx.auth
+  if (claims !== undefined && !replica) checkCaveats(claims, { method: ctx.req.method, path: '/o' })
   const caveatMax = claims?.ron?.maxBytes
   const limit = caveatMax === undefined ? o.maxObjectBytes : Math.min(caveatMax, o.maxObjectBytes)
   const source = caveatMax !== undefined && caveatMax < o.maxObjectBytes ? 'caveat' : 'maxObjectBytes'
   const declared = Number(ctx.req.headers['content-length'])
-  if (Number.isFinite(declared) && declared > limit) {
-    throw new OverLimitError(`object exceeds the limit of ${limit} bytes`, { details: { limit, source, declared } })
+  // Content-Length of an encoded body is its encoded size: only an identity body's length is its
+  // decoded size (an incompressible encoded body may be a little larger than what it decodes to).
+  const encoded = ctx.req.headers['content-encoding'] !== undefined && ctx.req.headers['content-encoding'] !== 'identity'
+  if (Number.isFinite(declared) && declared > limit + (encoded ? DECOMPRESSION_SLACK : 0)) {
+    throw new OverLimitError(`object exceeds the ${source} limit of ${limit} bytes`, { details: { limit, source, declared } })
   }
   const expectHeader = ctx.req.headers['x-expect-address']
   let expect: Address | undefined
@@ -144,11 +167,10 @@ async function putObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
       throw e
     }
   }
-  if (s.puts.inFlight >= o.putConcurrency) {
-    s.metrics.inc('busy_rejections_total', { queue: 'work' })
-    throw new BusyError('too many uploads in progress', { details: { queue: 'work', endpoint: 'PUT /o' }, retryAfterMs: 1000 })
-  }
-  s.puts.inFlight++
+  // Waiting for a writer happens before the body is read: it counts against neither the
+  // upload's rate and deadline nor the slow-disk rule.
+  const signal = s.signalFor(ctx)
+  const release = await s.work.acquire('write', claims?.sub ?? '', replica ? `PUT ${REPLICA_PATH}` : `${ctx.req.method} /o`, signal)
   let kept: Address | undefined
   let bodyEnd: number | undefined
   const guard = s.guard
@@ -166,22 +188,31 @@ async function putObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
     bodyEnd = clock.now()
   }
   try {
+    const up = o.upload
+    const body = pacedBody(ctx.stream(), {
+      minBytesPerSec: up.minBytesPerSec,
+      windowMs: up.rateWindowMs,
+      expectedBytes: Number.isFinite(declared) ? declared : limit,
+      clock,
+      metrics: s.metrics,
+    })
     let result
     try {
-      result = await s.store.put(hashing(ctx.stream()), {
+      result = await s.store.put(hashing(limitDecoded(body, limit, source)), {
         ...(expect === undefined ? {} : { expect }),
         maxBytes: limit,
-        signal: ctx.signal,
+        signal,
       })
     } catch (e) {
-      if (isRonError(e, 'OverLimit')) throw new OverLimitError(`object exceeds the limit of ${limit} bytes`, { details: { limit, source }, cause: e })
+      if (isRonError(e, 'OverLimit') && e.details.source === undefined) {
+        throw new OverLimitError(`object exceeds the ${source} limit of ${limit} bytes`, { details: { limit, source }, cause: e })
+      }
       if (isRonError(e, 'NotReady')) s.diskError(typeof e.details.reason === 'string' ? e.details.reason : 'io_error')
       throw e
     }
     if (bodyEnd !== undefined) s.commitTime(clock.now() - bodyEnd)
     // A replica write from a peer is not replicated again (that would cycle between placement nodes).
-    const replica = ctx.req.headers[REPLICA_HEADER] !== undefined
-    const copies = replica ? 1 : await s.replicator.replicate(result.address, ctx.signal)
+    const copies = replica ? 1 : await s.replicator.replicate(result.address, signal)
     s.announcer?.notify(result.address)
     s.events.publish({ type: 'object:stored', address: result.address, size: result.size, created: result.created })
     return {
@@ -190,8 +221,21 @@ async function putObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
       json: { address: result.address, size: result.size, copies },
     }
   } finally {
-    s.puts.inFlight--
+    release()
     if (kept !== undefined) guard.endKeep(kept)
+  }
+}
+
+/**
+ * Counts decoded bytes against the object limit, so an OverLimit names the limit that was hit
+ * (the HTTP layer's own caps name theirs: `decompression_ratio`).
+ */
+async function* limitDecoded(chunks: AsyncIterable<Uint8Array>, limit: number, source: string): AsyncGenerator<Uint8Array> {
+  let total = 0
+  for await (const c of chunks) {
+    total += c.byteLength
+    if (total > limit) throw new OverLimitError(`object exceeds the ${source} limit of ${limit} bytes`, { details: { limit, source } })
+    yield c
   }
 }
 
@@ -210,22 +254,34 @@ async function deleteObject(s: StorageContext, ctx: RouteContext): Promise<Reply
   return { status: 204 }
 }
 
-/** The object routes. Reads go through the `work` queue; so do PUTs. */
+/** The object routes. Reads and PUTs take a slot of the `work` scheduler (`admission.ts`). */
 export function objectRoutes(s: StorageContext): Route[] {
-  const read = s.o.publicReads ? { public: true } : { scope: 'storage:read' }
+  // Reads are public, or checked by the handler (storage:read, or a peer's replica token).
+  const read = { public: true }
   const put = (method: 'PUT' | 'POST'): Route => ({
     method,
     path: '/o',
     name: `${method} /o`,
     scope: 'storage:write',
-    queue: 'work',
-    bodyLimit: s.o.maxObjectBytes,
-    handler: (ctx) => putObject(s, ctx),
+    // The object limit (or the token's maxBytes caveat) is enforced by the handler on decoded
+    // bytes, so an OverLimit says which one; the HTTP layer keeps only its ratio guard here.
+    bodyLimit: Infinity,
+    handler: (ctx) => putObject(s, ctx, false),
   })
   return [
     put('PUT'),
     put('POST'),
-    { method: 'GET', path: '/o/:addr', name: 'GET /o/:addr', ...read, queue: 'work', handler: (ctx) => getObject(s, ctx) },
+    {
+      method: 'PUT',
+      path: REPLICA_PATH,
+      name: `PUT ${REPLICA_PATH}`,
+      // Authenticated by the handler: scope storage:replicate, signed by this service's issuer or
+      // by a configured peer's issuer key (peer-auth.ts). Not public in any sense.
+      public: true,
+      bodyLimit: Infinity,
+      handler: (ctx) => putObject(s, ctx, true),
+    },
+    { method: 'GET', path: '/o/:addr', name: 'GET /o/:addr', ...read, handler: (ctx) => getObject(s, ctx) },
     { method: 'DELETE', path: '/o/:addr', name: 'DELETE /o/:addr', scope: 'storage:admin', handler: (ctx) => deleteObject(s, ctx) },
   ]
 }

@@ -5,8 +5,8 @@
  * decode of its chunk table, no data read) and reports the last known repair state; it probes no
  * peer. `?scrub=1` asks for the expensive answer: a full scrub of the local copy (every chunk read
  * and verified) and a `HEAD` to every peer (in parallel, each bounded by `repair.probeTimeoutMs`).
- * It needs a token with `storage:admin`, also when reads are public. The route goes through the
- * `work` queue either way, so a flood of status calls is refused with 429 like reads are.
+ * It needs a token with `storage:admin`, also when reads are public. The route takes a reader
+ * slot of the `work` queue either way, so a flood of status calls is refused with 429 like reads are.
  *
  * @module
  */
@@ -14,6 +14,7 @@
 import { ForbiddenError, NotFoundError, isRonError, parseAddress } from '@ron/core'
 import type { Address, Reply, Route, RouteContext } from '@ron/core'
 import type { StorageContext } from './context.js'
+import { bearerHeaders } from '../peer-auth.js'
 
 /** The scope `?scrub=1` needs. */
 export const SCRUB_SCOPE = 'storage:admin'
@@ -30,9 +31,8 @@ interface LocalHealth {
 
 async function headPeer(s: StorageContext, peer: string, address: Address, signal: AbortSignal): Promise<boolean | null> {
   if (s.transport === undefined) return null
-  const headers: Record<string, string> = {}
-  if (s.o.peerToken !== undefined) headers.authorization = `Bearer ${s.o.peerToken}`
   try {
+    const headers = await bearerHeaders(s.peerToken, signal)
     const res = await s.transport.request(peer, { method: 'HEAD', path: `/o/${address}`, headers, signal, timeoutMs: s.o.repair.probeTimeoutMs })
     await res.dump().catch(() => undefined)
     // 422: the peer's copy fails verification, so it holds no good copy.
@@ -89,6 +89,16 @@ async function status(s: StorageContext, ctx: RouteContext): Promise<Reply> {
   const address = parseAddress(ctx.params.addr ?? '')
   const scrub = wantsScrub(ctx)
   if (scrub) await requireScrubScope(s, ctx)
+  else if (!s.o.publicReads) await s.authorizeRead(ctx.req)
+  const release = await s.work.acquire('read', '', 'GET /o/:addr/status', s.signalFor(ctx))
+  try {
+    return await statusOf(s, ctx, address, scrub)
+  } finally {
+    release()
+  }
+}
+
+async function statusOf(s: StorageContext, ctx: RouteContext, address: Address, scrub: boolean): Promise<Reply> {
   const { size, local } = scrub ? await fullLocal(s, address, ctx.signal) : await quickLocal(s, address)
   const pinned = s.pins.has(address)
   if (!local.present && !pinned && s.repair.get(address) === undefined) throw new NotFoundError('no such object', { details: { address } })
@@ -115,8 +125,8 @@ async function status(s: StorageContext, ctx: RouteContext): Promise<Reply> {
  * host (without auth configured, scrub requests are refused with 401 `no_verifier`).
  */
 export function statusRoutes(s: StorageContext): Route[] {
-  const read = s.o.publicReads ? {} : { scope: 'storage:read' }
+  // Checked by the handler: public or storage:read (or a peer's replica token); ?scrub=1 needs storage:admin.
   return [
-    { method: 'GET', path: '/o/:addr/status', name: 'GET /o/:addr/status', ...read, queue: 'work', handler: (ctx) => status(s, ctx) },
+    { method: 'GET', path: '/o/:addr/status', name: 'GET /o/:addr/status', handler: (ctx) => status(s, ctx) },
   ]
 }
