@@ -1,9 +1,19 @@
 /**
- * `@ron/passport`: capability tokens: issue, verify, attenuate, revoke; issuer key epochs and rotation.
+ * `@ron/passport`: capability tokens — issue, verify, attenuate, revoke; issuer key epochs and
+ * rotation; the revocation feed every verifier follows; service identity by client assertion.
  *
- * Not implemented yet: this package reserves its place in the workspace so that the layout of
- * SPEC.md section 1 holds from the start. Its service id is exported so hosts and tokens can
- * already name it (`aud`, scopes such as `passport:…`).
+ * @example
+ * ```ts
+ * import { MemoryTransport } from '@ron/core'
+ * import { createPassportService, createPassportClient } from '@ron/passport'
+ *
+ * const transport = new MemoryTransport()
+ * const passport = await createPassportService({ policy: { callers: { admin: { scopes: ['*'], audiences: ['*'] } } } }, transport)
+ * transport.mount('passport', passport)
+ * const admin = await passport.mintAdminToken({ aud: ['passport', 'storage'], scope: ['passport:issue', 'passport:revoke'], ttlSec: 3600 })
+ * const client = createPassportClient(transport, { token: admin.token })
+ * const { token } = await client.issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'] })
+ * ```
  *
  * @packageDocumentation
  * @module @ron/passport
@@ -11,3 +21,23 @@
 
 /** The service id of `@ron/passport`: its transport name, token audience and metric `service` label. */
 export const SERVICE_ID = 'passport'
+
+export { createPassportService } from './service.js'
+export type { PassportService, AdminTokenRequest, KeyringSummary, PolicyEvent } from './service.js'
+export { createPassportClient } from './client.js'
+export type { PassportClient, PassportClientOptions } from './client.js'
+export { passportMinter, remotePassportMinter } from './minter.js'
+export type { RemotePassportMinterOptions } from './minter.js'
+export { passportConfigSchema, policySchema, callerPolicySchema, resolvePassportConfig } from './config.js'
+export type { PassportConfig, ResolvedPassportConfig, Policy, PolicyInput } from './config.js'
+export { createMemoryKeystore } from './kms.js'
+export type { Kms, KmsKey } from './kms.js'
+export { createFileKeystore } from './file-keystore.js'
+export type { FileKeystoreOptions } from './file-keystore.js'
+export { narrow, checkIssue, prefixWithin } from './policy.js'
+export type { AttenuateRequest, ChildPlan, IssueRequest, TokenPlan, CaveatsInput } from './policy.js'
+export type { KeyStatus, PublishedJwk } from './keyring.js'
+export type { EnrolledNode } from './nodes.js'
+export type { IssuedToken, IssueBody, VerifyBody, VerifyResult, AttenuateBody, RevokeBody, RevokeResult, EnrolBody, TokenBody } from './dto.js'
+export { passportTopology, CHANNELS, TASKS } from './topology.js'
+export { PASSPORT_METRICS } from './metrics.js'

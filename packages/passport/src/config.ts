@@ -1,0 +1,133 @@
+/**
+ * Passport's config: ONE zod schema with defaults (types derive from it), validated through
+ * core's `validateConfig` (unknown keys refused, the message names the key). The issuance
+ * `policy` is the part that reloads live (SPEC.md 3.3b); `dataDir`, `issuerKeyFile` and the
+ * queue sizes cannot change without a restart.
+ *
+ * @module
+ */
+
+import { availableParallelism } from 'node:os'
+import { z } from 'zod'
+import { KNOWN_CAVEATS, validateConfig } from '@ron/core'
+import type { Clock, Logger, Random } from '@ron/core'
+import type { Kms } from './kms.js'
+
+const positiveInt = z.number().int().positive()
+const nonNegInt = z.number().int().nonnegative()
+const object = <T>(what: string) => z.custom<T>((v) => typeof v === 'object' && v !== null, `expected ${what}`)
+
+/** What one caller (a token `sub`, or `*` for any caller) may have issued. */
+export const callerPolicySchema = z
+  .object({
+    /** Scopes it may put in tokens; `*` = any scope of the catalog. */
+    scopes: z.array(z.string().min(1)).min(1),
+    /** Audiences (service ids) it may put in tokens; `*` = any. */
+    audiences: z.array(z.string().min(1)).min(1),
+    /** A lower max ttl for this caller. @default the policy's maxTtlSec */
+    maxTtlSec: positiveInt.optional(),
+  })
+  .strict()
+
+/** The issuance policy: an immutable snapshot, swapped whole on reload. */
+export const policySchema = z
+  .object({
+    /** Longest ttl any issued token may have (the admin token is minted outside the policy). @default 3600 */
+    maxTtlSec: positiveInt.default(3600),
+    /** Ttl of a token whose request names none. @default 900 */
+    defaultTtlSec: positiveInt.default(900),
+    /** Per caller `sub` (or `*`): scopes and audiences it may issue. @default {} (nobody may issue) */
+    callers: z.record(z.string().min(1), callerPolicySchema).default({}),
+    /** Caveats issued tokens may carry. @default the core caveat catalog */
+    caveats: z.array(z.enum(KNOWN_CAVEATS as [string, ...string[]])).default([...KNOWN_CAVEATS]),
+  })
+  .strict()
+  .refine((p) => p.defaultTtlSec <= p.maxTtlSec, { message: 'defaultTtlSec must not exceed maxTtlSec', path: ['defaultTtlSec'] })
+
+/** The passport config schema (strict; every field optional with a documented default). */
+export const passportConfigSchema = z
+  .object({
+    /** Service id: transport name, the `aud` passport's own routes require, metric `service` label. @default 'passport' */
+    id: z.string().min(1).default('passport'),
+    /** `iss` of every token. @default 'passport' */
+    issuer: z.string().min(1).default('passport'),
+    /** Reported by /version. @default '0.1.0' */
+    version: z.string().default('0.1.0'),
+    /**
+     * Directory for the key ring, the revocation log, enrolled nodes and (with the default file
+     * keystore) the keys, all 0600. Absent → everything in memory (amnesia). @default undefined
+     */
+    dataDir: z.string().min(1).optional(),
+    /**
+     * An issuer key file in `importIssuerKey` format (ron-node's `keys/issuer.json`): on first start
+     * it becomes epoch 1's current key, so tokens it signed before stay valid. @default undefined
+     */
+    issuerKeyFile: z.string().min(1).optional(),
+    /** The issuance policy. Absent → passport issues nothing (`issue` path unready). @default undefined */
+    policy: policySchema.optional(),
+    kms: z
+      .object({
+        /** Deadline of every KMS call. @default 3000 */
+        timeoutMs: positiveInt.default(3000),
+      })
+      .strict()
+      .default({ timeoutMs: 3000 }),
+    rotation: z
+      .object({
+        /** Minimum time a key that stopped signing keeps verifying. @default 600000 (10 min) */
+        graceMs: nonNegInt.default(600_000),
+        /** Scheduled rotation period; absent → rotate only on request. @default undefined */
+        everyMs: positiveInt.optional(),
+        /** Clock tolerance added to every retirement time, in seconds. @default 30 */
+        clockToleranceSec: nonNegInt.default(30),
+      })
+      .strict()
+      .default({ graceMs: 600_000, clockToleranceSec: 30 }),
+    /** Lifetime of service tokens traded for a node's client assertion. @default 600 */
+    serviceTokenTtlSec: positiveInt.default(600),
+    /** Capacity of the `issue` queue (issue, attenuate, token exchange). @default 512 */
+    issueQueue: positiveInt.default(512),
+    /** Issuance workers. @default min(available cores, 8) */
+    issueWorkers: positiveInt.default(() => Math.min(availableParallelism(), 8)),
+    /** Capacity of the `revoke` queue in front of the single revocation worker. @default 256 */
+    revokeQueue: positiveInt.default(256),
+    /** Capacity of the `policy` broadcast per subscriber (drop-oldest). @default 1024 */
+    policyBroadcast: positiveInt.default(1024),
+    /** Issue-queue depth (fraction of capacity) at which the `issue` path turns unready. @default 0.8 */
+    shedIssueAt: z.number().gt(0).lte(1).default(0.8),
+    /** Largest `tokens` list of `POST /v1/passport/verify/batch`. @default 100 */
+    maxBatch: positiveInt.default(100),
+    /** Items per page of the revocation feed. @default 1000 */
+    feedPageSize: positiveInt.default(1000),
+    /** How long `close()` lets in-flight work finish. @default 3000 */
+    drainDeadlineMs: nonNegInt.default(3000),
+    /** Key storage. @default a file keystore in `<dataDir>/keys`, or a memory keystore without dataDir */
+    keystore: object<Kms>('a Kms').optional(),
+    /** @default systemClock */
+    clock: object<Clock>('a Clock').optional(),
+    /** @default systemRandom */
+    random: object<Random>('a Random').optional(),
+    /** @default noopLogger */
+    logger: object<Logger>('a Logger').optional(),
+  })
+  .strict()
+
+/** What {@link createPassportService} accepts (every field optional). */
+export type PassportConfig = z.input<typeof passportConfigSchema>
+/** The config with defaults filled in. */
+export type ResolvedPassportConfig = z.output<typeof passportConfigSchema>
+/** An issuance policy as written in config. */
+export type PolicyInput = z.input<typeof policySchema>
+/** An issuance policy with defaults filled in. */
+export type Policy = z.output<typeof policySchema>
+
+/**
+ * Validates `config` and fills in defaults.
+ * @throws `ConfigError` (a {@link MalformedError}) naming the offending key.
+ */
+export function resolvePassportConfig(config: PassportConfig = {}): ResolvedPassportConfig {
+  return validateConfig(passportConfigSchema, config)
+}
+
+/** Keys of the config that cannot change with `reload()`. */
+export const IMMUTABLE_KEYS: readonly string[] = ['id', 'issuer', 'dataDir', 'issuerKeyFile', 'issueQueue', 'issueWorkers', 'revokeQueue', 'policyBroadcast', 'keystore']

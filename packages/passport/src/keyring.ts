@@ -1,0 +1,264 @@
+/**
+ * Issuer key epochs (SPEC.md section 5): one `current` key signs, one `next` key is already
+ * published so verifiers know it before it signs, and any number of `previous` keys verify until
+ * the last token they can have signed has expired. The ring is an immutable snapshot swapped
+ * whole by its single writer (rotation and retirement run one at a time), so an issuance that
+ * took the snapshot signs with exactly the key its header names.
+ *
+ * @module
+ */
+
+import type { KeyObject } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { MalformedError, importIssuerKey, publicKeyFromJwk, type Clock, type Jwk, type KeySource } from '@ron/core'
+import { writeFileAtomic } from './file-keystore.js'
+import type { KmsGuard } from './kms-guard.js'
+
+/** Where a key stands in the rotation sequence. */
+export type KeyStatus = 'next' | 'current' | 'previous'
+
+/** One issuer key epoch. */
+export interface EpochKey {
+  readonly kid: string
+  readonly epoch: number
+  readonly status: KeyStatus
+  readonly publicJwk: Jwk
+  readonly publicKey: KeyObject
+  /** When the key was created or imported (Unix ms). */
+  readonly createdAt: number
+  /** When it started signing (Unix ms). */
+  readonly activatedAt?: number
+  /** When it stopped signing (Unix ms). */
+  readonly rotatedOutAt?: number
+  /** When it stops verifying (Unix ms); set on `previous` keys. */
+  readonly retiresAt?: number
+}
+
+/** The key ring at one instant. */
+export interface KeyringSnapshot {
+  readonly current: EpochKey
+  readonly next: EpochKey
+  readonly previous: readonly EpochKey[]
+}
+
+/** A JWK as passport publishes it: the key plus its epoch, status and validity window. */
+export interface PublishedJwk extends Jwk {
+  kid: string
+  epoch: number
+  status: KeyStatus
+  createdAt: number
+  activatedAt?: number
+  rotatedOutAt?: number
+  retiresAt?: number
+}
+
+/** A long-lived token (the admin token) whose key must keep verifying while it is unrevoked. */
+interface LongLived {
+  jti: string
+  kid: string
+  exp: number
+}
+
+interface Persisted {
+  version: 1
+  keys: Array<Omit<EpochKey, 'publicKey'>>
+  longLived: LongLived[]
+}
+
+/** Options of {@link Keyring.open}. */
+export interface KeyringOptions {
+  guard: KmsGuard
+  clock: Clock
+  /** Where `keyring.json` lives; absent → memory only. */
+  dataDir: string | undefined
+  /** ron-node's issuer key file, imported as the first epoch on first start. */
+  issuerKeyFile: string | undefined
+  /** Minimum verify-only window of a key that stopped signing, ms. */
+  graceMs: number
+  /** Clock tolerance added to retirement times, seconds. */
+  toleranceSec: number
+  /** The policy's current max ttl in seconds (the longest a policy token can live). */
+  maxTtlSec: () => number
+  /** Is this jti revoked (long-lived tokens that are revoked no longer hold their key). */
+  isRevoked: (jti: string) => boolean
+}
+
+function epochOfKid(kid: string): number {
+  const m = /#(\d+)$/.exec(kid)
+  return m ? Number(m[1]) : 1
+}
+
+function toEpochKey(k: Omit<EpochKey, 'publicKey'>): EpochKey {
+  const publicKey = publicKeyFromJwk(k.publicJwk)
+  if (publicKey === undefined) throw new MalformedError(`keyring: key ${k.kid} is not an Ed25519 JWK`, { details: { field: 'keys' } })
+  return Object.freeze({ ...k, publicJwk: Object.freeze({ ...k.publicJwk }), publicKey })
+}
+
+/** The key ring. @internal */
+export class Keyring {
+  #snap: KeyringSnapshot
+  #longLived: LongLived[]
+  readonly #o: KeyringOptions
+  #writer: Promise<unknown> = Promise.resolve()
+
+  private constructor(o: KeyringOptions, snap: KeyringSnapshot, longLived: LongLived[]) {
+    this.#o = o
+    this.#snap = snap
+    this.#longLived = longLived
+  }
+
+  /**
+   * Loads the ring from `dataDir`, or creates it: epoch 1 from `issuerKeyFile` when given (else a
+   * fresh key), and a `next` key, both through the KMS.
+   */
+  static async open(o: KeyringOptions): Promise<Keyring> {
+    const file = o.dataDir === undefined ? undefined : join(o.dataDir, 'keyring.json')
+    if (file !== undefined) {
+      let text: string | undefined
+      try {
+        text = await readFile(file, 'utf8')
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e
+      }
+      if (text !== undefined) {
+        const p = JSON.parse(text) as Persisted
+        const keys = p.keys.map(toEpochKey)
+        const current = keys.find((k) => k.status === 'current')
+        const next = keys.find((k) => k.status === 'next')
+        if (current === undefined || next === undefined) throw new MalformedError('keyring.json has no current or next key', { details: { field: 'keys' } })
+        return new Keyring(o, { current, next, previous: keys.filter((k) => k.status === 'previous') }, p.longLived ?? [])
+      }
+    }
+    const now = o.clock.now()
+    let first
+    if (o.issuerKeyFile !== undefined) {
+      const key = importIssuerKey(await readFile(o.issuerKeyFile, 'utf8'))
+      first = await o.guard.call('import', (s) => o.guard.kms.import(key, s))
+    } else {
+      first = await o.guard.call('generate', (s) => o.guard.kms.generate(1, s))
+    }
+    const epoch = epochOfKid(first.kid)
+    const nextKey = await o.guard.call('generate', (s) => o.guard.kms.generate(epoch + 1, s))
+    const current = toEpochKey({ kid: first.kid, epoch, status: 'current', publicJwk: first.publicJwk, createdAt: now, activatedAt: now })
+    const next = toEpochKey({ kid: nextKey.kid, epoch: epoch + 1, status: 'next', publicJwk: nextKey.publicJwk, createdAt: now })
+    const ring = new Keyring(o, { current, next, previous: [] }, [])
+    await ring.#persist()
+    return ring
+  }
+
+  /** The current snapshot (immutable). */
+  get snapshot(): KeyringSnapshot {
+    return this.#snap
+  }
+
+  /** Keys that verify now: current, next, and previous keys not yet retired. */
+  verifying(now = this.#o.clock.now()): EpochKey[] {
+    const s = this.#snap
+    return [s.current, s.next, ...s.previous.filter((k) => k.retiresAt === undefined || now < k.retiresAt)]
+  }
+
+  /** A {@link KeySource} over the verifying keys (passport verifies its own tokens with it). */
+  readonly keySource: KeySource = {
+    getKey: (kid) => Promise.resolve(this.verifying().find((k) => k.kid === kid)?.publicKey),
+  }
+
+  /** The published key set: every verifying key with epoch, status and validity window. */
+  jwks(): { keys: PublishedJwk[] } {
+    return {
+      keys: this.verifying().map((k) => {
+        const j: PublishedJwk = { ...k.publicJwk, kid: k.kid, epoch: k.epoch, status: k.status, createdAt: k.createdAt }
+        if (k.activatedAt !== undefined) j.activatedAt = k.activatedAt
+        if (k.rotatedOutAt !== undefined) j.rotatedOutAt = k.rotatedOutAt
+        if (k.retiresAt !== undefined) j.retiresAt = k.retiresAt
+        return j
+      }),
+    }
+  }
+
+  /** Records a long-lived token (above the policy's max ttl): its key verifies until it expires or is revoked. */
+  async noteLongLived(jti: string, kid: string, exp: number): Promise<void> {
+    await this.#serial(async () => {
+      this.#longLived = [...this.#longLived.filter((t) => t.exp * 1000 > this.#o.clock.now()), { jti, kid, exp }]
+      await this.#persist()
+    })
+  }
+
+  /**
+   * Rotation: a new `next` key is generated first (the slow, fallible part, outside the swap);
+   * then in one swap `next` becomes `current` and the old `current` becomes `previous` with its
+   * retirement time. Rotations run one at a time.
+   */
+  rotate(): Promise<KeyringSnapshot> {
+    return this.#serial(async () => {
+      const s = this.#snap
+      const created = await this.#o.guard.call('generate', (sig) => this.#o.guard.kms.generate(s.next.epoch + 1, sig))
+      const now = this.#o.clock.now()
+      const newNext = toEpochKey({ kid: created.kid, epoch: s.next.epoch + 1, status: 'next', publicJwk: created.publicJwk, createdAt: now })
+      const current = toEpochKey({ ...s.next, status: 'current', activatedAt: now })
+      const old = toEpochKey({ ...s.current, status: 'previous', rotatedOutAt: now })
+      this.#snap = Object.freeze({ current, next: newNext, previous: Object.freeze([...s.previous, old]) })
+      this.#retirements()
+      await this.#persist()
+      return this.#snap
+    })
+  }
+
+  /** Recomputes retirement times (after a long-lived token was revoked, or the policy changed). */
+  refresh(): Promise<void> {
+    return this.#serial(async () => {
+      if (this.#retirements()) await this.#persist()
+    })
+  }
+
+  /** Drops previous keys past their retirement from the ring and the KMS. Returns the retired kids. */
+  prune(): Promise<string[]> {
+    return this.#serial(async () => {
+      const now = this.#o.clock.now()
+      const s = this.#snap
+      const gone = s.previous.filter((k) => k.retiresAt !== undefined && now >= k.retiresAt)
+      if (gone.length === 0) return []
+      this.#snap = Object.freeze({ ...s, previous: Object.freeze(s.previous.filter((k) => !gone.includes(k))) })
+      await this.#persist()
+      for (const k of gone) await this.#o.guard.call('destroy', (sig) => this.#o.guard.kms.destroy(k.kid, sig))
+      return gone.map((k) => k.kid)
+    })
+  }
+
+  // A previous key verifies until: its grace window has passed, every policy token it can have
+  // signed has expired (max ttl after it stopped signing, plus the KMS deadline of an issuance
+  // that took the old snapshot just before the swap), and every unrevoked long-lived token it
+  // signed has expired; plus the clock tolerance.
+  #retirements(): boolean {
+    const o = this.#o
+    const tol = o.toleranceSec * 1000
+    let changed = false
+    const previous = this.#snap.previous.map((k) => {
+      const out = k.rotatedOutAt ?? o.clock.now()
+      let until = Math.max(out + o.graceMs, out + o.guard.timeoutMs + o.maxTtlSec() * 1000 + tol)
+      for (const t of this.#longLived) {
+        if (t.kid === k.kid && !o.isRevoked(t.jti)) until = Math.max(until, t.exp * 1000 + tol)
+      }
+      if (until === k.retiresAt) return k
+      changed = true
+      return toEpochKey({ ...k, retiresAt: until })
+    })
+    if (changed) this.#snap = Object.freeze({ ...this.#snap, previous: Object.freeze(previous) })
+    return changed
+  }
+
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#writer.then(fn, fn)
+    this.#writer = run.catch(() => undefined)
+    return run
+  }
+
+  async #persist(): Promise<void> {
+    const dir = this.#o.dataDir
+    if (dir === undefined) return
+    const s = this.#snap
+    const strip = ({ publicKey: _pk, ...rest }: EpochKey): Omit<EpochKey, 'publicKey'> => rest
+    const body: Persisted = { version: 1, keys: [s.current, s.next, ...s.previous].map(strip), longLived: this.#longLived }
+    await writeFileAtomic(join(dir, 'keyring.json'), `${JSON.stringify(body, null, 2)}\n`, dir)
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Every KMS call goes through here: a deadline (default 3 s) that holds even when the KMS ignores
+ * its signal, no retry, latency and timeout metrics, and a health signal that turns the `issue`
+ * path unready while the KMS is failing (seed svc-passport sections 5 and 13).
+ *
+ * @module
+ */
+
+import { NotReadyError, TimeoutError, isRonError, type Clock, type MetricsSink } from '@ron/core'
+import type { Kms } from './kms.js'
+
+/** KMS operations, the `op` label of `kms_call_latency_seconds`. */
+export type KmsOp = 'generate' | 'import' | 'sign' | 'list' | 'destroy'
+
+/** Options of {@link KmsGuard}. */
+export interface KmsGuardOptions {
+  kms: Kms
+  /** Deadline of every call. */
+  timeoutMs: number
+  clock: Clock
+  metrics: MetricsSink
+  /** Told after every call whether the KMS is healthy (a timeout or failure → false). */
+  onHealth?: (ok: boolean, reason?: string) => void
+}
+
+/** The KMS behind a deadline. @internal */
+export class KmsGuard {
+  readonly kms: Kms
+  readonly timeoutMs: number
+  readonly #clock: Clock
+  readonly #metrics: MetricsSink
+  readonly #onHealth: ((ok: boolean, reason?: string) => void) | undefined
+
+  constructor(o: KmsGuardOptions) {
+    this.kms = o.kms
+    this.timeoutMs = o.timeoutMs
+    this.#clock = o.clock
+    this.#metrics = o.metrics
+    this.#onHealth = o.onHealth
+  }
+
+  /**
+   * Runs one KMS call under the deadline. Never retries.
+   * @throws {@link TimeoutError} (504, `details.op: 'kms'`) past the deadline
+   * @throws {@link NotReadyError} (503, `details.reason: 'kms_failing'`) when the KMS fails
+   * @throws the caller's abort reason when `signal` aborts first
+   */
+  async call<T>(op: KmsOp, fn: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const ac = new AbortController()
+    const started = this.#clock.now()
+    let timedOut = false
+    let rejectRace: ((e: unknown) => void) | undefined
+    const race = new Promise<never>((_, reject) => {
+      rejectRace = reject
+    })
+    const timer = this.#clock.setTimeout(() => {
+      timedOut = true
+      const e = new TimeoutError(`KMS ${op} exceeded its ${this.timeoutMs} ms deadline`, { details: { op: 'kms', call: op, timeoutMs: this.timeoutMs } })
+      ac.abort(e)
+      rejectRace?.(e)
+    }, this.timeoutMs)
+    timer.unref?.()
+    const onAbort = (): void => {
+      ac.abort(signal?.reason)
+      rejectRace?.(signal?.reason)
+    }
+    if (signal?.aborted) onAbort()
+    else signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      const result = await Promise.race([fn(ac.signal), race])
+      this.#onHealth?.(true)
+      return result
+    } catch (e) {
+      if (timedOut) {
+        this.#metrics.inc('io_timeouts_total', { op: 'kms' })
+        this.#onHealth?.(false, 'kms_timeout')
+        throw ac.signal.reason as Error
+      }
+      if (signal?.aborted) throw e
+      this.#onHealth?.(false, 'kms_failing')
+      if (isRonError(e, 'NotFound')) throw e
+      throw new NotReadyError(`KMS ${op} failed`, { details: { reason: 'kms_failing', call: op }, cause: e, retryAfterMs: 1000 })
+    } finally {
+      this.#clock.clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+      this.#metrics.observe('kms_call_latency_seconds', { op }, (this.#clock.now() - started) / 1000)
+    }
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Token routes: issue, attenuate, the node token exchange, verify and verify/batch.
+ *
+ * @module
+ */
+
+import { ForbiddenError, NotReadyError, UnauthorizedError, isRonError, type Route } from '@ron/core'
+import { attenuateBodySchema, issueBodySchema, tokenBodySchema, verifyBatchSchema, verifyBodySchema, type VerifyResult } from '../dto.js'
+import { checkIssue, narrow } from '../policy.js'
+import type { PassportContext } from './context.js'
+
+/** The routes that make and check tokens. @internal */
+export function tokenRoutes(ctx: PassportContext): Route[] {
+  const nowSec = (): number => Math.floor(ctx.clock.now() / 1000)
+
+  async function verifyOne(token: string, aud: string | undefined): Promise<VerifyResult> {
+    const started = ctx.clock.now()
+    try {
+      const claims = await ctx.verifyBodyToken(token, aud)
+      return { valid: true, claims }
+    } catch (e) {
+      if (isRonError(e, 'Unauthorized') || isRonError(e, 'Forbidden')) return { valid: false, reason: typeof e.details['reason'] === 'string' ? e.details['reason'] : 'invalid' }
+      throw e
+    } finally {
+      ctx.metrics.observe('passport_verify_latency_seconds', undefined, (ctx.clock.now() - started) / 1000)
+    }
+  }
+
+  return [
+    {
+      method: 'POST',
+      path: '/v1/passport/issue',
+      scope: 'passport:issue',
+      async handler(c) {
+        const body = await c.json(issueBodySchema)
+        const caller = c.auth!.sub
+        // The policy snapshot is taken once, here: a reload during signing does not change this decision.
+        const plan = checkIssue(ctx.policy(), caller, body)
+        const issued = await ctx.submitIssue(
+          (signal) => ctx.issuer.sign({ sub: plan.sub, aud: plan.aud, scope: plan.scope, exp: nowSec() + plan.ttlSec, ...(plan.caveats === undefined ? {} : { caveats: plan.caveats }) }, 'issue', signal),
+          c.signal,
+        )
+        return { status: 200, json: issued }
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/passport/attenuate',
+      // Holding the parent is the right to narrow it (SPEC.md section 5): no bearer token, no scope.
+      public: true,
+      async handler(c) {
+        const body = await c.json(attenuateBodySchema)
+        let parent
+        try {
+          parent = await ctx.verifyBodyToken(body.token)
+        } catch (e) {
+          if (isRonError(e, 'Unauthorized')) throw new UnauthorizedError(`parent token refused: ${e.message}`, { details: { ...e.details, field: 'token' } })
+          throw e
+        }
+        const plan = narrow(parent, body, nowSec())
+        const issued = await ctx.submitIssue(async (signal) => {
+          // Re-checked inside the worker: a revocation accepted while this job waited wins.
+          if (ctx.log.isRevoked(parent.jti)) throw new UnauthorizedError('parent token revoked', { details: { reason: 'revoked', field: 'token' } })
+          const t = await ctx.issuer.sign(
+            { sub: plan.sub, aud: plan.aud, scope: plan.scope, exp: plan.exp, prf: parent.jti, ...(plan.nbf === undefined ? {} : { nbf: plan.nbf }), ...(plan.caveats === undefined ? {} : { caveats: plan.caveats }) },
+            'attenuate',
+            signal,
+          )
+          await ctx.log.link(t.jti, parent.jti, t.exp)
+          // A revocation of the parent that landed between the check and the link reaches the child too.
+          if (ctx.log.isRevoked(parent.jti)) await ctx.revoke(t.jti, t.exp, signal)
+          return t
+        }, c.signal)
+        return { status: 200, json: issued }
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/passport/token',
+      // Authenticated by the client assertion in the body, not by a bearer token.
+      public: true,
+      async handler(c) {
+        const body = await c.json(tokenBodySchema)
+        const policy = ctx.policy()
+        if (policy === undefined) throw new NotReadyError('passport has no issuance policy', { details: { reason: 'no_policy' }, retryAfterMs: 1000 })
+        const node = ctx.nodes.check(body.assertion, [ctx.cfg.id, ctx.cfg.issuer], ctx.cfg.rotation.clockToleranceSec)
+        for (const s of body.scope) {
+          if (!node.scopes.includes('*') && !node.scopes.includes(s)) throw new ForbiddenError(`node ${node.nodeId} is not enrolled for scope ${s}`, { details: { reason: 'missing_scope', scope: s } })
+        }
+        if (!node.audiences.includes('*') && !node.audiences.includes(body.aud)) {
+          throw new ForbiddenError(`node ${node.nodeId} is not enrolled for audience ${body.aud}`, { details: { reason: 'policy', field: 'aud' } })
+        }
+        const ttl = Math.min(ctx.cfg.serviceTokenTtlSec, policy.maxTtlSec)
+        const issued = await ctx.submitIssue(
+          (signal) => ctx.issuer.sign({ sub: `node:${node.nodeId}`, aud: [body.aud], scope: [...new Set(body.scope)], exp: nowSec() + ttl }, 'service', signal),
+          c.signal,
+        )
+        return { status: 200, json: issued }
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/passport/verify',
+      public: true,
+      async handler(c) {
+        const body = await c.json(verifyBodySchema)
+        return { status: 200, json: await verifyOne(body.token, body.aud) }
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/passport/verify/batch',
+      public: true,
+      async handler(c) {
+        const body = await c.json(verifyBatchSchema(ctx.cfg.maxBatch))
+        const results: VerifyResult[] = []
+        // One bad token never fails the batch: each is answered on its own.
+        for (const t of body.tokens) results.push(await verifyOne(t.token, t.aud))
+        return { status: 200, json: { results } }
+      },
+    },
+  ]
+}

@@ -1,0 +1,333 @@
+/**
+ * `createPassportService(config, transport)`: the key ring, KMS guard, revocation log, node
+ * registry and issuer wired onto a core service host per the seed's topology (see `topology.ts`
+ * and `docs/CONCURRENCY.md`).
+ *
+ * @module
+ */
+
+import { join } from 'node:path'
+import { mkdir } from 'node:fs/promises'
+import {
+  BusyError,
+  MalformedError,
+  NotReadyError,
+  SseHub,
+  createServiceHost,
+  createTokenVerifier,
+  isRonError,
+  noopLogger,
+  systemClock,
+  type CachingTokenVerifier,
+  type KeySource,
+  type RevocationCheck,
+  type RevocationFeedItem,
+  type RonService,
+  type Transport,
+} from '@ron/core'
+import { IMMUTABLE_KEYS, passportConfigSchema, resolvePassportConfig, type PassportConfig, type Policy, type ResolvedPassportConfig } from './config.js'
+import type { IssuedToken, RevokeResult } from './dto.js'
+import { createFileKeystore } from './file-keystore.js'
+import { Issuer } from './issuer.js'
+import { Keyring, type PublishedJwk } from './keyring.js'
+import { createMemoryKeystore, type Kms } from './kms.js'
+import { KmsGuard } from './kms-guard.js'
+import { registerPassportMetrics } from './metrics.js'
+import { NodeRegistry } from './nodes.js'
+import { RevocationLog } from './revocations.js'
+import type { PassportContext } from './routes/context.js'
+import { keyRoutes, ringSummary } from './routes/keys.js'
+import { revocationRoutes } from './routes/revocations.js'
+import { tokenRoutes } from './routes/tokens.js'
+import { CHANNELS, TASKS, passportTopology } from './topology.js'
+
+/** Events on the `policy` broadcast. */
+export type PolicyEvent = { type: 'policy'; policy: Policy | undefined } | { type: 'epoch'; current: string; epoch: number }
+
+/** Summary of the key ring (what `rotate` answers). */
+export type KeyringSummary = ReturnType<typeof ringSummary>
+
+/** What {@link PassportService.mintAdminToken} takes. */
+export interface AdminTokenRequest {
+  /** @default 'admin' */
+  sub?: string
+  /** Audiences. */
+  aud: string[]
+  /** Scopes (the admin token carries the whole catalog). */
+  scope: string[]
+  /** Lifetime; may exceed the policy's max ttl (the admin token lives 30 days). */
+  ttlSec: number
+}
+
+/** The passport service: a {@link RonService} plus passport's own handles. */
+export interface PassportService extends RonService {
+  /** Passport's verifier (its own key ring and revocation log; never stale). */
+  readonly verifier: CachingTokenVerifier
+  /** Passport's verifying keys as a {@link KeySource} (for services hosted beside it). */
+  readonly keys: KeySource
+  /** Passport's revocation log as a {@link RevocationCheck}. */
+  readonly revocations: RevocationCheck
+  /** The published key set. */
+  jwks(): { keys: PublishedJwk[] }
+  /**
+   * Rotates the issuer key: `next` becomes `current`, a new `next` is generated, the old
+   * `current` verifies until its retirement.
+   * @throws {@link TimeoutError} / {@link NotReadyError} when the KMS fails
+   */
+  rotate(): Promise<KeyringSummary>
+  /**
+   * Mints a token outside the policy (the host's admin path: ron-node's 30-day admin token). Its
+   * key keeps verifying until the token expires or is revoked.
+   */
+  mintAdminToken(req: AdminTokenRequest, signal?: AbortSignal): Promise<IssuedToken>
+  /**
+   * Mints a service token for this host itself (`sub` e.g. `node:<id>`), through the issuance
+   * pool, within the policy's max ttl. What `passportMinter` uses.
+   * @throws {@link NotReadyError} (`no_policy`) without a policy
+   */
+  mintServiceToken(req: { sub: string; aud: string; scope: string[]; ttlSec: number }, signal?: AbortSignal): Promise<IssuedToken>
+  /** Revokes a jti and its attenuated subtree through the revocation worker. */
+  revoke(jti: string, signal?: AbortSignal): Promise<RevokeResult>
+}
+
+/**
+ * Creates a passport. With `dataDir` the key ring, keys (file keystore), revocations, token tree
+ * and enrolled nodes persist there; without it everything lives in memory. Without `policy` it
+ * verifies, attenuates, revokes and publishes keys but issues nothing.
+ *
+ * @throws `ConfigError` ({@link MalformedError}) for invalid config, naming the key
+ * @throws {@link TimeoutError} / {@link NotReadyError} when the KMS cannot create the first keys
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http'
+ * import { createPassportService } from '@ron/passport'
+ *
+ * const passport = await createPassportService({
+ *   dataDir: './data/passport',
+ *   policy: { callers: { admin: { scopes: ['*'], audiences: ['*'] } } },
+ * })
+ * createServer(passport.handle).listen(7703)
+ * ```
+ */
+export async function createPassportService(config: PassportConfig = {}, transport?: Transport): Promise<PassportService> {
+  const o = resolvePassportConfig(config)
+  const clock = o.clock ?? systemClock
+  if (o.dataDir !== undefined) await mkdir(o.dataDir, { recursive: true, mode: 0o700 })
+  const kms: Kms = o.keystore ?? (o.dataDir !== undefined ? createFileKeystore({ dir: join(o.dataDir, 'keys') }) : createMemoryKeystore())
+  const topology = passportTopology(o)
+  const host = createServiceHost<ResolvedPassportConfig>({
+    id: o.id,
+    version: o.version,
+    topology,
+    ...(transport === undefined ? {} : { transport }),
+    drainDeadlineMs: o.drainDeadlineMs,
+    clock,
+    ...(o.random === undefined ? {} : { random: o.random }),
+    logger: o.logger ?? noopLogger,
+    // Verified lazily through the ring built below (the host only calls it on requests).
+    auth: { verifier: { verify: (t, r) => verifier.verify(t, r) } },
+    config: { schema: passportConfigSchema, input: config, immutable: IMMUTABLE_KEYS },
+  })
+  const sink = host.metrics.sink
+  registerPassportMetrics(host.metrics)
+
+  let kmsOk = true
+  let kmsReason: string | undefined
+  const updateIssueReadiness = (): void => {
+    const pool = host.pool(CHANNELS.issue)
+    const policy = host.config.get().policy
+    const full = pool.depth >= Math.max(1, Math.floor(o.shedIssueAt * pool.capacity))
+    const reason = policy === undefined ? 'no_policy' : !kmsOk ? (kmsReason ?? 'kms_failing') : full ? 'issue_queue_full' : host.closing ? 'draining' : undefined
+    host.readiness.setPath('issue', reason === undefined, reason)
+  }
+  const guard = new KmsGuard({
+    kms,
+    timeoutMs: o.kms.timeoutMs,
+    clock,
+    metrics: sink,
+    onHealth(ok, reason) {
+      kmsOk = ok
+      kmsReason = reason
+      updateIssueReadiness()
+    },
+  })
+
+  const log = await RevocationLog.open(clock, o.dataDir)
+  const nodes = await NodeRegistry.open(clock, o.dataDir)
+  const keyring = await Keyring.open({
+    guard,
+    clock,
+    dataDir: o.dataDir,
+    issuerKeyFile: o.issuerKeyFile,
+    graceMs: o.rotation.graceMs,
+    toleranceSec: o.rotation.clockToleranceSec,
+    maxTtlSec: () => host.config.get().policy?.maxTtlSec ?? 3600,
+    isRevoked: (jti) => log.isRevoked(jti),
+  })
+  const verifier = createTokenVerifier({ keys: keyring.keySource, revocations: log, clock, clockToleranceSec: o.rotation.clockToleranceSec })
+  const issuer = new Issuer({ iss: o.issuer, keyring, guard, log, clock, metrics: sink })
+  const policyBus = host.broadcast<PolicyEvent>(CHANNELS.policy)
+  const hub = new SseHub<RevocationFeedItem>({
+    name: 'revocations',
+    bufferPerClient: 1024,
+    maxClients: 1024,
+    onLag: 'drop-oldest',
+    replay: (last) => (/^\d+$/.test(last) ? log.since(Number(last)).map((i) => ({ id: String(i.seq), event: 'revocation', data: i })) : []),
+    signal: host.drainSignal,
+    clock,
+    metrics: sink,
+  })
+
+  const setEpoch = (): void => {
+    const cur = keyring.snapshot.current
+    sink.set('epoch_current', undefined, cur.epoch)
+    policyBus.publish({ type: 'epoch', current: cur.kid, epoch: cur.epoch })
+  }
+
+  function submit<T>(queue: string, job: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    const pool = host.pool(queue)
+    let p: Promise<T>
+    try {
+      p = pool.submit(job, signal)
+    } catch (e) {
+      p = Promise.reject(e)
+    }
+    if (queue === CHANNELS.issue) updateIssueReadiness()
+    return p
+      .catch((e: unknown) => {
+        // The seed counts every refused try_send as a drop of that queue.
+        if (e instanceof BusyError) sink.inc('queue_dropped_total', { queue })
+        throw e
+      })
+      .finally(() => {
+        if (queue === CHANNELS.issue) updateIssueReadiness()
+      })
+  }
+
+  async function revoke(jti: string, exp: number | undefined, signal?: AbortSignal): Promise<RevokeResult> {
+    const accepted = clock.now()
+    return submit(
+      CHANNELS.revoke,
+      async () => {
+        const started = clock.now()
+        const before = log.seq
+        const r = await log.revoke(jti, exp)
+        // Publish every item written (the subtree included) to SSE followers.
+        for (const item of log.since(before)) {
+          sink.inc('revocations_total')
+          if (!hub.closed) hub.publish({ id: String(item.seq), event: 'revocation', data: item })
+        }
+        // Passport's own verifier sees it as soon as the worker applied it.
+        sink.observe('revocation_propagation_seconds', undefined, (clock.now() - accepted) / 1000)
+        sink.observe('passport_revoke_latency_seconds', undefined, (clock.now() - started) / 1000)
+        // A revoked admin token no longer holds its key in the ring.
+        await keyring.refresh()
+        return r
+      },
+      signal,
+    )
+  }
+
+  const ctx: PassportContext = {
+    host,
+    cfg: o,
+    clock,
+    metrics: sink,
+    policy: () => host.config.get().policy,
+    keyring,
+    log,
+    nodes,
+    issuer,
+    verifier,
+    submitIssue: (job, signal) => submit(CHANNELS.issue, job, signal),
+    revoke,
+    async rotate() {
+      const s = await keyring.rotate()
+      setEpoch()
+      return s
+    },
+    hub,
+    verifyBodyToken: (token, aud) => verifier.verify(token, aud === undefined ? { audience: '', anyAudience: true } : { audience: aud }),
+  }
+  host.routes([...tokenRoutes(ctx), ...revocationRoutes(ctx), ...keyRoutes(ctx)])
+
+  host.onReload(() => {
+    // The new snapshot is already in host.config; tell subscribers and re-derive what depends on it.
+    policyBus.publish({ type: 'policy', policy: host.config.get().policy })
+    updateIssueReadiness()
+    return keyring.refresh()
+  })
+
+  // Bus subscriber: epoch and policy events; lag is counted by the broadcast (bus_lagged_total).
+  host.supervisor.spawn(TASKS.bus, async (signal) => {
+    const sub = policyBus.subscribe()
+    try {
+      for (;;) {
+        const r = await sub.recv(signal)
+        if ('lagged' in r) host.logger.warn({ lagged: r.lagged }, 'policy subscriber lagged')
+        else if (r.value.type === 'epoch') sink.set('epoch_current', undefined, r.value.epoch)
+      }
+    } catch (e) {
+      if (!signal.aborted && !isRonError(e, 'Closed')) throw e
+    } finally {
+      sub.close()
+    }
+  })
+
+  // Key janitor: retires previous keys after their window, prunes the token tree.
+  host.supervisor.spawn(TASKS.janitor, async (signal) => {
+    for (;;) {
+      await clock.sleep(60_000, signal)
+      const retired = await keyring.prune()
+      if (retired.length > 0) host.logger.info({ retired }, 'retired issuer keys')
+      log.prune()
+    }
+  })
+
+  if (o.rotation.everyMs !== undefined) {
+    const every = o.rotation.everyMs
+    host.supervisor.spawn(TASKS.rotation, async (signal) => {
+      for (;;) {
+        const since = clock.now() - (keyring.snapshot.current.activatedAt ?? clock.now())
+        await clock.sleep(Math.max(0, every - since), signal)
+        await ctx.rotate()
+        host.logger.info({ kid: keyring.snapshot.current.kid }, 'scheduled key rotation')
+      }
+    })
+  }
+
+  host.readiness.setPath('verify', true)
+  updateIssueReadiness()
+  setEpoch()
+  host.onClose(async () => {
+    hub.close()
+    await kms.close?.()
+  })
+
+  const service = host.service
+  const passport: PassportService = Object.assign(service, {
+    verifier,
+    keys: keyring.keySource,
+    revocations: log,
+    jwks: () => keyring.jwks(),
+    rotate: async () => ringSummary(await ctx.rotate()),
+    async mintAdminToken(req: AdminTokenRequest, signal?: AbortSignal) {
+      if (req.ttlSec <= 0) throw new MalformedError('ttlSec must be positive', { details: { field: 'ttlSec' } })
+      const t = await submit(
+        CHANNELS.issue,
+        (s) => issuer.sign({ sub: req.sub ?? 'admin', aud: req.aud, scope: req.scope, exp: Math.floor(clock.now() / 1000) + req.ttlSec }, 'admin', s),
+        signal,
+      )
+      await keyring.noteLongLived(t.jti, t.kid, t.exp)
+      return t
+    },
+    async mintServiceToken(req: { sub: string; aud: string; scope: string[]; ttlSec: number }, signal?: AbortSignal) {
+      const policy = host.config.get().policy
+      if (policy === undefined) throw new NotReadyError('passport has no issuance policy', { details: { reason: 'no_policy' }, retryAfterMs: 1000 })
+      const ttl = Math.min(req.ttlSec, policy.maxTtlSec)
+      return submit(CHANNELS.issue, (s) => issuer.sign({ sub: req.sub, aud: [req.aud], scope: req.scope, exp: Math.floor(clock.now() / 1000) + ttl }, 'service', s), signal)
+    },
+    revoke: (jti: string, signal?: AbortSignal) => revoke(jti, undefined, signal),
+  })
+  return passport
+}
