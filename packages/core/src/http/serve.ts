@@ -9,6 +9,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { abortReason, systemClock, type Clock, type TimerHandle } from '../clock.js'
+import { BusyError } from '../errors.js'
+import { generateCorrId } from './corr-id.js'
 
 const SWEEP_MS = 20
 
@@ -26,7 +28,11 @@ export interface ServeOptions {
   readTimeoutMs?: number
   /** Keep-alive and socket inactivity timeout. @default 60000 */
   idleTimeoutMs?: number
-  /** Open sockets allowed per remote address; extra sockets are destroyed at once. @default 256 */
+  /**
+   * Open sockets allowed per remote address. A socket over the cap is answered `429 Busy` with
+   * `details.reason: "per_ip"`, `Retry-After` and the error envelope on its first request, then
+   * closed (SPEC.md 4); it never reaches the handler. @default 256
+   */
   maxConnectionsPerIp?: number
   /** How long `close()` lets in-flight requests finish before destroying their sockets. @default 3000 */
   drainDeadlineMs?: number
@@ -78,7 +84,29 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
   const signal = options.signal
   if (signal?.aborted) throw abortReason(signal)
 
-  const handle = target.handle.bind(target)
+  // Sockets over the per-IP cap: answered 429 on their first request, never handled.
+  const overCap = new WeakSet<Socket>()
+  const answerPerIp = (res: ServerResponse): void => {
+    const corrId = generateCorrId()
+    const err = new BusyError(`too many connections from this address (cap ${maxPerIp})`, {
+      details: { reason: 'per_ip', limit: maxPerIp },
+      retryAfterMs: 1000,
+    })
+    const body = JSON.stringify(err.toEnvelope(corrId))
+    res.shouldKeepAlive = false
+    res.writeHead(429, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+      'retry-after': '1',
+      'x-corr-id': corrId,
+      connection: 'close',
+    })
+    res.end(body)
+  }
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    if (overCap.has(req.socket)) answerPerIp(res)
+    else target.handle(req, res)
+  }
   const server = createServer(
     {
       headersTimeout: readTimeoutMs,
@@ -99,8 +127,17 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
   server.on('connection', (socket: Socket) => {
     const ip = socket.remoteAddress ?? ''
     const n = perIp.get(ip) ?? 0
-    if (n >= maxPerIp || closing) {
+    if (closing) {
       socket.destroy()
+      return
+    }
+    if (n >= maxPerIp) {
+      // Answer rather than reset (the client learns why and when to retry); one that sends no
+      // request within the header timeout is dropped.
+      overCap.add(socket)
+      const t = clock.setTimeout(() => socket.destroy(), readTimeoutMs)
+      t.unref?.()
+      socket.once('close', () => clock.clearTimeout(t))
       return
     }
     perIp.set(ip, n + 1)

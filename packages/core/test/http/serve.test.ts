@@ -191,12 +191,18 @@ describe('serve: slow clients, per-IP cap, graceful close', () => {
     expect(s.destroyed).toBe(true)
   })
 
-  it('destroys the third socket from one IP when maxConnectionsPerIp is 2', async () => {
+  it('answers the third socket from one IP with 429 Busy per_ip, Retry-After and the envelope when maxConnectionsPerIp is 2', async () => {
     const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { maxConnectionsPerIp: 2 })
     const a = await rawSocket(srv)
     await rawSocket(srv)
     const c = await rawSocket(srv)
-    await untilClosed(c)
+    const closed = untilClosed(c)
+    c.write('GET /hello HTTP/1.1\r\nhost: x\r\n\r\n')
+    const data = await closed
+    expect(data).toMatch(/^HTTP\/1\.1 429/)
+    expect(data.toLowerCase()).toContain('retry-after: 1')
+    const body = JSON.parse(data.slice(data.indexOf('\r\n\r\n') + 4)) as unknown
+    expect(body).toMatchObject({ error: { code: 'Busy', retryable: true, details: { reason: 'per_ip', limit: 2 } } })
     expect(srv.connections).toBe(2)
     // the first two still work
     const reply = new Promise<string>((resolve) => a.once('data', (d: Buffer) => resolve(d.toString())))
