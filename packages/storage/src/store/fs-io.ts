@@ -1,5 +1,5 @@
 /**
- * File I/O helpers of the filesystem backend: coalesced sequential writes for puts and positioned
+ * File I/O helpers of the filesystem backend: pipelined sequential writes for puts and positioned
  * chunk reads for verified streaming.
  *
  * @module
@@ -8,34 +8,88 @@
 import type { FileHandle } from 'node:fs/promises'
 
 /**
- * Gathers small pieces (request bodies arrive in pieces of a few KiB under load) into one buffer
- * so the file sees large sequential writes, not one thread-pool round trip per piece.
+ * Gathers pieces (request bodies arrive in pieces of a few KiB under load) into large sequential
+ * writes, and keeps one write in flight while the next buffer fills, so hashing the next bytes
+ * overlaps writing the previous ones. Two buffers of {@link PipelinedWriter.CAPACITY} at most;
+ * pieces are copied once (the source may reuse its buffers).
  * @internal
  */
-export class CoalescingWriter {
+export class PipelinedWriter {
   static readonly CAPACITY = 256 * 1024
   readonly #fh: FileHandle
   #buf: Buffer | undefined
+  #spare: Buffer | undefined
   #len = 0
+  #inflight: Promise<void> | undefined
+  #error: unknown = undefined
+  #failed = false
 
   constructor(fh: FileHandle) {
     this.#fh = fh
   }
 
-  async write(piece: Uint8Array): Promise<void> {
-    const cap = CoalescingWriter.CAPACITY
-    if (this.#len + piece.length > cap) await this.flush()
-    if (piece.length >= cap) return writeAll(this.#fh, piece)
-    this.#buf ??= Buffer.allocUnsafe(cap)
-    this.#buf.set(piece, this.#len)
-    this.#len += piece.length
+  /** Takes `piece`; returns a promise only when the caller must wait (a buffer filled up). */
+  write(piece: Uint8Array): Promise<void> | undefined {
+    if (this.#failed) throw this.#error
+    if (this.#len + piece.length < PipelinedWriter.CAPACITY) {
+      this.#current().set(piece, this.#len)
+      this.#len += piece.length
+      return undefined
+    }
+    return this.#writeSlow(piece)
   }
 
+  /** Writes out everything taken so far and waits for it. */
   async flush(): Promise<void> {
-    if (this.#len === 0 || !this.#buf) return
-    const n = this.#len
+    if (this.#len > 0) await this.#handOff()
+    await this.#inflight
+    if (this.#failed) throw this.#error
+  }
+
+  /** Waits for a write in flight, ignoring its outcome (before closing the file on a failure path). */
+  async settle(): Promise<void> {
+    await this.#inflight
+  }
+
+  #current(): Buffer {
+    if (this.#buf === undefined) {
+      this.#buf = this.#spare ?? Buffer.allocUnsafe(PipelinedWriter.CAPACITY)
+      this.#spare = undefined
+    }
+    return this.#buf
+  }
+
+  async #writeSlow(piece: Uint8Array): Promise<void> {
+    const cap = PipelinedWriter.CAPACITY
+    let off = 0
+    while (off < piece.length) {
+      const n = Math.min(cap - this.#len, piece.length - off)
+      this.#current().set(n === piece.length ? piece : piece.subarray(off, off + n), this.#len)
+      this.#len += n
+      off += n
+      if (this.#len === cap) await this.#handOff()
+    }
+  }
+
+  /** Starts writing the current buffer once the previous write is done; does not wait for it. */
+  async #handOff(): Promise<void> {
+    await this.#inflight
+    if (this.#failed) throw this.#error
+    const buf = this.#buf!
+    const len = this.#len
+    this.#buf = undefined
     this.#len = 0
-    await writeAll(this.#fh, this.#buf.subarray(0, n))
+    this.#inflight = writeAll(this.#fh, buf.subarray(0, len)).then(
+      () => {
+        this.#spare = buf
+        this.#inflight = undefined
+      },
+      (e: unknown) => {
+        this.#failed = true
+        this.#error = e
+        this.#inflight = undefined
+      },
+    )
   }
 }
 

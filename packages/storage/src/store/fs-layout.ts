@@ -1,36 +1,32 @@
 /**
- * On-disk layout of the filesystem backend, and the low-level helpers around it: paths, directory
- * fsync, I/O error mapping, and crash recovery.
+ * On-disk layout of the filesystem backend (format 2), and the low-level helpers around it:
+ * paths, directory fsync, I/O error mapping, and crash recovery.
  *
  * ```
- * <dir>/objects/ab/cd/<64 hex>       object bytes (ab, cd = first two bytes of the digest)
- * <dir>/objects/ab/cd/<64 hex>.b3t   its chunk table (see integrity.ts)
- * <dir>/tmp/<uuid>.data|.b3t         puts in progress (same filesystem, so rename is atomic)
+ * <dir>/FORMAT                        "ron-storage-fs 2"
+ * <dir>/objects/ab/cd/<64 hex>       object bytes + chunk table trailer (see integrity.ts)
+ * <dir>/tmp/<uuid>.data              puts in progress (same filesystem, so rename is atomic)
+ * <dir>/backup-format-1/             what a migration from format 1 replaced (see fs-format.ts)
  * ```
+ *
+ * An object file is written whole in `tmp/`, fsynced, and renamed into place, so an object is
+ * never visible without its integrity data and there is no torn state to recover from.
  *
  * @module
  */
 
-import { open, readdir, readFile, rm, stat } from 'node:fs/promises'
+import { open, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { NotReadyError, isRonError, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
-import { decodeTable } from './integrity.js'
 
 /** Where one object lives. */
 export interface ObjectPaths {
-  /** Shard directory holding both files. */
+  /** Shard directory. */
   dir: string
-  /** The object bytes. */
+  /** The object file (its bytes from offset 0, then the chunk table trailer). */
   data: string
-  /** The chunk table sidecar. */
-  table: string
 }
-
-/** File name suffix of chunk table sidecars. */
-export const TABLE_SUFFIX = '.b3t'
-const HEX64 = /^[0-9a-f]{64}$/
-const HEX2 = /^[0-9a-f]{2}$/
 
 /**
  * Paths of `address` under `objectsDir`. Validates the address first, so nothing outside the store
@@ -40,7 +36,7 @@ const HEX2 = /^[0-9a-f]{2}$/
 export function objectPaths(objectsDir: string, address: Address): ObjectPaths {
   const hex = parseAddress(address, 'address').slice(3)
   const dir = join(objectsDir, hex.slice(0, 2), hex.slice(2, 4))
-  return { dir, data: join(dir, hex), table: join(dir, hex + TABLE_SUFFIX) }
+  return { dir, data: join(dir, hex) }
 }
 
 /** Makes a directory's entries (creations, renames, unlinks) durable. */
@@ -92,77 +88,17 @@ export function mapIoError(e: unknown): unknown {
 export interface RecoveryReport {
   /** Entries removed from `tmp/` (interrupted puts). */
   tmpRemoved: number
-  /** Objects removed because their table was missing or invalid (torn puts). */
-  tornRemoved: number
-  /** Tables removed because their object was missing. */
-  orphanTablesRemoved: number
-  /** Valid objects seen. */
-  objects: number
 }
 
 /**
- * Crash recovery, run when a store opens: empties `tmp/` (leftovers of interrupted puts), removes
- * objects whose chunk table is missing or does not decode for them (a put torn between its two
- * renames) and tables without an object. Never touches an object with a valid table, and leaves
- * unknown file names alone.
+ * Crash recovery, run when a store opens: empties `tmp/` (leftovers of interrupted puts). Objects
+ * need no scan: each is one file renamed into place after its fsync.
  */
-export async function recover(objectsDir: string, tmpDir: string): Promise<RecoveryReport> {
-  const report: RecoveryReport = { tmpRemoved: 0, tornRemoved: 0, orphanTablesRemoved: 0, objects: 0 }
+export async function recover(tmpDir: string): Promise<RecoveryReport> {
+  const report: RecoveryReport = { tmpRemoved: 0 }
   for (const name of await readdir(tmpDir)) {
     await rm(join(tmpDir, name), { recursive: true, force: true })
     report.tmpRemoved++
   }
-  for (const a of await readdirSafe(objectsDir)) {
-    if (!HEX2.test(a)) continue
-    for (const b of await readdirSafe(join(objectsDir, a))) {
-      if (!HEX2.test(b)) continue
-      const shard = join(objectsDir, a, b)
-      const names = new Set(await readdirSafe(shard))
-      let changed = false
-      for (const name of names) {
-        if (HEX64.test(name)) {
-          if (await hasValidTable(shard, name)) {
-            report.objects++
-          } else {
-            await rm(join(shard, name), { force: true })
-            await rm(join(shard, name + TABLE_SUFFIX), { force: true })
-            report.tornRemoved++
-            changed = true
-          }
-        } else if (name.endsWith(TABLE_SUFFIX) && HEX64.test(name.slice(0, -TABLE_SUFFIX.length))) {
-          if (!names.has(name.slice(0, -TABLE_SUFFIX.length))) {
-            await rm(join(shard, name), { force: true })
-            report.orphanTablesRemoved++
-            changed = true
-          }
-        }
-      }
-      if (changed) await fsyncDir(shard)
-    }
-  }
   return report
-}
-
-async function readdirSafe(path: string): Promise<string[]> {
-  try {
-    return await readdir(path)
-  } catch (e) {
-    if (hasCode(e, 'ENOENT', 'ENOTDIR')) return []
-    throw e
-  }
-}
-
-async function hasValidTable(shard: string, hex: string): Promise<boolean> {
-  try {
-    const st = await stat(join(shard, hex))
-    if (!st.isFile()) return true // not ours to judge; leave it
-    const bytes = await readFile(join(shard, hex + TABLE_SUFFIX))
-    const t = decodeTable(bytes, { address: `b3:${hex}` })
-    // A table with a good checksum for this address but a different size means the data file was
-    // truncated or grown after the fact: that is corruption for repair, not a torn put, so keep it.
-    return typeof t !== 'string'
-  } catch (e) {
-    if (hasCode(e, 'ENOENT')) return false
-    throw e
-  }
 }

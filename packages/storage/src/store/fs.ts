@@ -1,22 +1,27 @@
 /**
- * The filesystem backend (the default): sharded object directories, chunk-table sidecars, temp
- * file + fsync + rename + directory fsync for every put, and crash recovery on open.
+ * The filesystem backend (the default): sharded object files carrying their chunk table as a
+ * trailer (format 2), temp file + fsync + rename + directory fsync for every put, a bounded cache
+ * of hot small objects, and format migration on open.
  *
  * @module
  */
 
 import { randomUUID } from 'node:crypto'
-import { mkdir, open, readFile, readdir, rename, rm, stat, statfs, writeFile } from 'node:fs/promises'
+import { mkdir, open, readdir, rename, rm, statfs, writeFile } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { ClosedError, IntegrityFailedError, abortReason, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
-import { DEFAULT_CHUNK_SIZE, checkChunkSize, decodeTable } from './integrity.js'
+import { DEFAULT_CHUNK_SIZE, checkChunkSize, encodeTrailer } from './integrity.js'
 import type { ChunkTable } from './integrity.js'
 import { attempt, ingest } from './ingest.js'
-import { fsyncDir, hasCode, ioReason, mapIoError, objectPaths, recover, TABLE_SUFFIX } from './fs-layout.js'
+import { fsyncDir, hasCode, ioReason, mapIoError, objectPaths, recover } from './fs-layout.js'
 import type { ObjectPaths, RecoveryReport } from './fs-layout.js'
-import { CoalescingWriter, readAt } from './fs-io.js'
+import { PipelinedWriter, readAt } from './fs-io.js'
+import { prepareFormat } from './fs-format.js'
+import type { MigrationReport } from './fs-format.js'
+import { SmallObjectCache, objectSizeOf, openObject } from './fs-object.js'
+import type { OpenedObject } from './fs-object.js'
 import { readVerified, verifyChunks } from './verified-read.js'
 import type {
   BlobReader,
@@ -34,9 +39,11 @@ import type {
 export interface FsStoreTesting {
   /** The root directory. */
   readonly dir: string
-  /** What crash recovery did when this store opened. */
-  readonly recovery: RecoveryReport
-  /** Where an object's bytes and chunk table live (for fault injection in tests). */
+  /** What crash recovery (and a format migration, if one ran) did when this store opened. */
+  readonly recovery: RecoveryReport & { migrated?: MigrationReport }
+  /** The small-object cache: bytes held and objects cached. */
+  readonly cache: { readonly bytes: number; readonly size: number }
+  /** Where an object's file lives (for fault injection in tests). */
   pathsOf(address: Address): ObjectPaths
   /** Same as `close()`, for `await using store = await createFsStore(...)`. */
   [Symbol.asyncDispose](): Promise<void>
@@ -46,19 +53,21 @@ const HEX64 = /^[0-9a-f]{64}$/
 const HEX2 = /^[0-9a-f]{2}$/
 
 /**
- * Opens (creating if needed) a filesystem {@link BlobStore} rooted at `opts.dir`, after running
- * crash recovery: leftovers of interrupted puts in `tmp/` are removed, as are objects whose chunk
- * table is missing or invalid (torn puts); valid objects are never touched.
+ * Opens (creating if needed) a filesystem {@link BlobStore} rooted at `opts.dir`: migrates a
+ * format-1 directory (see `fs-format.ts`), then runs crash recovery (leftovers of interrupted puts
+ * in `tmp/` are removed; objects need no scan).
  *
- * A put writes `tmp/<uuid>.data` while hashing, fsyncs it, writes and fsyncs the table, renames
- * the table and then the data into `objects/ab/cd/`, and fsyncs that directory before resolving.
- * A put of an object that already exists still renames its freshly verified copy over the old one
- * (`created: false`), so re-uploading the right bytes heals a copy that rotted on disk.
- * Puts and deletes of the same address are serialised in this process (a short per-address
- * critical section around the renames), so concurrent puts of the same content both succeed and
+ * A put writes `tmp/<uuid>.data` while hashing (one pass yields the address and the chunk table),
+ * appends the table, fsyncs the file, calls `beforeCommit`, renames it into `objects/ab/cd/` and
+ * fsyncs that directory before resolving: the durability of a bare temp-file-fsync-rename write,
+ * nothing more. A put of an object that already exists still renames its freshly verified copy
+ * over the old one (`created: false`), so re-uploading the right bytes heals a copy that rotted on
+ * disk. Puts and deletes of the same address are serialised in this process (a short per-address
+ * critical section around the rename), so concurrent puts of the same content both succeed and
  * exactly one reports `created: true`. Two processes must not share a directory.
  *
- * @throws `MalformedError` when `chunkSize` is out of bounds.
+ * @throws `MalformedError` when `chunkSize` is out of bounds, or the directory holds a storage
+ *   format this code cannot read.
  * @example
  * ```ts
  * const store = await createFsStore({ dir: '/var/lib/ron/storage' })
@@ -74,7 +83,10 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
   const tmpDir = join(opts.dir, 'tmp')
   await mkdir(objectsDir, { recursive: true })
   await mkdir(tmpDir, { recursive: true })
-  const recovery = await recover(objectsDir, tmpDir)
+  const recovered = await recover(tmpDir)
+  const migrated = await prepareFormat(opts.dir, objectsDir, tmpDir, doFsync)
+  const recovery: RecoveryReport & { migrated?: MigrationReport } = migrated === undefined ? recovered : { ...recovered, migrated }
+  const cache = new SmallObjectCache(opts.cacheBytes ?? 8 * 1024 * 1024)
 
   const closing = new AbortController()
   let closed = false
@@ -88,9 +100,6 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     if (closed) throw new ClosedError('fs store is closed')
   }
   const pathsOf = (address: Address): ObjectPaths => objectPaths(objectsDir, address)
-  const sync = async (fh: FileHandle): Promise<void> => {
-    if (doFsync) await fh.sync()
-  }
   const syncDir = async (path: string): Promise<void> => {
     if (doFsync) await fsyncDir(path)
   }
@@ -120,16 +129,12 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     }
   }
 
-  /** Loads the table of an object, or the reason it cannot be used. */
-  async function loadTable(address: Address, p: ObjectPaths): Promise<ChunkTable | 'table_missing' | 'table_corrupt' | 'table_mismatch'> {
-    let bytes: Uint8Array
-    try {
-      bytes = await readFile(p.table)
-    } catch (e) {
-      if (hasCode(e, 'ENOENT')) return 'table_missing'
-      throw e
-    }
-    return decodeTable(bytes, { address })
+  /** Whether a usable copy (valid trailer for `address`, same size) is stored at `path`. */
+  async function usableCopy(path: string, address: Address, size: number): Promise<boolean> {
+    const o = await openObject(path, address, false, () => undefined).catch(() => undefined)
+    if (o === undefined) return false
+    await o.fh.close().catch(() => undefined)
+    return 'table' in o.opened && o.opened.table.size === size
   }
 
   async function mkdirShard(dir: string): Promise<void> {
@@ -143,83 +148,61 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     }
   }
 
-  async function writeTempTable(table: ChunkTable, tmpTable: string): Promise<void> {
-    const fh = await open(tmpTable, 'wx', 0o644)
-    try {
-      await fh.writeFile(table.encode())
-      await sync(fh)
-    } finally {
-      await fh.close()
-    }
-  }
-
   /**
-   * Moves a durable, verified temp pair into place, always, also over an existing copy: the
+   * Moves a durable, verified temp file into place, always, also over an existing copy: the
    * existing copy may be corrupt on disk (a bit flip the table cannot tell apart from a good copy
    * without a full scrub), and a re-upload of the right bytes must heal it. Content addressing makes
    * the overwrite safe (same bytes), and readers holding the old file keep reading the old inode.
    * Returns `created`: false when a copy with a usable table of the right size was already there
    * (whether or not its bytes had rotted), true otherwise or when `replace` was asked for.
    */
-  async function commit(table: ChunkTable, tmpData: string, tmpTable: string, replace: boolean): Promise<boolean> {
+  async function commit(table: ChunkTable, tmpData: string, replace: boolean): Promise<boolean> {
     const p = pathsOf(table.address)
     return withLock(table.address, async () => {
       checkOpen()
-      const existing = await loadTable(table.address, p).catch(() => undefined)
-      const existed = typeof existing === 'object' && (await statOrUndefined(p.data))?.size === existing.size
+      const existed = await usableCopy(p.data, table.address, table.size)
       await mkdirShard(p.dir)
-      // Table first: an object never becomes visible without its integrity data.
-      await rename(tmpTable, p.table)
       await rename(tmpData, p.data)
+      cache.delete(table.address)
       await syncDir(p.dir)
       return replace || !existed
     })
   }
 
-  /** Unlinks an object (data first, so it stops being visible at once) and its table. */
-  async function removeObject(p: ObjectPaths): Promise<boolean> {
-    let existed = true
+  /** Unlinks an object. */
+  async function removeObject(address: Address, p: ObjectPaths): Promise<boolean> {
+    cache.delete(address)
     try {
       await rm(p.data)
     } catch (e) {
       if (!hasCode(e, 'ENOENT')) throw e
-      existed = false
+      return false
     }
-    await rm(p.table, { force: true })
-    if (existed) await syncDir(p.dir)
-    return existed
-  }
-
-  async function statOrUndefined(path: string): Promise<{ size: number } | undefined> {
-    try {
-      return await stat(path)
-    } catch (e) {
-      if (hasCode(e, 'ENOENT')) return undefined
-      throw e
-    }
+    await syncDir(p.dir)
+    return true
   }
 
   async function put(source: AsyncIterable<Uint8Array>, o: PutOptions): Promise<PutResult> {
     const signal = o.signal ? AbortSignal.any([o.signal, closing.signal]) : closing.signal
     if (signal.aborted) throw abortReason(signal)
-    const id = randomUUID()
-    const tmpData = join(tmpDir, `${id}.data`)
-    const tmpTable = join(tmpDir, `${id}${TABLE_SUFFIX}`)
+    const tmpData = join(tmpDir, `${randomUUID()}.data`)
     let fh: FileHandle | undefined
+    let writer: PipelinedWriter | undefined
     try {
       fh = await open(tmpData, 'wx', 0o644)
-      const out = fh
-      const writer = new CoalescingWriter(out)
-      const table = await ingest(source, { chunkSize, expect: o.expect, maxBytes: o.maxBytes, signal }, (piece) =>
-        writer.write(piece),
-      )
-      await writer.flush()
-      // Both files must be durable before either is renamed into place; fsync them concurrently.
-      await Promise.all([sync(out), writeTempTable(table, tmpTable)])
-      await out.close()
+      const w = new PipelinedWriter(fh)
+      writer = w
+      const table = await ingest(source, { chunkSize, expect: o.expect, maxBytes: o.maxBytes, signal }, (piece) => w.write(piece))
+      await w.write(encodeTrailer(table))
+      await w.flush()
+      if (o.beforeCommit !== undefined) await o.beforeCommit(table.address, table.size)
+      if (signal.aborted) throw abortReason(signal)
+      // fdatasync: the bytes and the size that finds them; the rename is made durable below.
+      if (doFsync) await fh.datasync()
+      await fh.close()
       fh = undefined
       if (signal.aborted) throw abortReason(signal)
-      const created = await commit(table, tmpData, tmpTable, o.replace === true)
+      const created = await commit(table, tmpData, o.replace === true)
       lastWriteProblem = undefined
       return { address: table.address, size: table.size, created }
     } catch (e) {
@@ -227,36 +210,60 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
       if (reason !== undefined) lastWriteProblem = reason
       throw mapIoError(e)
     } finally {
-      if (fh) await fh.close().catch(() => undefined)
+      if (fh) {
+        await writer?.settle()
+        await fh.close().catch(() => undefined)
+      }
       await rm(tmpData, { force: true }).catch(() => undefined)
-      await rm(tmpTable, { force: true }).catch(() => undefined)
+    }
+  }
+
+  function unusable(address: Address, problem: string): IntegrityFailedError {
+    return new IntegrityFailedError(`integrity data of ${address} is unusable (${problem})`, { details: { address, reason: problem } })
+  }
+
+  /** A reader over an object's bytes held in memory (a small object read whole). */
+  function memoryReader(address: Address, o: OpenedObject, whole: Uint8Array): BlobReader {
+    const t = o.table
+    let readerClosed = false
+    const close = (): Promise<void> => {
+      readerClosed = true
+      return Promise.resolve()
+    }
+    const checkReader = (): void => {
+      if (readerClosed) throw new ClosedError('blob reader is closed')
+      checkOpen()
+    }
+    const readChunk = (i: number, len: number): Promise<Uint8Array> => {
+      const start = i * t.chunkSize
+      return Promise.resolve(whole.slice(start, Math.min(start + len, whole.length)))
+    }
+    return {
+      address,
+      size: t.size,
+      chunkSize: t.chunkSize,
+      read: (range?: ByteRange, sig?: AbortSignal): AsyncIterable<Uint8Array> => readVerified(t, range, sig, readChunk, checkReader),
+      close,
     }
   }
 
   async function openReader(address: Address): Promise<BlobReader | undefined> {
     const p = pathsOf(address)
-    let fh: FileHandle
-    try {
-      fh = await open(p.data, 'r')
-    } catch (e) {
-      if (hasCode(e, 'ENOENT')) return undefined
-      throw e
+    const hit = await cache.lookup(address, p.data)
+    if (hit !== undefined) return memoryReader(address, hit, hit.whole!)
+    const found = await openObject(p.data, address, true, checkOpen)
+    if (found === undefined) return undefined
+    const { fh: handle, opened } = found
+    if (!('table' in opened)) {
+      await handle.close()
+      throw unusable(address, opened.problem)
     }
-    let table: Awaited<ReturnType<typeof loadTable>>
-    try {
-      table = await loadTable(address, p)
-    } catch (e) {
-      await fh.close()
-      throw e
+    const t = opened.table
+    if (opened.whole !== undefined) {
+      await handle.close()
+      if (t.verifyRun(0, opened.whole) === t.count) cache.add(address, opened)
+      return memoryReader(address, opened, opened.whole)
     }
-    if (typeof table === 'string') {
-      await fh.close()
-      // A delete between our open of the data and the table read is "gone", not corruption.
-      if (table === 'table_missing' && (await statOrUndefined(p.data)) === undefined) return undefined
-      throw new IntegrityFailedError(`integrity data of ${address} is unusable (${table})`, { details: { address, reason: table } })
-    }
-    const t = table
-    const handle = fh
     let readerClosed = false
     let closeP: Promise<void> | undefined
     const close = (): Promise<void> => {
@@ -285,25 +292,30 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
   }
 
   async function verify(address: Address, signal?: AbortSignal): Promise<VerifyResult> {
-    const p = pathsOf(address)
+    const found = await openObject(pathsOf(address).data, address, false, checkOpen)
+    if (found === undefined) return { ok: false, size: 0, badChunks: [], reason: 'missing' }
+    const { fh, opened } = found
+    try {
+      if (!('table' in opened)) return { ok: false, size: opened.fileSize, badChunks: [], reason: 'table_corrupt' }
+      const t = opened.table
+      return await verifyChunks(t, (i, len) => readAt(fh, i * t.chunkSize, len, checkOpen), signal)
+    } finally {
+      await fh.close()
+    }
+  }
+
+  async function statObject(address: Address): Promise<BlobStat | undefined> {
     let fh: FileHandle
     try {
-      fh = await open(p.data, 'r')
+      fh = await open(pathsOf(address).data, 'r')
     } catch (e) {
-      if (hasCode(e, 'ENOENT')) return { ok: false, size: 0, badChunks: [], reason: 'missing' }
+      if (hasCode(e, 'ENOENT')) return undefined
       throw e
     }
     try {
-      const table = await loadTable(address, p)
-      if (typeof table === 'string') {
-        // Same race as in openReader: deleted after we opened the data file.
-        if (table === 'table_missing' && (await statOrUndefined(p.data)) === undefined) {
-          return { ok: false, size: 0, badChunks: [], reason: 'missing' }
-        }
-        const st = await fh.stat()
-        return { ok: false, size: st.size, badChunks: [], reason: table === 'table_missing' ? table : 'table_corrupt' }
-      }
-      return await verifyChunks(table, (i, len) => readAt(fh, i * table.chunkSize, len, checkOpen), signal)
+      const size = await objectSizeOf(fh)
+      // An object whose trailer is unusable still exists (corrupt, for repair): report its file size.
+      return { size: size ?? (await fh.stat()).size }
     } finally {
       await fh.close()
     }
@@ -353,6 +365,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     chunkSize,
     dir: opts.dir,
     recovery,
+    cache,
     pathsOf,
     put(source: AsyncIterable<Uint8Array>, o: PutOptions = {}): Promise<PutResult> {
       return attempt(() => {
@@ -366,16 +379,17 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
         return track(openReader(parseAddress(address, 'address')))
       })
     },
-    async stat(address: Address): Promise<BlobStat | undefined> {
-      checkOpen()
-      const st = await statOrUndefined(pathsOf(address).data)
-      return st === undefined ? undefined : { size: st.size }
+    stat(address: Address): Promise<BlobStat | undefined> {
+      return attempt(() => {
+        checkOpen()
+        return track(statObject(parseAddress(address, 'address')))
+      })
     },
     delete(address: Address): Promise<boolean> {
       return attempt(() => {
         checkOpen()
         const p = pathsOf(address)
-        return track(withLock(address, () => removeObject(p)))
+        return track(withLock(address, () => removeObject(address, p)))
       })
     },
     list(signal?: AbortSignal): AsyncIterable<Address> {
@@ -394,6 +408,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
         closing.abort(new ClosedError('fs store is closed'))
         await Promise.all([...inflight])
         await Promise.all([...readers].map((c) => c()))
+        cache.clear()
       })()
       return closePromise
     },

@@ -17,19 +17,39 @@ export function attempt<T>(fn: () => T | Promise<T>): Promise<T> {
   return new Promise<T>((resolve) => resolve(fn()))
 }
 
-/** Waits for `p` unless `signal` aborts first (then rejects with the abort reason). */
-export async function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return p
-  if (signal.aborted) throw abortReason(signal)
-  let onAbort: (() => void) | undefined
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(abortReason(signal))
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
-  try {
-    return await Promise.race([p, aborted])
-  } finally {
-    signal.removeEventListener('abort', onAbort!)
+/**
+ * Races one promise at a time against an abort signal with a single listener for the whole
+ * stream. Deliberately not `Promise.race` per piece against a long-lived promise (each race would
+ * leave a reaction on it that keeps the piece alive), nor an add/removeEventListener per piece.
+ */
+class AbortWatch {
+  #wake: ((e: unknown) => void) | undefined
+  readonly #signal: AbortSignal | undefined
+  readonly #onAbort = (): void => {
+    this.#wake?.(abortReason(this.#signal!))
+  }
+
+  constructor(signal: AbortSignal | undefined) {
+    this.#signal = signal
+    signal?.addEventListener('abort', this.#onAbort, { once: true })
+  }
+
+  race<T>(p: Promise<T>): Promise<T> {
+    const signal = this.#signal
+    if (signal === undefined) return p
+    if (signal.aborted) {
+      p.catch(() => undefined)
+      return Promise.reject(abortReason(signal))
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.#wake = reject
+      p.then(resolve, reject)
+    })
+  }
+
+  dispose(): void {
+    this.#wake = undefined
+    this.#signal?.removeEventListener('abort', this.#onAbort)
   }
 }
 
@@ -42,8 +62,9 @@ export interface IngestOptions {
 }
 
 /**
- * Streams `source` into `sink`, hashing as it goes. The sink sees every byte exactly once, in
- * order, before the next piece is pulled. Rejects (after releasing the source) on abort, on
+ * Streams `source` into `sink`, hashing as it goes: one pass yields both the address and the
+ * chunk table. The sink sees every byte exactly once, in order; when it returns a promise, the
+ * next piece is pulled once that settles (a sink that returns nothing is synchronous). Rejects (after releasing the source) on abort, on
  * crossing `maxBytes` (before the offending piece reaches the sink) and on an `expect` mismatch.
  *
  * @throws {@link OverLimitError} details `{ limit }`.
@@ -63,10 +84,11 @@ export async function ingest(
   }
   const builder = new ChunkTableBuilder(opts.chunkSize)
   const it = source[Symbol.asyncIterator]()
+  const watch = new AbortWatch(signal)
   let done = false
   try {
     for (;;) {
-      const r = await raceAbort(it.next(), signal)
+      const r = await watch.race(it.next())
       if (r.done) {
         done = true
         break
@@ -80,10 +102,12 @@ export async function ingest(
         throw new OverLimitError(`object exceeds ${maxBytes} bytes`, { details: { limit: maxBytes } })
       }
       builder.update(piece)
-      await sink(piece)
+      const w = sink(piece)
+      if (w !== undefined) await w
       if (signal?.aborted) throw abortReason(signal)
     }
   } finally {
+    watch.dispose()
     // Release the producer (close its stream) when we stop early. Not awaited: a generator that is
     // suspended in a pending next() only runs return() once that settles, which may be never.
     if (!done && typeof it.return === 'function') {

@@ -15,6 +15,10 @@
  * | 56     | 32·count | BLAKE3-256 of each chunk                                  |
  * | end-32 | 32       | BLAKE3-256 of everything above (table checksum)           |
  *
+ * The filesystem backend (format 2) stores the table as a **trailer** in the object's own file:
+ * `[object bytes][table][footer]`, the footer being 16 bytes: the table's byte length (u32), four
+ * zero bytes, and the magic `RONOBJ` + `0x00 0x02`. One file, one fsync, one rename per object.
+ *
  * @module
  */
 
@@ -73,10 +77,58 @@ export class ChunkTable {
     return diff === 0
   }
 
+  /**
+   * Checks the chunks `first, first+1, …` laid end to end in `block` (the last may be cut short
+   * by the end of `block`, then it fails). Returns how many verify in a row from `first`.
+   */
+  verifyRun(first: number, block: Uint8Array): number {
+    let ok = 0
+    for (let i = first, off = 0; off < block.length; i++) {
+      const len = this.chunkLength(i)
+      if (!this.verifyChunk(i, block.subarray(off, off + len))) break
+      ok++
+      off += len
+    }
+    return ok
+  }
+
   /** The encoded form (header, hashes, checksum). */
   encode(): Uint8Array {
     return encodeTable(addressToDigest(this.address), this.size, this.chunkSize, this.#hashes)
   }
+}
+
+/** Byte length of the fs backend's footer (see the module doc). */
+export const FOOTER_BYTES = 16
+const FOOTER_MAGIC = new Uint8Array([0x52, 0x4f, 0x4e, 0x4f, 0x42, 0x4a, 0x00, 0x02]) // "RONOBJ" 0 2
+
+/** Encoded table length of an object of `size` bytes in `chunkSize` chunks. @internal */
+export function tableBytes(size: number, chunkSize: number): number {
+  return HEADER_BYTES + chunkCount(size, chunkSize) * HASH_BYTES + HASH_BYTES
+}
+
+/** The trailer appended to an object's bytes in its file: encoded table + footer. @internal */
+export function encodeTrailer(table: ChunkTable): Uint8Array {
+  const t = table.encode()
+  const out = new Uint8Array(t.length + FOOTER_BYTES)
+  out.set(t, 0)
+  new DataView(out.buffer).setUint32(t.length, t.length, true)
+  out.set(FOOTER_MAGIC, t.length + 8)
+  return out
+}
+
+/**
+ * Reads a footer (the last {@link FOOTER_BYTES} of a file of `fileSize` bytes): the table's
+ * length, or `'table_corrupt'` when the footer is not ours or does not fit the file.
+ * @internal
+ */
+export function decodeFooter(footer: Uint8Array, fileSize: number): number | 'table_corrupt' {
+  if (footer.length !== FOOTER_BYTES) return 'table_corrupt'
+  for (let k = 0; k < FOOTER_MAGIC.length; k++) if (footer[8 + k] !== FOOTER_MAGIC[k]) return 'table_corrupt'
+  const dv = new DataView(footer.buffer, footer.byteOffset, footer.byteLength)
+  const len = dv.getUint32(0, true)
+  if (dv.getUint32(4, true) !== 0 || len < HEADER_BYTES + HASH_BYTES || len + FOOTER_BYTES > fileSize) return 'table_corrupt'
+  return len
 }
 
 function chunkCount(size: number, chunkSize: number): number {

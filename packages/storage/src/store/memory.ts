@@ -78,6 +78,7 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
       const table = await ingest(source, { chunkSize, expect: o.expect, maxBytes: o.maxBytes, signal }, (p) => {
         pieces.push(p.slice())
       })
+      if (o.beforeCommit !== undefined) await o.beforeCommit(table.address, table.size)
       checkOpen()
       // Like the fs backend, a put always stores its freshly verified copy: an existing record may
       // be corrupt, and re-uploading the right bytes must heal it (content addressing: same bytes).

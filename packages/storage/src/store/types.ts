@@ -5,15 +5,16 @@
  *
  * ## Integrity data and threat model
  *
- * At put time, from the same bytes that are hashed into the address, every backend records a
+ * At put time, in the same pass that hashes the bytes into the address, every backend records a
  * **chunk table**: the BLAKE3-256 of each `chunkSize` chunk of the object, preceded by a header that
  * binds the table to the object (address, size, chunk size) and followed by a BLAKE3 checksum of
- * header and table together (see `integrity.ts`). Every read verifies each chunk it touches against
+ * header and table together (see `integrity.ts`; the fs backend keeps it as a trailer in the
+ * object's own file). Every read verifies each chunk it touches against
  * the table *before* yielding a single byte of that chunk, so at most one wrong chunk is ever read
  * and none is ever served.
  *
- * What this protects against: bit rot, torn or truncated writes, a crash between the data and the
- * sidecar landing, a table written for another object or another chunk size, and a corrupt table
+ * What this protects against: bit rot, torn or truncated writes, a table written for another
+ * object or another chunk size, and a corrupt table
  * (a missing or corrupt table fails closed with `IntegrityFailedError`: unverified bytes are
  * never served). What it does not protect against: someone who can write our disk and deliberately
  * forges a consistent object + table pair. Defeating that needs the chunk hashes to be bound to the
@@ -48,6 +49,15 @@ export interface PutOptions {
    * @default false
    */
   replace?: boolean
+  /**
+   * Called once the whole content has been hashed (so its address is known, and `expect` and
+   * `maxBytes` have been checked) and written, before it becomes visible. The same single pass
+   * over the bytes yields the address and the chunk table, so a caller that needs the address
+   * before the commit (to check it, or to order itself against a delete of that address) need
+   * not hash the body a second time. Throwing (or rejecting) fails the put; nothing is kept.
+   * @default none
+   */
+  beforeCommit?: (address: Address, size: number) => void | Promise<void>
 }
 
 /** Outcome of a successful {@link BlobStore.put}. */
@@ -109,13 +119,14 @@ export interface BlobReader {
   /** Chunk size of this object's integrity data. */
   readonly chunkSize: number
   /**
-   * Verified chunks of `[range.start, range.end]` (default: the whole object). Every chunk covering
-   * the range is read whole and checked against the integrity data BEFORE any byte of it is
-   * yielded; yielded arrays are fresh (safe to keep). At most about two chunks are buffered.
-   * May be called more than once, also concurrently.
+   * Verified bytes of `[range.start, range.end]` (default: the whole object), read in blocks of
+   * whole chunks (about 1 MiB). Every chunk covering the range is read whole and checked against
+   * the integrity data BEFORE any byte of it is yielded; yielded arrays are fresh (safe to keep).
+   * At most two blocks are buffered. May be called more than once, also concurrently.
    *
    * @throws `IntegrityFailedError` mid-stream (details `{ address, chunk }`) when a chunk
-   *   does not verify (or is missing from a truncated file); nothing of that chunk was yielded.
+   *   does not verify (or is missing from a truncated file); the verified chunks before it were
+   *   yielded, nothing of it.
    * @throws `RangeNotSatisfiableError` when the range lies outside the object.
    * @throws `CanceledError` when `signal` aborts.
    * @throws `ClosedError` when the reader (or its store) was closed.
@@ -183,7 +194,10 @@ export interface MemoryStoreOptions {
 
 /** Options of {@link createFsStore}. */
 export interface FsStoreOptions {
-  /** Root directory; `objects/` and `tmp/` are created inside it. Must be one filesystem. */
+  /**
+   * Root directory; `FORMAT`, `objects/` and `tmp/` are created inside it. Must be one
+   * filesystem. A directory written by an older format is migrated on open (see `fs-format.ts`).
+   */
   dir: string
   /**
    * Chunk size for integrity data of new objects, in bytes (16 B to 16 MiB).
@@ -201,4 +215,11 @@ export interface FsStoreOptions {
    * @default 16777216 (16 MiB)
    */
   minFreeBytes?: number
+  /**
+   * Bytes of memory for the cache of hot small objects (up to 64 KiB each) and their tables; `0`
+   * turns it off. A cached object costs one `stat` to serve instead of open + fstat + read + close,
+   * and is dropped as soon as its file changes.
+   * @default 8388608 (8 MiB)
+   */
+  cacheBytes?: number
 }

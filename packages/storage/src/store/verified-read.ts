@@ -1,7 +1,9 @@
 /**
- * Verified chunk streaming shared by every backend: read each chunk covering a range whole, check
- * it against the chunk table, and only then yield the requested part of it. One chunk is read
- * ahead while the current one is consumed, so at most two chunks are buffered.
+ * Verified streaming shared by every backend: read the chunks covering a range in blocks of
+ * several whole chunks (about {@link READ_BLOCK_BYTES}), check every chunk of a block against the
+ * chunk table, and only then yield the requested part of the block. One block is read ahead while
+ * the current one is consumed, so at most two blocks are buffered; a read is one `pread` and one
+ * yield per block, not per chunk.
  *
  * @module
  */
@@ -9,6 +11,9 @@
 import { IntegrityFailedError, RangeNotSatisfiableError, abortReason } from '@ron/core'
 import type { ChunkTable } from './integrity.js'
 import type { ByteRange, VerifyResult } from './types.js'
+
+/** Target size of one verified read (rounded down to whole chunks, at least one chunk). */
+export const READ_BLOCK_BYTES = 1024 * 1024
 
 /**
  * Reads chunk `index` (`length` bytes at `index * chunkSize`) into a fresh buffer. Returns fewer
@@ -31,9 +36,10 @@ export function resolveRange(range: ByteRange | undefined, size: number): ByteRa
 }
 
 /**
- * Yields the verified bytes of `range` (inclusive). Throws {@link IntegrityFailedError} with
- * details `{ address, chunk }` before yielding anything of a chunk that does not verify.
- * `isOpen` is consulted between chunks so a closed reader stops promptly.
+ * Yields the verified bytes of `range` (inclusive), a block of several chunks at a time. Throws
+ * {@link IntegrityFailedError} with details `{ address, chunk }` at the first chunk that does not
+ * verify, after yielding the verified chunks before it and nothing of it. `checkOpen` is consulted
+ * between blocks so a closed reader stops promptly.
  */
 export async function* readVerified(
   table: ChunkTable,
@@ -47,24 +53,34 @@ export async function* readVerified(
   const r = resolveRange(range, table.size)
   if (r === undefined) return
   const cs = table.chunkSize
-  const first = Math.floor(r.start / cs)
+  const per = Math.max(1, Math.floor(READ_BLOCK_BYTES / cs))
   const last = Math.floor(r.end / cs)
-  let pending: Promise<Uint8Array> | undefined = readChunk(first, table.chunkLength(first))
+  /** Byte length of the block of chunks `[i, min(i + per, last + 1))`. */
+  const blockLen = (i: number): number => Math.min(Math.min(i + per, last + 1) * cs, table.size) - i * cs
+  let i = Math.floor(r.start / cs)
+  let pending: Promise<Uint8Array> | undefined = readChunk(i, blockLen(i))
   try {
-    for (let i = first; i <= last; i++) {
-      const bytes: Uint8Array = await pending!
-      pending = i < last ? readChunk(i + 1, table.chunkLength(i + 1)) : undefined
-      if (!table.verifyChunk(i, bytes)) {
-        throw new IntegrityFailedError(`chunk ${i} of ${table.address} failed verification`, {
-          details: { address: table.address, chunk: i },
-        })
-      }
+    while (pending !== undefined) {
+      const block: Uint8Array = await pending
+      const next = i + per
+      pending = next <= last ? readChunk(next, blockLen(next)) : undefined
+      const want = Math.min(per, last - i + 1)
+      const ok = table.verifyRun(i, block)
       const base = i * cs
       const from = Math.max(r.start - base, 0)
-      const to = Math.min(r.end - base + 1, bytes.length)
-      yield from === 0 && to === bytes.length ? bytes : bytes.subarray(from, to)
+      if (ok < want) {
+        // Serve the verified prefix, then fail at the bad chunk.
+        const to = Math.min(r.end - base + 1, ok * cs)
+        if (to > from) yield block.subarray(from, to)
+        throw new IntegrityFailedError(`chunk ${i + ok} of ${table.address} failed verification`, {
+          details: { address: table.address, chunk: i + ok },
+        })
+      }
+      const to = Math.min(r.end - base + 1, block.length)
+      yield from === 0 && to === block.length ? block : block.subarray(from, to)
       checkOpen()
       if (signal?.aborted) throw abortReason(signal)
+      i = next
     }
   } finally {
     // Let an outstanding read-ahead finish before the caller releases the file handle, and keep
@@ -83,19 +99,25 @@ export async function verifyChunks(
   signal: AbortSignal | undefined,
 ): Promise<VerifyResult> {
   const badChunks: number[] = []
-  for (let i = 0; i < table.count; i++) {
+  const cs = table.chunkSize
+  const per = Math.max(1, Math.floor(READ_BLOCK_BYTES / cs))
+  for (let i = 0; i < table.count; i += per) {
     if (signal?.aborted) throw abortReason(signal)
-    let bytes: Uint8Array
+    const n = Math.min(per, table.count - i)
+    let block: Uint8Array
     try {
-      bytes = await readChunk(i, table.chunkLength(i))
+      block = await readChunk(i, Math.min((i + n) * cs, table.size) - i * cs)
     } catch (e) {
       if (e instanceof IntegrityFailedError) {
-        badChunks.push(i)
+        for (let k = i; k < i + n; k++) badChunks.push(k)
         continue
       }
       throw e
     }
-    if (!table.verifyChunk(i, bytes)) badChunks.push(i)
+    for (let k = 0; k < n; k++) {
+      const off = k * cs
+      if (!table.verifyChunk(i + k, block.subarray(off, off + table.chunkLength(i + k)))) badChunks.push(i + k)
+    }
   }
   return { ok: badChunks.length === 0, size: table.size, badChunks }
 }

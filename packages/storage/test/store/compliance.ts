@@ -6,6 +6,7 @@ import { addressOf, isRonError } from '@ron/core'
 import type { Address } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { BlobStore } from '../../src/store/index.js'
+import { READ_BLOCK_BYTES } from '../../src/store/verified-read.js'
 import { bytes, chunked, collect, concat, listAll, once, readUntilError, rejection, rng } from './helpers.js'
 
 /** What a backend under test provides. */
@@ -60,8 +61,11 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
           await r!.close()
           expect(got.data.length).toBe(n)
           expect(Buffer.from(got.data).equals(Buffer.from(data))).toBe(true)
-          // Verified streaming yields at most one chunk at a time.
-          for (const p of got.pieces) expect(p).toBeLessThanOrEqual(cs)
+          // Verified streaming yields whole chunks, at most one read block at a time.
+          for (const [k, p] of got.pieces.entries()) {
+            expect(p).toBeLessThanOrEqual(READ_BLOCK_BYTES)
+            if (k < got.pieces.length - 1) expect(p % cs).toBe(0)
+          }
         }
       } finally {
         await d.store.close()
@@ -109,6 +113,31 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
       expectCode(await rejection(store.open(address)), 'IntegrityFailed')
       expect((await store.put(once(data))).created).toBe(true) // no usable copy was there
       expect(await store.verify(address)).toEqual({ ok: true, size: data.length, badChunks: [] })
+    })
+
+    it('calls beforeCommit once with the address and size before the object becomes visible', async () => {
+      const data = bytes(3 * CS + 3, 23)
+      const seen: Array<[string, number, unknown]> = []
+      const res = await store.put(chunked(data, 5, CS), {
+        beforeCommit: async (address, size) => {
+          seen.push([address, size, await store.stat(address)])
+        },
+      })
+      expect(res).toEqual({ address: addressOf(data), size: data.length, created: true })
+      expect(seen).toEqual([[addressOf(data), data.length, undefined]])
+    })
+
+    it('keeps nothing when beforeCommit throws, and never calls it for a failed put', async () => {
+      const data = bytes(2 * CS, 24)
+      const boom = new Error('refused')
+      expect(await rejection(store.put(once(data), { beforeCommit: () => Promise.reject(boom) }))).toBe(boom)
+      expect(await store.stat(addressOf(data))).toBeUndefined()
+      expect(await listAll(store.list())).toEqual([])
+      let called = 0
+      const wrong = addressOf(bytes(1, 1))
+      expectCode(await rejection(store.put(once(data), { expect: wrong, beforeCommit: () => void called++ })), 'IntegrityFailed')
+      expectCode(await rejection(store.put(once(data), { maxBytes: CS, beforeCommit: () => void called++ })), 'OverLimit')
+      expect(called).toBe(0)
     })
 
     it('replace writes a new copy over an existing object', async () => {
@@ -310,8 +339,8 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
       }
     })
 
-    it('stops a read when its signal aborts between chunks', async () => {
-      const data = bytes(4 * CS, 14)
+    it('stops a read when its signal aborts between blocks', async () => {
+      const data = bytes(2 * READ_BLOCK_BYTES + 5 * CS, 14)
       const { address } = await store.put(once(data))
       const r = (await store.open(address))!
       const ac = new AbortController()
@@ -325,7 +354,7 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
         })(),
       )
       expectCode(e, 'Canceled')
-      expect(n).toBe(CS)
+      expect(n).toBe(READ_BLOCK_BYTES)
       await r.close()
     })
 
@@ -334,7 +363,7 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
       const { address } = await store.put(once(data))
       const r = (await store.open(address))!
       for await (const p of r.read()) {
-        expect(p.length).toBe(CS)
+        expect(p.length).toBe(4 * CS)
         break
       }
       await r.close()

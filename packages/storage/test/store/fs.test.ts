@@ -1,10 +1,9 @@
-import { mkdtemp, readdir, readFile, rm, truncate, writeFile, mkdir, stat } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { addressOf, createBlake3, isRonError, toAddress } from '@ron/core'
-import type { Address } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFsStore } from '../../src/store/index.js'
 import { mapIoError } from '../../src/store/fs-layout.js'
@@ -26,7 +25,8 @@ blobStoreCompliance('fs', async ({ chunkSize }) => {
   return {
     store,
     corruptData: (address, offset) => flipByte(store.pathsOf(address).data, offset),
-    corruptTable: (address, offset) => flipByte(store.pathsOf(address).table, offset),
+    // The table is the trailer of the object's file: it starts right after the object's bytes.
+    corruptTable: async (address, offset) => flipByte(store.pathsOf(address).data, (await store.stat(address))!.size + offset),
     cleanup: () => rm(dir, { recursive: true, force: true }),
   }
 })
@@ -41,15 +41,16 @@ describe('fs store on disk', () => {
     await rm(dir, { recursive: true, force: true })
   })
 
-  it('lays objects out in sharded directories with a table sidecar and leaves tmp/ empty', async () => {
+  it('lays objects out in sharded directories, one file each with its table as a trailer, and leaves tmp/ empty', async () => {
     const store = await createFsStore({ dir, chunkSize: CS })
-    const { address } = await store.put(once(bytes(3 * CS)))
+    const data = bytes(3 * CS)
+    const { address } = await store.put(once(data))
     const hex = address.slice(3)
-    expect(await files(dir)).toEqual([
-      join('objects', hex.slice(0, 2), hex.slice(2, 4), hex),
-      join('objects', hex.slice(0, 2), hex.slice(2, 4), `${hex}.b3t`),
-    ])
-    expect((await stat(store.pathsOf(address).table)).size).toBe(56 + 3 * 32 + 32)
+    expect(await files(dir)).toEqual(['FORMAT', join('objects', hex.slice(0, 2), hex.slice(2, 4), hex)])
+    expect(await readFile(join(dir, 'FORMAT'), 'utf8')).toBe('ron-storage-fs 2\n')
+    const file = await readFile(store.pathsOf(address).data)
+    expect(file.length).toBe(3 * CS + (56 + 3 * 32 + 32) + 16)
+    expect(file.subarray(0, 3 * CS).equals(Buffer.from(data))).toBe(true)
     await store.close()
   })
 
@@ -57,7 +58,7 @@ describe('fs store on disk', () => {
     const store = await createFsStore({ dir, chunkSize: CS })
     const e = await rejection(store.put(chunked(bytes(50 * CS), 3, 4000), { maxBytes: 10 * CS }))
     expect(isRonError(e, 'OverLimit')).toBe(true)
-    expect(await files(dir)).toEqual([])
+    expect(await files(dir)).toEqual(['FORMAT'])
     await store.close()
   })
 
@@ -72,7 +73,7 @@ describe('fs store on disk', () => {
     expect(isRonError(await rejection(store.put(src(), { signal: ac.signal })), 'Canceled')).toBe(true)
     const wrong = addressOf(bytes(1, 1))
     expect(isRonError(await rejection(store.put(once(bytes(5 * CS)), { expect: wrong })), 'IntegrityFailed')).toBe(true)
-    expect(await files(dir)).toEqual([])
+    expect(await files(dir)).toEqual(['FORMAT'])
     await store.close()
   })
 
@@ -86,7 +87,7 @@ describe('fs store on disk', () => {
     await new Promise((r) => setImmediate(r))
     await store.close()
     expect(isRonError(await rejection(p), 'Closed')).toBe(true)
-    expect(await files(dir)).toEqual([])
+    expect(await files(dir)).toEqual(['FORMAT'])
   })
 
   it('detects a bit flip on disk at the right chunk and never serves it', async () => {
@@ -105,73 +106,60 @@ describe('fs store on disk', () => {
     await store.close()
   })
 
-  it('treats a truncated object file as missing chunks', async () => {
+  it('fails closed on a truncated object file (torn write: its trailer is gone) and keeps it for repair', async () => {
     const store = await createFsStore({ dir, chunkSize: CS })
     const data = bytes(4 * CS, 22)
     const { address } = await store.put(once(data))
     await truncate(store.pathsOf(address).data, 2 * CS + 5)
-    expect(await store.verify(address)).toEqual({ ok: false, size: 4 * CS, badChunks: [2, 3] })
-    const r = (await store.open(address))!
-    const { data: got, error } = await readUntilError(r.read())
-    expect((error as { details: unknown }).details).toEqual({ address, chunk: 2 })
-    expect(got.length).toBeLessThanOrEqual(2 * CS)
-    await r.close()
+    const e = await rejection(store.open(address))
+    expect(isRonError(e, 'IntegrityFailed')).toBe(true)
+    expect((e as { details: unknown }).details).toEqual({ address, reason: 'table_corrupt' })
+    expect(await store.verify(address)).toEqual({ ok: false, size: 2 * CS + 5, badChunks: [], reason: 'table_corrupt' })
+    expect(await listAll(store.list())).toEqual([address])
+    // A put of the same content repairs it.
+    expect((await store.put(once(data))).created).toBe(true)
+    expect((await store.verify(address)).ok).toBe(true)
     await store.close()
   })
 
-  it('fails closed when the table is missing, or belongs to another object', async () => {
+  it('fails closed when the trailer belongs to another object, or is missing', async () => {
     const store = await createFsStore({ dir, chunkSize: CS })
     const a = await store.put(once(bytes(2 * CS, 1)))
     const b = await store.put(once(bytes(2 * CS, 2)))
     const pa = store.pathsOf(a.address)
-    const pb = store.pathsOf(b.address)
-    await writeFile(pa.table, await readFile(pb.table)) // valid checksum, wrong object
+    const fileA = await readFile(pa.data)
+    const fileB = await readFile(store.pathsOf(b.address).data)
+    await writeFile(pa.data, Buffer.concat([fileA.subarray(0, 2 * CS), fileB.subarray(2 * CS)])) // valid checksum, wrong object
     const e1 = await rejection(store.open(a.address))
     expect(isRonError(e1, 'IntegrityFailed')).toBe(true)
     expect((e1 as { details: unknown }).details).toEqual({ address: a.address, reason: 'table_mismatch' })
-    await rm(pa.table)
+    expect(await store.verify(a.address)).toMatchObject({ ok: false, reason: 'table_corrupt' })
+    await writeFile(pa.data, fileA.subarray(0, 2 * CS)) // bytes only, as if the trailer never landed
     const e2 = await rejection(store.open(a.address))
-    expect((e2 as { details: unknown }).details).toEqual({ address: a.address, reason: 'table_missing' })
-    expect(await store.verify(a.address)).toMatchObject({ ok: false, reason: 'table_missing' })
+    expect((e2 as { details: unknown }).details).toEqual({ address: a.address, reason: 'table_corrupt' })
     // A put of the same content repairs the object instead of trusting the broken one.
     expect((await store.put(once(bytes(2 * CS, 1)))).created).toBe(true)
     expect((await store.verify(a.address)).ok).toBe(true)
     await store.close()
   })
 
-  it('recovers on reopen: removes tmp leftovers, torn objects and orphan tables, keeps good objects', async () => {
+  it('recovers on reopen by emptying tmp/ only: objects are never torn, so nothing else is scanned or removed', async () => {
     const store = await createFsStore({ dir, chunkSize: CS })
     const good = bytes(3 * CS + 7, 31)
     const { address } = await store.put(chunked(good))
-    const keptTorn = await store.put(once(bytes(CS, 32))) // becomes torn below
     await store.close()
-
-    // An interrupted put: temp data and table in tmp/.
+    // An interrupted put: a temp file in tmp/.
     await writeFile(join(dir, 'tmp', 'abc.data'), bytes(100))
-    await writeFile(join(dir, 'tmp', 'abc.b3t'), bytes(10))
-    // A put torn after the data rename but with no valid table (crash, or table never landed).
-    await writeFile(store.pathsOf(keptTorn.address).table, bytes(50))
-    // An object renamed into place whose table is missing entirely.
-    const noTable = toAddress(createBlake3().update(bytes(77, 33)).digest())
-    await mkdir(dirname(store.pathsOf(noTable).data), { recursive: true })
-    await writeFile(store.pathsOf(noTable).data, bytes(77, 33))
-    // A table whose object never arrived (crash between the two renames).
-    const orphan: Address = addressOf(bytes(9, 34))
-    await mkdir(dirname(store.pathsOf(orphan).table), { recursive: true })
-    await writeFile(store.pathsOf(orphan).table, bytes(120))
     // Someone else's file is left alone.
     await writeFile(join(dir, 'objects', 'README'), 'not ours')
-
     const again = await createFsStore({ dir, chunkSize: CS })
-    expect(again.recovery).toEqual({ tmpRemoved: 2, tornRemoved: 2, orphanTablesRemoved: 1, objects: 1 })
+    expect(again.recovery).toEqual({ tmpRemoved: 1 })
     expect(await listAll(again.list())).toEqual([address])
     const r = (await again.open(address))!
     expect(Buffer.from((await collect(r.read())).data).equals(Buffer.from(good))).toBe(true)
     await r.close()
-    const hex = address.slice(3)
-    const shard = join('objects', hex.slice(0, 2), hex.slice(2, 4))
-    expect((await files(dir)).filter((f) => !f.endsWith('README'))).toEqual([join(shard, hex), join(shard, `${hex}.b3t`)])
     expect(await readFile(join(dir, 'objects', 'README'), 'utf8')).toBe('not ours')
+    expect(await readdir(join(dir, 'tmp'))).toEqual([])
     await again.close()
   })
 
@@ -183,7 +171,7 @@ describe('fs store on disk', () => {
     expect(await store.delete(address)).toBe(true)
     expect(Buffer.from((await collect(r.read())).data).equals(Buffer.from(data))).toBe(true)
     await r.close()
-    expect(await files(dir)).toEqual([])
+    expect(await files(dir)).toEqual(['FORMAT'])
     await store.close()
   })
 
@@ -200,9 +188,10 @@ describe('fs store on disk', () => {
     const fdCount = async (): Promise<number> => (await readdir('/proc/self/fd')).length
     if (process.platform !== 'linux') return
     const store = await createFsStore({ dir, chunkSize: CS })
-    const data = bytes(6 * CS, 51)
+    // Larger than the small objects read whole (those hold no descriptor once opened).
+    const data = bytes(100 * CS, 51)
     const { address } = await store.put(once(data))
-    const bad = await store.put(once(bytes(4 * CS, 52)))
+    const bad = await store.put(once(bytes(90 * CS, 52)))
     await flipByte(store.pathsOf(bad.address).data, CS + 3)
     const before = await fdCount()
     for (let k = 0; k < 20; k++) {
@@ -225,14 +214,14 @@ describe('fs store on disk', () => {
     await open2.close()
   })
 
-  it('keeps a truncated (corrupt, not torn) object through recovery so repair can fix it', async () => {
+  it('keeps a truncated object through recovery so repair can fix it', async () => {
     const store = await createFsStore({ dir, chunkSize: CS })
     const { address } = await store.put(once(bytes(4 * CS, 53)))
     await store.close()
     await truncate(store.pathsOf(address).data, CS)
     const again = await createFsStore({ dir, chunkSize: CS })
-    expect(again.recovery).toMatchObject({ tornRemoved: 0, objects: 1 })
-    expect(await again.verify(address)).toEqual({ ok: false, size: 4 * CS, badChunks: [1, 2, 3] })
+    expect(await listAll(again.list())).toEqual([address])
+    expect(await again.verify(address)).toEqual({ ok: false, size: CS, badChunks: [], reason: 'table_corrupt' })
     await again.close()
   })
 
@@ -261,7 +250,7 @@ describe('fs store on disk', () => {
     const tight = await createFsStore({ dir, chunkSize: CS, minFreeBytes: Number.MAX_SAFE_INTEGER })
     expect(await tight.probe()).toMatchObject({ writable: false, reason: 'disk_full' })
     await tight.close()
-    expect(await files(dir)).toEqual([])
+    expect(await files(dir)).toEqual(['FORMAT'])
   })
 
   it('reports a read-only directory as not writable', async () => {

@@ -1,0 +1,190 @@
+/**
+ * The data directory's format version, and the migration from format 1.
+ *
+ * - Format 1 (no `FORMAT` file): `objects/ab/cd/<hex>` holds the bytes and `<hex>.b3t` beside it
+ *   the chunk table; a put costs three fsyncs (data, table, directory).
+ * - Format 2 (`FORMAT` = `ron-storage-fs 2`): the table is a trailer in the object's own file
+ *   (see `integrity.ts`); a put costs the same as a bare durable write: one file fsync, one
+ *   rename, one directory fsync.
+ *
+ * Opening a format-1 directory migrates it in place, object by object: the old data file and
+ * table are first hard-linked into `backup-format-1/` (same layout; copied when the filesystem
+ * refuses links), then a new file (copy of the bytes + trailer) is written in `tmp/`, fsynced and
+ * renamed over the old one, and the sidecar is removed. `FORMAT` is written last, so a crash
+ * mid-way resumes on the next start (an object already carrying a valid trailer is not
+ * migrated twice). Objects format 1 would have removed as torn (no valid table) are moved to the
+ * backup only. Delete `backup-format-1/` once the node runs well. A directory of a newer or
+ * unknown format is refused with a clear error.
+ *
+ * @module
+ */
+
+import { constants } from 'node:fs'
+import { copyFile, link, mkdir, open, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { MalformedError } from '@ron/core'
+import type { Address } from '@ron/core'
+import { decodeTable, encodeTrailer } from './integrity.js'
+import { fsyncDir, hasCode } from './fs-layout.js'
+import { writeAll } from './fs-io.js'
+import { openObject } from './fs-object.js'
+
+/** The format this code writes and reads. */
+export const FORMAT_VERSION = 2
+/** Name of the format file in the data directory. */
+export const FORMAT_FILE = 'FORMAT'
+/** Where a migration from format 1 keeps what it replaced. */
+export const BACKUP_DIR = 'backup-format-1'
+const FORMAT_TEXT = `ron-storage-fs ${FORMAT_VERSION}\n`
+const LEGACY_TABLE_SUFFIX = '.b3t'
+const HEX64 = /^[0-9a-f]{64}$/
+const HEX2 = /^[0-9a-f]{2}$/
+
+/** What a migration did. */
+export interface MigrationReport {
+  /** Format migrated from. */
+  from: number
+  /** Objects rewritten into the current format. */
+  objects: number
+  /** Format-1 leftovers without a usable table (torn puts, orphan tables), moved to the backup only. */
+  unusable: number
+  /** Directory holding the replaced files. */
+  backup: string
+}
+
+/**
+ * Makes `dir` a current-format directory: nothing to do when `FORMAT` says so; a fresh directory
+ * gets its `FORMAT`; a format-1 directory is migrated (see the module doc).
+ * @throws {@link MalformedError} (details `{ field: 'dataDir', format }`) for a directory of
+ *   another format this code cannot read.
+ */
+export async function prepareFormat(dir: string, objectsDir: string, tmpDir: string, doFsync: boolean): Promise<MigrationReport | undefined> {
+  let text: string | undefined
+  try {
+    text = await readFile(join(dir, FORMAT_FILE), 'utf8')
+  } catch (e) {
+    if (!hasCode(e, 'ENOENT')) throw e
+  }
+  if (text !== undefined) {
+    const m = /^ron-storage-fs (\d+)\s*$/.exec(text)
+    const version = m ? Number(m[1]) : undefined
+    if (version === FORMAT_VERSION) return undefined
+    throw new MalformedError(
+      `data directory ${dir} holds storage format ${version ?? `'${text.trim().slice(0, 40)}'`}; this version of RON reads format ${FORMAT_VERSION} (and migrates format 1). Use a matching RON version, or point storage at another directory.`,
+      { details: { field: 'dataDir', format: version ?? text.trim().slice(0, 40), supported: FORMAT_VERSION } },
+    )
+  }
+  const report = (await hasShards(objectsDir)) ? await migrateFromV1(dir, objectsDir, tmpDir, doFsync) : undefined
+  const tmp = join(tmpDir, `${FORMAT_FILE}.new`)
+  await writeFile(tmp, FORMAT_TEXT)
+  if (doFsync) {
+    const fh = await open(tmp, 'r+')
+    try {
+      await fh.sync()
+    } finally {
+      await fh.close()
+    }
+  }
+  await rename(tmp, join(dir, FORMAT_FILE))
+  if (doFsync) await fsyncDir(dir)
+  return report
+}
+
+async function hasShards(objectsDir: string): Promise<boolean> {
+  return (await readdirSafe(objectsDir)).some((n) => HEX2.test(n))
+}
+
+async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, doFsync: boolean): Promise<MigrationReport> {
+  const backup = join(dir, BACKUP_DIR)
+  const report: MigrationReport = { from: 1, objects: 0, unusable: 0, backup }
+  for (const a of (await readdirSafe(objectsDir)).filter((n) => HEX2.test(n)).sort()) {
+    for (const b of (await readdirSafe(join(objectsDir, a))).filter((n) => HEX2.test(n)).sort()) {
+      const shard = join(objectsDir, a, b)
+      const backupShard = join(backup, 'objects', a, b)
+      const names = new Set(await readdirSafe(shard))
+      let changed = false
+      const keep = async (name: string): Promise<void> => {
+        await mkdir(backupShard, { recursive: true })
+        await linkOrCopy(join(shard, name), join(backupShard, name))
+      }
+      for (const name of [...names].sort()) {
+        const dataPath = join(shard, name)
+        if (HEX64.test(name)) {
+          const address: Address = `b3:${name}`
+          const tablePath = dataPath + LEGACY_TABLE_SUFFIX
+          // Already migrated by an interrupted earlier run: a valid trailer for this address.
+          const current = await openObject(dataPath, address, false, () => undefined)
+          if (current !== undefined) await current.fh.close()
+          const migrated = current !== undefined && 'table' in current.opened
+          if (migrated) {
+            if (names.has(name + LEGACY_TABLE_SUFFIX)) {
+              await rm(tablePath, { force: true })
+              changed = true
+            }
+            continue
+          }
+          if (!names.has(name + LEGACY_TABLE_SUFFIX)) {
+            // Format 1 would have removed this as a torn put: keep it in the backup only.
+            await keep(name)
+            await rm(dataPath, { force: true })
+            report.unusable++
+            changed = true
+            continue
+          }
+          await keep(name)
+          await keep(name + LEGACY_TABLE_SUFFIX)
+          const table = decodeTable(await readFile(tablePath), { address })
+          if (typeof table === 'string') {
+            await rm(dataPath, { force: true })
+            await rm(tablePath, { force: true })
+            report.unusable++
+            changed = true
+            continue
+          }
+          const tmp = join(tmpDir, `migrate-${name}`)
+          await copyFile(dataPath, tmp, constants.COPYFILE_FICLONE)
+          const fh = await open(tmp, 'a')
+          try {
+            await writeAll(fh, encodeTrailer(table))
+            if (doFsync) await fh.sync()
+          } finally {
+            await fh.close()
+          }
+          await rename(tmp, dataPath)
+          await rm(tablePath, { force: true })
+          report.objects++
+          changed = true
+        } else if (name.endsWith(LEGACY_TABLE_SUFFIX) && HEX64.test(name.slice(0, -LEGACY_TABLE_SUFFIX.length)) && !names.has(name.slice(0, -LEGACY_TABLE_SUFFIX.length))) {
+          // A table whose object never arrived.
+          await keep(name)
+          await rm(dataPath, { force: true })
+          report.unusable++
+          changed = true
+        }
+      }
+      if (changed && doFsync) await fsyncDir(shard)
+    }
+  }
+  return report
+}
+
+async function linkOrCopy(from: string, to: string): Promise<void> {
+  try {
+    await link(from, to)
+  } catch (e) {
+    if (hasCode(e, 'EEXIST')) return // an interrupted earlier run kept it already
+    if (!hasCode(e, 'EXDEV', 'EPERM', 'ENOTSUP', 'EMLINK', 'ENOSYS')) throw e
+    await copyFile(from, to, constants.COPYFILE_EXCL).catch((err: unknown) => {
+      if (!hasCode(err, 'EEXIST')) throw err
+    })
+  }
+}
+
+async function readdirSafe(path: string): Promise<string[]> {
+  try {
+    return await readdir(path)
+  } catch (e) {
+    if (hasCode(e, 'ENOENT', 'ENOTDIR')) return []
+    throw e
+  }
+}

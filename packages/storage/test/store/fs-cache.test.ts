@@ -1,0 +1,116 @@
+/**
+ * The fs store's cache of hot small objects: used while the file is unchanged, dropped as soon as
+ * it changes (bit flip, delete, re-put), bounded in bytes, and never a way to serve a wrong byte.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { isRonError } from '@ron/core'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { createFsStore } from '../../src/store/index.js'
+import { bytes, collect, flipByte, once, readUntilError } from './helpers.js'
+
+describe('fs store small-object cache', () => {
+  let dir: string
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ron-fs-cache-'))
+  })
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  const readAll = async (store: Awaited<ReturnType<typeof createFsStore>>, address: `b3:${string}`): Promise<Uint8Array> => {
+    const r = (await store.open(address))!
+    try {
+      return (await collect(r.read())).data
+    } finally {
+      await r.close()
+    }
+  }
+
+  it('caches a small object after a verified read and serves it from memory while the file is unchanged', async () => {
+    const store = await createFsStore({ dir })
+    const data = bytes(4096, 1)
+    const { address } = await store.put(once(data))
+    expect(store.cache.size).toBe(0) // puts do not fill the cache
+    expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
+    expect(store.cache.size).toBe(1)
+    expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
+    const r = (await store.open(address))!
+    expect(Buffer.from((await collect(r.read({ start: 10, end: 99 }))).data).equals(Buffer.from(data.subarray(10, 100)))).toBe(true)
+    await r.close()
+    await store.close()
+  })
+
+  it('goes back to disk when the file changes, so a bit flip after caching is still detected', async () => {
+    const store = await createFsStore({ dir, chunkSize: 1024 })
+    const data = bytes(4096, 2)
+    const { address } = await store.put(once(data))
+    await readAll(store, address)
+    expect(store.cache.size).toBe(1)
+    await flipByte(store.pathsOf(address).data, 2048 + 5)
+    const r = (await store.open(address))!
+    const { data: got, error } = await readUntilError(r.read())
+    await r.close()
+    expect(isRonError(error, 'IntegrityFailed')).toBe(true)
+    expect((error as { details: unknown }).details).toEqual({ address, chunk: 2 })
+    expect(Buffer.from(got).equals(Buffer.from(data.subarray(0, got.length)))).toBe(true)
+    expect(store.cache.size).toBe(0) // a corrupt object is never cached
+    // Healing by a re-put: the next read verifies the new file and caches it again.
+    await store.put(once(data))
+    expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
+    expect(store.cache.size).toBe(1)
+    await store.close()
+  })
+
+  it('forgets a deleted object at once', async () => {
+    const store = await createFsStore({ dir })
+    const { address } = await store.put(once(bytes(100, 3)))
+    await readAll(store, address)
+    expect(await store.delete(address)).toBe(true)
+    expect(store.cache.size).toBe(0)
+    expect(await store.open(address)).toBeUndefined()
+    await store.close()
+  })
+
+  it('stays within its byte budget, evicting the least recently used, and can be turned off', async () => {
+    const budget = 64 * 1024
+    const store = await createFsStore({ dir, cacheBytes: budget })
+    const addresses: Array<`b3:${string}`> = []
+    for (let i = 0; i < 12; i++) addresses.push((await store.put(once(bytes(8000, 10 + i)))).address)
+    for (const a of addresses) {
+      await readAll(store, a)
+      expect(store.cache.bytes).toBeLessThanOrEqual(budget)
+    }
+    expect(store.cache.size).toBeGreaterThan(0)
+    expect(store.cache.size).toBeLessThan(12)
+    // Objects bigger than the cacheable size are never cached.
+    const big = await store.put(once(bytes(200 * 1024, 40)))
+    const before = store.cache.size
+    await readAll(store, big.address)
+    expect(store.cache.size).toBe(before)
+    await store.close()
+
+    const off = await createFsStore({ dir, cacheBytes: 0 })
+    await readAll(off, addresses[0]!)
+    expect(off.cache.size).toBe(0)
+    await off.close()
+  })
+
+  it('a delete racing an open either finds nothing or serves the whole object from the handle it opened', async () => {
+    const store = await createFsStore({ dir, chunkSize: 1024 })
+    for (const size of [3000, 300 * 1024]) {
+      const data = bytes(size, size)
+      const { address } = await store.put(once(data))
+      const [reader, deleted] = await Promise.all([store.open(address), store.delete(address)])
+      expect(deleted).toBe(true)
+      if (reader !== undefined) {
+        expect(Buffer.from((await collect(reader.read())).data).equals(Buffer.from(data))).toBe(true)
+        await reader.close()
+      }
+      expect(await store.open(address)).toBeUndefined()
+      expect(await store.verify(address)).toEqual({ ok: false, size: 0, badChunks: [], reason: 'missing' })
+    }
+    await store.close()
+  })
+})
