@@ -1,0 +1,82 @@
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { Supervisor, createServiceMetrics } from '@ron/core'
+import { VirtualClock } from '@ron/core/testing'
+import { AuditLog, JsonlFileAuditSink, MemoryAuditSink, createInteropService, latencyBucket, parseInteropConfig, redactCapabilityId, type AuditEvent, type AuditSink } from '../src/index.js'
+
+/** A sink whose writes wait until released (a stalled disk or pipe). */
+class StalledSink implements AuditSink {
+  readonly kind = 'stalled'
+  readonly written: AuditEvent[] = []
+  #release: (() => void) | undefined
+  #gate: Promise<void> = new Promise((r) => (this.#release = r))
+  async write(e: AuditEvent): Promise<void> {
+    await this.#gate
+    this.written.push(e)
+  }
+  release(): void {
+    this.#release?.()
+  }
+}
+
+const event = (i: number) => ({ kind: 'webhook' as const, provider: 'github', requestId: `r${i}`, decision: 'accept' as const, latency: '<10ms' })
+
+describe('audit', () => {
+  it('a stalled sink makes the queue drop the oldest events; the sequence gap shows it and audit_drop_total counts it', async () => {
+    const clock = new VirtualClock(0)
+    const metrics = createServiceMetrics({ service: 'interop' })
+    const sink = new StalledSink()
+    const audit = new AuditLog({ sink, capacity: 512, clock, metrics: metrics.sink })
+    const sup = new Supervisor({ clock, metrics: metrics.sink })
+    sup.spawn('audit-sink', (signal) => audit.run(signal))
+    await clock.flush()
+    for (let i = 1; i <= 600; i++) audit.emit(event(i)) // never waits, never throws
+    // #1 is with the stalled sink; the queue holds the newest 512 (#89..#600); #2..#88 were dropped.
+    expect(audit.depth).toBe(512)
+    expect(await metrics.text()).toMatch(/audit_drop_total\{service="interop"\} 87/)
+    sink.release()
+    await clock.flush()
+    await clock.flush()
+    const seqs = sink.written.map((e) => e.seq)
+    expect(seqs[0]).toBe(1)
+    expect(seqs[1]).toBe(89)
+    expect(seqs.at(-1)).toBe(600)
+    expect(seqs.length).toBe(513)
+    audit.close()
+    await sup.shutdown(1000)
+  })
+
+  it('the JSONL file sink appends one line per event, mode 0600, fsynced on close', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ron-interop-audit-'))
+    try {
+      const file = join(dir, 'audit.jsonl')
+      const sink = new JsonlFileAuditSink(file, { clock: new VirtualClock(0), fsyncIntervalMs: 1000 })
+      await sink.write({ seq: 1, at: 0, ...event(1) })
+      await sink.write({ seq: 3, at: 0, ...event(3) })
+      await sink.close()
+      const lines = (await readFile(file, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as AuditEvent)
+      expect(lines.map((e) => e.seq)).toEqual([1, 3])
+      expect((await stat(file)).mode & 0o777).toBe(0o600)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('amnesia forbids the file sink; the file sink needs a path', async () => {
+    expect(() => parseInteropConfig({ amnesia: true, audit: { sink: 'file', file: '/tmp/x' } })).toThrow(/audit\.sink: the file sink is forbidden in amnesia mode/)
+    expect(() => parseInteropConfig({ audit: { sink: 'file' } })).toThrow(/audit\.file/)
+    await expect(createInteropService({ amnesia: true, audit: { sink: 'file', file: '/tmp/x' } })).rejects.toMatchObject({ code: 'Malformed' })
+    expect(parseInteropConfig({ amnesia: true }).audit.sink).toBe('memory')
+  })
+
+  it('the memory sink keeps the most recent events; capability ids are redacted; latency is bucketed', () => {
+    const m = new MemoryAuditSink(2)
+    for (let i = 1; i <= 3; i++) m.write({ seq: i, at: 0, ...event(i) })
+    expect(m.events().map((e) => e.seq)).toEqual([2, 3])
+    expect(redactCapabilityId('0f1e2d3c4b5a69788796')).toBe('0f1e2d…')
+    expect(redactCapabilityId('abc')).toBe('…')
+    expect([5, 40, 99, 300, 900, 1999, 5000].map(latencyBucket)).toEqual(['<10ms', '<50ms', '<100ms', '<500ms', '<1s', '<2s', '>=2s'])
+  })
+})
