@@ -110,7 +110,8 @@ export class WorkScheduler {
   /**
    * Takes a slot of `kind`, waiting in the queue when none is free.
    * @returns an idempotent release function.
-   * @throws {@link BusyError} at once when the queue is full (counted in `busy_rejections_total{endpoint,queue}`).
+   * @throws {@link BusyError} at once when the queue is full (`details.endpoint`/`queue` become the
+   *   labels of `busy_rejections_total` when the host answers it).
    * @throws the abort reason when `signal` aborts while waiting ({@link CanceledError} at a forced shutdown).
    */
   acquire(kind: WorkKind, principal: string, endpoint: string, signal: AbortSignal): Promise<() => void> {
@@ -121,7 +122,7 @@ export class WorkScheduler {
       return Promise.resolve(this.#grant(kind, principal))
     }
     if (this.#waiting.length >= this.#limits.capacity) {
-      this.#o.metrics.inc('busy_rejections_total', { endpoint, queue: this.#o.name })
+      // Counted by the service host, like every 429: busy_rejections_total{endpoint,queue}.
       return Promise.reject(
         new BusyError(`the ${this.#o.name} queue is full`, {
           details: { queue: this.#o.name, endpoint, capacity: this.#limits.capacity },
@@ -206,10 +207,8 @@ export class WorkScheduler {
       w.signal.removeEventListener('abort', w.onAbort)
       w.reject(new CanceledError('storage shut down while the request waited for a slot', { details: { queue: this.#o.name } }))
     }
-    if (all.length > 0) {
-      this.#o.metrics.inc('tasks_aborted_total', { kind: 'request' }, all.length)
-      this.#depthChanged()
-    }
+    // Not counted here: the host counts every request still in flight at the drain deadline.
+    if (all.length > 0) this.#depthChanged()
   }
 
   #depthChanged(): void {
