@@ -127,7 +127,10 @@ export class RevocationLog {
     if (written.length > 0 && this.#dir !== undefined) {
       await appendFile(join(this.#dir, 'revocations.jsonl'), written.map((i) => `${JSON.stringify(i)}\n`).join(''), { mode: 0o600 })
     }
-    return { seq: this.#bySeq.get(jti) ?? this.#seq, revoked }
+    // The seq that covers the whole subtree: a follower synced past it refuses every id in it.
+    let seq = 0
+    for (const id of revoked) seq = Math.max(seq, this.#bySeq.get(id) ?? 0)
+    return { seq, revoked }
   }
 
   /** A page of the feed after `since`. */

@@ -190,7 +190,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
     try {
       p = pool.submit(job, signal)
     } catch (e) {
-      p = Promise.reject(e)
+      p = Promise.reject(e instanceof Error ? e : new Error(String(e)))
     }
     if (queue === CHANNELS.issue) updateIssueReadiness()
     return p

@@ -135,6 +135,20 @@ const claimsSchema = z.object({
   ron: caveatsSchema.optional(),
 })
 
+/**
+ * The signature step of the verifier: a strict Ed25519 check (exactly 64 signature bytes,
+ * `node:crypto`, which rejects non-canonical `S` and small-order points per RFC 8032). Exported so
+ * conformance vectors (RFC 8032, Wycheproof) run through exactly this code.
+ */
+export function ed25519Verify(publicKey: KeyObject, data: Uint8Array, sig: Uint8Array): boolean {
+  if (sig.length !== 64 || publicKey.asymmetricKeyType !== 'ed25519') return false
+  try {
+    return cryptoVerify(null, data, publicKey, sig)
+  } catch {
+    return false
+  }
+}
+
 function unauthorized(reason: UnauthorizedReason, message: string, extra: Record<string, unknown> = {}): UnauthorizedError {
   return new UnauthorizedError(message, { details: { reason, ...extra } })
 }
@@ -297,7 +311,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
     const sig = decodeBase64url(s)
     if (sig?.length !== 64) throw unauthorized('bad_signature', 'token signature is not 64 bytes')
     const data = Buffer.from(token.slice(0, second), 'latin1')
-    if (!cryptoVerify(null, data, key, sig)) throw unauthorized('bad_signature', 'token signature does not verify')
+    if (!ed25519Verify(key, data, sig)) throw unauthorized('bad_signature', 'token signature does not verify')
 
     if (raw.ron !== undefined) {
       for (const name of Object.keys(raw.ron)) {
