@@ -68,7 +68,7 @@ export function manifestFor(n: number | string, size = 10): Manifest {
 }
 
 /** Behaviour of a {@link FakePeer} for one key. */
-export type PeerReply = { status: 200; json: unknown } | { status: 404 } | { status: 503 } | { hang: true }
+export type PeerReply = { status: 200; json: unknown } | { status: 404 } | { status: 503 } | { status: 500 } | { hang: true }
 
 /**
  * A stand-in peer index: answers `GET /resolve/:key` after `delayMs` of (virtual) time, and records
@@ -92,14 +92,15 @@ export class FakePeer implements DispatchTarget {
     const r = this.reply(key)
     try {
       if ('hang' in r) await this.#clock.sleep(1e9, req.signal)
-      else await this.#clock.sleep(this.delayMs, req.signal)
+      else if (this.delayMs > 0) await this.#clock.sleep(this.delayMs, req.signal)
     } catch (e) {
       this.aborted++
       throw e
     }
     this.answered++
     const status = 'status' in r ? r.status : 500
-    const json = 'json' in r ? r.json : { error: { code: status === 404 ? 'NotFound' : 'NotReady', message: 'x', retryable: status !== 404, corr_id: 'x', details: {} } }
+    const code = status === 404 ? 'NotFound' : status === 503 ? 'NotReady' : 'Internal'
+    const json = 'json' in r ? r.json : { error: { code, message: 'x', retryable: status === 503, corr_id: 'x', details: {} } }
     const bytes = new TextEncoder().encode(JSON.stringify(json))
     return {
       status,
@@ -114,4 +115,12 @@ export class FakePeer implements DispatchTarget {
 /** A peer answer for an address. */
 export function addressAnswer(address: Address, nodes: string[]): unknown {
   return { key: address, providers: nodes.map((node) => ({ node, endpoint: `http://${node}:7701`, score: 1 })), source: 'local', ttlSec: 10 }
+}
+
+/** Attaches handlers at once (no unhandled rejection while virtual time moves) and exposes the outcome. */
+export function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  return p.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  )
 }
