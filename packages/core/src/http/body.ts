@@ -5,7 +5,8 @@
  *
  * Which caps apply:
  * - the ratio guard (decoded ≤ ratio × encoded + {@link DECOMPRESSION_SLACK}) applies to every
- *   encoded body, streamed object bodies included: it is what stops a bomb early;
+ *   encoded body, streamed object bodies included (with a larger slack,
+ *   {@link STREAM_DECOMPRESSION_SLACK}): it is what stops a bomb early;
  * - a route with a finite `bodyLimit` (JSON and other buffered bodies) is capped at
  *   `min(bodyLimit, maxDecoded)` decoded bytes: the absolute cap protects memory;
  * - a route declaring `bodyLimit: Infinity` streams and enforces its own limit on decoded bytes
@@ -29,6 +30,14 @@ import type { RonRequest } from './types.js'
 
 /** Slack added to the ratio cap so tiny compressed bodies may still expand a little. */
 export const DECOMPRESSION_SLACK = 64 * 1024
+
+/**
+ * Slack of the ratio cap for streamed bodies (routes with `bodyLimit: Infinity`, e.g. storage
+ * objects): a highly compressible file (1 MiB of zeros gzips to 1 KiB) is a legitimate upload,
+ * so up to this many decoded bytes pass before the ratio applies; a bomb is still cut at
+ * `ratio × encoded + 16 MiB`. @internal
+ */
+export const STREAM_DECOMPRESSION_SLACK = 16 * 1024 * 1024
 
 /** Caps and timeouts applied while reading one body. @internal */
 export interface BodyLimits {
@@ -132,13 +141,15 @@ async function* decoded(req: RonRequest, o: BodyLimits, decoder: Transform): Asy
   // Errors surface through the decoder's iterator below; the callback only has to exist.
   pipeline(source, decoder, () => {})
   // A streaming route (limit Infinity) enforces its own decoded limit: only the ratio guard here.
-  const cap = o.limit === Infinity ? Infinity : Math.min(o.limit, o.maxDecoded)
+  const streamed = o.limit === Infinity
+  const cap = streamed ? Infinity : Math.min(o.limit, o.maxDecoded)
+  const slack = streamed ? STREAM_DECOMPRESSION_SLACK : DECOMPRESSION_SLACK
   let total = 0
   try {
     for await (const chunk of decoder as AsyncIterable<Buffer>) {
       total += chunk.byteLength
       if (total > cap) throw overLimit(cap === o.limit ? 'body_limit' : 'decompressed_size', cap)
-      if (total > o.ratio * counter.encoded + DECOMPRESSION_SLACK) {
+      if (total > o.ratio * counter.encoded + slack) {
         throw new OverLimitError(`decompressed body exceeds ${o.ratio}x its encoded size`, {
           details: {
             source: 'decompression_ratio',

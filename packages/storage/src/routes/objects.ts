@@ -10,7 +10,6 @@ import {
   NotReadyError,
   OverLimitError,
   RangeNotSatisfiableError,
-  DECOMPRESSION_SLACK,
   checkCaveats,
   createBlake3,
   isRonError,
@@ -151,10 +150,10 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
   const limit = caveatMax === undefined ? o.maxObjectBytes : Math.min(caveatMax, o.maxObjectBytes)
   const source = caveatMax !== undefined && caveatMax < o.maxObjectBytes ? 'caveat' : 'maxObjectBytes'
   const declared = Number(ctx.req.headers['content-length'])
-  // Content-Length of an encoded body is its encoded size: only an identity body's length is its
-  // decoded size (an incompressible encoded body may be a little larger than what it decodes to).
+  // Only an identity body's Content-Length is its decoded size; an encoded body is counted as it
+  // decodes (limitDecoded below).
   const encoded = ctx.req.headers['content-encoding'] !== undefined && ctx.req.headers['content-encoding'] !== 'identity'
-  if (Number.isFinite(declared) && declared > limit + (encoded ? DECOMPRESSION_SLACK : 0)) {
+  if (!encoded && Number.isFinite(declared) && declared > limit) {
     throw new OverLimitError(`object exceeds the ${source} limit of ${limit} bytes`, { details: { limit, source, declared } })
   }
   const expectHeader = ctx.req.headers['x-expect-address']
