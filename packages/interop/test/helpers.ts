@@ -1,4 +1,4 @@
-import { MemoryTransport, collectBytes, createHttpHandler, type DispatchTarget, type RonRequest, type RonResponse, type TransportResponse } from '@ron/core'
+import { MemoryTransport, collectBytes, createHttpHandler, type DispatchTarget, type HttpHandler, type RonRequest, type RonResponse, type TransportResponse } from '@ron/core'
 import { VirtualClock, createTestIssuer, seededRandom, type TestIssuer } from '@ron/core/testing'
 import { createStorageService, type StorageService } from '@ron/storage'
 import { z } from 'zod'
@@ -21,7 +21,7 @@ export const API_KEY = 'ronk_test_key_0123456789abcdef'
  * `passport:issue` token and mints the requested capability with the test issuer (the shape of
  * passport's DTO: `{sub, aud[], scope[], ttlSec, caveats?}` → `{token, jti, kid, exp}`).
  */
-export function passportDouble(issuer: TestIssuer, log: unknown[] = []): DispatchTarget {
+export function passportDouble(issuer: TestIssuer, log: unknown[] = []): HttpHandler {
   const verifier = issuer.verifier()
   const dto = z.strictObject({ sub: z.string(), aud: z.array(z.string()), scope: z.array(z.string()), ttlSec: z.number(), caveats: z.strictObject({ maxBytes: z.number() }).optional() })
   const h = createHttpHandler({
@@ -43,7 +43,7 @@ export function passportDouble(issuer: TestIssuer, log: unknown[] = []): Dispatc
       },
     ],
   })
-  return { dispatch: (r: RonRequest): Promise<RonResponse> => h.dispatch(r) }
+  return h
 }
 
 /** An index stand-in: every `b3:` address resolves to the storage target (the shape of index's resolve answer). */

@@ -1,0 +1,48 @@
+/** Interop and storage on real sockets (core's serve on port 0), reached through HttpTransport. */
+import { afterEach, describe, expect, it } from 'vitest'
+import { HttpTransport, collectBytes, serve, type RonServer } from '@ron/core'
+import { createTestIssuer } from '@ron/core/testing'
+import { createStorageService } from '@ron/storage'
+import { createInteropClient, createInteropService, fetchAndVerifyReceipt, hashApiKey } from '../src/index.js'
+import { passportDouble } from './helpers.js'
+
+const cleanups: Array<() => Promise<void>> = []
+afterEach(async () => {
+  for (const c of cleanups.reverse()) await c()
+  cleanups.length = 0
+})
+
+describe('interop over real sockets', () => {
+  it('ron-node style hosting: webhook test, upload and read through HTTP', async () => {
+    const issuer = createTestIssuer()
+    const storage = await createStorageService({ auth: { keys: issuer.keys } })
+    const storageServer = await serve(storage, { port: 0, host: '127.0.0.1' })
+    const passportServer = await serve(passportDouble(issuer), { port: 0, host: '127.0.0.1' })
+    const base = (s: RonServer): string => s.url
+    const transport = new HttpTransport({ targets: { storage: base(storageServer), passport: base(passportServer) } })
+    const token = issuer.mint({ scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'] })
+    const interop = await createInteropService(
+      { webhooks: { providers: { github: { secrets: ['s3cret'] } } }, apiKeys: [{ client: 'bob', keyHash: hashApiKey('bob-key') }] },
+      transport,
+      { tokens: token },
+    )
+    const interopServer = await serve(interop, { port: 0, host: '127.0.0.1' })
+    cleanups.push(async () => {
+      await interopServer.close()
+      await interop.close()
+      await passportServer.close()
+      await storageServer.close()
+      await storage.close()
+      await transport.close()
+    })
+    const outside = new HttpTransport({ targets: { interop: base(interopServer) } })
+    cleanups.push(() => outside.close())
+    const client = createInteropClient(outside, { apiKey: 'bob-key' })
+    const ack = await client.sendTestWebhook('github', 's3cret')
+    expect(ack).toMatchObject({ status: 202, accepted: true })
+    expect((await fetchAndVerifyReceipt(transport, 'storage', ack.receipt, () => ['s3cret'])).ok).toBe(true)
+    await expect(client.sendTestWebhook('github', 'wrong')).rejects.toMatchObject({ code: 'Unauthorized', details: { reason: 'bad_signature' } })
+    const { address } = await client.put('over http')
+    expect(new TextDecoder().decode(await collectBytes((await client.get(address)).body))).toBe('over http')
+  })
+})
