@@ -4,7 +4,7 @@
  * backed by the service's own registry. Metric names are the seeds' names (SPEC.md section 4),
  * e.g. `queue_depth`, `queue_dropped_total`, `busy_rejections_total`, `tasks_spawned_total`,
  * `tasks_aborted_total`, `tasks_panicked_total`, `tasks_canceled_total`, `bus_lagged_total`,
- * `io_timeouts_total`, `retries_total`, `breaker_state`.
+ * `io_timeouts_total`, `backoff_retries_total`, `breaker_state`.
  *
  * @module
  */

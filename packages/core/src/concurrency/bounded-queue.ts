@@ -23,7 +23,7 @@ export interface BoundedQueueOptions {
   overflow?: OverflowPolicy
   /** `retryAfterMs` hint carried by the {@link BusyError}. @defaultValue 1000 */
   retryAfterMs?: number
-  /** Where `queue_depth`, `queue_dropped_total` and `busy_rejections_total` go. @defaultValue noopMetrics */
+  /** Where `queue_depth` and `queue_dropped_total` go. @defaultValue noopMetrics */
   metrics?: MetricsSink
 }
 
@@ -104,8 +104,8 @@ export class BoundedQueue<T> {
    * Enqueues without waiting. Hands the item straight to a waiting receiver when there is one.
    *
    * @returns the evicted item for `drop-oldest` queues that were full, else `undefined`.
-   * @throws {@link BusyError} at capacity on `reject-new` queues (`details.queue`, `retryAfterMs`),
-   *   counted in `busy_rejections_total{queue}`.
+   * @throws {@link BusyError} at capacity on `reject-new` queues (`details.queue`, `retryAfterMs`).
+   *   Not counted here: the service host counts every 429 it answers in `busy_rejections_total`.
    * @throws {@link ClosedError} after {@link BoundedQueue.close}.
    */
   trySend(item: T): T | undefined {
@@ -120,7 +120,6 @@ export class BoundedQueue<T> {
     let evicted: T | undefined
     if (this.#ring.full) {
       if (this.#overflow === 'reject-new') {
-        this.#metrics.inc('busy_rejections_total', this.#labels)
         throw new BusyError(`queue ${this.#name} is full`, {
           details: { queue: this.#name },
           retryAfterMs: this.#retryAfterMs,

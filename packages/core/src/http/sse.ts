@@ -204,7 +204,7 @@ export class SseHub<T = unknown> {
     if (this.#closed) throw new ClosedError(`SSE stream ${this.#o.name} is closed`)
     if (this.#clients.size >= this.#o.maxClients) {
       throw new BusyError(`SSE stream ${this.#o.name} has ${this.#o.maxClients} clients`, {
-        details: { reason: 'sse_clients', stream: this.#o.name },
+        details: { reason: 'sse_clients', stream: this.#o.name, endpoint: this.#o.name },
         retryAfterMs: 1000,
       })
     }

@@ -12,26 +12,26 @@ import type { Labels, MetricsSink } from '../metrics-sink.js'
 export const SEED_METRICS: Readonly<
   Record<string, { type: 'counter' | 'gauge' | 'histogram'; help: string; labels?: readonly string[] }>
 > = {
-  queue_depth: { type: 'gauge', help: 'Items waiting in a bounded queue.' },
-  queue_dropped_total: { type: 'counter', help: 'Items evicted from drop-oldest queues.' },
+  queue_depth: { type: 'gauge', help: 'Items waiting in a bounded queue.', labels: ['queue'] },
+  queue_dropped_total: { type: 'counter', help: 'Items evicted from drop-oldest queues.', labels: ['queue'] },
   // The seeds label Busy by `endpoint` (admission, routes) and by `queue` (bounded queues): both
   // labels are fixed up front so neither reporter's samples lose theirs.
   busy_rejections_total: {
     type: 'counter',
-    help: 'Requests or items rejected with Busy because a queue or limit was full.',
+    help: 'Requests answered 429 Busy (a full queue, a rate or concurrency limit).',
     labels: ['endpoint', 'queue'],
   },
-  tasks_spawned_total: { type: 'counter', help: 'Supervised tasks started (including restarts).' },
-  tasks_aborted_total: { type: 'counter', help: 'Tasks still running at the shutdown deadline and aborted.' },
-  tasks_panicked_total: { type: 'counter', help: 'Supervised tasks that failed with an error.' },
-  tasks_canceled_total: { type: 'counter', help: 'Supervised tasks that ended because their signal aborted.' },
-  io_timeouts_total: { type: 'counter', help: 'Operations that exceeded their deadline.' },
-  bus_lagged_total: { type: 'counter', help: 'Broadcast events a slow subscriber missed.' },
-  retries_total: { type: 'counter', help: 'Retries of idempotent operations.' },
+  tasks_spawned_total: { type: 'counter', help: 'Supervised tasks started (including restarts).', labels: ['kind'] },
+  tasks_aborted_total: { type: 'counter', help: 'Tasks still running at the shutdown deadline and aborted.', labels: ['kind'] },
+  tasks_panicked_total: { type: 'counter', help: 'Supervised tasks that failed with an error.', labels: ['kind'] },
+  tasks_canceled_total: { type: 'counter', help: 'Supervised tasks that ended because their signal aborted.', labels: ['kind'] },
+  io_timeouts_total: { type: 'counter', help: 'Operations that exceeded their deadline.', labels: ['op'] },
+  bus_lagged_total: { type: 'counter', help: 'Broadcast events a slow subscriber missed.', labels: ['topic'] },
+  backoff_retries_total: { type: 'counter', help: 'Retries of idempotent operations, by operation.', labels: ['op'] },
   config_reloads_total: { type: 'counter', help: 'Config reloads applied.' },
   config_reload_errors_total: { type: 'counter', help: 'Config reloads refused (invalid, immutable key, busy) or rolled back.' },
-  sse_clients: { type: 'gauge', help: 'Connected server-sent-events clients per stream.' },
-  breaker_state: { type: 'gauge', help: 'Circuit breaker state: 0 closed, 1 half-open, 2 open.' },
+  sse_clients: { type: 'gauge', help: 'Connected server-sent-events clients per stream.', labels: ['stream'] },
+  breaker_state: { type: 'gauge', help: 'Circuit breaker state by target: 0 closed, 1 open, 2 half-open.', labels: ['target'] },
 }
 
 /** Default buckets of `http_request_duration_seconds`, in seconds. */
@@ -98,6 +98,9 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
   const histogram = <L extends string>(name: string, help: string, labelNames: readonly L[] = [], b?: readonly number[]): Histogram<L> =>
     existing<Histogram<L>>(name) ??
     new Histogram<L>({ name, help, labelNames: [...labelNames], buckets: [...(b ?? buckets)], registers: [registry] })
+
+  // Every seed metric exists from the start, so a fresh /metrics lists each family (SPEC.md 4).
+  for (const name of Object.keys(SEED_METRICS)) entry(name, SEED_METRICS[name]!.type, undefined)
 
   const requests = counter('http_requests_total', 'HTTP requests by route, method and status.', ['route', 'method', 'status'])
   const duration = histogram('http_request_duration_seconds', 'HTTP request duration in seconds by route.', ['route'])

@@ -7,8 +7,6 @@
 import { systemClock } from '../clock.js'
 import type { Clock } from '../clock.js'
 import { BusyError } from '../errors.js'
-import { noopMetrics } from '../metrics-sink.js'
-import type { MetricsSink } from '../metrics-sink.js'
 import { TokenBucket } from './token-bucket.js'
 
 /** Options of {@link Admission}. */
@@ -25,8 +23,6 @@ export interface AdmissionOptions {
   retryAfterMs?: number
   /** Time source for the buckets. @defaultValue systemClock */
   clock?: Clock
-  /** Where `busy_rejections_total{endpoint}` goes. @defaultValue noopMetrics */
-  metrics?: MetricsSink
 }
 
 interface Entry {
@@ -54,7 +50,6 @@ export class Admission {
   readonly #maxKeys: number
   readonly #retryAfterMs: number
   readonly #clock: Clock
-  readonly #metrics: MetricsSink
   readonly #keys = new Map<string, Entry>()
 
   constructor(options: AdmissionOptions = {}) {
@@ -64,7 +59,6 @@ export class Admission {
     this.#maxKeys = options.maxKeys ?? 10_000
     this.#retryAfterMs = options.retryAfterMs ?? 1000
     this.#clock = options.clock ?? systemClock
-    this.#metrics = options.metrics ?? noopMetrics
   }
 
   /** Number of keys currently tracked. */
@@ -122,7 +116,7 @@ export class Admission {
   }
 
   #busy(key: string, why: string, retryAfterMs: number): BusyError {
-    this.#metrics.inc('busy_rejections_total', { endpoint: this.#name })
-    return new BusyError(`${this.#name}: ${why}`, { details: { key, reason: why }, retryAfterMs })
+    // Not counted here: the service host counts every 429 in busy_rejections_total{endpoint,queue}.
+    return new BusyError(`${this.#name}: ${why}`, { details: { key, reason: why, endpoint: this.#name }, retryAfterMs })
   }
 }

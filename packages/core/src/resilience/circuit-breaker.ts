@@ -57,11 +57,12 @@ export interface CircuitBreakerOptions {
   isFailure?: (e: unknown) => boolean
   /** Time source (cooldown is checked lazily, no timers). @defaultValue systemClock */
   clock?: Clock
-  /** Where `breaker_state{breaker}` (0 closed, 1 half-open, 2 open) goes. @defaultValue noopMetrics */
+  /** Where `breaker_state{target}` (0 closed, 1 open, 2 half-open) goes. @defaultValue noopMetrics */
   metrics?: MetricsSink
 }
 
-const GAUGE: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 }
+/** SPEC.md section 4: 0 closed, 1 open, 2 half-open. */
+const GAUGE: Record<BreakerState, number> = { closed: 0, open: 1, 'half-open': 2 }
 const CALLS = 0
 const FAILURES = 1
 
@@ -106,7 +107,7 @@ export class CircuitBreaker {
     this.#clock = options.clock ?? systemClock
     this.#metrics = options.metrics ?? noopMetrics
     this.#window = new WindowedCounter(options.windowMs ?? 10_000, 2)
-    this.#metrics.set('breaker_state', { breaker: this.#name }, 0)
+    this.#metrics.set('breaker_state', { target: this.#name }, 0)
   }
 
   /** The breaker's name. */
@@ -227,7 +228,7 @@ export class CircuitBreaker {
     this.#probeSuccesses = 0
     if (from === to) return
     this.#state = to
-    this.#metrics.set('breaker_state', { breaker: this.#name }, GAUGE[to])
+    this.#metrics.set('breaker_state', { target: this.#name }, GAUGE[to])
     const type = to === 'open' ? 'breaker:opened' : to === 'half-open' ? 'breaker:half-opened' : 'breaker:closed'
     const e: BreakerStateChange = { type, from, to, breaker: this.#name }
     for (const fn of [...this.#listeners]) {

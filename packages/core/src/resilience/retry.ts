@@ -33,7 +33,7 @@ export interface RetryOptions {
   random?: Random
   /** Aborts the current attempt's signal and any backoff sleep. */
   signal?: AbortSignal
-  /** Where `retries_total{op}` goes. @defaultValue noopMetrics */
+  /** Where `backoff_retries_total{op}` goes. @defaultValue noopMetrics */
   metrics?: MetricsSink
   /** Operation name for metrics. @defaultValue 'op' */
   op?: string
@@ -86,7 +86,7 @@ export async function retry<T>(fn: (attempt: number, signal: AbortSignal) => Pro
       let delay = Math.min(cap, base * 2 ** (attempt - 1))
       const hint = e instanceof RonError ? e.retryAfterMs : undefined
       if (hint !== undefined && hint > delay) delay = Math.min(cap, hint)
-      metrics.inc('retries_total', { op })
+      metrics.inc('backoff_retries_total', { op })
       await clock.sleep(delay, signal)
     }
   }

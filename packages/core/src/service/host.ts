@@ -214,7 +214,6 @@ class Host<C> implements ServiceHost<C> {
       maxConcurrentPerKey: o.admission?.maxConcurrentPerIp ?? 256,
       ...(o.admission?.ratePerIp === undefined ? {} : { rate: o.admission.ratePerIp }),
       clock: this.clock,
-      metrics: this.metrics.sink,
     })
     this.#verifier = o.auth?.verifier ?? buildVerifier(o.auth?.keys, this.clock)
     this.#cors = createCorsPolicy(o.cors)
@@ -345,6 +344,14 @@ class Host<C> implements ServiceHost<C> {
       submit: (queue, job, signal) => this.pool(queue).submit(job, signal),
       observe: (route, method, status, seconds) => this.metrics.observeHttp(route, method, status, seconds),
       onError: (err: RonError, corrId: string, req: RonRequest) => {
+        // SPEC.md 4: every 429 is counted, whichever limit answered it.
+        if (err.status === 429) {
+          const d = err.details
+          this.metrics.sink.inc('busy_rejections_total', {
+            endpoint: typeof d.endpoint === 'string' ? d.endpoint : '',
+            queue: typeof d.queue === 'string' ? d.queue : '',
+          })
+        }
         const record = { corrId, code: err.code, method: req.method, url: req.url }
         if (err.status >= 500 && err.code === 'Internal') this.logger.error({ ...record, err: err.cause ?? err }, err.message)
         else this.logger.debug(record, err.message)

@@ -38,7 +38,7 @@ export interface HttpTransportOptions {
   breaker?: Omit<CircuitBreakerOptions, 'name' | 'clock' | 'metrics' | 'isFailure'> | false
   /** @default systemClock */
   clock?: Clock
-  /** Where `retries_total{op}` and `breaker_state{breaker}` go. @default noopMetrics */
+  /** Where `backoff_retries_total{op}` and `breaker_state{target}` go. @default noopMetrics */
   metrics?: MetricsSink
 }
 

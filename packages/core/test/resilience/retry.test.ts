@@ -33,7 +33,7 @@ describe('retry', () => {
     expect(attempts).toEqual([1, 2, 3])
   })
 
-  it('throws the last error once attempts run out, and counts retries_total', async () => {
+  it('throws the last error once attempts run out, and counts backoff_retries_total{op}', async () => {
     const clock = new VirtualClock()
     const metrics = new RecordingMetrics()
     let n = 0
@@ -45,7 +45,7 @@ describe('retry', () => {
       { clock, metrics, op: 'peer.get' },
     )
     await expect(drive(clock, p)).rejects.toThrow('t3')
-    expect(metrics.counter('retries_total', { op: 'peer.get' })).toBe(2)
+    expect(metrics.counter('backoff_retries_total', { op: 'peer.get' })).toBe(2)
   })
 
   it('does not retry non-retryable errors by default, and honours shouldRetry', async () => {
