@@ -1,32 +1,66 @@
 /**
- * The admin listener of a node: merged `/metrics` of every hosted service, aggregated `/healthz`
- * and `/readyz`, `/status` (JSON) and `/version`.
+ * The admin listener of a node, on core's HTTP handler (the SPEC error envelope, `X-Corr-ID`,
+ * `Allow` on 405, Prometheus content type): merged `/metrics` of every hosted service, aggregated
+ * `/healthz` and `/readyz`, `/status` (JSON), `/version`, `/keys` (the node's issuer keys, JWKS)
+ * and `POST /admin/reload` (scope `node:admin`).
  *
  * @module
  */
 
-import type { IncomingMessage, ServerResponse } from 'node:http'
-import { mergeMetrics, systemClock, type Clock, type RonService } from '@ron/core'
+import {
+  METRICS_CONTENT_TYPE,
+  MalformedError,
+  NotReadyError,
+  UnauthorizedError,
+  bearerToken,
+  checkCaveats,
+  createHttpHandler,
+  createServiceMetrics,
+  mergeExpositions,
+  systemClock,
+  type Clock,
+  type HttpHandler,
+  type Jwk,
+  type Reply,
+  type RonService,
+  type Route,
+  type TokenVerifier,
+} from '@ron/core'
 
 /** A hosted service as the admin listener sees it. */
 export interface HostedService {
   name: string
+  /** The URL the service is reachable at (advertised). */
   url: string
   service: RonService
 }
 
 /** Options of {@link createAdminHandler}. */
 export interface AdminHandlerOptions {
-  /** The hosted services (read on every request, so services added later show up). */
+  /** This node's id. */
+  nodeId: string
+  /** The hosted services (read on every request, so services attached later show up). */
   services: () => readonly HostedService[]
+  /** Services whose listener is bound but which are not attached yet: name → URL. */
+  pending?: () => Readonly<Record<string, string>>
   /** ron-node's version. */
   version: string
   /** When the node started (clock ms). */
   startedAt: number
   /** False once shutdown began: `/readyz` answers 503 from then on. */
   accepting: () => boolean
-  /** Data directory, reported by `/status`. */
-  dataDir: string
+  /** Data directory, reported by `/status` (undefined in amnesia mode). */
+  dataDir: string | undefined
+  /** The node's public issuer keys (`GET /keys`). */
+  keys: () => readonly Jwk[]
+  /** Verifies tokens for `node:admin` (audience `node`). */
+  verifier?: TokenVerifier
+  /** Runs a reload (`POST /admin/reload`) with the request's JSON body (a partial config, or `{}`). */
+  reload?: (partial: unknown) => Promise<unknown>
+  /** Peers as the node sees them, for `/status`. */
+  peers?: () => unknown
+  /** Extra routes (the dashboard). */
+  routes?: Route[]
   /** @default systemClock */
   clock?: Clock
 }
@@ -39,6 +73,8 @@ export interface QueueStatus {
   overflow: string
   /** Current depth from the service's `queue_depth{queue}` gauge (0 when not reported). */
   depth: number
+  /** Items dropped or shed so far (`queue_dropped_total{queue}`). */
+  dropped: number
 }
 
 /** One service in `/status`. */
@@ -50,27 +86,31 @@ export interface ServiceStatus {
   writeReady: boolean
   missing: string[]
   reason?: string
+  paths?: Record<string, boolean>
   queues: QueueStatus[]
   tasks: { name: string; count: number; criticality: string }[]
 }
 
 /** The `/status` document. */
 export interface NodeStatus {
+  name: 'ron-node'
+  nodeId: string
   version: string
   ready: boolean
   uptimeSec: number
-  dataDir: string
+  dataDir: string | null
   services: Record<string, ServiceStatus>
+  peers?: unknown
 }
 
-async function queueDepths(svc: RonService): Promise<Map<string, number>> {
+async function counterValues(svc: RonService, name: string, label: string): Promise<Map<string, number>> {
   const out = new Map<string, number>()
-  const metric = svc.metrics.getSingleMetric('queue_depth')
+  const metric = (svc.metrics as { getSingleMetric?(n: string): { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> } | undefined } | undefined)?.getSingleMetric?.(name)
   if (metric === undefined) return out
   const data = await metric.get()
   for (const v of data.values) {
-    const q = v.labels['queue']
-    if (typeof q === 'string') out.set(q, v.value)
+    const q = v.labels[label]
+    if (typeof q === 'string') out.set(q, (out.get(q) ?? 0) + v.value)
   }
   return out
 }
@@ -83,7 +123,8 @@ export async function nodeStatus(options: AdminHandlerOptions): Promise<NodeStat
   for (const h of options.services()) {
     const health = h.service.health()
     const topo = h.service.describe()
-    const depths = await queueDepths(h.service)
+    const depths = await counterValues(h.service, 'queue_depth', 'queue')
+    const dropped = await counterValues(h.service, 'queue_dropped_total', 'queue')
     ready &&= health.ready
     services[h.name] = {
       url: h.url,
@@ -93,44 +134,54 @@ export async function nodeStatus(options: AdminHandlerOptions): Promise<NodeStat
       writeReady: health.writeReady,
       missing: health.missing,
       ...(health.reason === undefined ? {} : { reason: health.reason }),
-      queues: topo.channels.map((c) => ({ name: c.name, kind: c.kind, capacity: c.capacity, overflow: c.overflow, depth: depths.get(c.name) ?? 0 })),
+      ...((health as { paths?: Record<string, boolean> }).paths === undefined ? {} : { paths: (health as { paths?: Record<string, boolean> }).paths! }),
+      queues: topo.channels.map((c) => ({ name: c.name, kind: c.kind, capacity: c.capacity, overflow: c.overflow, depth: depths.get(c.name) ?? 0, dropped: dropped.get(c.name) ?? 0 })),
       tasks: topo.tasks.map((t) => ({ name: t.name, count: t.count, criticality: t.criticality })),
     }
   }
-  return { version: options.version, ready, uptimeSec: Math.max(0, Math.round((clock.now() - options.startedAt) / 1000)), dataDir: options.dataDir, services }
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = `${JSON.stringify(body)}\n`
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...headers })
-  res.end(text)
-}
-
-function sendError(res: ServerResponse, status: number, code: string, message: string): void {
-  sendJson(res, status, { error: { code, message, retryable: false, corr_id: '', details: {} } })
+  for (const [name, url] of Object.entries(options.pending?.() ?? {})) {
+    if (services[name] !== undefined) continue
+    ready = false
+    services[name] = { url, version: options.version, live: true, ready: false, writeReady: false, missing: ['starting'], queues: [], tasks: [] }
+  }
+  const peers = options.peers?.()
+  return {
+    name: 'ron-node',
+    nodeId: options.nodeId,
+    version: options.version,
+    ready,
+    uptimeSec: Math.max(0, Math.round((clock.now() - options.startedAt) / 1000)),
+    dataDir: options.dataDir ?? null,
+    services,
+    ...(peers === undefined ? {} : { peers }),
+  }
 }
 
 /**
- * Creates the admin request listener (`http.createServer(handler)`): `GET /metrics` (the merged
- * Prometheus text of every service, each with its `service` label), `GET /healthz` (200 when every
+ * Creates the admin handler: `GET /metrics` (the merged Prometheus text of every service and of
+ * the admin listener itself, each with its `service` label), `GET /healthz` (200 when every
  * service is live), `GET /readyz` (200 when every service is ready, else 503 with `Retry-After`
- * and the names of what is missing), `GET /status` and `GET /version`.
+ * naming what is missing), `GET /status`, `GET /version`, `GET /keys` and `POST /admin/reload`.
  */
-export function createAdminHandler(options: AdminHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = (req.url ?? '/').split('?')[0]
-    if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 405, 'MethodNotAllowed', 'admin routes are GET only')
+export function createAdminHandler(options: AdminHandlerOptions): HttpHandler {
+  const clock = options.clock ?? systemClock
+  const metrics = createServiceMetrics({ service: 'node' })
+  const reloads = metrics.counter('node_reloads_total', 'Reloads requested through SIGHUP or POST /admin/reload, by outcome.', ['outcome'])
+  reloads.inc({ outcome: 'ok' }, 0)
+  reloads.inc({ outcome: 'error' }, 0)
+
+  const builtin = (path: string, req: { method: string }): Reply | Promise<Reply> | undefined => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return undefined
     switch (path) {
-      case '/metrics': {
-        const text = await mergeMetrics(options.services().map((s) => s.service.metrics))
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text) })
-        res.end(req.method === 'HEAD' ? undefined : text)
-        return
-      }
+      case '/metrics':
+        return (async () => {
+          const texts = await Promise.all([metrics.text(), ...options.services().map((s) => s.service.metricsText())])
+          return { status: 200, headers: { 'content-type': METRICS_CONTENT_TYPE, 'cache-control': 'no-store' }, body: mergeExpositions(texts) }
+        })()
       case '/healthz': {
         const services = Object.fromEntries(options.services().map((s) => [s.name, s.service.health()]))
         const live = Object.values(services).every((h) => h.live)
-        return sendJson(res, live ? 200 : 503, { live, services })
+        return { status: live ? 200 : 503, headers: { 'cache-control': 'no-store' }, json: { live, services } }
       }
       case '/readyz': {
         const missing: string[] = []
@@ -141,21 +192,81 @@ export function createAdminHandler(options: AdminHandlerOptions): (req: Incoming
           if (!h.ready) missing.push(...(h.missing.length > 0 ? h.missing.map((m) => `${s.name}:${m}`) : [s.name]))
           writeReady &&= h.writeReady
         }
-        if (missing.length === 0) return sendJson(res, 200, { ready: true, writeReady })
-        return sendJson(res, 503, { ready: false, writeReady: false, missing }, { 'retry-after': '1' })
+        for (const name of Object.keys(options.pending?.() ?? {})) missing.push(`${name}:starting`)
+        if (missing.length === 0) return { status: 200, headers: { 'cache-control': 'no-store' }, json: { ready: true, writeReady } }
+        return { status: 503, headers: { 'retry-after': '1', 'cache-control': 'no-store' }, json: { ready: false, writeReady: false, missing } }
       }
-      case '/status':
-        return sendJson(res, 200, await nodeStatus(options))
       case '/version':
-        return sendJson(res, 200, { name: 'ron-node', version: options.version })
+        return { status: 200, json: { service: 'node', name: 'ron-node', version: options.version, node: process.version } }
       default:
-        return sendError(res, 404, 'NotFound', `no admin route ${path ?? ''}`)
+        return undefined
     }
   }
-  return (req, res) => {
-    route(req, res).catch(() => {
-      if (!res.headersSent) sendError(res, 500, 'Internal', 'internal error')
-      else res.destroy()
-    })
-  }
+
+  const routes: Route[] = [
+    { method: 'GET', path: '/status', handler: async () => ({ status: 200, headers: { 'cache-control': 'no-store' }, json: await nodeStatus(options) }) },
+    { method: 'GET', path: '/keys', handler: () => ({ status: 200, headers: { 'cache-control': 'max-age=60' }, json: { keys: options.keys() } }) },
+    {
+      method: 'POST',
+      path: '/admin/reload',
+      scope: 'node:admin',
+      handler: async (ctx) => {
+        if (options.reload === undefined) throw new NotReadyError('reload is not available yet', { retryAfterMs: 1000 })
+        const raw = await ctx.bytes()
+        let partial: unknown = {}
+        if (raw.byteLength > 0) {
+          try {
+            partial = JSON.parse(Buffer.from(raw).toString('utf8'))
+          } catch (e) {
+            throw new MalformedError('the reload body must be JSON (a partial node config) or empty', { cause: e })
+          }
+        }
+        try {
+          const result = await options.reload(partial)
+          reloads.inc({ outcome: 'ok' })
+          return { status: 200, json: result }
+        } catch (e) {
+          reloads.inc({ outcome: 'error' })
+          throw e
+        }
+      },
+    },
+    ...(options.routes ?? []),
+  ]
+
+  return createHttpHandler({
+    serviceId: 'node',
+    routes,
+    clock,
+    metrics: metrics.sink,
+    hooks: {
+      builtin,
+      authenticate: async (req, route) => {
+        if (options.verifier === undefined) throw new UnauthorizedError('this node verifies no tokens', { details: { reason: 'no_verifier' } })
+        const token = bearerToken(req.headers)
+        if (token === undefined) throw new UnauthorizedError('missing bearer token', { details: { reason: 'missing' } })
+        const claims = await options.verifier.verify(token, { audience: 'node', ...(route.scope === undefined ? {} : { scope: route.scope }) })
+        const q = req.url.indexOf('?')
+        checkCaveats(claims, { method: req.method, path: q === -1 ? req.url : req.url.slice(0, q) })
+        return claims
+      },
+      observe: (route, method, status, seconds) => metrics.observeHttp(route, method, status, seconds),
+    },
+  })
+}
+
+/**
+ * The handler of a listener whose service is not attached yet: every request gets 503
+ * `NotReady` with `Retry-After: 1`, in the SPEC envelope with a correlation id.
+ */
+export function notReadyHandler(what: string): HttpHandler {
+  return createHttpHandler({
+    serviceId: what,
+    routes: [],
+    hooks: {
+      intake: () => {
+        throw new NotReadyError(`${what} is starting`, { retryAfterMs: 1000 })
+      },
+    },
+  })
 }

@@ -25,6 +25,12 @@ interface NodeFlags {
   services?: string
   logLevel?: string
   drainDeadline?: string
+  peers?: string
+  advertise?: string
+  amnesia?: boolean
+  rf?: string
+  writeQuorum?: string
+  repairInterval?: string
   json?: boolean
 }
 
@@ -45,6 +51,14 @@ function nodeFlags(a: NodeFlags): NodeConfigInput {
   if (a.services !== undefined) out['services'] = a.services
   if (a.logLevel !== undefined) out['logLevel'] = a.logLevel
   if (a.drainDeadline !== undefined) out['drainDeadline'] = a.drainDeadline
+  if (a.peers !== undefined) out['peers'] = a.peers
+  if (a.advertise !== undefined) out['advertise'] = a.advertise
+  if (a.amnesia !== undefined) out['amnesia'] = a.amnesia
+  const storage: Record<string, unknown> = {}
+  if (a.rf !== undefined) storage['rf'] = a.rf
+  if (a.writeQuorum !== undefined) storage['writeQuorum'] = a.writeQuorum
+  if (a.repairInterval !== undefined) storage['repair'] = { interval: a.repairInterval }
+  if (Object.keys(storage).length > 0) out['storage'] = storage
   return out
 }
 
@@ -53,7 +67,13 @@ const NODE_OPTIONS = {
   'data-dir': { type: 'string', describe: 'data directory [default: RON_DATA_DIR or the platform data dir]', requiresArg: true },
   host: { type: 'string', describe: 'interface to bind [default: 127.0.0.1]', requiresArg: true },
   'port-base': { type: 'string', describe: 'admin port; storage = base+1, registry..interop = base+2..5; 0 = free ports [default: 7700]', requiresArg: true },
-  services: { type: 'string', describe: `services to host, comma-separated (available: ${AVAILABLE_SERVICES.join(', ')}) [default: storage]`, requiresArg: true },
+  services: { type: 'string', describe: `services to host, comma-separated [default: all: ${AVAILABLE_SERVICES.join(', ')}]`, requiresArg: true },
+  peers: { type: 'string', describe: "other nodes' admin URLs, comma-separated (their services are found via /status)", requiresArg: true },
+  advertise: { type: 'string', describe: 'host name (or scheme://host) peers and clients reach this node at [default: --host]', requiresArg: true },
+  amnesia: { type: 'boolean', describe: 'RAM only: memory stores, ephemeral keys, admin token printed; nothing written to disk' },
+  rf: { type: 'string', describe: 'copies of every object across this node and its peers [default: 2 with peers, 1 alone]', requiresArg: true },
+  'write-quorum': { type: 'string', describe: 'durable copies before a put is acknowledged [default: 1]', requiresArg: true },
+  'repair-interval': { type: 'string', describe: 'how often storage repair runs, e.g. 30s [default: 30s]', requiresArg: true },
   'log-level': { type: 'string', choices: LOG_LEVEL_CHOICES, describe: 'log level [default: info]', requiresArg: true },
   'drain-deadline': { type: 'string', describe: 'how long shutdown lets requests finish, e.g. 3s [default: 3s]', requiresArg: true },
 } as const
@@ -66,7 +86,8 @@ const CLIENT_OPTIONS = {
 } as const
 
 const START_EPILOG = [
-  'Ports: admin = base, storage = base+1; base+2..base+5 are reserved for registry, passport, index, interop.',
+  'Ports: admin = base, storage = base+1, registry +2, passport +3, index +4, interop +5.',
+  'Signals: SIGHUP reloads the config file and environment (also POST /admin/reload with a node:admin token).',
   'Signals: SIGTERM/SIGINT drain and exit 0; a second signal during shutdown exits 130 at once.',
   '',
   EXIT_CODES_HELP,
@@ -101,12 +122,14 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
     .usage('$0 <command> [options]')
     .command(
       'start',
-      'run a node: storage and the admin listener, until SIGTERM/SIGINT',
+      'run a node: every service and the admin listener, until SIGTERM/SIGINT (SIGHUP reloads the config)',
       (y) =>
         y
           .options(NODE_OPTIONS)
-          .option('json', { type: 'boolean', describe: 'print one JSON line {admin, services, tokenFile, dataDir} once ready' })
-          .example('$0 start', 'start on 127.0.0.1:7700 (admin) and :7701 (storage)')
+          .option('json', { type: 'boolean', describe: 'print one JSON line {nodeId, admin, services, tokenFile, dataDir} once ready' })
+          .example('$0 start', 'start on 127.0.0.1:7700 (admin) and 7701.. (services)')
+          .example('$0 start --amnesia', 'RAM only, nothing written to disk; the admin token is printed')
+          .example('$0 start --port-base 7710 --data-dir ~/ron-b --peers http://127.0.0.1:7700', 'a second node forming a cluster with the first')
           .example('$0 start --port-base 0 --json --data-dir /tmp/ron', 'free ports, machine-readable summary')
           .example('RON_LOG_LEVEL=debug $0 start --config ron.toml', 'config file, overridden by env and flags')
           .epilog(START_EPILOG),

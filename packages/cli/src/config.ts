@@ -44,6 +44,33 @@ const serviceList = z.preprocess(
     }),
 )
 
+/** A comma- or space-separated list (env and flags) or an array (files) of http(s) URLs. */
+const urlList = z.preprocess(
+  (v) => (typeof v === 'string' ? v.split(/[\s,]+/).filter((s) => s.length > 0) : v),
+  z.array(
+    z.string().refine((u) => {
+      try {
+        const url = new URL(u)
+        return url.protocol === 'http:' || url.protocol === 'https:'
+      } catch {
+        return false
+      }
+    }, 'expected an http(s) URL such as http://10.0.0.2:7700'),
+  ),
+)
+
+/** Repair pacing (`[storage.repair]`). */
+const repairConfigSchema = z
+  .object({
+    /** How often the repair planner runs. @default "30s" */
+    interval: durationSchema.optional(),
+    /** Repair traffic budget per second. @default "50MiB" */
+    bytesPerSec: sizeSchema.optional(),
+    /** Burst of the repair budget. @default "4MiB" */
+    burst: sizeSchema.optional(),
+  })
+  .strict()
+
 /** Storage settings in the node config (`[storage]` in TOML). */
 export const storageConfigSchema = z
   .object({
@@ -57,10 +84,14 @@ export const storageConfigSchema = z
     workQueue: positiveInt.optional(),
     /** GET/HEAD workers. @default 16 */
     getConcurrency: positiveInt.optional(),
-    /** PUT workers. @default 8 */
-    putConcurrency: positiveInt.optional(),
-    /** Token used for writes to peer storage nodes (a secret; redacted by `config print`). */
-    peerToken: z.string().min(1).optional(),
+    /** Concurrent uploads being written (sized for the disk). @default 32 */
+    writers: positiveInt.optional(),
+    /** Copies kept of every object across this node and its peers. @default 2 with peers, 1 alone */
+    rf: positiveInt.optional(),
+    /** Durable copies before a PUT is acknowledged. @default 1 */
+    writeQuorum: positiveInt.optional(),
+    /** Repair pacing. */
+    repair: repairConfigSchema.default({}),
   })
   .strict()
 
@@ -77,18 +108,34 @@ export const nodeConfigSchema = z
     host: z.string().min(1).default('127.0.0.1'),
     /** First port: admin = base, storage = base+1, ...; 0 = free ports. @default 7700 */
     portBase: intSchema(0, 65530).default(DEFAULT_PORT_BASE),
-    /** Services to host. @default ["storage"] */
-    services: serviceList.default(['storage']),
+    /** Services to host. @default every service this build has */
+    services: serviceList.default([...AVAILABLE_SERVICES]),
+    /**
+     * The host name (or `scheme://host`) other nodes and clients reach this node at, reported by
+     * `/status` and announced to indexes; needed when binding `0.0.0.0` or behind a proxy.
+     * @default the bound host
+     */
+    advertise: z.string().min(1).optional(),
+    /** Other nodes' admin URLs (their service URLs are read from their `/status`). @default [] */
+    peers: urlList.default([]),
+    /** RAM only: memory stores, ephemeral keys, the admin token printed, nothing written to disk. @default false */
+    amnesia: bool.default(false),
     /** pino level. @default "info" */
     logLevel: z.enum(LOG_LEVELS).default('info'),
     /** How long shutdown lets in-flight requests finish. @default "3s" */
     drainDeadline: durationSchema.default(3000),
-    /** Lifetime of a newly minted admin token. @default "365d" */
-    adminTokenTtl: durationSchema.default(365 * 86_400_000),
+    /** Lifetime of a newly minted admin token. @default "30d" */
+    adminTokenTtl: durationSchema.default(30 * 86_400_000),
     /** Storage settings. */
-    storage: storageConfigSchema.default({}),
+    storage: storageConfigSchema.default({ repair: {} }),
   })
   .strict()
+
+/**
+ * What `POST /admin/reload` accepts: the parts of the node config that can change live, written as
+ * in a config file (`{"storage": {"maxObjectBytes": "1GiB"}}`).
+ */
+export const reloadableConfigSchema = z.object({ storage: storageConfigSchema.optional() }).strict()
 
 /** The validated node configuration (durations in ms, sizes in bytes). */
 export type NodeConfig = z.output<typeof nodeConfigSchema>

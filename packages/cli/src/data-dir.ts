@@ -66,6 +66,12 @@ export interface DataDirLayout {
   storage: string
   /** `<root>/lock`: holds the pid of the node using the directory. */
   lock: string
+  /** `<root>/node.json`: the data directory format and the node id. */
+  nodeFile: string
+  /** `<root>/keys/node.json`: the node key (private Ed25519 JWK, mode 0600). */
+  nodeKey: string
+  /** `<root>/peers.json`: what the node learnt about its peers (node ids, service URLs). */
+  peersFile: string
 }
 
 /** The paths of a data directory's contents. */
@@ -78,6 +84,9 @@ export function dataDirLayout(root: string): DataDirLayout {
     adminToken: join(abs, 'admin.token'),
     storage: join(abs, 'storage'),
     lock: join(abs, 'lock'),
+    nodeFile: join(abs, 'node.json'),
+    nodeKey: join(abs, 'keys', 'node.json'),
+    peersFile: join(abs, 'peers.json'),
   }
 }
 

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto'
 import { chmod, lstat, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import {
+  ALL_SCOPES,
   createTokenVerifier,
   exportIssuerKey,
   generateIssuerKey,
@@ -23,31 +24,24 @@ import { errnoText } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { KNOWN_SERVICES } from './ports.js'
 
-/** Every scope of every RON service; the admin token carries all of them. */
-export const ADMIN_SCOPES: readonly string[] = [
-  'storage:write',
-  'storage:admin',
-  'registry:propose',
-  'registry:approve',
-  'registry:admin',
-  'passport:issue',
-  'passport:revoke',
-  'passport:admin',
-  'index:write',
-  'index:admin',
-  'interop:write',
-  'interop:admin',
-]
+/** Every scope of every RON service (core's scope catalog); the admin token carries all of them. */
+export const ADMIN_SCOPES: readonly string[] = ALL_SCOPES
 
-/** Default lifetime of the admin token: one year. */
-export const ADMIN_TOKEN_TTL_SEC = 365 * 24 * 3600
+/** Audiences of the admin token: every service, and `node` (the admin listener). */
+export const ADMIN_AUDIENCES: readonly string[] = [...KNOWN_SERVICES, 'node']
+
+/** Default lifetime of the admin token: 30 days (SPEC.md §5). */
+export const ADMIN_TOKEN_TTL_SEC = 30 * 24 * 3600
+
+/** The admin token is renewed at start when fewer than this many seconds remain: 10 days. */
+export const ADMIN_TOKEN_RENEW_SEC = 10 * 24 * 3600
 
 /**
  * Writes `text` to `path` with mode 0600 through a temporary file and a rename. The temporary file
  * has an unguessable name and is created exclusively (`wx`, O_EXCL), so a planted file or symlink
  * is never followed or reused.
  */
-async function writeSecret(path: string, text: string): Promise<void> {
+export async function writeSecret(path: string, text: string): Promise<void> {
   const tmp = `${path}.${randomUUID()}.tmp`
   let created = false
   try {
@@ -75,21 +69,21 @@ export interface IssuerKeyResult {
  * does not exist.
  * @throws {@link CliError} when the file exists but cannot be read or is not a valid key.
  */
-export async function loadOrCreateIssuerKey(path: string): Promise<IssuerKeyResult> {
+export async function loadOrCreateIssuerKey(path: string, what = 'issuer key'): Promise<IssuerKeyResult> {
   let text: string | undefined
   let looseMode = false
   try {
     text = await readFile(path, 'utf8')
     looseMode = process.platform !== 'win32' && ((await stat(path)).mode & 0o077) !== 0
   } catch (e) {
-    if ((e as { code?: unknown }).code !== 'ENOENT') throw new CliError(`cannot read issuer key ${path}: ${errnoText(e)}`, ExitCode.Error, { cause: e })
+    if ((e as { code?: unknown }).code !== 'ENOENT') throw new CliError(`cannot read ${what} ${path}: ${errnoText(e)}`, ExitCode.Error, { cause: e })
   }
   if (text !== undefined) {
     try {
       return { key: importIssuerKey(text), created: false, looseMode }
     } catch (e) {
       const why = isRonError(e) ? e.message : String(e)
-      throw new CliError(`issuer key ${path} is invalid (${why}); restore it or move it away to generate a new one`, ExitCode.Error, { cause: e })
+      throw new CliError(`${what} ${path} is invalid (${why}); restore it or move it away to generate a new one`, ExitCode.Error, { cause: e })
     }
   }
   const key = generateIssuerKey({ epoch: 1 })
@@ -125,7 +119,7 @@ export async function tokenStillGood(
 
 /** Options of {@link ensureAdminToken}. */
 export interface EnsureAdminTokenOptions {
-  /** Token lifetime in seconds. @default {@link ADMIN_TOKEN_TTL_SEC} (one year) */
+  /** Token lifetime in seconds. @default {@link ADMIN_TOKEN_TTL_SEC} (30 days) */
   ttlSec?: number
   /** @default systemClock */
   clock?: Clock
@@ -145,7 +139,8 @@ export interface AdminTokenResult {
 
 /**
  * Makes sure `path` holds a valid admin token signed by `key` (all scopes, every service as
- * audience). An existing token is kept while it verifies and has more than an hour left; otherwise
+ * audience, `node` included). An existing token is kept while it verifies and has more than 10 days
+ * (or a third of `ttlSec`, when shorter) left; otherwise
  * a new one is minted and written with mode 0600. An existing token file readable by group or
  * others is changed to mode 0600 (reported as `fixedMode`).
  * @throws {@link CliError} when the file cannot be read, written, or made private.
@@ -171,10 +166,10 @@ export async function ensureAdminToken(path: string, key: IssuerKey, options: En
       throw new CliError(`cannot make admin token ${path} private: ${errnoText(e)}`, ExitCode.Error, { cause: e })
     }
   }
-  if (existing !== undefined && (await tokenStillGood(existing, key, ADMIN_SCOPES, KNOWN_SERVICES, nowSec))) return { token: existing, minted: false, ...(fixedMode ? { fixedMode } : {}) }
+  if (existing !== undefined && (await tokenStillGood(existing, key, ADMIN_SCOPES, ADMIN_AUDIENCES, nowSec, Math.min(ADMIN_TOKEN_RENEW_SEC, Math.floor((options.ttlSec ?? ADMIN_TOKEN_TTL_SEC) / 3))))) return { token: existing, minted: false, ...(fixedMode ? { fixedMode } : {}) }
   const token = signToken(
     key,
-    { sub: 'admin', aud: [...KNOWN_SERVICES], scope: [...ADMIN_SCOPES], ttlSec: options.ttlSec ?? ADMIN_TOKEN_TTL_SEC },
+    { sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec: options.ttlSec ?? ADMIN_TOKEN_TTL_SEC },
     { clock },
   )
   await writeSecret(path, `${token}\n`)

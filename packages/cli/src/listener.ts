@@ -15,8 +15,7 @@ export interface Listener {
   readonly url: string
   readonly port: number
   /**
-   * Routes requests to `handle` from now on. A listener bound without a handler answers every
-   * request with 503 `NotReady` and `Retry-After: 1` until one is attached.
+   * Routes requests to `handle` from now on.
    */
   attach(handle: RequestHandler): void
   /** Stops accepting, lets in-flight requests finish until the drain deadline, then destroys sockets. Idempotent. */
@@ -25,16 +24,6 @@ export interface Listener {
 
 /** A `node:http` request listener. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
-
-/** The answer of a listener whose service is not attached yet: 503 `NotReady` (SPEC error envelope). */
-function notReadyYet(what: string): RequestHandler {
-  return (req, res) => {
-    const text = `${JSON.stringify({ error: { code: 'NotReady', message: `${what} is starting`, retryable: true, corr_id: '', details: {} } })}\n`
-    req.resume()
-    res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'retry-after': '1', 'cache-control': 'no-store' })
-    res.end(text)
-  }
-}
 
 /** `http://host:port`, with IPv6 literals bracketed and wildcard hosts shown as loopback. */
 export function urlFor(host: string, port: number): string {
@@ -63,12 +52,12 @@ export interface ListenOptions {
 
 /**
  * Listens through core `serve()` (header timeout, idle timeout, per-IP connection cap, draining
- * close). `handle` may be `undefined` to bind the port first and {@link Listener.attach} the
- * handler later; until then requests get 503 `NotReady`.
+ * close). {@link Listener.attach} swaps the handler later (a node binds every port first with a
+ * handler answering 503 `NotReady`, then attaches each service).
  * @throws {@link CliError} naming the port and the listener when binding fails.
  */
-export async function listen(handle: RequestHandler | undefined, options: ListenOptions): Promise<Listener> {
-  let current: RequestHandler = handle ?? notReadyYet(options.what)
+export async function listen(handle: RequestHandler, options: ListenOptions): Promise<Listener> {
+  let current: RequestHandler = handle
   let server: RonServer
   try {
     server = await serve({ handle: (req, res) => current(req, res) }, { port: options.port, host: options.host, drainDeadlineMs: options.drainDeadlineMs })

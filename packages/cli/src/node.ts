@@ -1,47 +1,100 @@
 /**
- * The composition behind `ron-node start`: data directory, issuer key, admin token, the hosted
- * services each on its own listener, and the admin listener. Exported as {@link startNode} so tests
- * and embedders can run a node in-process.
+ * The composition behind `ron-node start`: data directory, node identity, issuer key, admin token,
+ * the hosted services each on its own listener, peers, and the admin listener. Exported as
+ * {@link startNode} so tests and embedders can run a node in-process.
  *
  * @module
  */
 
-import { MemoryTransport, noopLogger, staticKeySource, systemClock, type Clock, type Logger, type RonService, type Transport } from '@ron/core'
-import { createStorageService, type StorageServiceOptions } from '@ron/storage'
-import { createAdminHandler, type HostedService } from './admin.js'
-import { prepareDataDir, type DataDirLayout } from './data-dir.js'
+import {
+  HttpTransport,
+  MemoryTransport,
+  createTokenProvider,
+  createTokenVerifier,
+  generateIssuerKey,
+  localMinter,
+  noopLogger,
+  signToken,
+  staticKeySource,
+  systemClock,
+  type Clock,
+  type HttpHandler,
+  type IssuerKey,
+  type Jwk,
+  type KeySource,
+  type Logger,
+  type RonService,
+  type TokenProvider,
+  validateConfig,
+} from '@ron/core'
+import { reloadableConfigSchema } from './config.js'
+import { createAdminHandler, notReadyHandler, type HostedService } from './admin.js'
+import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
-import { ensureAdminToken, loadOrCreateIssuerKey } from './keys.js'
-import { listen, type Listener } from './listener.js'
-import { cliVersion } from './version.js'
+import { loadOrCreateIdentity, newNodeId } from './identity.js'
+import { ADMIN_AUDIENCES, ADMIN_SCOPES, ADMIN_TOKEN_TTL_SEC, ensureAdminToken, loadOrCreateIssuerKey } from './keys.js'
+import { listen, type Listener, type RequestHandler } from './listener.js'
+import { NodeTransport, PeerDirectory, normalizeUrl } from './peers.js'
 import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, portFor, type ServiceName } from './ports.js'
+import { cliVersion } from './version.js'
 
-/** Storage settings a node passes through to `createStorageService` (the JSON-safe subset of its options). */
-export type NodeStorageOptions = Pick<
-  StorageServiceOptions,
-  'chunkSize' | 'maxObjectBytes' | 'publicReads' | 'workQueue' | 'getConcurrency' | 'putConcurrency' | 'peerToken'
->
+/** Storage settings of a node (the JSON-safe subset of storage's options ron-node exposes). */
+export interface NodeStorageOptions {
+  /** @default 16 GiB */
+  maxObjectBytes?: number
+  /** @default 64 KiB */
+  chunkSize?: number
+  /** @default true */
+  publicReads?: boolean
+  /** @default 512 */
+  workQueue?: number
+  /** @default 16 */
+  getConcurrency?: number
+  /** @default 32 */
+  writers?: number
+  /** Copies kept across this node and its peers. @default 2 with peers, 1 alone */
+  rf?: number
+  /** Durable copies before a PUT is acknowledged. @default 1 */
+  writeQuorum?: number
+  /** Repair pacing. */
+  repair?: { intervalMs?: number; bytesPerSec?: number; burst?: number }
+}
+
+/** What can change on a running node (`reload()`, SIGHUP, `POST /admin/reload`). */
+export interface NodeReloadable {
+  storage?: NodeStorageOptions
+}
 
 /** Options of {@link startNode}. */
 export interface StartNodeOptions {
   /**
    * Data directory; created (mode 0700) when missing, made private when group or others can access
-   * it, and locked (`<dataDir>/lock`) while the node runs. Required: use `defaultDataDir()` for the
-   * platform default.
+   * it, and locked (`<dataDir>/lock`) while the node runs. Required unless `amnesia`.
    */
-  dataDir: string
+  dataDir?: string
+  /** RAM only: nothing is written to disk (memory stores, ephemeral keys, token in the summary). @default false */
+  amnesia?: boolean
   /** Interface every listener binds. @default '127.0.0.1' */
   host?: string
   /** Admin on `portBase`, storage on `portBase + 1`, ...; 0 picks free ports. @default 7700 */
   portBase?: number
-  /** Services to host. @default ['storage'] */
+  /** Services to host. @default every service this build has */
   services?: readonly ServiceName[]
+  /** Host name (or `scheme://host`) reported in `/status` and announced. @default the bound host */
+  advertise?: string
+  /** Other nodes' admin URLs. @default [] */
+  peers?: readonly string[]
   /** How long shutdown lets in-flight requests finish. @default 3000 */
   drainDeadlineMs?: number
-  /** Lifetime of a newly minted admin token, in seconds. @default 31536000 (one year) */
+  /** Lifetime of a newly minted admin token, in seconds. @default 2592000 (30 days) */
   adminTokenTtlSec?: number
   /** Storage settings. @default {} */
   storage?: NodeStorageOptions
+  /**
+   * Where `reload()` re-reads the configuration (the CLI re-reads its file and environment); the
+   * partial given to `reload()` is applied on top. @default the settings given at start
+   */
+  reloadSource?: () => NodeReloadable | Promise<NodeReloadable>
   /** Logger (pino-compatible). @default noopLogger */
   logger?: Logger
   /** @default systemClock */
@@ -50,23 +103,31 @@ export interface StartNodeOptions {
 
 /** What `ron-node start --json` prints once ready. */
 export interface NodeSummary {
+  /** This node's id. */
+  nodeId: string
   /** Admin listener URL (`/metrics`, `/healthz`, `/readyz`, `/status`). */
   admin: string
   /** Base URL of each hosted service. */
   services: Record<string, string>
-  /** Path of the admin token file (mode 0600). */
-  tokenFile: string
-  /** Absolute data directory. */
-  dataDir: string
+  /** Path of the admin token file (mode 0600); absent in amnesia mode. */
+  tokenFile?: string
+  /** The admin token itself, in amnesia mode only (it is saved nowhere). */
+  token?: string
+  /** Absolute data directory; absent in amnesia mode. */
+  dataDir?: string
 }
 
-export { cliVersion }
+/** What a reload did. */
+export interface ReloadResult {
+  /** Services whose config was reloaded. */
+  reloaded: string[]
+}
 
 /** A running node. */
 export interface RonNode extends NodeSummary {
   /** The issuer key id tokens of this node carry in their `kid`. */
   readonly issuerKid: string
-  /** True when the issuer key was generated by this start (first start). */
+  /** True when the node identity was created by this start (first start). */
   readonly firstStart: boolean
   /** True when every hosted service is ready and the node is not shutting down. */
   ready(): boolean
@@ -77,53 +138,139 @@ export interface RonNode extends NodeSummary {
   whenReady(signal?: AbortSignal): Promise<void>
   /** The JSON-line summary. */
   summary(): NodeSummary
+  /**
+   * Re-reads the configuration (`reloadSource`), applies `partial` on top, and calls `reload()` of
+   * every hosted service with its section (SPEC.md §3.3b): validated, swapped atomically, rolled
+   * back on failure. Reloads are serialised.
+   * @throws the first service's reload error (a ConfigError naming the field, or a refusal of
+   *   something that cannot change live)
+   */
+  reload(partial?: NodeReloadable): Promise<ReloadResult>
   /** Runs the shutdown sequence (SPEC.md 3.3) within the drain deadline. Idempotent. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/** Everything a service factory gets. */
 interface ServiceContext {
-  layout: DataDirLayout
-  transport: Transport
-  keys: ReturnType<typeof staticKeySource>
+  nodeId: string
+  /** Storage data directory, undefined in amnesia mode. */
+  storageDir: string | undefined
+  transport: NodeTransport
+  /** Keys every service verifies tokens with. */
+  keys: KeySource
+  /** Service-to-service tokens of this node. */
+  tokens: TokenProvider
+  peers: PeerDirectory
   logger: Logger
   drainDeadlineMs: number
   clock: Clock
-  options: StartNodeOptions
+  url: (name: ServiceName) => string
+  storage: NodeStorageOptions
+  hosted: ReadonlySet<ServiceName>
+  /** Origins allowed to write cross-origin (the admin origin, for the dashboard). */
+  adminOrigin: string
 }
 
-type ServiceFactory = (ctx: ServiceContext) => Promise<RonService>
+interface ServiceFactory {
+  create(ctx: ServiceContext): Promise<RonService>
+  /** The section of the node config this service reloads with. */
+  reloadPartial?(ctx: ServiceContext, cfg: NodeReloadable): unknown
+}
+
+/**
+ * A reload request body (config-file spelling) → {@link NodeReloadable}.
+ * @throws ConfigError (400 `Malformed`) naming the offending field.
+ */
+function parseReloadBody(body: unknown): NodeReloadable {
+  const parsed = validateConfig(reloadableConfigSchema, body ?? {})
+  if (parsed.storage === undefined) return {}
+  const { repair, ...rest } = parsed.storage
+  const storage: NodeStorageOptions = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))
+  const r = Object.fromEntries(Object.entries({ intervalMs: repair.interval, bytesPerSec: repair.bytesPerSec, burst: repair.burst }).filter(([, v]) => v !== undefined))
+  return { storage: Object.keys(r).length > 0 ? { ...storage, repair: r } : storage }
+}
+
+/** The `node:http` listener of a handler. */
+function handlerOf(h: HttpHandler): RequestHandler {
+  return (req, res) => h.handle(req, res)
+}
 
 /** How long a listener lets responses finish after its service has closed. */
 const LISTENER_GRACE_MS = 250
 
+function storageSettings(s: NodeStorageOptions | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  if (s === undefined) return out
+  for (const k of ['maxObjectBytes', 'chunkSize', 'publicReads', 'workQueue', 'getConcurrency', 'writers', 'writeQuorum', 'rf'] as const) {
+    if (s[k] !== undefined) out[k] = s[k]
+  }
+  const r = s.repair ?? {}
+  const repair: Record<string, number> = {}
+  if (r.intervalMs !== undefined) repair['intervalMs'] = r.intervalMs
+  if (r.bytesPerSec !== undefined) repair['bytesPerSec'] = r.bytesPerSec
+  if (r.burst !== undefined) repair['burst'] = r.burst
+  if (Object.keys(repair).length > 0) out['repair'] = repair
+  return out
+}
+
+/** Replication settings for the peers known right now: rf and writeQuorum never exceed what they allow. */
+function replication(ctx: ServiceContext, s: NodeStorageOptions | undefined): { peers: string[]; rf: number; writeQuorum: number } {
+  const peers = ctx.peers.storagePeers()
+  const wanted = s?.rf ?? (ctx.peers.list().length > 0 ? 2 : 1)
+  const rf = Math.max(1, Math.min(wanted, peers.length + 1))
+  return { peers, rf, writeQuorum: Math.max(1, Math.min(s?.writeQuorum ?? 1, rf)) }
+}
+
 /** How each hostable service is created. Later services add an entry here. */
 const FACTORIES: Partial<Record<ServiceName, ServiceFactory>> = {
-  storage: (ctx) =>
-    createStorageService(
-      {
-        ...(ctx.options.storage ?? {}),
-        dataDir: ctx.layout.storage,
-        auth: { keys: ctx.keys },
-        logger: ctx.logger,
-        drainDeadlineMs: ctx.drainDeadlineMs,
-        clock: ctx.clock,
-      },
-      ctx.transport,
-    ),
+  storage: {
+    async create(ctx) {
+      const { createStorageService } = await import('@ron/storage')
+      return createStorageService(
+        {
+          ...storageSettings(ctx.storage),
+          ...replication(ctx, ctx.storage),
+          ...(ctx.storageDir === undefined ? {} : { dataDir: ctx.storageDir }),
+          nodeId: ctx.nodeId,
+          advertise: ctx.url('storage'),
+          auth: { keys: ctx.keys },
+          peerKeys: { peers: ctx.peers.keySource() },
+          tokens: ctx.tokens,
+          ...(ctx.hosted.has('index') ? { announce: { target: 'index' } } : {}),
+          logger: ctx.logger,
+          drainDeadlineMs: ctx.drainDeadlineMs,
+          clock: ctx.clock,
+        },
+        ctx.transport,
+      )
+    },
+    reloadPartial: (ctx, cfg) => ({ ...storageSettings(cfg.storage), ...replication(ctx, cfg.storage) }),
+  },
+}
+
+/** The URL a listener is reached at: the advertised host (or `scheme://host`) with the bound port. */
+export function advertisedUrl(boundUrl: string, advertise: string | undefined): string {
+  if (advertise === undefined) return boundUrl
+  const port = new URL(boundUrl).port
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(advertise) ? advertise : `http://${advertise.includes(':') && !advertise.startsWith('[') ? `[${advertise}]` : advertise}`
+  const u = new URL(withScheme)
+  u.port = port
+  return u.href.replace(/\/+$/, '')
 }
 
 /**
  * Starts a node: prepares and locks the data directory, binds every listener (each answers 503
- * `NotReady` until its service is attached), loads or generates the issuer key, makes sure the
- * admin token is valid, then creates every requested service (each verifying tokens against the
- * issuer's public key) and attaches it to its listener, and the admin handler last.
+ * `NotReady` until its service is attached, the admin listener answers `/status` at once so peers
+ * can learn this node's id), loads or creates the node identity (format version, node id, node
+ * key), the issuer key and the admin token, learns its peers, then creates every requested service
+ * and attaches it to its listener.
  *
  * Nothing is left running when it fails: whatever was started is closed before the error is thrown.
  *
  * @throws {@link CliError} for an unusable data directory, a data directory in use by another
- *   node (the message names it and the pid holding its lock), an invalid key file, an unknown
- *   service, or a port in use (the message names the port and the listener).
+ *   node (the message names it and the pid holding its lock), a data directory of a newer release,
+ *   an invalid key file, an unknown service, or a port in use (the message names the port).
  * @example
  * ```ts
  * const node = await startNode({ dataDir: '/tmp/ron', portBase: 0 })
@@ -134,7 +281,8 @@ const FACTORIES: Partial<Record<ServiceName, ServiceFactory>> = {
 export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   const host = options.host ?? '127.0.0.1'
   const portBase = options.portBase ?? DEFAULT_PORT_BASE
-  const wanted: ServiceName[] = [...new Set<ServiceName>(options.services ?? ['storage'])]
+  const amnesia = options.amnesia === true
+  const wanted: ServiceName[] = [...new Set<ServiceName>(options.services ?? AVAILABLE_SERVICES)]
   const drainDeadlineMs = options.drainDeadlineMs ?? 3000
   const logger = options.logger ?? noopLogger
   const clock = options.clock ?? systemClock
@@ -147,19 +295,33 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       throw new CliError(`service ${name} is not available in this build (available: ${AVAILABLE_SERVICES.join(', ')})`, ExitCode.Usage)
     }
   }
+  if (!amnesia && (options.dataDir === undefined || options.dataDir === '')) throw new CliError('a data directory is required (or amnesia mode)', ExitCode.Usage)
+  let peerAdmins: string[]
+  try {
+    peerAdmins = [...new Set((options.peers ?? []).map(normalizeUrl))]
+  } catch (e) {
+    throw new CliError(`peers: ${e instanceof Error ? e.message : String(e)}`, ExitCode.Usage, { cause: e })
+  }
 
   // The data directory is locked before anything in it is touched, and every port is bound before
   // any service is created (storage's crash recovery clears storage/tmp), so a second start on the
   // same directory or a port conflict fails without disturbing anything.
-  const layout = await prepareDataDir(options.dataDir, { logger })
-  const transport = new MemoryTransport()
-  const slots: { name: ServiceName; listener: Listener; service?: RonService }[] = []
+  const layout: PreparedDataDir | undefined = amnesia ? undefined : await prepareDataDir(options.dataDir!, { logger })
+  const memory = new MemoryTransport()
+  const http = new HttpTransport({ timeoutMs: 30_000, breaker: false })
+  const transport = new NodeTransport(memory, http)
+  const slots: { name: ServiceName; listener: Listener; url: string; service?: RonService }[] = []
   const hosted: (HostedService & { listener: Listener })[] = []
   let accepting = true
   let admin: Listener | undefined
+  let peers: PeerDirectory | undefined
+  let tokens: TokenProvider | undefined
+  let reloadCtx: ServiceContext | undefined
+  let reloading: Promise<unknown> = Promise.resolve()
 
   const shutdown = async (): Promise<void> => {
     accepting = false
+    peers?.close()
     // SPEC.md 3.3: each service flips readiness, answers new requests with 503 Draining and
     // Retry-After, drains and aborts stragglers, while its listener stays open to deliver those
     // answers; the listener then closes with a short grace. The admin listener goes last.
@@ -175,49 +337,135 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
         await slot.listener.close()
       }),
     )
+    tokens?.close()
     await admin?.close()
     await transport.close()
-    await layout.release()
+    await layout?.release()
   }
 
-  let issuer: Awaited<ReturnType<typeof loadOrCreateIssuerKey>>
+  let issuer: IssuerKey
+  let nodeId: string
+  let firstStart: boolean
+  let adminToken: string
+  let verifierKeys: KeySource
   try {
     for (const name of wanted) {
-      const listener = await listen(undefined, { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS })
-      slots.push({ name, listener })
+      const listener = await listen(handlerOf(notReadyHandler(name)), { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS })
+      slots.push({ name, listener, url: advertisedUrl(listener.url, options.advertise) })
     }
-    admin = await listen(undefined, { port: portFor(portBase, 'admin'), host, what: 'admin', drainDeadlineMs: LISTENER_GRACE_MS })
+    admin = await listen(handlerOf(notReadyHandler('admin')), { port: portFor(portBase, 'admin'), host, what: 'admin', drainDeadlineMs: LISTENER_GRACE_MS })
+    const adminUrl = advertisedUrl(admin.url, options.advertise)
 
-    issuer = await loadOrCreateIssuerKey(layout.issuerKey)
-    if (issuer.created) logger.info({ kid: issuer.key.kid, path: layout.issuerKey }, 'generated issuer key')
-    if (issuer.looseMode) logger.warn({ path: layout.issuerKey }, 'issuer key file is readable by others; chmod 600 it')
-    const adminToken = await ensureAdminToken(layout.adminToken, issuer.key, { clock, ...(options.adminTokenTtlSec === undefined ? {} : { ttlSec: options.adminTokenTtlSec }) })
-    if (adminToken.fixedMode === true) logger.warn({ path: layout.adminToken }, 'admin token file was readable by others; changed its mode to 600')
-    if (adminToken.minted) logger.info({ path: layout.adminToken }, 'wrote admin token')
+    if (layout === undefined) {
+      issuer = generateIssuerKey({ epoch: 1 })
+      nodeId = newNodeId()
+      firstStart = true
+    } else {
+      const identity = await loadOrCreateIdentity(layout, clock.now())
+      nodeId = identity.nodeId
+      firstStart = identity.created && identity.previousFormat === 0
+      if (identity.previousFormat === 1) logger.info({ path: layout.nodeFile, nodeId }, 'migrated the data directory from format 1 (added node.json and the node key)')
+      const loaded = await loadOrCreateIssuerKey(layout.issuerKey)
+      issuer = loaded.key
+      if (loaded.created) logger.info({ kid: issuer.kid, path: layout.issuerKey }, 'generated issuer key')
+      if (loaded.looseMode) logger.warn({ path: layout.issuerKey }, 'issuer key file is readable by others; chmod 600 it')
+    }
+    const ttlSec = options.adminTokenTtlSec ?? ADMIN_TOKEN_TTL_SEC
+    if (layout === undefined) {
+      adminToken = signToken(issuer, { sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec }, { clock })
+    } else {
+      const t = await ensureAdminToken(layout.adminToken, issuer, { clock, ttlSec })
+      adminToken = t.token
+      if (t.fixedMode === true) logger.warn({ path: layout.adminToken }, 'admin token file was readable by others; changed its mode to 600')
+      if (t.minted) logger.info({ path: layout.adminToken }, 'wrote admin token')
+    }
+    verifierKeys = staticKeySource([issuer])
+    const publicKeys: Jwk[] = [issuer.publicJwk]
 
-    const keys = staticKeySource({ keys: [issuer.key.publicJwk] })
-    const ctx: ServiceContext = { layout, transport, keys, logger, drainDeadlineMs, clock, options }
+    peers = new PeerDirectory({ admins: peerAdmins, file: layout?.peersFile, selfId: nodeId, http, logger, now: () => clock.now() })
+    transport.usePeers(peers)
+    const pending = (): Record<string, string> => Object.fromEntries(slots.filter((s) => s.service === undefined).map((s) => [s.name, s.url]))
+    const adminOptions = {
+      nodeId,
+      services: () => hosted,
+      pending,
+      version: cliVersion(),
+      startedAt,
+      accepting: () => accepting,
+      dataDir: layout?.root,
+      keys: () => publicKeys,
+      verifier: createTokenVerifier({ keys: verifierKeys, clock }),
+      peers: () => peers!.list(),
+      reload: (partial: unknown) => reload(parseReloadBody(partial)),
+      clock,
+    }
+    // The admin listener answers /status and /keys from here on: peers starting at the same time
+    // learn this node's id and keys while its services are still being created.
+    admin.attach(handlerOf(createAdminHandler(adminOptions)))
+    await peers.load()
+    await peers.refresh()
+
+    tokens = createTokenProvider({ minter: localMinter(issuer, { iss: `ron-node:${nodeId}`, sub: `node:${nodeId}`, clock }), clock })
+    const ctx: ServiceContext = {
+      nodeId,
+      storageDir: layout?.storage,
+      transport,
+      keys: verifierKeys,
+      tokens,
+      peers,
+      logger,
+      drainDeadlineMs,
+      clock,
+      url: (name) => slots.find((s) => s.name === name)?.url ?? '',
+      storage: options.storage ?? {},
+      hosted: new Set(wanted),
+      adminOrigin: new URL(adminUrl).origin,
+    }
     for (const slot of slots) {
-      const service = await FACTORIES[slot.name]!(ctx)
+      const service = await FACTORIES[slot.name]!.create(ctx)
       slot.service = service
-      transport.mount(slot.name, service)
+      memory.mount(slot.name, service)
       slot.listener.attach(service.handle)
-      hosted.push({ name: slot.name, url: slot.listener.url, service, listener: slot.listener })
-      logger.info({ service: slot.name, url: slot.listener.url }, 'service listening')
+      hosted.push({ name: slot.name, url: slot.url, service, listener: slot.listener })
+      logger.info({ service: slot.name, url: slot.url }, 'service listening')
     }
-    const version = cliVersion()
-    admin.attach(createAdminHandler({ services: () => hosted, version, startedAt, accepting: () => accepting, dataDir: layout.root, clock }))
-    logger.info({ url: admin.url }, 'admin listening')
+    reloadCtx = ctx
+    // When a peer's id or URLs change (it came up, or moved), storage learns the new peer set.
+    peers.onChange = () => {
+      reload({}).catch((e: unknown) => logger.warn({ err: e }, 'could not apply the new peer set'))
+    }
+    peers.start()
+    logger.info({ url: adminUrl, nodeId }, 'admin listening')
   } catch (e) {
     await shutdown()
     throw e
   }
 
+  async function reload(partial: NodeReloadable = {}): Promise<ReloadResult> {
+    const run = async (): Promise<ReloadResult> => {
+      if (reloadCtx === undefined) throw new CliError('the node is still starting')
+      const base: NodeReloadable = options.reloadSource === undefined ? { storage: reloadCtx.storage } : await options.reloadSource()
+      const cfg: NodeReloadable = { ...base, ...partial, storage: { ...(base.storage ?? {}), ...(partial.storage ?? {}), repair: { ...(base.storage?.repair ?? {}), ...(partial.storage?.repair ?? {}) } } }
+      const reloaded: string[] = []
+      for (const h of hosted) {
+        const factory = FACTORIES[h.name as ServiceName]
+        if (factory?.reloadPartial === undefined) continue
+        await h.service.reload(factory.reloadPartial(reloadCtx, cfg))
+        reloaded.push(h.name)
+      }
+      reloadCtx.storage = cfg.storage ?? {}
+      logger.info({ reloaded }, 'config reloaded')
+      return { reloaded }
+    }
+    const next = reloading.then(run, run)
+    reloading = next.catch(() => undefined)
+    return next
+  }
   const summary: NodeSummary = {
-    admin: admin.url,
+    nodeId,
+    admin: advertisedUrl(admin.url, options.advertise),
     services: Object.fromEntries(hosted.map((h) => [h.name, h.url])),
-    tokenFile: layout.adminToken,
-    dataDir: layout.root,
+    ...(layout === undefined ? { token: adminToken } : { tokenFile: layout.adminToken, dataDir: layout.root }),
   }
   let closing: Promise<void> | undefined
   const close = (): Promise<void> => {
@@ -243,11 +491,12 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   }
   return {
     ...summary,
-    issuerKid: issuer.key.kid,
-    firstStart: issuer.created,
+    issuerKid: issuer.kid,
+    firstStart,
     ready,
     whenReady,
     summary: () => ({ ...summary, services: { ...summary.services } }),
+    reload,
     close,
     [Symbol.asyncDispose]: close,
   }

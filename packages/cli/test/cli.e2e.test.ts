@@ -54,7 +54,7 @@ describe('ron-node start (real binary)', () => {
     const dataDir = join(root, 'ready')
     const { proc, summary, readyMs } = await startNode(dataDir)
     console.info(`cold start to ready (spawn → JSON line): ${readyMs.toFixed(0)} ms`)
-    expect(Object.keys(summary).sort()).toEqual(['admin', 'dataDir', 'services', 'tokenFile'])
+    expect(Object.keys(summary).sort()).toEqual(['admin', 'dataDir', 'nodeId', 'services', 'tokenFile'])
     expect(summary.dataDir).toBe(dataDir)
     expect(summary.tokenFile).toBe(join(dataDir, 'admin.token'))
     expect(Object.keys(summary.services)).toEqual(['storage'])
@@ -67,6 +67,29 @@ describe('ron-node start (real binary)', () => {
     expect(await ready.json()).toMatchObject({ ready: true })
     const storageReady = await pollOk(`${summary.services['storage']}/readyz`)
     expect(storageReady.status).toBe(200)
+    expect(await stop(proc)).toBe(0)
+  })
+
+  it('reloads every service on SIGHUP, re-reading the config file, and keeps running on a bad one', async () => {
+    const dataDir = join(root, 'sighup')
+    const cfg = join(root, 'sighup.json')
+    await writeFile(cfg, JSON.stringify({ storage: { maxObjectBytes: '1MiB' } }))
+    const { proc, summary } = await startNode(dataDir, ['--config', cfg])
+    await writeFile(cfg, JSON.stringify({ storage: { maxObjectBytes: '2MiB' } }))
+    proc.child.kill('SIGHUP')
+    let seen = ''
+    for (let i = 0; i < 200 && !/config_reloads_total/.test(seen); i++) {
+      const text = await (await fetch(`${summary.admin}/metrics`)).text()
+      seen = text.split('\n').filter((l) => /^config_reloads_total\{[^}]*service="storage"[^}]*\} [1-9]/.test(l)).join('')
+      if (seen === '') await new Promise((r) => setTimeout(r, 25))
+    }
+    expect(seen).toMatch(/config_reloads_total/)
+    // A broken file: the reload fails, the node keeps serving with the previous config.
+    await writeFile(cfg, '{ not json')
+    proc.child.kill('SIGHUP')
+    for (let i = 0; i < 200 && !/failed/.test(proc.stderr()); i++) await new Promise((r) => setTimeout(r, 25))
+    expect(proc.stderr()).toMatch(/config reload failed/)
+    expect((await fetch(`${summary.admin}/readyz`)).status).toBe(200)
     expect(await stop(proc)).toBe(0)
   })
 
@@ -280,14 +303,13 @@ describe('ron-node errors (real binary)', () => {
     expect(r.stderr).toContain(join(file, 'data'))
   })
 
-  it('config print redacts secrets and config validate accepts a good file', async () => {
-    const cfg = join(root, 'secret.json')
-    await writeFile(cfg, JSON.stringify({ portBase: 7900, storage: { peerToken: 'hunter2-peer-token' } }))
-    const p = await runCli(['config', 'print', '--config', cfg, '--host', '0.0.0.0'])
+  it('config print shows the effective config and config validate accepts a good file', async () => {
+    const cfg = join(root, 'cluster.json')
+    await writeFile(cfg, JSON.stringify({ portBase: 7900, peers: ['http://10.0.0.2:7700'], storage: { rf: 2 } }))
+    const p = await runCli(['config', 'print', '--config', cfg, '--host', '0.0.0.0', '--write-quorum', '2'])
     expect(p.code).toBe(0)
-    expect(p.stdout).not.toContain('hunter2')
-    const printed = JSON.parse(p.stdout) as { portBase: number; host: string; storage: { peerToken: string } }
-    expect(printed).toMatchObject({ portBase: 7900, host: '0.0.0.0', storage: { peerToken: '[redacted]' } })
+    const printed = JSON.parse(p.stdout) as { portBase: number; host: string; storage: { rf: number } }
+    expect(printed).toMatchObject({ portBase: 7900, host: '0.0.0.0', peers: ['http://10.0.0.2:7700'], storage: { rf: 2, writeQuorum: 2 } })
     const v = await runCli(['config', 'validate', '--config', cfg])
     expect(v.code).toBe(0)
   })

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { AVAILABLE_SERVICES } from '../src/ports.js'
 import { configPrintCommand, configValidateCommand } from '../src/commands/config.js'
 import { loadNodeConfig } from '../src/config.js'
 import { CliError, ExitCode } from '../src/exit-codes.js'
@@ -28,18 +29,19 @@ function capture(): NodeJS.WritableStream & { text: string } {
 describe('node config', () => {
   it('uses documented defaults when nothing is given', () => {
     const cfg = loadNodeConfig({ env: {} })
-    expect(cfg).toMatchObject({ host: '127.0.0.1', portBase: 7700, services: ['storage'], logLevel: 'info', drainDeadline: 3000 })
+    expect(cfg).toMatchObject({ host: '127.0.0.1', portBase: 7700, services: [...AVAILABLE_SERVICES], logLevel: 'info', drainDeadline: 3000, peers: [], amnesia: false })
     expect(cfg.dataDir).toBeUndefined()
   })
 
   it('layers file < RON_* env < flags', async () => {
     const file = join(dir, 'layers.toml')
     await writeFile(file, 'portBase = 9000\nhost = "0.0.0.0"\nlogLevel = "warn"\n[storage]\nmaxObjectBytes = "1MiB"\n')
-    const cfg = loadNodeConfig({ file, env: { RON_PORT_BASE: '9100', RON_LOG_LEVEL: 'debug', RON_STORAGE__PUT_CONCURRENCY: '3' }, flags: { portBase: '9200' } })
+    const cfg = loadNodeConfig({ file, env: { RON_PORT_BASE: '9100', RON_LOG_LEVEL: 'debug', RON_STORAGE__WRITERS: '3', RON_PEERS: 'http://10.0.0.2:7700,http://10.0.0.3:7700', RON_STORAGE__REPAIR__INTERVAL: '2s' }, flags: { portBase: '9200', storage: { rf: '3' } } })
     expect(cfg.portBase).toBe(9200)
     expect(cfg.host).toBe('0.0.0.0')
     expect(cfg.logLevel).toBe('debug')
-    expect(cfg.storage).toEqual({ maxObjectBytes: 1024 * 1024, putConcurrency: 3 })
+    expect(cfg.storage).toEqual({ maxObjectBytes: 1024 * 1024, writers: 3, rf: 3, repair: { interval: 2000 } })
+    expect(cfg.peers).toEqual(['http://10.0.0.2:7700', 'http://10.0.0.3:7700'])
   })
 
   it('accepts JSON files, durations and comma-separated service lists', async () => {
@@ -106,14 +108,16 @@ describe('node config', () => {
     expect(() => loadNodeConfig({ file: join(dir, 'missing.toml'), env: {} })).toThrow(/missing\.toml/)
   })
 
-  it('config print shows the effective config with secrets redacted', async () => {
-    const file = join(dir, 'secret.json')
-    await writeFile(file, JSON.stringify({ storage: { peerToken: 'super-secret-token' }, portBase: 7800 }))
+  it('config print shows the effective config; the retired peerToken is an unknown key', async () => {
+    const old = join(dir, 'old.json')
+    await writeFile(old, JSON.stringify({ storage: { peerToken: 'super-secret-token' } }))
+    expect(() => loadNodeConfig({ file: old, env: {} })).toThrow(/peerToken/)
+    const file = join(dir, 'cluster.json')
+    await writeFile(file, JSON.stringify({ peers: ['http://10.0.0.2:7700'], advertise: '10.0.0.1', storage: { rf: 2, writeQuorum: 2 }, portBase: 7800 }))
     const out = capture()
     configPrintCommand({ config: file, flags: {}, env: { RON_DATA_DIR: join(dir, 'data') } }, out)
-    expect(out.text).not.toContain('super-secret-token')
-    const printed = JSON.parse(out.text) as { storage: { peerToken: string }; portBase: number; dataDir: string }
-    expect(printed.storage.peerToken).toBe('[redacted]')
+    const printed = JSON.parse(out.text) as { storage: { rf: number; writeQuorum: number }; portBase: number; dataDir: string; peers: string[]; advertise: string }
+    expect(printed).toMatchObject({ peers: ['http://10.0.0.2:7700'], advertise: '10.0.0.1', storage: { rf: 2, writeQuorum: 2 } })
     expect(printed.portBase).toBe(7800)
     expect(printed.dataDir).toBe(join(dir, 'data'))
   })

@@ -40,6 +40,7 @@ describe('startNode (in-process)', () => {
 
   it('reports every listener and the token file, and becomes ready', async () => {
     expect(node.summary()).toEqual({
+      nodeId: node.nodeId,
       admin: node.admin,
       services: { storage: node.services['storage'] },
       tokenFile: join(dir, 'data', 'admin.token'),
@@ -181,7 +182,7 @@ describe('startNode failures', () => {
   })
 
   it('refuses services this build does not have, as a usage error', async () => {
-    const err = await startNode({ dataDir: join(dir, 'e'), portBase: 0, services: ['registry'] }).catch((e: unknown) => e)
+    const err = await startNode({ dataDir: join(dir, 'e'), portBase: 0, services: ['bogus' as never] }).catch((e: unknown) => e)
     expect((err as CliError).exitCode).toBe(ExitCode.Usage)
   })
 })

@@ -5,9 +5,9 @@
  */
 
 import { defaultDataDir } from '../data-dir.js'
-import { loadNodeConfig, type NodeConfigInput } from '../config.js'
+import { loadNodeConfig, type NodeConfig, type NodeConfigInput } from '../config.js'
 import { createLogger } from '../logger.js'
-import { startNode, type NodeSummary, type RonNode } from '../node.js'
+import { startNode, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
 
 /** Exit code when a second signal forces exit during shutdown (128 + SIGINT). */
 export const FORCED_EXIT_CODE = 130
@@ -28,6 +28,8 @@ export interface StartIo {
   onSignal(handler: (signal: NodeJS.Signals) => void): () => void
   /** Exits at once (second signal). */
   forceExit(code: number): never
+  /** Registers a handler for SIGHUP (config reload); returns a disposer. */
+  onReload?(handler: () => void): () => void
 }
 
 const processIo: StartIo = {
@@ -42,17 +44,22 @@ const processIo: StartIo = {
     }
   },
   forceExit: (code) => process.exit(code),
+  onReload(handler) {
+    process.on('SIGHUP', handler)
+    return () => process.off('SIGHUP', handler)
+  },
 }
 
 /** The human-readable summary printed by `start` without `--json`. */
 export function humanSummary(s: NodeSummary): string {
-  const width = Math.max(5, ...Object.keys(s.services).map((n) => n.length))
+  const width = Math.max(10, ...Object.keys(s.services).map((n) => n.length))
   const lines = [
-    'ron-node is ready',
-    `  ${'admin'.padEnd(width)}  ${s.admin}   (/metrics /healthz /readyz /status)`,
+    `ron-node ${s.nodeId} is ready`,
+    `  ${'admin'.padEnd(width)}  ${s.admin}   (/ /metrics /healthz /readyz /status)`,
     ...Object.entries(s.services).map(([name, url]) => `  ${name.padEnd(width)}  ${url}`),
-    `  token file  ${s.tokenFile}`,
-    `  data dir    ${s.dataDir}`,
+    ...(s.tokenFile === undefined ? [] : [`  ${'token file'.padEnd(width)}  ${s.tokenFile}`]),
+    ...(s.dataDir === undefined ? [] : [`  ${'data dir'.padEnd(width)}  ${s.dataDir}`]),
+    ...(s.token === undefined ? [] : [`  ${'amnesia'.padEnd(width)}  nothing is written to disk; admin token (kept nowhere):`, `  ${s.token}`]),
     'Press Ctrl+C to stop.',
   ]
   return `${lines.join('\n')}\n`
@@ -61,6 +68,13 @@ export function humanSummary(s: NodeSummary): string {
 /** Drops `undefined` entries (zod output vs exactOptionalPropertyTypes). */
 function withoutUndefined<T extends object>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> }
+}
+
+/** The node's storage settings from its config. */
+export function nodeStorageOptions(config: NodeConfig): NodeStorageOptions {
+  const { repair, ...rest } = config.storage
+  const r = withoutUndefined({ intervalMs: repair.interval, bytesPerSec: repair.bytesPerSec, burst: repair.burst })
+  return { ...withoutUndefined(rest), ...(Object.keys(r).length > 0 ? { repair: r } : {}) }
 }
 
 function writeAndWait(out: NodeJS.WritableStream, text: string): Promise<void> {
@@ -94,15 +108,25 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
     wake?.()
     wakeReady?.()
   })
+  const dispose2 = io.onReload?.(() => {
+    if (node === undefined) return
+    logger.info({}, 'SIGHUP: reloading config')
+    node.reload().catch((e: unknown) => logger.error({ err: e }, 'config reload failed; the previous config stays in force'))
+  })
   try {
+    if (config.amnesia && config.dataDir !== undefined) logger.warn({ dataDir: config.dataDir }, 'amnesia mode: the data directory is ignored, nothing is written to disk')
     node = await startNode({
-      dataDir: config.dataDir ?? defaultDataDir({ env: io.env }),
+      ...(config.amnesia ? { amnesia: true } : { dataDir: config.dataDir ?? defaultDataDir({ env: io.env }) }),
       host: config.host,
       portBase: config.portBase,
       services: config.services,
+      peers: config.peers,
+      ...(config.advertise === undefined ? {} : { advertise: config.advertise }),
       drainDeadlineMs: config.drainDeadline,
       adminTokenTtlSec: Math.max(60, Math.floor(config.adminTokenTtl / 1000)),
-      storage: withoutUndefined(config.storage),
+      storage: nodeStorageOptions(config),
+      // SIGHUP and POST /admin/reload re-read the file and the environment (flags still win).
+      reloadSource: () => ({ storage: nodeStorageOptions(loadNodeConfig({ file: args.config, env: io.env, flags: args.flags })) }),
       logger,
     })
     const readyAbort = new AbortController()
@@ -119,5 +143,6 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
   } finally {
     if (node !== undefined) await node.close()
     dispose()
+    dispose2?.()
   }
 }
