@@ -7,7 +7,7 @@
 
 import type { Counter, Gauge, Histogram } from 'prom-client'
 import type { ServiceMetrics } from '@ron/core'
-import { CHANNELS, ROUTES } from './topology.js'
+import { CHANNELS } from './topology.js'
 
 /** Buckets of `resolve_latency_seconds`: around the 150 ms hedge and the 1200 ms budget. */
 export const RESOLVE_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 0.75, 1, 1.2, 2]
@@ -104,7 +104,8 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
   m.counter('retries_total', 'Retries of idempotent operations.', ['op']).labels({ op: 'peer' }).inc(0)
 
   const busy = m.counter('busy_rejections_total', 'Requests or items rejected with Busy because a queue or limit was full.', ['endpoint', 'queue'])
-  for (const endpoint of Object.values(ROUTES)) busy.labels({ endpoint, queue: CHANNELS.work }).inc(0)
+  // The host labels a full work queue by queue, admission refusals by endpoint.
+  busy.labels({ endpoint: '', queue: CHANNELS.work }).inc(0)
   busy.labels({ endpoint: 'admission', queue: '' }).inc(0)
   const rejected = m.counter('rejected_total', 'Requests rejected by admission.', ['reason'])
   for (const reason of ['per_ip', 'rate']) rejected.labels({ reason }).inc(0)

@@ -1,8 +1,6 @@
 import { MemoryTransport, addressOf } from '@ron/core'
 import type { Address, Clock, DispatchTarget, Manifest, RonRequest, RonResponse, TransportResponse } from '@ron/core'
 import { createTestIssuer, type TestIssuer } from '@ron/core/testing'
-import { createStorageClient, createStorageService } from '@ron/storage'
-import type { StorageService } from '@ron/storage'
 import { createIndexClient, createIndexService } from '../src/index.js'
 import type { IndexClient, IndexConfig, IndexService } from '../src/index.js'
 
@@ -14,7 +12,7 @@ export function addr(n: number | string): Address {
 export interface Env {
   transport: MemoryTransport
   issuer: TestIssuer
-  storage: StorageService
+  storage: FakeStorage
   index: IndexService
   /** index:write + index:announce */
   client: IndexClient
@@ -29,7 +27,7 @@ export interface Env {
 export async function setup(config: IndexConfig = {}, opts: { clock?: Clock; transport?: MemoryTransport } = {}): Promise<Env> {
   const transport = opts.transport ?? new MemoryTransport(opts.clock === undefined ? {} : { clock: opts.clock })
   const issuer = createTestIssuer(opts.clock === undefined ? {} : { clock: opts.clock })
-  const storage = await createStorageService({ auth: { keys: issuer.keys } }, transport)
+  const storage = new FakeStorage()
   transport.mount('storage', storage)
   const index = await createIndexService({ amnesia: true, auth: { keys: issuer.keys }, ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...config }, transport)
   transport.mount('index', index)
@@ -38,7 +36,6 @@ export async function setup(config: IndexConfig = {}, opts: { clock?: Clock; tra
     announce: issuer.mint({ scope: 'index:announce', aud: 'index' }),
     storage: issuer.mint({ scope: 'storage:write', aud: 'storage' }),
   }
-  const storageClient = createStorageClient(transport, { token: tokens.storage })
   return {
     transport,
     issuer,
@@ -47,17 +44,15 @@ export async function setup(config: IndexConfig = {}, opts: { clock?: Clock; tra
     tokens,
     client: createIndexClient(transport, { token: issuer.mint({ scope: ['index:write', 'index:announce'], aud: 'index' }) }),
     anon: createIndexClient(transport),
-    async put(value) {
+    put(value) {
       const body = typeof value === 'string' || value instanceof Uint8Array ? value : JSON.stringify(value)
-      const r = await storageClient.put(body)
-      return r.address
+      return Promise.resolve(storage.put(body))
     },
     request(method, path, headers = {}, body) {
       return transport.request('index', { method, path, headers, ...(body === undefined ? {} : { body }) })
     },
     async close() {
       await index.close()
-      await storage.close()
       await transport.close()
     },
   }
@@ -123,4 +118,35 @@ export function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok:
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
   )
+}
+
+/**
+ * A stand-in for storage's read path (`GET /o/:addr`), so these tests do not depend on the storage
+ * package; the end-to-end announcement test uses the real storage service.
+ */
+export class FakeStorage implements DispatchTarget {
+  readonly objects = new Map<string, Uint8Array>()
+  reads = 0
+
+  put(body: string | Uint8Array): Address {
+    const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body
+    const a = addressOf(bytes)
+    this.objects.set(a, bytes)
+    return a
+  }
+
+  dispatch(req: RonRequest): Promise<RonResponse> {
+    this.reads++
+    const a = req.url.replace(/^\/o\//, '')
+    const bytes = req.method === 'GET' ? this.objects.get(a) : undefined
+    const status = bytes === undefined ? 404 : 200
+    const body = bytes ?? new TextEncoder().encode(JSON.stringify({ error: { code: 'NotFound', message: 'no', retryable: false, corr_id: 'x', details: {} } }))
+    return Promise.resolve({
+      status,
+      headers: { 'content-type': status === 200 ? 'application/octet-stream' : 'application/json', 'content-length': String(body.byteLength) },
+      body: (async function* () {
+        yield body
+      })(),
+    })
+  }
 }

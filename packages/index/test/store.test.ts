@@ -1,0 +1,139 @@
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import fc from 'fast-check'
+import { afterEach, describe, expect, it } from 'vitest'
+import { ConflictError, isRonError } from '@ron/core'
+import type { Address } from '@ron/core'
+import { createIndexService, createMemoryNameStore, openLmdbNameStore } from '../src/index.js'
+import type { NameStore } from '../src/index.js'
+import { addr, manifestFor, setup, type Env } from './helpers.js'
+
+const dirs: string[] = []
+let env: Env | undefined
+afterEach(async () => {
+  await env?.close()
+  env = undefined
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true })
+})
+
+async function tmp(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'ron-index-'))
+  dirs.push(d)
+  return d
+}
+
+const rec = (a: Address) => ({ manifestAddress: a, manifest: manifestFor(a), updatedAt: 1 })
+
+type Op = { expected: 'any' | 'none' | number }
+
+/**
+ * Concurrent writers, each writing its own address with a random expectation: the successful
+ * writes must form one chain (each success saw exactly the previous success's binding), the final
+ * binding is the end of the chain, and every failure is a Conflict naming a binding other than the
+ * one it expected.
+ */
+async function casProperty(open: () => Promise<NameStore>): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.record({ expected: fc.oneof(fc.constant('any' as const), fc.constant('none' as const), fc.nat(12)) }), { minLength: 1, maxLength: 12 }), async (ops: Op[]) => {
+      const store = await open()
+      try {
+        const addrs = ops.map((_, i) => addr(`w${i}`))
+        const results = await Promise.allSettled(
+          ops.map((op, i) => {
+            const expected = op.expected === 'any' ? undefined : op.expected === 'none' ? null : addr(`w${op.expected}`)
+            return store.put('n.x', rec(addrs[i]!), expected)
+          }),
+        )
+        const byPrevious = new Map<Address | null, Address>()
+        let successes = 0
+        results.forEach((r, i) => {
+          if (r.status === 'fulfilled') {
+            successes++
+            expect(byPrevious.has(r.value.previous)).toBe(false)
+            byPrevious.set(r.value.previous, addrs[i]!)
+          } else {
+            expect(r.reason).toBeInstanceOf(ConflictError)
+            const d = (r.reason as ConflictError).details
+            expect(d.actual).not.toBe(d.expected)
+          }
+        })
+        let cur: Address | null = null
+        let seen = 0
+        while (byPrevious.has(cur)) {
+          cur = byPrevious.get(cur)!
+          seen++
+        }
+        expect(seen).toBe(successes)
+        expect(store.get('n.x')?.manifestAddress ?? null).toBe(cur)
+      } finally {
+        await store.close()
+      }
+    }),
+    { numRuns: 40, seed: 42 },
+  )
+}
+
+describe('name stores', () => {
+  it('memory: CAS under concurrent writers is linearizable (property)', async () => {
+    await casProperty(() => Promise.resolve(createMemoryNameStore()))
+  })
+
+  it('LMDB: CAS under concurrent writers is linearizable (property)', async () => {
+    let n = 0
+    const base = await tmp()
+    await casProperty(() => openLmdbNameStore({ dir: join(base, `db${n++}`) }))
+  })
+
+  it('LMDB: bindings survive a reopen; deletes too', async () => {
+    const dir = await tmp()
+    let s = await openLmdbNameStore({ dir })
+    await s.put('a.b', rec(addr(1)), null)
+    await s.put('c.d', rec(addr(2)), undefined)
+    await s.delete('c.d', addr(2))
+    await s.close()
+    await s.close() // idempotent
+    s = await openLmdbNameStore({ dir })
+    expect(s.get('a.b')).toMatchObject({ manifestAddress: addr(1), manifest: manifestFor(addr(1)) })
+    expect(s.get('c.d')).toBeUndefined()
+    expect(s.count()).toBe(1)
+    await s.close()
+  })
+
+  it('a durable index keeps its names across a restart', async () => {
+    const dir = await tmp()
+    env = await setup({ amnesia: false, dataDir: dir })
+    expect(env.index.durable).toBe(true)
+    const m = await env.put(manifestFor(7))
+    await env.client.setName('keep.me', m)
+    await env.index.close()
+    const again = await createIndexService({ dataDir: dir, storage: 'storage' }, env.transport)
+    try {
+      await expect(again.resolve('keep.me')).resolves.toMatchObject({ manifestAddress: m, source: 'local' })
+    } finally {
+      await again.close()
+    }
+  })
+
+  it('amnesia mode writes nothing to disk, even with a data directory configured', async () => {
+    const base = await tmp()
+    const dir = join(base, 'index-data')
+    env = await setup({ amnesia: true, dataDir: dir })
+    expect(env.index.durable).toBe(false)
+    const m = await env.put(manifestFor(8))
+    await env.client.setName('gone.soon', m)
+    await env.client.announce({ address: addr(8), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })
+    await expect(env.anon.resolve('gone.soon')).resolves.toMatchObject({ manifestAddress: m })
+    await env.index.close()
+    await expect(stat(dir)).rejects.toMatchObject({ code: 'ENOENT' })
+    expect(await readdir(base)).toEqual([])
+  })
+
+  it('concurrent create-only writes over HTTP: exactly one wins', async () => {
+    env = await setup()
+    const ms = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => env!.put(manifestFor(i))))
+    const out = await Promise.allSettled(ms.map((m) => env!.client.setName('race.x', m, { expectedPrevious: null })))
+    expect(out.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+    expect(out.filter((r) => r.status === 'rejected' && isRonError(r.reason, 'Conflict'))).toHaveLength(5)
+  })
+})
