@@ -52,7 +52,7 @@ export function passportTopology(o: ResolvedPassportConfig): Topology {
     channels: [
       { name: CHANNELS.issue, kind: 'mpsc', capacity: o.issueQueue, producers: [TASKS.listener], consumers: [TASKS.issue], overflow: 'reject-new', pool: { concurrency: o.issueWorkers } },
       { name: CHANNELS.revoke, kind: 'mpsc', capacity: o.revokeQueue, producers: [TASKS.listener], consumers: [TASKS.revoke], overflow: 'reject-new', pool: { concurrency: 1 } },
-      { name: CHANNELS.policy, kind: 'broadcast', capacity: o.policyBroadcast, producers: [TASKS.config, TASKS.janitor], consumers: [TASKS.bus], overflow: 'drop-oldest' },
+      { name: CHANNELS.policy, kind: 'broadcast', capacity: o.policyBroadcast, producers: [TASKS.config, TASKS.listener, TASKS.rotation], consumers: [TASKS.bus], overflow: 'drop-oldest' },
       { name: CHANNELS.shutdown, kind: 'watch', capacity: 1, producers: ['supervisor'], consumers: ['all tasks'], overflow: 'last-write-wins' },
       { name: CHANNELS.config, kind: 'watch', capacity: 1, producers: [TASKS.config], consumers: [TASKS.listener, TASKS.issue], overflow: 'last-write-wins' },
     ],

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { createTestIssuer } from '@ron/core/testing'
-import { signToken, type IssuerKey } from '@ron/core'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { exportIssuerKey, generateIssuerKey, signToken } from '@ron/core'
 import { createPassportService } from '../src/index.js'
 import { T0, headerOf, payloadOf, rejection, setup } from './helpers.js'
 
@@ -24,37 +26,35 @@ describe('issue → verify', () => {
   })
 
   it('answers every failure reason of SPEC.md section 4', async () => {
-    const { client, clock, passport, close } = await setup()
+    // Passport's first epoch is an existing issuer key (as ron-node writes keys/issuer.json), so the
+    // test can sign tokens passport's verifier accepts as its own.
+    const dir = await mkdtemp(join(tmpdir(), 'passport-'))
+    const key = generateIssuerKey({ epoch: 1 })
+    await writeFile(join(dir, 'issuer.json'), exportIssuerKey(key), { mode: 0o600 })
+    const { client, clock, close } = await setup({ issuerKeyFile: join(dir, 'issuer.json') })
     try {
-      const ok = (await client.issue({ sub: 'a', aud: ['storage'], scope: ['storage:write'], ttlSec: 60 })).token
-      const kid = headerOf(ok)['kid'] as string
-      const [h, p, s] = ok.split('.') as [string, string, string]
-      const stranger = createTestIssuer({ kid })
-      const claims = { ...payloadOf(ok) }
-      const reasons: Record<string, string> = {
+      const now = T0 / 1000
+      const base = { iss: 'passport', sub: 'a', aud: ['storage'], scope: 'storage:write', iat: now, exp: now + 60, jti: 'x' }
+      const ok = signToken(key, { ...base, scope: ['storage:write'] })
+      expect(await client.verify(ok, 'storage')).toMatchObject({ valid: true })
+      const [h, p] = ok.split('.') as [string, string]
+      const cases: Record<string, string> = {
         malformed: 'abc.def',
-        bad_alg: `${b64({ alg: 'HS256', kid })}.${p}.${s}`,
-        bad_signature: `${h}.${p}.${stranger.mint({ scope: 'x' }).split('.')[2]}`,
-        unknown_kid: createTestIssuer({ kid: 'nobody#9' }).mint({ scope: 'storage:write' }),
-        wrong_audience: ok,
-        not_yet_valid: signWith(stranger.key, { ...claims, nbf: T0 / 1000 + 3600 }),
-        unknown_caveat: signWith(stranger.key, { ...claims, ron: { budget: 1 } }),
+        bad_alg: `${b64({ alg: 'HS256', kid: key.kid })}.${p}.${ok.split('.')[2]}`,
+        bad_signature: `${h}.${p}.${signToken(generateIssuerKey({ kid: key.kid }), { ...base, scope: ['storage:write'] }).split('.')[2]}`,
+        unknown_kid: signToken(generateIssuerKey({ kid: 'nobody#9' }), { ...base, scope: ['storage:write'] }),
+        not_yet_valid: signToken(key, { ...base, scope: ['storage:write'], nbf: now + 3600, exp: now + 7200 }),
+        unknown_caveat: signToken(key, { ...base, scope: ['storage:write'], ron: { budget: 1 } }),
+        revoked: signToken(key, { ...base, scope: ['storage:write'], jti: 'to-revoke' }),
       }
-      // not_yet_valid / unknown_caveat need passport's own key: mint them through the admin path shape.
-      const own = await passport.mintAdminToken({ aud: ['storage'], scope: ['storage:write'], ttlSec: 60 })
-      expect(own.kid).toBe(kid)
-      for (const [reason, token] of Object.entries(reasons)) {
-        if (reason === 'not_yet_valid' || reason === 'unknown_caveat') continue
-        const aud = reason === 'wrong_audience' ? 'registry' : 'storage'
-        expect(await client.verify(token, aud), reason).toEqual({ valid: false, reason })
-      }
-      const revoked = (await client.issue({ sub: 'r', aud: ['storage'], scope: ['storage:write'] })).token
-      await client.revoke({ token: revoked })
-      expect(await client.verify(revoked)).toEqual({ valid: false, reason: 'revoked' })
+      await client.revoke({ jti: 'to-revoke' })
+      for (const [reason, token] of Object.entries(cases)) expect(await client.verify(token, 'storage'), reason).toEqual({ valid: false, reason })
+      expect(await client.verify(ok, 'registry')).toEqual({ valid: false, reason: 'wrong_audience' })
       await clock.advance(91_000)
       expect(await client.verify(ok)).toEqual({ valid: false, reason: 'expired' })
     } finally {
       await close()
+      await rm(dir, { recursive: true, force: true })
     }
   })
 
@@ -184,6 +184,3 @@ describe('startup', () => {
   })
 })
 
-function signWith(key: IssuerKey, claims: Record<string, unknown>): string {
-  return signToken(key, { ...(claims as never), ttlSec: undefined })
-}
