@@ -66,9 +66,9 @@ export class RegistryLog {
    * Opens the log in `store` (creating it with `genesis` when empty).
    * @throws {@link IntegrityFailedError} when the store is corrupt or HEAD disagrees with the tree
    */
-  static async open(store: LogStore, genesis: Genesis, options: { cacheSize?: number } = {}): Promise<RegistryLog> {
-    const hasher = treeHasher(genesis.treeHash)
-    const r = await store.open({ genesis, leafHash: (b) => hasher.leaf(b) })
+  static async open(store: LogStore, genesis: Genesis | undefined, options: { cacheSize?: number } = {}): Promise<RegistryLog> {
+    // An existing log keeps the tree hash of its own genesis.
+    const r = await store.open({ genesis, leafHash: (b, treeHash) => treeHasher(treeHash).leaf(b) })
     if (r.leafHashes.length !== r.head.version) {
       throw new IntegrityFailedError(`log has ${r.leafHashes.length} leaf hashes for HEAD ${r.head.version}`)
     }

@@ -1,3 +1,8 @@
+import { memoryNetwork, createTestIssuer, type TestIssuer, VirtualClock } from '@ron/core/testing'
+import type { Transport } from '@ron/core'
+import { createRegistryService, type RegistryService } from '../src/service.js'
+import { createRegistryClient, type RegistryClient } from '../src/client.js'
+import type { RegistryServiceConfig } from '../src/config.js'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -36,4 +41,38 @@ export function approve(keys: SignerKey[], baseVersion: number, payloadB3: strin
 export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'ron-registry-'))
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) }
+}
+
+export const ALL_SCOPES = ['registry:propose', 'registry:approve', 'registry:commit', 'registry:admin']
+
+export interface Harness {
+  svc: RegistryService
+  client: RegistryClient
+  transport: Transport
+  issuer: TestIssuer
+  keys: SignerKey[]
+  clock: VirtualClock
+  close(): Promise<void>
+}
+
+/** A registry with a 2-of-3 genesis set on a memory transport, a VirtualClock and an all-scopes client. */
+export async function harness(config: RegistryServiceConfig = {}, n = 3, m = 2): Promise<Harness> {
+  const clock = new VirtualClock(1_700_000_000_000)
+  const issuer = createTestIssuer()
+  const keys = signers(n)
+  const svc = await createRegistryService({ origin: ORIGIN, signers: setOf(keys, m), auth: { keys: issuer.keys }, clock, ...config })
+  const transport = memoryNetwork({ registry: svc })
+  const client = createRegistryClient(transport, { token: issuer.mint({ scope: ALL_SCOPES }) })
+  return {
+    svc,
+    client,
+    transport,
+    issuer,
+    keys,
+    clock,
+    async close() {
+      await svc.close()
+      await transport.close()
+    },
+  }
 }

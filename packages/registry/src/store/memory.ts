@@ -7,7 +7,7 @@
 
 import { ChainMismatchError, ClosedError } from '@ron/core'
 import { genesisHash, type EncodedEntry, type Genesis, type Head, type LogEntry } from '../entry.js'
-import { isNotable } from './notable.js'
+import { isNotable, noGenesis } from './notable.js'
 import type { LogStore, OpenOptions, RecoveredLog, SegmentInfo, StoredCheckpoint } from './types.js'
 
 /** Options of {@link createMemoryStore}. */
@@ -39,6 +39,7 @@ class MemoryStore implements LogStore {
   open(o: OpenOptions): Promise<RecoveredLog> {
     this.#check()
     if (this.#genesis === undefined) {
+      if (o.genesis === undefined) throw noGenesis()
       this.#genesis = o.genesis
       this.#head = { version: 0, hash: genesisHash(o.genesis) }
     }

@@ -22,6 +22,7 @@ import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileH
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
 import { ChainMismatchError, ClosedError, IntegrityFailedError, MalformedError } from '@ron/core'
+import { noGenesis } from './notable.js'
 import { entryHash, genesisHash, type EncodedEntry, type Genesis, type Head, type LogEntry } from '../entry.js'
 import { isNotable } from './notable.js'
 import type { LogStore, OpenOptions, RecoveredLog, SegmentInfo, StoredCheckpoint } from './types.js'
@@ -224,11 +225,11 @@ class SegmentStore implements LogStore {
     for (let v = leafHashes.length + 1; v <= this.#head.version; v++) {
       const bytes = byVersion.get(v) ?? (await this.read(v))
       if (bytes === undefined) throw new IntegrityFailedError(`leaf hash of pruned version ${v} is lost`, { details: { version: v } })
-      leafHashes.push(o.leafHash(bytes))
+      leafHashes.push(o.leafHash(bytes, genesis.treeHash))
     }
     // The tail's stored leaf hashes must match its records.
     for (const [v, bytes] of byVersion) {
-      const h = o.leafHash(bytes)
+      const h = o.leafHash(bytes, genesis.treeHash)
       if (Buffer.compare(h, leafHashes[v - 1]!) !== 0) {
         bump('leaves_rebuilt')
         leafHashes[v - 1] = h
@@ -250,7 +251,7 @@ class SegmentStore implements LogStore {
     return { genesis, head: { ...this.#head }, leafHashes, oldest: this.#oldest, checkpoints: [...this.#checkpoints], notable, recoveries }
   }
 
-  async #loadGenesis(fresh: Genesis): Promise<Genesis> {
+  async #loadGenesis(fresh: Genesis | undefined): Promise<Genesis> {
     const path = join(this.#dir, GENESIS)
     try {
       return JSON.parse(await readFile(path, 'utf8')) as Genesis
@@ -258,6 +259,7 @@ class SegmentStore implements LogStore {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new IntegrityFailedError(`cannot read ${path}`, { cause: e })
     }
     if (this.#readOnly) throw new MalformedError(`${this.#dir} holds no registry log (no ${GENESIS})`, { details: { field: 'dir' } })
+    if (fresh === undefined) throw noGenesis()
     const tmp = `${path}.tmp`
     const fh = await open(tmp, 'w', 0o644)
     try {

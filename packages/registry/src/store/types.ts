@@ -46,10 +46,13 @@ export interface RecoveredLog {
 
 /** Hooks the store needs from the log's hashing. */
 export interface OpenOptions {
-  /** The genesis to write when the store is empty (an existing store keeps its own). */
-  genesis: Genesis
-  /** Merkle leaf hash of an entry's bytes. */
-  leafHash(bytes: Uint8Array): Uint8Array
+  /**
+   * The genesis to write when the store is empty (an existing store keeps its own). Without one,
+   * opening an empty store fails with a `ConfigError` naming `signers`.
+   */
+  genesis: Genesis | undefined
+  /** Merkle leaf hash of an entry's bytes, with the tree hash of the log's genesis. */
+  leafHash(bytes: Uint8Array, treeHash: Genesis['treeHash']): Uint8Array
 }
 
 /** Storage of one log. Only the Committer calls the mutating methods. */

@@ -1,0 +1,127 @@
+/**
+ * The Checkpointor: signs a C2SP checkpoint of the current tree every `checkpointIntervalMs` and
+ * on demand, stores it durably (leaf hashes first), and then try-sends a command to Retention
+ * (`retention_cmd`, 8): when that queue is full the cycle is skipped and logged — the next
+ * checkpoint sends again.
+ *
+ * @module
+ */
+
+import { isRonError } from '@ron/core'
+import type { BoundedQueue, Clock, Logger, MetricsSink } from '@ron/core'
+import { signCheckpoint, type NoteSigner } from './checkpoint.js'
+import type { RegistryLog } from './log.js'
+import type { StoredCheckpoint } from './store/types.js'
+
+/** What Retention is asked to do. */
+export interface RetentionCommand {
+  reason: 'checkpoint' | 'manual'
+}
+
+/** Dependencies of the {@link Checkpointor}. */
+export interface CheckpointorOptions {
+  log: RegistryLog
+  signer: NoteSigner
+  retention: BoundedQueue<RetentionCommand>
+  intervalMs: () => number
+  clock: Clock
+  metrics: MetricsSink
+  logger: Logger
+}
+
+/** Signs and stores checkpoints. Checkpoint writes are serialised here. */
+export class Checkpointor {
+  readonly #o: CheckpointorOptions
+  #tail: Promise<unknown> = Promise.resolve()
+  #wake: (() => void) | undefined
+
+  constructor(o: CheckpointorOptions) {
+    this.#o = o
+  }
+
+  /** The latest stored checkpoint. */
+  latest(): StoredCheckpoint | undefined {
+    return this.#o.log.store.checkpoints().at(-1)
+  }
+
+  /** Updates `registry_checkpoint_age_seconds` (age of the latest checkpoint). */
+  gauge(): void {
+    const cp = this.latest()
+    this.#o.metrics.set('registry_checkpoint_age_seconds', undefined, cp === undefined ? 0 : Math.max(0, (this.#o.clock.now() - cp.createdAt) / 1000))
+  }
+
+  /**
+   * Signs and stores a checkpoint of the current tree now (unless the latest one already has this
+   * size), then asks Retention to run. Calls are serialised.
+   */
+  checkpointNow(): Promise<StoredCheckpoint> {
+    const run = this.#tail.then(() => this.#checkpoint())
+    this.#tail = run.catch(() => undefined)
+    return run
+  }
+
+  async #checkpoint(): Promise<StoredCheckpoint> {
+    const { log, signer, clock, metrics } = this.#o
+    const size = log.tree.size
+    const last = this.latest()
+    if (last !== undefined && last.treeSize === size) {
+      this.#askRetention()
+      return last
+    }
+    const rootHash = log.tree.root(size)
+    const note = signCheckpoint({ origin: log.origin, treeSize: size, rootHash }, signer)
+    const cp: StoredCheckpoint = {
+      treeSize: size,
+      root: Buffer.from(rootHash).toString('hex'),
+      note,
+      createdAt: clock.now(),
+      signerSets: log.signerSetHistory().filter((s) => s.version > 0 && s.version <= size),
+    }
+    await log.store.appendCheckpoint(cp)
+    metrics.inc('registry_checkpoints_total')
+    this.gauge()
+    this.#askRetention()
+    return cp
+  }
+
+  #askRetention(): void {
+    try {
+      this.#o.retention.trySend({ reason: 'checkpoint' })
+    } catch (e) {
+      if (!isRonError(e, 'Busy') && !isRonError(e, 'Closed')) throw e
+      this.#o.logger.warn({ queue: 'retention_cmd' }, 'retention queue full: skipping this cycle')
+    }
+  }
+
+  /** Wakes the loop at once (an on-demand checkpoint from the loop's task). */
+  wake(): void {
+    const w = this.#wake
+    this.#wake = undefined
+    w?.()
+  }
+
+  /** The Checkpointor's loop: a checkpoint every interval (the interval is re-read each time). */
+  async run(signal: AbortSignal): Promise<void> {
+    const clock = this.#o.clock
+    while (!signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const timer = clock.setTimeout(done, this.#o.intervalMs())
+        timer.unref?.()
+        function done(): void {
+          clock.clearTimeout(timer)
+          signal.removeEventListener('abort', done)
+          resolve()
+        }
+        this.#wake = done
+        signal.addEventListener('abort', done, { once: true })
+      })
+      if (signal.aborted) return
+      try {
+        await this.checkpointNow()
+      } catch (e) {
+        this.#o.logger.error({ err: e }, 'checkpoint failed')
+        throw e
+      }
+    }
+  }
+}

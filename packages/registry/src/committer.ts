@@ -1,0 +1,442 @@
+/**
+ * The Committer: the one task that owns the proposals table, HEAD and the log. The HTTP listener
+ * try-sends commands into two bounded queues (`proposals`: propose, commit, supersede;
+ * `approvals`: approve) and awaits the reply; a full queue answers 429 `Busy` at once. The
+ * Committer handles one command at a time, so nothing else ever moves HEAD.
+ *
+ * @module
+ */
+
+import { randomBytes } from 'node:crypto'
+import {
+  BoundedQueue,
+  BusyError,
+  CanceledError,
+  ChainMismatchError,
+  ClosedError,
+  ConflictError,
+  DuplicateApprovalError,
+  InvalidSignatureError,
+  NotFoundError,
+  QuorumNotMetError,
+  TimeoutError,
+  abortReason,
+  isRonError,
+} from '@ron/core'
+import type { Address, Broadcast, Clock, Logger, MetricsSink } from '@ron/core'
+import { payloadB3, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
+import type { RegistryLog } from './log.js'
+import { countQuorum, evaluateQuorum, keyOf, verifyApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
+import { CHANNELS } from './topology.js'
+
+/** `RegistryUpdated{version,b3}`: what the Committer broadcasts on `committed` after each commit. */
+export interface RegistryUpdated {
+  type: 'RegistryUpdated'
+  version: number
+  /** The committed payload's `payloadB3`. */
+  b3: Address
+  /** The entry hash (HEAD's hash). */
+  hash: Address
+  committedAt: number
+}
+
+/** A proposal as the API shows it. */
+export interface ProposalView {
+  proposalId: string
+  payloadB3: Address
+  baseVersion: number
+  expiresAt: number
+  createdAt: number
+  approvals: Array<{ signerId: string }>
+  quorum: QuorumProgress
+  /** Progress of the new signer set when the payload changes it. */
+  nextQuorum?: QuorumProgress
+  /** Set once committed. */
+  committedVersion?: number
+  payload: DescriptorSet
+}
+
+/** The answer to an approval. */
+export interface ApprovalResult {
+  /** Distinct keys of the set in force that approved. */
+  approvals: number
+  quorum: { m: number; n: number }
+  /** Progress of the new signer set (signer-set changes only). */
+  next?: QuorumProgress
+  /** Both thresholds met: the proposal can be committed. */
+  ready: boolean
+}
+
+/** The answer to a commit. */
+export interface CommitResult {
+  version: number
+  payloadB3: Address
+  committedAt: number
+  treeSize: number
+  /** Root hash of the tree after this entry, lowercase hex. */
+  root: string
+  /** The entry hash. */
+  hash: Address
+}
+
+interface Proposal {
+  id: string
+  payload: DescriptorSet
+  payloadB3: Address
+  baseVersion: number
+  baseHash: Address
+  createdAt: number
+  expiresAt: number
+  approvals: Approval[]
+  nextSet: SignerSet | undefined
+  committed: CommitResult | undefined
+}
+
+type Command =
+  | { type: 'propose'; payload: DescriptorSet; baseVersion: number | undefined; done: Done<ProposalView> }
+  | { type: 'approve'; id: string; approval: Approval; done: Done<ApprovalResult> }
+  | { type: 'commit'; id: string; signal: AbortSignal; done: Done<CommitResult> }
+  | { type: 'get'; id: string; done: Done<ProposalView> }
+
+interface Done<T> {
+  resolve(v: T): void
+  reject(e: unknown): void
+}
+
+/** Live settings the Committer reads on every command (reloadable). */
+export interface CommitterSettings {
+  proposalTtlMs: number
+  maxProposals: number
+  slowCommitMs: number
+}
+
+/** Dependencies of the {@link Committer}. */
+export interface CommitterOptions {
+  log: RegistryLog
+  committed: Broadcast<RegistryUpdated>
+  capacity: { proposals: number; approvals: number }
+  settings: () => CommitterSettings
+  clock: Clock
+  metrics: MetricsSink
+  logger: Logger
+  /** Told how long each append took (ms), or that it failed: drives write readiness. */
+  onAppend?: (ms: number, error?: unknown) => void
+}
+
+/** The single writer of HEAD and the log. */
+export class Committer {
+  readonly #o: CommitterOptions
+  readonly #proposals = new Map<string, Proposal>()
+  readonly #byPayload = new Map<string, string>()
+  readonly #queues: { proposals: BoundedQueue<Command>; approvals: BoundedQueue<Command> }
+  #wake: (() => void) | undefined
+  #running = false
+  #closed = false
+
+  constructor(o: CommitterOptions) {
+    this.#o = o
+    this.#queues = {
+      proposals: new BoundedQueue<Command>({ name: CHANNELS.proposals, capacity: o.capacity.proposals, metrics: o.metrics }),
+      approvals: new BoundedQueue<Command>({ name: CHANNELS.approvals, capacity: o.capacity.approvals, metrics: o.metrics }),
+    }
+  }
+
+  /** Live proposals (committed ones stay until they expire). */
+  get size(): number {
+    return this.#proposals.size
+  }
+
+  /**
+   * Proposes `payload` on the current HEAD (or fails with ChainMismatch when `baseVersion` is given
+   * and HEAD is elsewhere). The same payload on the same base returns the existing proposal.
+   * @throws {@link BusyError} when the `proposals` queue or the proposals table is full
+   */
+  propose(payload: DescriptorSet, baseVersion?: number): Promise<ProposalView> {
+    return this.#submit('proposals', (done) => ({ type: 'propose', payload, baseVersion, done }))
+  }
+
+  /**
+   * Records an approval.
+   * @throws {@link NotFoundError}, {@link DuplicateApprovalError}, {@link InvalidSignatureError}, {@link BusyError}
+   */
+  approve(id: string, approval: Approval): Promise<ApprovalResult> {
+    return this.#submit('approvals', (done) => ({ type: 'approve', id, approval, done }))
+  }
+
+  /**
+   * Commits a proposal with quorum; a retry of a committed proposal returns the same entry.
+   * `signal` is the caller's deadline: a command still queued when it aborts is not committed.
+   * @throws {@link QuorumNotMetError}, {@link ChainMismatchError}, {@link NotFoundError}, {@link TimeoutError}, {@link BusyError}
+   */
+  commit(id: string, signal: AbortSignal): Promise<CommitResult> {
+    return this.#submit('proposals', (done) => ({ type: 'commit', id, signal, done }))
+  }
+
+  /** A proposal's view. @throws {@link NotFoundError} */
+  get(id: string): Promise<ProposalView> {
+    return this.#submit('approvals', (done) => ({ type: 'get', id, done }))
+  }
+
+  #submit<T>(queue: 'proposals' | 'approvals', make: (done: Done<T>) => Command): Promise<T> {
+    if (this.#closed) return Promise.reject(new ClosedError('committer is closed'))
+    return new Promise<T>((resolve, reject) => {
+      const cmd = make({ resolve, reject })
+      try {
+        this.#queues[queue].trySend(cmd)
+      } catch (e) {
+        reject(e instanceof BusyError ? new BusyError(e.message, { details: { queue }, retryAfterMs: 1000 }) : (e as Error))
+        return
+      }
+      this.#kick()
+    })
+  }
+
+  #kick(): void {
+    const w = this.#wake
+    this.#wake = undefined
+    w?.()
+  }
+
+  /**
+   * The Committer's loop; runs until `signal` aborts, then fails what is still queued with
+   * `Canceled`. Approvals are served before proposals so a burst of proposals cannot starve them.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    if (this.#running) throw new Error('committer already running')
+    this.#running = true
+    try {
+      while (!signal.aborted) {
+        this.#expire()
+        const cmd = this.#queues.approvals.tryRecv() ?? this.#queues.proposals.tryRecv()
+        if (cmd === undefined) {
+          await this.#idle(signal)
+          continue
+        }
+        await this.#handle(cmd)
+      }
+    } finally {
+      this.#running = false
+      if (signal.aborted) this.#failQueued(abortReason(signal))
+    }
+  }
+
+  /** Refuses new commands and fails queued ones. Idempotent. */
+  close(): void {
+    if (this.#closed) return
+    this.#closed = true
+    this.#failQueued(new ClosedError('committer is closed'))
+    this.#queues.proposals.close()
+    this.#queues.approvals.close()
+    this.#kick()
+  }
+
+  #failQueued(e: Error): void {
+    for (const q of [this.#queues.approvals, this.#queues.proposals]) {
+      for (let c = q.tryRecv(); c !== undefined; c = q.tryRecv()) {
+        this.#o.metrics.inc('tasks_canceled_total', { kind: 'commit-command' })
+        c.done.reject(e instanceof CanceledError || isRonError(e) ? e : new CanceledError('committer stopped'))
+      }
+    }
+  }
+
+  /** Waits for a command, the next proposal expiry, or the signal. */
+  #idle(signal: AbortSignal): Promise<void> {
+    const clock = this.#o.clock
+    let next = Infinity
+    for (const p of this.#proposals.values()) next = Math.min(next, p.expiresAt)
+    return new Promise<void>((resolve) => {
+      const timer = Number.isFinite(next) ? clock.setTimeout(done, Math.max(0, next - clock.now())) : undefined
+      timer?.unref?.()
+      function done(): void {
+        if (timer !== undefined) clock.clearTimeout(timer)
+        signal.removeEventListener('abort', done)
+        resolve()
+      }
+      this.#wake = done
+      signal.addEventListener('abort', done, { once: true })
+    })
+  }
+
+  #expire(): void {
+    const now = this.#o.clock.now()
+    for (const [id, p] of this.#proposals) {
+      if (p.expiresAt > now) continue
+      this.#proposals.delete(id)
+      if (this.#byPayload.get(`${p.baseVersion}/${p.payloadB3}`) === id) this.#byPayload.delete(`${p.baseVersion}/${p.payloadB3}`)
+      if (p.committed === undefined) this.#o.metrics.inc('registry_proposals_expired_total')
+    }
+  }
+
+  async #handle(cmd: Command): Promise<void> {
+    try {
+      switch (cmd.type) {
+        case 'propose':
+          cmd.done.resolve(this.#propose(cmd.payload, cmd.baseVersion))
+          return
+        case 'approve':
+          cmd.done.resolve(this.#approve(cmd.id, cmd.approval))
+          return
+        case 'get':
+          cmd.done.resolve(this.#view(this.#find(cmd.id)))
+          return
+        case 'commit':
+          cmd.done.resolve(await this.#commit(cmd.id, cmd.signal))
+          return
+      }
+    } catch (e) {
+      this.#audit(cmd.type, 'rejected', e)
+      cmd.done.reject(e)
+    }
+  }
+
+  #audit(op: string, result: 'accepted' | 'rejected', e?: unknown): void {
+    this.#o.metrics.inc('registry_updates_total', { result: result === 'accepted' ? `${op}` : `${op}_rejected` })
+    if (result === 'rejected') this.#o.logger.info({ op, code: isRonError(e) ? e.code : 'Internal' }, 'registry mutation rejected')
+    else this.#o.logger.info({ op }, 'registry mutation accepted')
+  }
+
+  #find(id: string): Proposal {
+    const p = this.#proposals.get(id)
+    if (p === undefined || p.expiresAt <= this.#o.clock.now()) throw new NotFoundError('no such proposal (unknown or expired)', { details: { proposalId: id } })
+    return p
+  }
+
+  #subject(p: Proposal): ApprovalSubject {
+    return { origin: this.#o.log.origin, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }
+  }
+
+  #view(p: Proposal): ProposalView {
+    const subject = this.#subject(p)
+    const v: ProposalView = {
+      proposalId: p.id,
+      payloadB3: p.payloadB3,
+      baseVersion: p.baseVersion,
+      expiresAt: p.expiresAt,
+      createdAt: p.createdAt,
+      approvals: p.approvals.map((a) => ({ signerId: a.signerId })),
+      quorum: countQuorum(this.#o.log.signerSetAt(p.baseVersion), p.approvals, subject),
+      payload: p.payload,
+    }
+    if (p.nextSet !== undefined) v.nextQuorum = countQuorum(p.nextSet, p.approvals, subject)
+    if (p.committed !== undefined) v.committedVersion = p.committed.version
+    return v
+  }
+
+  #propose(payload: DescriptorSet, baseVersion: number | undefined): ProposalView {
+    const head = this.#o.log.head()
+    if (baseVersion !== undefined && baseVersion !== head.version) {
+      throw new ChainMismatchError(`HEAD is at ${head.version}, not ${baseVersion}`, { details: { head: head.version, baseVersion } })
+    }
+    const b3 = payloadB3(payload)
+    const key = `${head.version}/${b3}`
+    const existing = this.#byPayload.get(key)
+    if (existing !== undefined && this.#proposals.has(existing)) return this.#view(this.#proposals.get(existing)!)
+    const s = this.#o.settings()
+    if (this.#proposals.size >= s.maxProposals) {
+      this.#o.metrics.inc('busy_rejections_total', { endpoint: 'propose', queue: 'proposal_table' })
+      throw new BusyError(`${s.maxProposals} proposals are pending`, { details: { reason: 'proposals_full' }, retryAfterMs: 1000 })
+    }
+    const now = this.#o.clock.now()
+    const set = signerSetOf(payload)
+    const p: Proposal = {
+      id: `p-${randomBytes(12).toString('hex')}`,
+      payload,
+      payloadB3: b3,
+      baseVersion: head.version,
+      baseHash: head.hash,
+      createdAt: now,
+      expiresAt: now + s.proposalTtlMs,
+      approvals: [],
+      nextSet: set === undefined ? undefined : { threshold: set.threshold, signers: set.signers },
+      committed: undefined,
+    }
+    this.#proposals.set(p.id, p)
+    this.#byPayload.set(key, p.id)
+    this.#audit('propose', 'accepted')
+    return this.#view(p)
+  }
+
+  #approve(id: string, a: Approval): ApprovalResult {
+    const p = this.#find(id)
+    if (p.committed !== undefined) throw new ConflictError('proposal is already committed', { details: { proposalId: id, version: p.committed.version } })
+    if (p.approvals.some((x) => x.signerId === a.signerId)) {
+      throw new DuplicateApprovalError(`signer ${a.signerId} already approved`, { details: { proposalId: id, signerId: a.signerId } })
+    }
+    const current = this.#o.log.signerSetAt(p.baseVersion)
+    const subject = this.#subject(p)
+    const keys = [keyOf(current, a.signerId), p.nextSet === undefined ? undefined : keyOf(p.nextSet, a.signerId)].filter((k): k is string => k !== undefined)
+    if (keys.length === 0) {
+      this.#o.metrics.inc('registry_approvals_total', { result: 'unknown_signer' })
+      throw new InvalidSignatureError(`signer ${a.signerId} is not in the signer set in force`, { details: { signerId: a.signerId, reason: 'unknown_signer' } })
+    }
+    if (!keys.some((k) => verifyApprovalSig(k, a.sig, subject))) {
+      this.#o.metrics.inc('registry_approvals_total', { result: 'bad_signature' })
+      throw new InvalidSignatureError(`approval by ${a.signerId} does not verify`, { details: { signerId: a.signerId, reason: 'bad_signature' } })
+    }
+    p.approvals.push({ signerId: a.signerId, sig: a.sig })
+    this.#o.metrics.inc('registry_approvals_total', { result: 'accepted' })
+    this.#audit('approve', 'accepted')
+    const verdict = evaluateQuorum(current, p.nextSet, p.approvals, subject)
+    const r: ApprovalResult = { approvals: verdict.current.have, quorum: { m: verdict.current.m, n: verdict.current.n }, ready: verdict.ok }
+    if (verdict.next !== undefined) r.next = verdict.next
+    return r
+  }
+
+  async #commit(id: string, signal: AbortSignal): Promise<CommitResult> {
+    const p = this.#find(id)
+    if (p.committed !== undefined) return p.committed
+    if (signal.aborted) {
+      throw signal.reason instanceof TimeoutError ? signal.reason : new TimeoutError('commit deadline passed while queued', { details: { op: 'commit' } })
+    }
+    const log = this.#o.log
+    const current = log.signerSetAt(p.baseVersion)
+    const subject = this.#subject(p)
+    const verdict = evaluateQuorum(current, p.nextSet, p.approvals, subject)
+    if (!verdict.ok) {
+      const details: Record<string, unknown> = { proposalId: id, have: verdict.current.have, m: verdict.current.m, n: verdict.current.n }
+      if (verdict.next !== undefined) details['next'] = verdict.next
+      throw new QuorumNotMetError(
+        verdict.current.have < verdict.current.m
+          ? `${verdict.current.have} of ${verdict.current.m} required approvals`
+          : `the new signer set has ${verdict.next?.have ?? 0} of its ${verdict.next?.m ?? 0} required approvals`,
+        { details },
+      )
+    }
+    const head = log.head()
+    if (head.version !== p.baseVersion || head.hash !== p.baseHash) {
+      this.#o.metrics.inc('commit_cas_fail_total')
+      throw new ChainMismatchError(`HEAD moved from ${p.baseVersion} to ${head.version}; propose again on the new HEAD`, {
+        details: { proposalId: id, baseVersion: p.baseVersion, head: head.version },
+      })
+    }
+    // Only approvals that verify for one of the sets go into the entry, in a stable order.
+    const approvals = [...p.approvals].sort((a, b) => (a.signerId < b.signerId ? -1 : a.signerId > b.signerId ? 1 : 0))
+    const started = this.#o.clock.now()
+    let enc
+    try {
+      enc = await log.append({ version: p.baseVersion, hash: p.baseHash }, p.payload, approvals, started)
+    } catch (e) {
+      this.#o.onAppend?.(this.#o.clock.now() - started, e)
+      throw e
+    }
+    this.#o.onAppend?.(this.#o.clock.now() - started)
+    if (enc === undefined) {
+      this.#o.metrics.inc('commit_cas_fail_total')
+      throw new ChainMismatchError('HEAD moved during the commit', { details: { proposalId: id, baseVersion: p.baseVersion } })
+    }
+    const result: CommitResult = {
+      version: enc.entry.version,
+      payloadB3: enc.entry.payloadB3,
+      committedAt: enc.entry.committedAt,
+      treeSize: log.tree.size,
+      root: log.rootHex(),
+      hash: enc.hash,
+    }
+    p.committed = result
+    this.#audit('commit', 'accepted')
+    this.#o.metrics.set('registry_head_version', undefined, result.version)
+    // Never blocks: every subscriber has its own ring; a slow one loses the oldest (bus_lagged_total).
+    this.#o.committed.publish({ type: 'RegistryUpdated', version: result.version, b3: result.payloadB3, hash: result.hash, committedAt: result.committedAt })
+    return result
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The registry's config: ONE zod schema with every default (types derive from it), validated
+ * through core's `validateConfig` (an invalid value throws a `ConfigError` naming the field).
+ * Runtime objects (clock, logger, store, keys, auth) are options beside the data, never part of
+ * the reloadable snapshot.
+ *
+ * @module
+ */
+
+import type { KeyObject } from 'node:crypto'
+import { z } from 'zod'
+import { durationSchema, sizeSchema, validateConfig } from '@ron/core'
+import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
+import { signerSetSchema } from './descriptors.js'
+import type { LogStore } from './store/types.js'
+
+const DAY = 24 * 60 * 60 * 1000
+const positiveInt = z.number().int().positive()
+const ms = durationSchema
+const bytes = sizeSchema
+
+/** The registry's data config (strict; every field optional with a default). */
+export const registryConfigSchema = z.strictObject({
+  /** Service id: token audience, transport name, `service` metric label. */
+  id: z.string().min(1).default('registry'),
+  /** Reported by `/version`. */
+  version: z.string().default('0.1.0'),
+  /** Directory of the durable log (segment files). Absent → memory store (amnesia). */
+  dataDir: z.string().min(1).optional(),
+  /**
+   * The log's origin line (checkpoints and approval messages). Fixed at creation; an existing log
+   * keeps its own. @default `ron.registry/<8 random hex>` for a new log
+   */
+  origin: z.string().min(1).max(255).regex(/^[^\s+]+$/, 'an origin has no whitespace and no "+"').optional(),
+  /** Merkle tree hash of a new log. */
+  treeHash: z.enum(['blake3', 'sha256']).default('blake3'),
+  /** The genesis signer set (M-of-N). Required to create a log; must match an existing log's genesis. */
+  signers: signerSetSchema.optional(),
+  /** File holding the log's own Ed25519 checkpoint key (JWK, 0600). @default `<dataDir>/registry-log.key`, created when missing */
+  logKeyFile: z.string().min(1).optional(),
+  /** Proposals expire (and are removed) this long after they were made. */
+  proposalTtlMs: ms.pipe(positiveInt).default(600_000),
+  /** Live proposals at most; more → 429 Busy. */
+  maxProposals: positiveInt.default(4096),
+  /** Deadline of a commit when the caller sends none (`X-Deadline-Ms`). */
+  commitTimeoutMs: ms.pipe(positiveInt).default(5000),
+  /** Queue capacities (SPEC 3.2). */
+  queues: z
+    .strictObject({
+      proposals: positiveInt.default(512),
+      approvals: positiveInt.default(512),
+      committed: positiveInt.default(1024),
+      retention: positiveInt.default(8),
+    })
+    .default({ proposals: 512, approvals: 512, committed: 1024, retention: 8 }),
+  /** How often a checkpoint is signed (also on demand). */
+  checkpointIntervalMs: ms.pipe(positiveInt).default(600_000),
+  /** Entries per segment file (the unit of pruning). */
+  segmentEntries: positiveInt.default(1000),
+  /** Bytes per segment file. */
+  segmentBytes: bytes.pipe(positiveInt).default(64 * 1024 * 1024),
+  /** Retention: segments beyond any limit are pruned once a signed checkpoint covers them. */
+  retention: z
+    .strictObject({
+      maxAgeMs: ms.pipe(positiveInt).default(30 * DAY),
+      maxEntries: positiveInt.default(10_000),
+      maxBytes: bytes.pipe(positiveInt).default(1024 * 1024 * 1024),
+    })
+    .default({ maxAgeMs: 30 * DAY, maxEntries: 10_000, maxBytes: 1024 * 1024 * 1024 }),
+  /** Deep verifier: a full re-verification pass every `intervalMs`, `sliceEntries` at a time. */
+  deepVerify: z
+    .strictObject({ intervalMs: ms.pipe(positiveInt).default(60_000), sliceEntries: positiveInt.default(256) })
+    .default({ intervalMs: 60_000, sliceEntries: 256 }),
+  /** SSE `/registry/stream`: per-client buffer (then drop to the latest HEAD), client cap, heartbeat. */
+  sse: z
+    .strictObject({ bufferPerClient: positiveInt.default(64), maxClients: positiveInt.default(8192), heartbeatMs: ms.pipe(positiveInt).default(5000) })
+    .default({ bufferPerClient: 64, maxClients: 8192, heartbeatMs: 5000 }),
+  /** Write readiness: a commit slower than `slowCommitMs` (or failing) turns writes unready until a probe passes. */
+  writeReadiness: z
+    .strictObject({ slowCommitMs: ms.pipe(positiveInt).default(2000), probeIntervalMs: ms.pipe(positiveInt).default(5000) })
+    .default({ slowCommitMs: 2000, probeIntervalMs: 5000 }),
+  /** Drain deadline of `close()`. */
+  drainDeadlineMs: ms.pipe(z.number().int().nonnegative()).default(3000),
+})
+
+/** Config as written (every field optional; durations and sizes may be strings like `"5s"`). */
+export type RegistryConfigInput = z.input<typeof registryConfigSchema>
+/** Config with every default filled in. */
+export type RegistryConfig = z.output<typeof registryConfigSchema>
+
+/** Keys that cannot change by `reload()`. */
+export const IMMUTABLE_KEYS: readonly string[] = [
+  'id',
+  'version',
+  'dataDir',
+  'origin',
+  'treeHash',
+  'signers',
+  'logKeyFile',
+  'queues',
+  'segmentEntries',
+  'segmentBytes',
+  'sse',
+  'drainDeadlineMs',
+]
+
+/** Runtime options beside the data config (not reloadable, not validated by the schema). */
+export interface RegistryRuntimeOptions {
+  /** Token verification for the write routes (no auth → every write answers 401). @default none */
+  auth?: { verifier?: TokenVerifier; keys?: KeySource | { keys: unknown[] } }
+  /** A log store to use instead of the one `dataDir` selects (the service closes it). @default segment store in dataDir, else memory */
+  store?: LogStore
+  /** The log's checkpoint key (instead of `logKeyFile`). @default from logKeyFile, or generated */
+  logKey?: KeyObject
+  /** HTTP limits. @default core's */
+  limits?: HttpLimits
+  /** CORS. @default core's */
+  cors?: CorsOptions
+  /** @default systemClock */
+  clock?: Clock
+  /** @default systemRandom */
+  random?: Random
+  /** @default noopLogger */
+  logger?: Logger
+}
+
+/** What `createRegistryService` takes: the data config plus runtime options. */
+export type RegistryServiceConfig = RegistryConfigInput & RegistryRuntimeOptions
+
+const RUNTIME_KEYS = ['auth', 'store', 'logKey', 'limits', 'cors', 'clock', 'random', 'logger'] as const
+
+/** Splits a service config into its data part and its runtime part. */
+export function splitConfig(config: RegistryServiceConfig): { data: RegistryConfigInput; runtime: RegistryRuntimeOptions } {
+  const data: Record<string, unknown> = {}
+  const runtime: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(config)) {
+    if ((RUNTIME_KEYS as readonly string[]).includes(k)) runtime[k] = v
+    else data[k] = v
+  }
+  return { data: data, runtime: runtime }
+}
+
+/**
+ * Validates the data config and fills in defaults.
+ * @throws {@link ConfigError} naming the offending field
+ * @example
+ * ```ts
+ * resolveConfig({}).queues.proposals // 512
+ * ```
+ */
+export function resolveConfig(input: RegistryConfigInput = {}): RegistryConfig {
+  return validateConfig(registryConfigSchema, input)
+}

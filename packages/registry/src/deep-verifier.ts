@@ -1,0 +1,134 @@
+/**
+ * The Deep Verifier: re-reads the log from the medium and checks, in bounded slices, that every
+ * held entry matches its leaf hash, its `payloadB3` and its chain link, and that every stored
+ * checkpoint's root is the tree's root at that size and carries the log key's signature. A
+ * mismatch turns writes unready (`integrity`) and counts `registry_integrity_failures_total`;
+ * reads stay up. Each pass is timed in `audit_chain_verify_seconds`.
+ *
+ * @module
+ */
+
+import type { Clock, Logger, MetricsSink } from '@ron/core'
+import { verifyCheckpoint } from './checkpoint.js'
+import { payloadB3 } from './descriptors.js'
+import { entryHash, type LogEntry } from './entry.js'
+import type { RegistryLog } from './log.js'
+
+/** What a pass found. */
+export interface VerifyReport {
+  ok: boolean
+  /** Entries checked. */
+  entries: number
+  /** Checkpoints checked. */
+  checkpoints: number
+  problems: string[]
+}
+
+/** Dependencies of the {@link DeepVerifier}. */
+export interface DeepVerifierOptions {
+  log: RegistryLog
+  settings: () => { intervalMs: number; sliceEntries: number }
+  clock: Clock
+  metrics: MetricsSink
+  logger: Logger
+  /** Told the outcome of every pass. */
+  onResult(ok: boolean, problems: string[]): void
+}
+
+const yieldTurn = (): Promise<void> => new Promise((r) => setImmediate(r))
+
+/** Background re-verification of the log. */
+export class DeepVerifier {
+  readonly #o: DeepVerifierOptions
+  #tail: Promise<unknown> = Promise.resolve()
+
+  constructor(o: DeepVerifierOptions) {
+    this.#o = o
+  }
+
+  /** Runs one full pass now (passes are serialised). */
+  verifyNow(): Promise<VerifyReport> {
+    const run = this.#tail.then(() => this.#pass())
+    this.#tail = run.catch(() => undefined)
+    return run
+  }
+
+  async #pass(): Promise<VerifyReport> {
+    const { log, metrics } = this.#o
+    const started = performance.now()
+    const problems: string[] = []
+    const head = log.head().version
+    const from = log.oldest()
+    const slice = Math.max(1, this.#o.settings().sliceEntries)
+    let prevHash: string | undefined = from === 1 ? log.genesisHash : undefined
+    let n = 0
+    for (let v = from; v <= head; v++) {
+      if ((v - from) % slice === 0 && v !== from) await yieldTurn()
+      let bytes: Uint8Array | undefined
+      try {
+        bytes = await log.store.read(v)
+      } catch (e) {
+        problems.push(`version ${v}: ${e instanceof Error ? e.message : String(e)}`)
+        prevHash = undefined
+        continue
+      }
+      if (bytes === undefined) {
+        if (v >= log.oldest()) problems.push(`version ${v}: missing`)
+        prevHash = undefined
+        continue
+      }
+      n++
+      if (Buffer.compare(log.hasher.leaf(bytes), log.tree.leafHash(v - 1)) !== 0) problems.push(`version ${v}: bytes do not match the leaf hash`)
+      let e: LogEntry | undefined
+      try {
+        e = JSON.parse(Buffer.from(bytes).toString('utf8')) as LogEntry
+      } catch {
+        problems.push(`version ${v}: not JSON`)
+      }
+      if (e !== undefined) {
+        if (e.version !== v) problems.push(`version ${v}: entry says ${e.version}`)
+        try {
+          if (payloadB3(e.payload) !== e.payloadB3) problems.push(`version ${v}: payloadB3 mismatch`)
+        } catch {
+          problems.push(`version ${v}: payload cannot be canonicalised`)
+        }
+        if (prevHash !== undefined && e.prev !== prevHash) problems.push(`version ${v}: prev does not link version ${v - 1}`)
+      }
+      prevHash = entryHash(bytes)
+    }
+    let checkpoints = 0
+    for (const cp of log.store.checkpoints()) {
+      checkpoints++
+      if (cp.treeSize > log.tree.size) {
+        problems.push(`checkpoint ${cp.treeSize}: beyond the tree`)
+        continue
+      }
+      if (Buffer.from(log.tree.root(cp.treeSize)).toString('hex') !== cp.root) problems.push(`checkpoint ${cp.treeSize}: root differs from the tree`)
+      try {
+        const body = verifyCheckpoint(cp.note, log.genesis.logKey)
+        if (body.treeSize !== cp.treeSize || Buffer.from(body.rootHash).toString('hex') !== cp.root || body.origin !== log.origin) {
+          problems.push(`checkpoint ${cp.treeSize}: note does not match the record`)
+        }
+      } catch (err) {
+        problems.push(`checkpoint ${cp.treeSize}: ${err instanceof Error ? err.message : String(err)}`)
+      }
+    }
+    metrics.observe('audit_chain_verify_seconds', undefined, (performance.now() - started) / 1000)
+    const ok = problems.length === 0
+    if (!ok) {
+      metrics.inc('registry_integrity_failures_total', undefined, problems.length)
+      this.#o.logger.error({ problems: problems.slice(0, 10) }, 'deep verification found a mismatch')
+    }
+    this.#o.onResult(ok, problems)
+    return { ok, entries: n, checkpoints, problems }
+  }
+
+  /** The loop: a pass every `intervalMs`. */
+  async run(signal: AbortSignal): Promise<void> {
+    const clock = this.#o.clock
+    while (!signal.aborted) {
+      await clock.sleep(this.#o.settings().intervalMs, signal)
+      await this.verifyNow()
+    }
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * What the route handlers share.
+ *
+ * @module
+ * @internal
+ */
+
+import type { Clock, MetricsSink, SseHub } from '@ron/core'
+import type { Checkpointor } from '../checkpointor.js'
+import type { Committer, RegistryUpdated } from '../committer.js'
+import type { RegistryConfig } from '../config.js'
+import type { RegistryLog } from '../log.js'
+
+/** Shared state of the routes. */
+export interface RouteDeps {
+  log: RegistryLog
+  committer: Committer
+  checkpointor: Checkpointor
+  hub: SseHub<RegistryUpdated>
+  config: () => RegistryConfig
+  /** Throws `NotReady` when writes are shed (slow or failing disk, integrity mismatch, draining). */
+  writeGate(): void
+  clock: Clock
+  metrics: MetricsSink
+}

@@ -1,0 +1,19 @@
+/**
+ * All routes of the registry.
+ *
+ * @module
+ * @internal
+ */
+
+import type { Route } from '@ron/core'
+import type { RouteDeps } from './context.js'
+import { readRoutes } from './reads.js'
+import { writeRoutes } from './writes.js'
+
+export type { RouteDeps } from './context.js'
+export { DEADLINE_HEADER, approveBodySchema, proposeBodySchema, supersedeBodySchema } from './writes.js'
+
+/** Every route, static paths before `/registry/:version`. */
+export function registryRoutes(d: RouteDeps): Route[] {
+  return [...writeRoutes(d), ...readRoutes(d)]
+}

@@ -1,0 +1,119 @@
+/**
+ * Write routes: `POST /registry/proposals`, `POST /registry/approvals/:proposalId`,
+ * `POST /registry/commit/:proposalId`, `POST /registry/supersede`, and `GET /registry/proposals/:id`.
+ *
+ * @module
+ */
+
+import { z } from 'zod'
+import { ConflictError, MalformedError, withDeadline } from '@ron/core'
+import type { Route, RouteContext } from '@ron/core'
+import { descriptorSchema, descriptorSetSchema, type DescriptorSet } from '../descriptors.js'
+import type { RouteDeps } from './context.js'
+
+/** Body of `POST /registry/proposals`. */
+export const proposeBodySchema = z.strictObject({
+  payload: descriptorSetSchema,
+  /** Fail with 409 ChainMismatch unless HEAD is at this version. */
+  baseVersion: z.number().int().nonnegative().optional(),
+})
+
+/** Body of `POST /registry/approvals/:proposalId`. */
+export const approveBodySchema = z.strictObject({
+  signerId: z.string().min(1).max(128),
+  sig: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'expected a base64url Ed25519 signature (86 characters)'),
+})
+
+/** Body of `POST /registry/supersede`. */
+export const supersedeBodySchema = z.strictObject({
+  version: z.number().int().positive(),
+  reason: z.string().min(1).max(1024),
+  /** The descriptor set after the supersede. @default HEAD's items */
+  items: z.array(descriptorSchema).max(4096).optional(),
+})
+
+/** Header carrying the caller's remaining deadline in ms. */
+export const DEADLINE_HEADER = 'x-deadline-ms'
+const MAX_DEADLINE_MS = 60_000
+
+function deadlineOf(ctx: RouteContext, fallback: number): number {
+  const raw = ctx.req.headers[DEADLINE_HEADER]
+  const v = Array.isArray(raw) ? raw[0] : raw
+  if (v === undefined) return fallback
+  if (!/^[0-9]{1,9}$/.test(v)) throw new MalformedError(`${DEADLINE_HEADER} must be a number of milliseconds`, { details: { field: DEADLINE_HEADER } })
+  return Math.min(Math.max(1, Number(v)), MAX_DEADLINE_MS)
+}
+
+/** The write routes. */
+export function writeRoutes(d: RouteDeps): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/registry/proposals',
+      scope: 'registry:propose',
+      async handler(ctx) {
+        d.writeGate()
+        const body = await ctx.json(proposeBodySchema)
+        if (body.payload.meta?.supersedes !== undefined) {
+          throw new MalformedError('payload.meta.supersedes is set only by POST /registry/supersede', { details: { field: 'payload.meta.supersedes' } })
+        }
+        const p = await d.committer.propose(body.payload, body.baseVersion)
+        return { status: 202, json: { proposalId: p.proposalId, payloadB3: p.payloadB3, baseVersion: p.baseVersion, expiresAt: p.expiresAt } }
+      },
+    },
+    {
+      method: 'GET',
+      path: '/registry/proposals/:id',
+      async handler(ctx) {
+        const p = await d.committer.get(ctx.params['id'] ?? '')
+        return { status: 200, headers: { 'cache-control': 'no-store' }, json: p }
+      },
+    },
+    {
+      method: 'POST',
+      path: '/registry/approvals/:proposalId',
+      scope: 'registry:approve',
+      async handler(ctx) {
+        d.writeGate()
+        const body = await ctx.json(approveBodySchema)
+        const r = await d.committer.approve(ctx.params['proposalId'] ?? '', body)
+        return { status: 200, json: r }
+      },
+    },
+    {
+      method: 'POST',
+      path: '/registry/commit/:proposalId',
+      scope: 'registry:commit',
+      async handler(ctx) {
+        d.writeGate()
+        const ms = deadlineOf(ctx, d.config().commitTimeoutMs)
+        const id = ctx.params['proposalId'] ?? ''
+        // The deadline races the reply: a commit already being written completes (a retry
+        // returns it), one still queued when the deadline passes is never written.
+        const r = await withDeadline(ms, (signal) => d.committer.commit(id, signal), { clock: d.clock, op: 'commit', metrics: d.metrics, signal: ctx.signal })
+        return { status: 201, json: r }
+      },
+    },
+    {
+      method: 'POST',
+      path: '/registry/supersede',
+      scope: 'registry:admin',
+      async handler(ctx) {
+        d.writeGate()
+        const body = await ctx.json(supersedeBodySchema)
+        const head = d.log.head()
+        if (body.version > head.version) throw new MalformedError(`version ${body.version} is beyond HEAD ${head.version}`, { details: { field: 'version' } })
+        const already = d.log.supersededBy(body.version)
+        if (already !== undefined) throw new ConflictError(`version ${body.version} is already superseded by ${already.version}`, { details: { supersededBy: already } })
+        let items = body.items
+        if (items === undefined) {
+          const cur = head.version === 0 ? undefined : await d.log.read(head.version)
+          items = cur !== undefined && 'entry' in cur ? cur.entry.payload.items : []
+        }
+        const payload: DescriptorSet = descriptorSetSchema.parse({ schemaVersion: 1, items, meta: { supersedes: { version: body.version, reason: body.reason } } })
+        const p = await d.committer.propose(payload, head.version)
+        return { status: 202, json: { proposalId: p.proposalId, payloadB3: p.payloadB3, baseVersion: p.baseVersion, expiresAt: p.expiresAt } }
+      },
+    },
+  ]
+}

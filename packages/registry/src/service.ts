@@ -1,0 +1,362 @@
+/**
+ * `createRegistryService(config, transport?)`: opens (or creates) the log, then wires the
+ * Committer, Bus Publisher, Checkpointor, Retention, Deep Verifier, disk probe and routes onto a
+ * core service host, per the seed's topology (see `topology.ts` and `docs/CONCURRENCY.md`).
+ *
+ * @module
+ */
+
+import { randomBytes, type KeyObject } from 'node:crypto'
+import { join } from 'node:path'
+import { BoundedQueue, ConfigError, NotReadyError, SseHub, createServiceHost, noopLogger, systemClock } from '@ron/core'
+import type { RonService, Subscription, Transport } from '@ron/core'
+import { generateLogKey, noteSigner } from './checkpoint.js'
+import { Checkpointor, type RetentionCommand } from './checkpointor.js'
+import { Committer, type RegistryUpdated } from './committer.js'
+import { canonicalJson } from './canonical-json.js'
+import { IMMUTABLE_KEYS, registryConfigSchema, resolveConfig, splitConfig, type RegistryConfig, type RegistryServiceConfig } from './config.js'
+import { DeepVerifier, type VerifyReport } from './deep-verifier.js'
+import type { Genesis, Head } from './entry.js'
+import { LOG_KEY_FILE, loadOrCreateLogKey } from './keys.js'
+import { RegistryLog } from './log.js'
+import { Publisher, UPDATED_EVENT } from './publisher.js'
+import { Retention } from './retention.js'
+import { registryRoutes } from './routes/index.js'
+import { createMemoryStore, createSegmentStore } from './store/index.js'
+import type { SegmentInfo, StoredCheckpoint } from './store/types.js'
+import { CHANNELS, TASKS, registryTopology } from './topology.js'
+
+/** The registry service: a {@link RonService} plus registry handles. */
+export interface RegistryService extends RonService {
+  /** The log (HEAD, tree, reads). Only the service's Committer appends to it. */
+  readonly log: RegistryLog
+  /** The log's origin line. */
+  readonly origin: string
+  /** The log key's C2SP verifier key (`name+id+key`). */
+  readonly logKey: string
+  /** Current HEAD. */
+  head(): Head
+  /** Signs a checkpoint now (unless the latest one already covers HEAD) and asks Retention to run. */
+  checkpoint(): Promise<StoredCheckpoint>
+  /** Runs Retention now. */
+  prune(): Promise<SegmentInfo[]>
+  /** Runs one Deep Verifier pass now. */
+  verify(): Promise<VerifyReport>
+  /** Subscribes to `RegistryUpdated` events (the `committed` broadcast, drop-oldest, 1024). */
+  subscribe(): Subscription<RegistryUpdated>
+}
+
+/** Registered at startup so a fresh `/metrics` shows them at zero. */
+function registerMetrics(host: ReturnType<typeof createServiceHost>): void {
+  const m = host.metrics
+  m.counter('commit_cas_fail_total', 'Commits refused because HEAD moved since the proposal (409 ChainMismatch).')
+  m.counter('io_timeouts_total', 'Operations past their deadline.', ['op']).labels({ op: 'commit' }).inc(0)
+  m.counter('backoff_retries_total', 'Retries with backoff.', ['op'])
+  m.counter('registry_reload_success_total', 'Config reloads applied.', ['source'])
+  m.counter('registry_reload_fail_total', 'Config reloads refused or rolled back.', ['reason'])
+  m.counter('registry_updates_total', 'Accepted and rejected mutations (audit events), by result.', ['result'])
+  m.counter('registry_recoveries_total', 'Repairs made by recovery at startup, by kind.', ['kind'])
+  m.counter('registry_approvals_total', 'Approvals by result.', ['result'])
+  m.counter('registry_proposals_expired_total', 'Proposals removed at expiry without a commit.')
+  m.counter('registry_checkpoints_total', 'Checkpoints signed and stored.')
+  m.counter('registry_pruned_segments_total', 'Segments removed by retention.')
+  m.counter('registry_integrity_failures_total', 'Mismatches found by the deep verifier.')
+  m.counter('registry_events_published_total', 'RegistryUpdated events published on /registry/stream.')
+  m.gauge('registry_head_version', 'Version of HEAD.')
+  m.gauge('registry_checkpoint_age_seconds', 'Age of the latest checkpoint.')
+  m.gauge('registry_log_segments', 'Segments held.')
+  m.gauge('registry_storage_bytes', 'Bytes held by the log (segments, leaf hashes, checkpoints).')
+  m.histogram('audit_chain_verify_seconds', 'Duration of a deep verification pass.', [], [0.001, 0.01, 0.1, 1, 10, 60])
+  m.histogram('registry_commit_seconds', 'Duration of the append + fsync of a commit.', [], [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5])
+  for (const kind of ['torn_tail', 'empty_segment', 'leaves_rebuilt', 'leaves_truncated', 'torn_checkpoint']) {
+    m.counter('registry_recoveries_total', '', ['kind']).labels({ kind }).inc(0)
+  }
+  for (const q of [CHANNELS.proposals, CHANNELS.approvals]) {
+    m.sink.inc('busy_rejections_total', { endpoint: q, queue: q }, 0)
+    m.sink.set('queue_depth', { queue: q }, 0)
+  }
+  m.sink.inc('bus_lagged_total', { topic: CHANNELS.committed }, 0)
+}
+
+/**
+ * Creates a registry service. With `dataDir` the log lives in segment files there (and the log
+ * key in `<dataDir>/registry-log.key`); without it, in memory. A new log needs `signers` (the
+ * genesis M-of-N set); an existing one keeps its genesis, and a `signers` or `origin` that
+ * differs from it is refused.
+ *
+ * @throws {@link ConfigError} naming the field for invalid config, a missing genesis `signers`,
+ *   or a config that contradicts the existing log
+ * @throws {@link IntegrityFailedError} when the log on disk is corrupt beyond a torn tail
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http'
+ * import { createRegistryService, initRegistrySigner } from '@ron/registry'
+ *
+ * const { signers } = await initRegistrySigner('./data/registry', 'node-a')
+ * const registry = await createRegistryService({ dataDir: './data/registry', signers, auth: { keys: jwks } })
+ * createServer(registry.handle).listen(7702)
+ * ```
+ */
+export async function createRegistryService(config: RegistryServiceConfig = {}, transport?: Transport): Promise<RegistryService> {
+  const { data, runtime } = splitConfig(config)
+  const c = resolveConfig(data)
+  const clock = runtime.clock ?? systemClock
+  let logKey: KeyObject
+  if (runtime.logKey !== undefined) logKey = runtime.logKey
+  else if (c.logKeyFile !== undefined || c.dataDir !== undefined) logKey = await loadOrCreateLogKey(c.logKeyFile ?? join(c.dataDir!, LOG_KEY_FILE))
+  else logKey = generateLogKey()
+
+  const store = runtime.store ?? (c.dataDir !== undefined ? createSegmentStore({ dir: c.dataDir, segmentEntries: c.segmentEntries, segmentBytes: c.segmentBytes }) : createMemoryStore({ segmentEntries: c.segmentEntries }))
+  const origin = c.origin ?? `ron.registry/${randomBytes(4).toString('hex')}`
+  const signer = noteSigner(origin, logKey)
+  const genesis: Genesis | undefined = c.signers === undefined ? undefined : { origin, treeHash: c.treeHash, signers: c.signers, logKey: signer.verifierKey, createdAt: clock.now() }
+  let log: RegistryLog
+  try {
+    log = await RegistryLog.open(store, genesis)
+    checkAgainstGenesis(c, log.genesis, logKey)
+  } catch (e) {
+    await store.close().catch(() => undefined)
+    throw e
+  }
+  try {
+    return build(c, runtime, transport, log, noteSigner(log.origin, logKey))
+  } catch (e) {
+    await store.close().catch(() => undefined)
+    throw e
+  }
+}
+
+function checkAgainstGenesis(c: RegistryConfig, g: Genesis, logKey: KeyObject): void {
+  if (c.origin !== undefined && c.origin !== g.origin) {
+    throw new ConfigError(`origin: the log's origin is '${g.origin}', not '${c.origin}'`, { details: { path: 'origin' } })
+  }
+  if (c.signers !== undefined && canonicalJson(c.signers) !== canonicalJson(g.signers)) {
+    throw new ConfigError('signers: differs from the genesis signer set of the existing log (change signers by a signer-set proposal)', { details: { path: 'signers' } })
+  }
+  if (noteSigner(g.origin, logKey).verifierKey !== g.logKey) {
+    throw new ConfigError('logKeyFile: this is not the key the log was created with', { details: { path: 'logKeyFile' } })
+  }
+}
+
+function build(
+  c: RegistryConfig,
+  runtime: ReturnType<typeof splitConfig>['runtime'],
+  transport: Transport | undefined,
+  log: RegistryLog,
+  signer: ReturnType<typeof noteSigner>,
+): RegistryService {
+  const clock = runtime.clock ?? systemClock
+  const host = createServiceHost<RegistryConfig>({
+    id: c.id,
+    version: c.version,
+    topology: registryTopology(c),
+    ...(transport === undefined ? {} : { transport }),
+    ...(runtime.auth === undefined ? {} : { auth: runtime.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),
+    drainDeadlineMs: c.drainDeadlineMs,
+    ...(runtime.limits === undefined ? {} : { limits: runtime.limits }),
+    ...(runtime.cors === undefined ? {} : { cors: runtime.cors }),
+    clock,
+    ...(runtime.random === undefined ? {} : { random: runtime.random }),
+    logger: runtime.logger ?? noopLogger,
+    config: { schema: registryConfigSchema, input: { ...c }, immutable: IMMUTABLE_KEYS },
+  })
+  const cfg = (): RegistryConfig => host.config.get()
+  const sink = host.metrics.sink
+  const logger = host.logger
+  registerMetrics(host as never)
+  for (const [kind, n] of Object.entries(log.recoveries)) {
+    sink.inc('registry_recoveries_total', { kind }, n)
+    logger.warn({ kind, count: n }, 'log recovery')
+  }
+  sink.set('registry_head_version', undefined, log.head().version)
+
+  // Readiness: writes shed first (disk, integrity); reads depend on neither.
+  host.readiness.declare('disk', 'write', true)
+  host.readiness.declare('integrity', 'write', true)
+  host.readiness.setPath('commit', true)
+  host.readiness.setPath('read', true)
+  const disk = { ok: true, slowUntil: 0 }
+  const setDisk = (ok: boolean, reason?: string): void => {
+    disk.ok = ok
+    host.readiness.set('disk', ok, reason)
+    host.readiness.setPath('commit', ok && integrity.ok, ok ? 'integrity' : (reason ?? 'disk'))
+  }
+  const integrity = { ok: true }
+  const setIntegrity = (ok: boolean): void => {
+    integrity.ok = ok
+    host.readiness.set('integrity', ok, ok ? undefined : 'log_mismatch')
+    host.readiness.setPath('commit', ok && disk.ok, ok ? 'disk' : 'integrity')
+  }
+
+  const committed = host.broadcast<RegistryUpdated>(CHANNELS.committed)
+  const committer = new Committer({
+    log,
+    committed,
+    capacity: { proposals: c.queues.proposals, approvals: c.queues.approvals },
+    settings: () => ({ proposalTtlMs: cfg().proposalTtlMs, maxProposals: cfg().maxProposals, slowCommitMs: cfg().writeReadiness.slowCommitMs }),
+    clock,
+    metrics: sink,
+    logger,
+    onAppend(ms, error) {
+      sink.observe('registry_commit_seconds', undefined, ms / 1000)
+      if (error !== undefined) {
+        logger.error({ err: error }, 'commit append failed')
+        setDisk(false, 'disk_failed')
+      } else if (ms > cfg().writeReadiness.slowCommitMs) {
+        disk.slowUntil = clock.now() + 2 * cfg().writeReadiness.probeIntervalMs
+        setDisk(false, 'slow')
+      }
+    },
+  })
+  const hub = new SseHub<RegistryUpdated>({
+    name: CHANNELS.stream,
+    bufferPerClient: c.sse.bufferPerClient,
+    maxClients: c.sse.maxClients,
+    heartbeatMs: c.sse.heartbeatMs,
+    onLag: 'latest',
+    signal: host.drainSignal,
+    clock,
+    metrics: sink,
+    replay: (lastEventId) => replayAfter(log, lastEventId, c.queues.committed),
+  })
+  const publisher = new Publisher({ committed, hub, log, metrics: sink, logger })
+  const retentionQueue = new BoundedQueue<RetentionCommand>({ name: CHANNELS.retention, capacity: c.queues.retention, metrics: sink })
+  const checkpointor = new Checkpointor({ log, signer, retention: retentionQueue, intervalMs: () => cfg().checkpointIntervalMs, clock, metrics: sink, logger })
+  const retention = new Retention({ log, queue: retentionQueue, limits: () => cfg().retention, clock, metrics: sink, logger })
+  const verifier = new DeepVerifier({
+    log,
+    settings: () => cfg().deepVerify,
+    clock,
+    metrics: sink,
+    logger,
+    onResult: (ok) => setIntegrity(ok),
+  })
+  checkpointor.gauge()
+  retention.gauge()
+
+  host.routes(
+    registryRoutes({
+      log,
+      committer,
+      checkpointor,
+      hub,
+      config: cfg,
+      clock,
+      metrics: sink,
+      writeGate() {
+        if (!disk.ok || !integrity.ok) {
+          throw new NotReadyError('registry writes are unavailable', { details: { reason: disk.ok ? 'integrity' : 'disk' }, retryAfterMs: 1000 })
+        }
+      },
+    }),
+  )
+
+  host.supervisor.spawn(TASKS.committer, (signal) => committer.run(signal))
+  host.supervisor.spawn(TASKS.publisher, (signal) => publisher.run(signal))
+  host.supervisor.spawn(TASKS.checkpointor, (signal) => checkpointor.run(signal))
+  host.supervisor.spawn(TASKS.retention, (signal) => retention.run(signal), { critical: false })
+  host.supervisor.spawn(TASKS.verifier, (signal) => verifier.run(signal), { critical: false })
+  host.supervisor.spawn(TASKS.probe, async (signal) => {
+    for (;;) {
+      await clock.sleep(cfg().writeReadiness.probeIntervalMs, signal)
+      checkpointor.gauge()
+      if (disk.ok || clock.now() < disk.slowUntil) continue
+      try {
+        await log.store.probe()
+        setDisk(true)
+      } catch (e) {
+        logger.warn({ err: e }, 'disk probe failed')
+      }
+    }
+  })
+
+  host.onReload(() => {
+    sink.inc('registry_reload_success_total', { source: 'reload' })
+    checkpointor.wake()
+  })
+  host.onClose(async () => {
+    committer.close()
+    publisher.close()
+    hub.close()
+    retentionQueue.close()
+    await log.store.close()
+  })
+
+  // Reloads beyond the 16 that may wait coalesce into one (latest value per key wins).
+  const reload = coalescingReload(host.service.reload.bind(host.service), () => sink.inc('registry_reload_fail_total', { reason: 'invalid' }))
+
+  return {
+    ...host.service,
+    reload,
+    log,
+    origin: log.origin,
+    logKey: log.genesis.logKey,
+    head: () => log.head(),
+    checkpoint: () => checkpointor.checkpointNow(),
+    prune: () => retention.pruneNow(),
+    verify: () => verifier.verifyNow(),
+    subscribe: () => committed.subscribe(),
+  }
+}
+
+/** Events after `lastEventId` (a version), read from the log; a long gap sends only HEAD. */
+async function* replayAfter(log: RegistryLog, lastEventId: string, max: number): AsyncGenerator<{ id: string; event: string; data: RegistryUpdated }> {
+  if (!/^[0-9]{1,15}$/.test(lastEventId)) return
+  const head = log.head().version
+  let from = Number(lastEventId) + 1
+  if (head - from + 1 > max) from = head
+  from = Math.max(from, log.oldest())
+  for (let v = from; v <= head; v++) {
+    const r = await log.read(v)
+    if (r === undefined || !('entry' in r)) continue
+    yield { id: String(v), event: UPDATED_EVENT, data: { type: 'RegistryUpdated', version: v, b3: r.entry.payloadB3, hash: r.hash, committedAt: r.entry.committedAt } }
+  }
+}
+
+/**
+ * Wraps `reload` so that at most 15 reloads wait in core's queue (of 16); later partials merge
+ * into one pending reload (the latest value of each key wins), started when a slot frees.
+ */
+function coalescingReload(inner: (partial: unknown) => Promise<void>, onFail: () => void): (partial: unknown) => Promise<void> {
+  const SLOTS = 15
+  let waiting = 0
+  let merged: { partial: Record<string, unknown>; resolve: () => void; reject: (e: unknown) => void; promise: Promise<void> } | undefined
+  const run = (partial: unknown): Promise<void> => {
+    waiting++
+    return inner(partial)
+      .catch((e: unknown) => {
+        onFail()
+        throw e
+      })
+      .finally(() => {
+        waiting--
+        const m = merged
+        if (m !== undefined && waiting < SLOTS) {
+          merged = undefined
+          run(m.partial).then(m.resolve, m.reject)
+        }
+      })
+  }
+  return (partial) => {
+    if (waiting < SLOTS || typeof partial !== 'object' || partial === null) return run(partial)
+    if (merged === undefined) {
+      let resolve!: () => void
+      let reject!: (e: unknown) => void
+      const promise = new Promise<void>((res, rej) => {
+        resolve = res
+        reject = rej
+      })
+      merged = { partial: {}, resolve, reject, promise }
+    }
+    deepAssign(merged.partial, structuredClone(partial as Record<string, unknown>))
+    return merged.promise
+  }
+}
+
+function deepAssign(target: Record<string, unknown>, src: Record<string, unknown>): void {
+  for (const [k, v] of Object.entries(src)) {
+    const t = target[k]
+    if (typeof v === 'object' && v !== null && !Array.isArray(v) && typeof t === 'object' && t !== null && !Array.isArray(t)) deepAssign(t as Record<string, unknown>, v as Record<string, unknown>)
+    else target[k] = v
+  }
+}
