@@ -84,6 +84,8 @@ export interface StartNodeOptions {
   advertise?: string
   /** Other nodes' admin URLs. @default [] */
   peers?: readonly string[]
+  /** How long start waits for peers it has never seen to answer `/status`. @default 10000 */
+  peerWaitMs?: number
   /** How long shutdown lets in-flight requests finish. @default 3000 */
   drainDeadlineMs?: number
   /** Lifetime of a newly minted admin token, in seconds. @default 2592000 (30 days) */
@@ -403,7 +405,16 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     // learn this node's id and keys while its services are still being created.
     admin.attach(handlerOf(createAdminHandler(adminOptions)))
     await peers.load()
-    await peers.refresh()
+    // Peers this node has never seen are waited for a little (nodes of a new cluster start
+    // together), so storage starts with the whole placement set; later changes are reloaded.
+    const waitUntil = clock.now() + (options.peerWaitMs ?? 10_000)
+    for (;;) {
+      await peers.refresh()
+      if (peers.list().every((p) => p.nodeId !== undefined) || clock.now() >= waitUntil) break
+      await clock.sleep(200)
+    }
+    const unknown = peers.list().filter((p) => p.nodeId === undefined)
+    if (unknown.length > 0) logger.warn({ peers: unknown.map((p) => ({ admin: p.admin, error: p.error })) }, 'some peers are unreachable; they join placement once they answer')
 
     tokens = createTokenProvider({ minter: localMinter(issuer, { iss: `ron-node:${nodeId}`, sub: `node:${nodeId}`, clock }), clock })
     const ctx: ServiceContext = {
