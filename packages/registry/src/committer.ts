@@ -184,7 +184,8 @@ export class Committer {
       try {
         this.#queues[queue].trySend(cmd)
       } catch (e) {
-        reject(e instanceof BusyError ? new BusyError(e.message, { details: { queue }, retryAfterMs: 1000 }) : (e as Error))
+        // The host counts every 429 in busy_rejections_total{endpoint,queue} from these details.
+        reject(e instanceof BusyError ? new BusyError(e.message, { details: { endpoint: cmd.type, queue }, retryAfterMs: 1000 }) : (e as Error))
         return
       }
       this.#kick()
@@ -216,7 +217,11 @@ export class Committer {
       }
     } finally {
       this.#running = false
-      if (signal.aborted) this.#failQueued(abortReason(signal))
+      // Shutdown: what is queued is canceled, and later commands fail Closed instead of waiting.
+      if (signal.aborted) {
+        this.#failQueued(abortReason(signal))
+        this.close()
+      }
     }
   }
 
@@ -333,8 +338,7 @@ export class Committer {
     if (existing !== undefined && this.#proposals.has(existing)) return this.#view(this.#proposals.get(existing)!)
     const s = this.#o.settings()
     if (this.#proposals.size >= s.maxProposals) {
-      this.#o.metrics.inc('busy_rejections_total', { endpoint: 'propose', queue: 'proposal_table' })
-      throw new BusyError(`${s.maxProposals} proposals are pending`, { details: { reason: 'proposals_full' }, retryAfterMs: 1000 })
+      throw new BusyError(`${s.maxProposals} proposals are pending`, { details: { endpoint: 'propose', queue: 'proposals', reason: 'proposals_full' }, retryAfterMs: 1000 })
     }
     const now = this.#o.clock.now()
     const set = signerSetOf(payload)

@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { Broadcast, createServiceMetrics, isRonError, noopLogger } from '@ron/core'
+import { VirtualClock, exploreSchedules, settleWith } from '@ron/core/testing'
+import { Committer, type RegistryUpdated } from '../src/committer.js'
+import { RegistryLog } from '../src/log.js'
+import { createMemoryStore } from '../src/store/index.js'
+import { approve, genesisFor, payload, setOf, signers } from './helpers.js'
+
+const keys = signers(3)
+const genesis = genesisFor(setOf(keys, 2))
+
+async function setup(capacity = 512): Promise<{ committer: Committer; log: RegistryLog; committed: Broadcast<RegistryUpdated>; clock: VirtualClock; metrics: ReturnType<typeof createServiceMetrics> }> {
+  const clock = new VirtualClock(1000)
+  const metrics = createServiceMetrics({ service: 'registry' })
+  const log = await RegistryLog.open(createMemoryStore(), genesis)
+  const committed = new Broadcast<RegistryUpdated>({ name: 'committed', capacity: 1024, metrics: metrics.sink })
+  const committer = new Committer({
+    log,
+    committed,
+    capacity: { proposals: capacity, approvals: capacity },
+    settings: () => ({ proposalTtlMs: 60_000, maxProposals: 4096, slowCommitMs: 2000 }),
+    clock,
+    metrics: metrics.sink,
+    logger: noopLogger,
+  })
+  return { committer, log, committed, clock, metrics }
+}
+
+describe('Committer backpressure and deadlines', () => {
+  it('a full proposals queue rejects with Busy at once and counts it; nothing blocks', async () => {
+    const { committer, metrics } = await setup(2)
+    const a = committer.propose(payload(1))
+    const b = committer.propose(payload(2))
+    // (The service host counts the 429 in busy_rejections_total{endpoint,queue} from these details.)
+    await expect(committer.propose(payload(3))).rejects.toMatchObject({ code: 'Busy', retryAfterMs: 1000, details: { endpoint: 'propose', queue: 'proposals' } })
+    expect(await metrics.text()).toMatch(/queue_depth\{queue="proposals",service="registry"\} 2/)
+    // The queued ones are answered once the committer runs.
+    const ac = new AbortController()
+    const run = committer.run(ac.signal)
+    expect((await a).baseVersion).toBe(0)
+    expect((await b).baseVersion).toBe(0)
+    ac.abort()
+    await run
+  })
+
+  it('a commit whose deadline passes while queued is refused with Timeout and never written', async () => {
+    const { committer, log } = await setup()
+    const ac = new AbortController()
+    const run = committer.run(ac.signal)
+    const p = await committer.propose(payload(1))
+    for (const x of approve(keys.slice(0, 2), 0, p.payloadB3)) await committer.approve(p.proposalId, x)
+    const deadline = new AbortController()
+    deadline.abort(new Error('deadline'))
+    await expect(committer.commit(p.proposalId, deadline.signal)).rejects.toMatchObject({ code: 'Timeout' })
+    expect(log.head().version).toBe(0)
+    expect((await committer.commit(p.proposalId, new AbortController().signal)).version).toBe(1)
+    ac.abort()
+    await run
+  })
+
+  it('fails queued commands with Canceled when it stops, and Closed after close()', async () => {
+    const { committer } = await setup()
+    const ac = new AbortController()
+    const queued = committer.propose(payload(1))
+    ac.abort()
+    await committer.run(ac.signal)
+    await expect(queued).rejects.toMatchObject({ code: 'Canceled' })
+    committer.close()
+    await expect(committer.propose(payload(2))).rejects.toMatchObject({ code: 'Closed' })
+  })
+})
+
+describe('racing commits (property)', () => {
+  it('exactly one entry per version, whatever the order of concurrent commits', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 3 }), fc.infiniteStream(fc.nat()), async (n, rounds, order) => {
+        const { committer, log, metrics } = await setup()
+        const ac = new AbortController()
+        const run = committer.run(ac.signal)
+        const it = order[Symbol.iterator]()
+        let winners = 0
+        for (let r = 0; r < rounds; r++) {
+          const base = log.head().version
+          const ps = await Promise.all(Array.from({ length: n }, (_, i) => committer.propose(payload(r * 100 + i))))
+          for (const p of ps) for (const x of approve(keys.slice(0, 2), base, p.payloadB3)) await committer.approve(p.proposalId, x)
+          // Fire every commit at once in a random order (plus a duplicate retry of one of them).
+          const shuffled = [...ps].sort(() => (it.next().value as number) % 3 - 1)
+          const results = await Promise.allSettled([...shuffled, shuffled[0]!].map((p) => committer.commit(p.proposalId, new AbortController().signal)))
+          const ok = results.filter((x) => x.status === 'fulfilled').map((x) => (x as PromiseFulfilledResult<{ version: number }>).value.version)
+          expect(new Set(ok)).toEqual(new Set([base + 1]))
+          for (const x of results) if (x.status === 'rejected') expect(isRonError(x.reason, 'ChainMismatch')).toBe(true)
+          winners++
+        }
+        expect(log.head().version).toBe(winners)
+        expect(log.tree.size).toBe(winners)
+        const versions = new Set<number>()
+        for (let v = 1; v <= winners; v++) {
+          const e = await log.read(v)
+          expect(e && 'entry' in e && e.entry.version).toBe(v)
+          versions.add(v)
+        }
+        expect(versions.size).toBe(winners)
+        expect(await metrics.text()).toMatch(new RegExp(`commit_cas_fail_total\\{service="registry"\\} ${(n - 1) * rounds}`))
+        ac.abort()
+        await run
+      }),
+      { seed: 12, numRuns: 25 },
+    )
+  })
+})
+
+describe('seed Loom model: proposals → Committer → committed, with shutdown', () => {
+  it('no deadlock, shutdown always observed, no double commit, every request answered', async () => {
+    await exploreSchedules(
+      60,
+      async (s) => {
+        const { committer, log, committed } = await setup(2)
+        const sub = committed.subscribe()
+        const ac = new AbortController()
+        const run = committer.run(ac.signal)
+        const outcomes: Array<Promise<unknown>> = []
+        // Two producers: each proposes, approves and commits (twice, a retry), every step a choice point.
+        for (const i of [1, 2]) {
+          const flow = (async () => {
+            await s.schedule(Promise.resolve(), `p${i}:propose`)
+            const p = await committer.propose(payload(i))
+            for (const x of approve(keys.slice(0, 2), p.baseVersion, p.payloadB3)) {
+              await s.schedule(Promise.resolve(), `p${i}:approve`)
+              await committer.approve(p.proposalId, x)
+            }
+            await s.schedule(Promise.resolve(), `p${i}:commit`)
+            const a = committer.commit(p.proposalId, new AbortController().signal)
+            const b = committer.commit(p.proposalId, new AbortController().signal)
+            return Promise.allSettled([a, b])
+          })()
+          outcomes.push(flow.catch((e: unknown) => e))
+        }
+        const shutdown = s.schedule(Promise.resolve(), 'shutdown').then(() => ac.abort())
+        await settleWith(s, Promise.all([...outcomes, shutdown, run]), 'registry model')
+        // Every request settled (above); HEAD only moved by the committer, one entry per version.
+        const head = log.head().version
+        expect(head).toBeLessThanOrEqual(2)
+        const seen: number[] = []
+        for (let r = sub.tryRecv(); r !== undefined; r = sub.tryRecv()) if ('value' in r) seen.push(r.value.version)
+        expect(seen).toEqual(Array.from({ length: head }, (_, i) => i + 1))
+        const committedVersions: number[] = []
+        for (const o of await Promise.all(outcomes)) {
+          if (!Array.isArray(o)) {
+            // Refused by the shutdown: queued (Canceled) or after it (Closed).
+            expect(['Canceled', 'Closed', 'ChainMismatch'].some((c) => isRonError(o, c as 'Canceled')), String(o)).toBe(true)
+            continue
+          }
+          const [a, b] = o as PromiseSettledResult<{ version: number }>[]
+          // The retry of a committed proposal returns the same entry, never a second one.
+          if (a!.status === 'fulfilled' && b!.status === 'fulfilled') expect(b!.value).toEqual(a!.value)
+          const v = [a!, b!].find((x) => x.status === 'fulfilled') as PromiseFulfilledResult<{ version: number }> | undefined
+          if (v !== undefined) committedVersions.push(v.value.version)
+          for (const x of [a!, b!]) if (x.status === 'rejected') expect(['Canceled', 'Closed', 'ChainMismatch'].some((c) => isRonError(x.reason, c as 'Canceled')), String(x.reason)).toBe(true)
+        }
+        // No double commit: each committed proposal has its own version, and there are `head` of them.
+        expect(new Set(committedVersions).size).toBe(committedVersions.length)
+        expect(committedVersions.length).toBe(head)
+      },
+      { seed: 42 },
+    )
+  })
+})
