@@ -8,12 +8,11 @@
 
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
-import { ConfigError, durationSchema, validateConfig } from '@ron/core'
+import { durationSchema, validateConfig } from '@ron/core'
 import type { Clock, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
 
 const positiveInt = z.number().int().positive()
 const duration = durationSchema
-const anyObject = z.custom<object>((v) => typeof v === 'object' && v !== null, 'expected an object')
 
 /** Default number of resolver workers: `max(2, cores / 2)` (seed svc-index section 2). */
 export const DEFAULT_RESOLVER_WORKERS = Math.max(2, Math.floor(availableParallelism() / 2))
@@ -38,6 +37,7 @@ const peersSchema = z
     /** Upper bound of the jittered backoff between retries. */
     retryMaxMs: duration.default(100),
   })
+  .refine((p) => p.retryMaxMs >= p.retryMinMs, { message: 'retryMaxMs must be at least retryMinMs', path: ['retryMaxMs'] })
   .prefault({})
 
 /** Per-peer circuit breaker settings (seed section 5, *orig*). */
@@ -122,14 +122,6 @@ export const indexConfigSchema = z.strictObject({
   peers: peersSchema,
   breaker: breakerSchema,
   cache: cacheSchema,
-  /** Token verification (no auth → every write route answers 401). */
-  auth: anyObject.optional(),
-  /** Injectable clock. */
-  clock: anyObject.optional(),
-  /** Injectable randomness. */
-  random: anyObject.optional(),
-  /** Logger (pino-compatible). */
-  logger: anyObject.optional(),
 })
 
 /** Token verification options, as for every service host. */
@@ -138,8 +130,8 @@ export interface IndexAuthOptions {
   keys?: KeySource | { keys: unknown[] }
 }
 
-/** What `createIndexService` accepts: every field optional, with the documented defaults. */
-export type IndexConfig = Omit<z.input<typeof indexConfigSchema>, 'auth' | 'clock' | 'random' | 'logger'> & {
+/** The runtime dependencies a service takes beside its (reloadable) data configuration. */
+export interface IndexRuntimeOptions {
   /** Token verification. @default none: write routes answer 401 */
   auth?: IndexAuthOptions
   /** @default systemClock */
@@ -150,48 +142,30 @@ export type IndexConfig = Omit<z.input<typeof indexConfigSchema>, 'auth' | 'cloc
   logger?: Logger
 }
 
-/** The validated configuration with every default filled in. */
-export type ResolvedIndexConfig = Omit<z.output<typeof indexConfigSchema>, 'auth' | 'clock' | 'random' | 'logger'> & {
-  auth?: IndexAuthOptions
-  clock?: Clock
-  random?: Random
-  logger?: Logger
+/** What `createIndexService` accepts: every field optional, with the documented defaults. */
+export type IndexConfig = z.input<typeof indexConfigSchema> & IndexRuntimeOptions
+
+/** The validated configuration with every default filled in (the reloadable snapshot). */
+export type ResolvedIndexConfig = z.output<typeof indexConfigSchema>
+
+/** Splits the runtime dependencies from the data configuration. */
+export function splitConfig(config: IndexConfig): { data: z.input<typeof indexConfigSchema>; runtime: IndexRuntimeOptions } {
+  const { auth, clock, random, logger, ...data } = config
+  const runtime: IndexRuntimeOptions = {}
+  if (auth !== undefined) runtime.auth = auth
+  if (clock !== undefined) runtime.clock = clock
+  if (random !== undefined) runtime.random = random
+  if (logger !== undefined) runtime.logger = logger
+  return { data, runtime }
 }
 
 /**
- * Validates `config` and fills in defaults.
+ * Validates the data part of `config` and fills in defaults.
  * @throws {@link ConfigError} naming the offending field.
  */
 export function resolveIndexConfig(config: IndexConfig = {}): ResolvedIndexConfig {
-  const c = validateConfig(indexConfigSchema, config) as ResolvedIndexConfig
-  if (c.peers.retryMaxMs < c.peers.retryMinMs) {
-    throw new ConfigError('peers.retryMaxMs: must be at least peers.retryMinMs', { details: { path: 'peers.retryMaxMs' } })
-  }
-  return c
+  return validateConfig(indexConfigSchema, splitConfig(config).data)
 }
 
-/** Fields that cannot change through `reload()` (they shape storage, queues and identity). */
-export const STATIC_FIELDS = ['id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'eventsCapacity', 'maxConcurrentPerIp', 'ratePerIp', 'auth', 'clock', 'random', 'logger'] as const
-
-/**
- * Merges a partial reload into `current` and validates it. Objects merge one level deep
- * (`peers`, `breaker`, `cache`), arrays replace.
- * @throws {@link ConfigError} for invalid values or for a field in {@link STATIC_FIELDS} that differs.
- */
-export function mergeReload(current: ResolvedIndexConfig, partial: unknown): ResolvedIndexConfig {
-  if (typeof partial !== 'object' || partial === null || Array.isArray(partial)) throw new ConfigError('reload: expected an object', { details: { path: '' } })
-  const p = partial as Record<string, unknown>
-  for (const f of STATIC_FIELDS) {
-    if (f in p && p[f] !== current[f]) throw new ConfigError(`${f}: cannot change while running`, { details: { path: f } })
-  }
-  const merged: Record<string, unknown> = { ...current }
-  for (const [k, v] of Object.entries(p)) {
-    const cur = merged[k]
-    merged[k] = isPlain(cur) && isPlain(v) ? { ...cur, ...v } : v
-  }
-  return resolveIndexConfig(merged)
-}
-
-function isPlain(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v)
-}
+/** Config paths that cannot change through `reload()` (they shape storage, queues and identity). */
+export const IMMUTABLE_PATHS: readonly string[] = ['id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'eventsCapacity', 'maxConcurrentPerIp', 'ratePerIp']

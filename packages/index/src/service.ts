@@ -6,12 +6,13 @@
  * @module
  */
 
-import { Watch, createServiceHost, noopLogger, systemClock, systemRandom } from '@ron/core'
+import { Watch, createServiceHost, noopLogger, systemClock, systemRandom, validateConfig } from '@ron/core'
+import type { ServiceHost } from '@ron/core'
 import type { Clock, RonService, Subscription, Transport } from '@ron/core'
 import type { Resolution } from './answer.js'
 import { BreakerTable } from './breakers.js'
 import { TtlCache } from './cache.js'
-import { mergeReload, resolveIndexConfig, type IndexConfig, type ResolvedIndexConfig } from './config.js'
+import { IMMUTABLE_PATHS, indexConfigSchema, splitConfig, type IndexConfig, type IndexRuntimeOptions, type ResolvedIndexConfig } from './config.js'
 import { registerIndexMetrics } from './metrics.js'
 import { ProviderTable } from './providers.js'
 import { Resolver, type CachedAnswer, type ResolveOptions } from './resolver.js'
@@ -23,12 +24,6 @@ import { CHANNELS, TASKS, indexTopology } from './topology.js'
 export interface IndexService extends RonService {
   /** Resolves in-process, exactly as `GET /resolve/:key` (without the HTTP layer or the work queue). */
   resolve(key: string, options?: ResolveOptions): Promise<Resolution>
-  /**
-   * Applies a partial configuration live (SPEC §3.3b): validated, swapped in as one immutable
-   * snapshot, rolled back whole on failure.
-   * @throws {@link ConfigError} for invalid values or fields that cannot change while running.
-   */
-  reload(partial: unknown): Promise<void>
   /** The current configuration snapshot. */
   config(): ResolvedIndexConfig
   /** Subscribes to the `events` broadcast (drop-oldest). */
@@ -53,35 +48,40 @@ export interface IndexService extends RonService {
  * ```
  */
 export async function createIndexService(config: IndexConfig = {}, transport?: Transport): Promise<IndexService> {
-  const cfg0 = resolveIndexConfig(config)
+  const { data, runtime } = splitConfig(config)
+  // Validates the config (ConfigError naming the field) before anything is opened.
+  const cfg0 = validateConfig(indexConfigSchema, data)
   const store: NameStore = cfg0.amnesia || cfg0.dataDir === undefined ? createMemoryNameStore() : await openLmdbNameStore({ dir: cfg0.dataDir })
   try {
-    return build(cfg0, store, transport)
+    return build(data, cfg0, runtime, store, transport)
   } catch (e) {
     await store.close().catch(() => undefined)
     throw e
   }
 }
 
-function build(cfg0: ResolvedIndexConfig, store: NameStore, transport: Transport | undefined): IndexService {
-  const clock: Clock = cfg0.clock ?? systemClock
-  const random = cfg0.random ?? systemRandom
-  const host = createServiceHost({
-    id: cfg0.id,
-    version: cfg0.version,
-    topology: indexTopology(cfg0),
+function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRuntimeOptions, store: NameStore, transport: Transport | undefined): IndexService {
+  const clock: Clock = runtime.clock ?? systemClock
+  const random = runtime.random ?? systemRandom
+  const host: ServiceHost<ResolvedIndexConfig> = createServiceHost<ResolvedIndexConfig>({
+    id: probe.id,
+    version: probe.version,
+    topology: indexTopology(probe),
     ...(transport === undefined ? {} : { transport }),
-    ...(cfg0.auth === undefined ? {} : { auth: cfg0.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),
-    drainDeadlineMs: cfg0.drainDeadlineMs,
-    admission: { maxConcurrentPerIp: cfg0.maxConcurrentPerIp, ...(cfg0.ratePerIp === undefined ? {} : { ratePerIp: cfg0.ratePerIp }) },
+    ...(runtime.auth === undefined ? {} : { auth: runtime.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),
+    drainDeadlineMs: probe.drainDeadlineMs,
+    admission: { maxConcurrentPerIp: probe.maxConcurrentPerIp, ...(probe.ratePerIp === undefined ? {} : { ratePerIp: probe.ratePerIp }) },
+    // The config snapshot (seed `cfg_watch`): `reload(partial)` validates, swaps it atomically and
+    // rolls back on failure; readers take `cfg.get()` once per job.
+    config: { schema: indexConfigSchema, input: data, immutable: IMMUTABLE_PATHS },
     clock,
     random,
-    logger: cfg0.logger ?? noopLogger,
+    logger: runtime.logger ?? noopLogger,
   })
+  const cfg0 = host.config.get()
+  const cfg = host.config
   const sink = host.metrics.sink
   const metrics = registerIndexMetrics(host.metrics, cfg0.peers.targets)
-  // The config snapshot (seed `cfg_watch`): readers take `cfg.get()` once per job.
-  const cfg = new Watch<ResolvedIndexConfig>(cfg0)
   const providers = new ProviderTable(cfg0.maxProviderRecords)
   const cache = new TtlCache<CachedAnswer>(cfg0.cache.maxEntries)
   const negative = new TtlCache<true>(cfg0.cache.negativeMaxEntries)
@@ -158,42 +158,20 @@ function build(cfg0: ResolvedIndexConfig, store: NameStore, transport: Transport
     )
   }
 
-  // Reloads are serialised: each validates against the snapshot the previous one left.
-  let reloadTail: Promise<void> = Promise.resolve()
-  const reload = (partial: unknown): Promise<void> => {
-    const run = (): void => {
-      const started = clock.now()
-      const previous = cfg.get()
-      try {
-        const next = mergeReload(previous, partial)
-        cfg.set(Object.freeze(next))
-        cache.resize(next.cache.maxEntries)
-        negative.resize(next.cache.negativeMaxEntries)
-        if (next.peers.targets.join('\n') !== previous.peers.targets.join('\n') || next.breaker !== previous.breaker) {
-          peersChanged = true
-          wakeBreakerJanitor.set(wakeBreakerJanitor.get() + 1)
-        }
-        sink.inc('config_reloads_total')
-      } catch (e) {
-        cfg.set(previous)
-        cache.resize(previous.cache.maxEntries)
-        negative.resize(previous.cache.negativeMaxEntries)
-        sink.inc('config_reload_errors_total')
-        throw e
-      } finally {
-        sink.observe('config_reload_duration_seconds', undefined, Math.max(0, clock.now() - started) / 1000)
-      }
-    }
-    const p = reloadTail.then(run)
-    reloadTail = p.catch(() => undefined)
-    return p
-  }
-  sink.inc('config_reloads_total', undefined, 0)
-  sink.inc('config_reload_errors_total', undefined, 0)
+  // A reload swaps the snapshot; the caches follow their new bounds, and a changed peer list or
+  // breaker setting is handed to the breaker janitor (the table's only writer).
+  host.onReload(() => {
+    const next = cfg.get()
+    cache.resize(next.cache.maxEntries)
+    negative.resize(next.cache.negativeMaxEntries)
+    peersChanged = true
+    wakeBreakerJanitor.set(wakeBreakerJanitor.get() + 1)
+  })
+  host.readiness.setPath('resolve', true)
+  host.readiness.setPath('names', true)
 
   host.onClose(async () => {
     wakeBreakerJanitor.close()
-    cfg.close()
     cache.clear()
     negative.clear()
     providers.clear()
@@ -203,7 +181,6 @@ function build(cfg0: ResolvedIndexConfig, store: NameStore, transport: Transport
   return {
     ...host.service,
     resolve: (key, options = {}) => resolver.resolve(key, { ...options, signal: options.signal === undefined ? host.signal : AbortSignal.any([options.signal, host.signal]) }),
-    reload,
     config: () => cfg.get(),
     subscribe: () => events.subscribe(),
     durable: store.durable,

@@ -1,0 +1,135 @@
+import { readFile } from 'node:fs/promises'
+import { afterEach, describe, expect, it } from 'vitest'
+import { ConfigError, concurrencyDocProblems, isRonError } from '@ron/core'
+import { VirtualClock } from '@ron/core/testing'
+import { INDEX_METRIC_NAMES, createIndexService, indexTopology, resolveIndexConfig } from '../src/index.js'
+import { FakePeer, addr, addressAnswer, manifestFor, settle, setup, type Env } from './helpers.js'
+
+let env: Env | undefined
+afterEach(async () => {
+  await env?.close()
+  env = undefined
+})
+
+describe('topology', () => {
+  it('docs/CONCURRENCY.md contains exactly the tables of describe() of a running service', async () => {
+    const doc = await readFile(new URL('../docs/CONCURRENCY.md', import.meta.url), 'utf8')
+    const svc = await createIndexService({ resolverWorkers: 2 })
+    try {
+      expect(concurrencyDocProblems(doc, svc.describe())).toEqual([])
+      expect(svc.describe()).toEqual(indexTopology(resolveIndexConfig({ resolverWorkers: 2 })))
+    } finally {
+      await svc.close()
+    }
+  })
+
+  it('follows the config: pool size, queue capacity, warm-up task', () => {
+    const t = indexTopology(resolveIndexConfig({ resolverWorkers: 6, workQueue: 9, warmupKeys: ['a.b'] }))
+    expect(t.channels.find((c) => c.name === 'work')).toMatchObject({ kind: 'mpsc', capacity: 9, overflow: 'reject-new', pool: { concurrency: 6 } })
+    expect(t.tasks.find((x) => x.name === 'resolver')?.count).toBe(6)
+    expect(t.tasks.find((x) => x.name === 'warmup-prefetcher')?.count).toBe(1)
+  })
+})
+
+describe('config', () => {
+  it('fills the seed defaults', () => {
+    expect(resolveIndexConfig({})).toMatchObject({
+      deadlineMs: 1200,
+      workQueue: 512,
+      maxConcurrentPerIp: 256,
+      purgeIntervalMs: 30_000,
+      peers: { alpha: 3, beta: 2, hedgeMs: 150, tries: 3, retryMinMs: 50, retryMaxMs: 100 },
+      breaker: { windowMs: 30_000, tripRatio: 0.5, cooldownMs: 10_000, halfOpenProbes: 3 },
+      cache: { ttlMs: 10_000, maxEntries: 100_000, negativeTtlMs: 2_000 },
+    })
+    expect(resolveIndexConfig({ peers: { hedgeMs: '2s' } }).peers.hedgeMs).toBe(2000)
+  })
+
+  it('rejects unknown keys and bad values with a ConfigError naming the field', async () => {
+    expect(() => resolveIndexConfig({ deadlinMs: 1 } as never)).toThrow(ConfigError)
+    expect(() => resolveIndexConfig({ peers: { alpha: 0 } })).toThrow(/peers\.alpha/)
+    expect(() => resolveIndexConfig({ peers: { retryMinMs: 200, retryMaxMs: 100 } })).toThrow(/retryMaxMs/)
+    await expect(createIndexService({ cache: { ttlMs: 'soon' } as never })).rejects.toMatchObject({ code: 'Malformed', details: { path: 'cache.ttlMs' } })
+  })
+})
+
+describe('service lifecycle', () => {
+  it('registers every metric at startup', async () => {
+    env = await setup({ peers: { targets: ['peer-a'] } })
+    const text = await env.index.metrics.metrics()
+    for (const name of INDEX_METRIC_NAMES) expect(text, name).toContain(`# TYPE ${name} `)
+    expect(text).toMatch(/breaker_state\{target="peer-a"[^}]*\} 0/)
+    expect(text).toMatch(/dht_hedged_requests_total\{result="won"[^}]*\} 0/)
+    expect(text).toContain('config_reloads_total')
+  })
+
+  it('reports readiness per path; readiness turns false at the start of a drain while /healthz stays 200', async () => {
+    const clock = new VirtualClock(1_000_000)
+    env = await setup({ peers: { targets: ['peer-1'] }, drainDeadlineMs: 2000 }, { clock })
+    const p = new FakePeer(clock)
+    p.reply = () => ({ hang: true })
+    env.transport.mount('peer-1', p)
+    expect(env.index.health()).toMatchObject({ live: true, ready: true, writeReady: true, paths: { resolve: true, names: true } })
+    const inflight = settle(env.request('GET', `/resolve/${addr(1)}`))
+    await clock.flush()
+    const closing = env.index.close()
+    await clock.flush()
+    expect(env.index.health()).toMatchObject({ live: true, ready: false, writeReady: false })
+    const ready = await env.request('GET', '/readyz')
+    expect(ready.status).toBe(503)
+    await ready.dump()
+    const healthz = await env.request('GET', '/healthz')
+    expect(healthz.status).toBe(200)
+    await healthz.dump()
+    const late = await env.request('GET', `/resolve/${addr(2)}`)
+    expect(late.status).toBe(503)
+    await late.dump()
+    await clock.advance(1200)
+    const out = await inflight
+    expect(out.ok && out.value.status).toBe(504)
+    if (out.ok) await out.value.dump()
+    await closing
+  })
+
+  it('reload swaps the snapshot atomically: new peers are used, immutable fields and bad values are refused and roll back', async () => {
+    const clock = new VirtualClock(1_000_000)
+    env = await setup({}, { clock })
+    const p = new FakePeer(clock)
+    const a = addr(3)
+    p.reply = () => ({ status: 200, json: addressAnswer(a, ['node-p']) })
+    env.transport.mount('peer-new', p)
+    await expect(env.anon.resolve(a)).rejects.toMatchObject({ code: 'NotFound' })
+    await env.index.reload({ peers: { targets: ['peer-new'] }, cache: { negativeTtlMs: 1 } })
+    expect(env.index.config().peers.targets).toEqual(['peer-new'])
+    await clock.advance(2_500) // the breaker janitor adopts the new peer list; the old NotFound expires
+    await expect(env.anon.resolve(a)).resolves.toMatchObject({ source: 'peer' })
+    const before = env.index.config()
+    await expect(env.index.reload({ workQueue: 3 })).rejects.toMatchObject({ code: 'Malformed', details: { reason: 'immutable' } })
+    await expect(env.index.reload({ deadlineMs: -1 })).rejects.toSatisfy((e: unknown) => isRonError(e, 'Malformed'))
+    expect(env.index.config()).toBe(before)
+    const text = await env.index.metrics.metrics()
+    expect(text).toMatch(/config_reloads_total\{[^}]*\} 1/)
+    expect(text).toMatch(/config_reload_errors_total\{[^}]*\} 2/)
+  })
+
+  it('the warm-up prefetcher fills the cache at start', async () => {
+    const clock = new VirtualClock(1_000_000)
+    const env0 = await setup({}, { clock })
+    const m = await env0.put(manifestFor(9))
+    await env0.client.setName('warm.up', m)
+    await env0.index.close()
+    env = env0
+    // a second index over the same transport with the name bound at a peer
+    const p = new FakePeer(clock)
+    p.reply = (k) => (k === 'warm.up' ? { status: 200, json: { key: 'warm.up', manifestAddress: m, manifest: manifestFor(9), providers: [], source: 'local', ttlSec: 10 } } : { status: 404 })
+    env.transport.mount('peer-w', p)
+    const svc = await createIndexService({ amnesia: true, clock, warmupKeys: ['warm.up'], peers: { targets: ['peer-w'] } }, env.transport)
+    try {
+      await clock.advance(10)
+      expect(p.calls).toContain('warm.up')
+      await expect(svc.resolve('warm.up')).resolves.toMatchObject({ source: 'cache', manifestAddress: m })
+    } finally {
+      await svc.close()
+    }
+  })
+})
