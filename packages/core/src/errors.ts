@@ -288,3 +288,55 @@ const CLASSES: { [C in ErrorCode]: new (message?: string, options?: RonErrorOpti
 export function errorForCode(code: ErrorCode, message?: string, options?: RonErrorOptions): RonError {
   return new CLASSES[code](message, options)
 }
+
+/**
+ * Codes of errors that report a mistake in how `@ron/core` is used: programmer and startup
+ * errors (an invalid option, a bad route table, a channel missing from the topology). They are
+ * thrown at construction or call time, never sent on the wire (a request that hits one answers
+ * 500 `Internal`). Listed in `docs/errors.md`, as fastify lists its `FST_ERR_*` codes.
+ */
+export const UsageErrorCodes = {
+  RON_INVALID_OPTION: 'an option or argument is out of range or of the wrong type',
+  RON_ROUTE_CONFIG: 'a route table is invalid: a write route without scope or public, a duplicate, a bad pattern',
+  RON_ROUTES_FROZEN: 'routes were added after the first request',
+  RON_UNKNOWN_CHANNEL: 'a channel name is not in the topology, or names a channel of another kind',
+  RON_INVALID_REPLY: 'a route handler returned a reply with an invalid status',
+  RON_HASHER_FINISHED: 'a hasher was used after digest()',
+  RON_RECV_PENDING: 'recv() was called while another recv() is pending on the same subscription',
+  RON_CONCURRENCY_DOC: "a package's docs/CONCURRENCY.md does not match its topology",
+  RON_SCHEDULE_DEADLOCK: 'testing: a scheduled model did not finish and nothing is left to schedule',
+  RON_TIMER_LIMIT: 'testing: VirtualClock.runAll fired more timers than its limit',
+} as const
+
+/** One of the stable codes of {@link UsageErrorCodes}. */
+export type UsageErrorCode = keyof typeof UsageErrorCodes
+
+const kUsageError = Symbol.for('@ron/core.usage-error')
+
+/**
+ * A mistake in how `@ron/core` is used (see {@link UsageErrorCodes}). Match it by `code`.
+ *
+ * @example
+ * ```ts
+ * try { new BoundedQueue({ name: 'q', capacity: 0 }) } catch (e) {
+ *   if (isRonUsageError(e, 'RON_INVALID_OPTION')) console.log(e.message)
+ * }
+ * ```
+ */
+export class RonUsageError extends Error {
+  /** Stable code from {@link UsageErrorCodes}. */
+  readonly code: UsageErrorCode
+
+  constructor(code: UsageErrorCode, message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    Object.defineProperty(this, kUsageError, { value: true })
+    this.name = 'RonUsageError'
+    this.code = code
+  }
+}
+
+/** True when `e` is a {@link RonUsageError} (from any copy of `@ron/core`), optionally of `code`. */
+export function isRonUsageError(e: unknown, code?: UsageErrorCode): e is RonUsageError {
+  if (typeof e !== 'object' || e === null || (e as Record<symbol, unknown>)[kUsageError] !== true) return false
+  return code === undefined || (e as RonUsageError).code === code
+}

@@ -10,7 +10,7 @@
 
 import { randomBytes, sign } from 'node:crypto'
 import { abortReason, systemClock, type Clock } from '../clock.js'
-import { ClosedError, MalformedError } from '../errors.js'
+import { ClosedError, MalformedError, RonUsageError } from '../errors.js'
 import { decodeBase64url, encodeBase64url } from './base64url.js'
 import type { IssuerKey } from './issuer-key.js'
 import { signToken } from './sign.js'
@@ -130,7 +130,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   const clock = options.clock ?? systemClock
   const ttlSec = options.ttlSec ?? 600
   if (!Number.isInteger(ttlSec) || ttlSec <= 0) {
-    throw new MalformedError(`ttlSec must be a positive integer, got ${String(ttlSec)}`, { details: { field: 'ttlSec' } })
+    throw new RonUsageError('RON_INVALID_OPTION', `createTokenProvider: ttlSec must be a positive integer, got ${String(ttlSec)}`)
   }
   const cache = new Map<string, Entry>()
   const closer = new AbortController()

@@ -5,7 +5,7 @@
  */
 
 import { abortReason } from '../clock.js'
-import { ClosedError } from '../errors.js'
+import { ClosedError, RonUsageError } from '../errors.js'
 import { noopMetrics } from '../metrics-sink.js'
 import type { MetricsSink } from '../metrics-sink.js'
 import { checkCapacity, Ring } from './ring.js'
@@ -112,14 +112,14 @@ export class Subscription<T> implements AsyncIterable<T> {
    *
    * @throws {@link ClosedError} when closed and everything buffered has been read.
    * @throws {@link CanceledError} (or the signal's reason) when `signal` aborts first.
-   * @throws Error when another `recv` is already waiting on this subscription.
+   * @throws {@link RonUsageError} `RON_RECV_PENDING` when another `recv` is already waiting on this subscription.
    */
   recv(signal?: AbortSignal): Promise<BroadcastRecv<T>> {
     if (signal?.aborted) return Promise.reject(abortReason(signal))
     const ready = this.tryRecv()
     if (ready !== undefined) return Promise.resolve(ready)
     if (this.#closed) return Promise.reject(new ClosedError('broadcast subscription closed'))
-    if (this.#waiter !== undefined) return Promise.reject(new Error('Subscription.recv: a recv is already pending'))
+    if (this.#waiter !== undefined) return Promise.reject(new RonUsageError('RON_RECV_PENDING', 'Subscription.recv: a recv is already pending'))
     return new Promise<BroadcastRecv<T>>((resolve, reject) => {
       const w: Waiter<T> = { resolve, reject, signal, onAbort: undefined }
       if (signal) {

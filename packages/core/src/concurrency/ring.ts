@@ -5,6 +5,8 @@
  * @internal
  */
 
+import { RonUsageError } from '../errors.js'
+
 /** O(1) push/shift ring of at most `capacity` items. @internal */
 export class Ring<T> {
   readonly #buf: (T | undefined)[]
@@ -48,5 +50,5 @@ export class Ring<T> {
 
 /** Validates a capacity option. @internal */
 export function checkCapacity(capacity: number, what: string): void {
-  if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`${what}: capacity must be an integer >= 1, got ${capacity}`)
+  if (!Number.isInteger(capacity) || capacity < 1) throw new RonUsageError('RON_INVALID_OPTION', `${what}: capacity must be an integer >= 1, got ${capacity}`)
 }

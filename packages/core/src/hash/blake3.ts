@@ -7,6 +7,7 @@
 
 import { createRequire } from 'node:module'
 import { blake3 as nobleBlake3 } from '@noble/hashes/blake3.js'
+import { RonUsageError } from '../errors.js'
 
 /** Which BLAKE3 implementation is in use. */
 export type Blake3Backend = 'native' | 'noble'
@@ -80,12 +81,12 @@ class OnceHasher implements Blake3Hasher {
     this.#h = h
   }
   update(chunk: Uint8Array): this {
-    if (!this.#h) throw new Error('blake3 hasher already digested')
+    if (!this.#h) throw new RonUsageError('RON_HASHER_FINISHED', 'blake3 hasher already digested')
     this.#h.update(chunk)
     return this
   }
   digest(): Uint8Array {
-    if (!this.#h) throw new Error('blake3 hasher already digested')
+    if (!this.#h) throw new RonUsageError('RON_HASHER_FINISHED', 'blake3 hasher already digested')
     const d = this.#h.digest()
     this.#h = undefined
     return d

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { toRonError, type RonError } from '../errors.js'
+import { toRonError, type RonError, RonUsageError } from '../errors.js'
 import { closeIterable } from './iter.js'
 import type { Reply, ReplyBody, ReplyHeaders, RonRequest } from './types.js'
 
@@ -53,7 +53,7 @@ export class Exchange {
     const status = reply.status
     if (!Number.isInteger(status) || status < 200 || status > 599) {
       closeIterable(reply.body)
-      throw new TypeError(`route handler returned an invalid status: ${String(status)}`)
+      throw new RonUsageError('RON_INVALID_REPLY', `route handler returned an invalid status: ${String(status)}`)
     }
     if (reply.json !== undefined) {
       closeIterable(reply.body)

@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Claims } from '../auth/types.js'
 import { systemClock, type Clock } from '../clock.js'
-import { InternalError, MethodNotAllowedError, NotFoundError, UnauthorizedError, toRonError, type RonError } from '../errors.js'
+import { InternalError, MethodNotAllowedError, NotFoundError, UnauthorizedError, toRonError, type RonError, RonUsageError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
 import { Context, type ContextLimits } from './context.js'
 import { corrIdFrom } from './corr-id.js'
@@ -90,7 +90,7 @@ const MiB = 1024 * 1024
 
 function positive(name: string, v: number | undefined, def: number): number {
   if (v === undefined) return def
-  if (typeof v !== 'number' || !(v > 0)) throw new RangeError(`limits.${name} must be a positive number, got ${String(v)}`)
+  if (typeof v !== 'number' || !(v > 0)) throw new RonUsageError('RON_INVALID_OPTION', `limits.${name} must be a positive number, got ${String(v)}`)
   return v
 }
 
@@ -99,7 +99,7 @@ function positive(name: string, v: number | undefined, def: number): number {
  *
  * @throws {@link RouteConfigError} when a write route (POST/PUT/PATCH/DELETE) declares neither
  * `scope` nor `public: true`, a method+path is declared twice, or a path pattern is malformed.
- * @throws RangeError for a non-positive limit.
+ * @throws {@link RonUsageError} `RON_INVALID_OPTION` for a non-positive limit.
  *
  * @example
  * ```ts
@@ -195,7 +195,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, r.bodyLimit ?? jsonBodyLimit, ctxLimits)
     if (r.scope !== undefined) {
       if (hooks.authenticate === undefined) {
-        throw new UnauthorizedError('this route requires a token but no verifier is configured', { details: { reason: 'no-verifier' } })
+        throw new UnauthorizedError('this route requires a token but no verifier is configured', { details: { reason: 'no_verifier' } })
       }
       ctx.auth = await hooks.authenticate(ex.req, r)
     }

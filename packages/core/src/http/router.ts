@@ -5,18 +5,16 @@
  * @module
  */
 
-import { MalformedError } from '../errors.js'
+import { MalformedError, RonUsageError } from '../errors.js'
 import type { Route } from './types.js'
 
 /** Methods that change state and therefore must declare `scope` or `public: true`. */
 const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 /** Thrown at startup when the route table is invalid (unscoped write route, duplicate, bad pattern). */
-export class RouteConfigError extends Error {
-  /** Stable code for matching. */
-  readonly code = 'RON_ROUTE_CONFIG'
+export class RouteConfigError extends RonUsageError {
   constructor(message: string) {
-    super(message)
+    super('RON_ROUTE_CONFIG', message)
     this.name = 'RouteConfigError'
   }
 }

@@ -8,7 +8,7 @@
 
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { abortReason, systemClock, type Clock, type TimerHandle } from '../clock.js'
-import { BusyError, ClosedError, MalformedError, OverLimitError } from '../errors.js'
+import { BusyError, ClosedError, MalformedError, OverLimitError, RonUsageError } from '../errors.js'
 import { noopMetrics, type MetricsSink } from '../metrics-sink.js'
 import type { Reply, RouteContext } from './types.js'
 
@@ -153,13 +153,13 @@ export class SseHub<T = unknown> {
   readonly #heartbeatMs: number
   #closed = false
 
-  /** @throws {@link MalformedError} for a capacity, client cap or heartbeat that is not a positive integer. */
+  /** @throws {@link RonUsageError} `RON_INVALID_OPTION` for a buffer, client cap or heartbeat that is not positive. */
   constructor(options: SseHubOptions<T>) {
     for (const k of ['bufferPerClient', 'maxClients'] as const) {
-      if (!Number.isInteger(options[k]) || options[k] <= 0) throw new MalformedError(`${k} must be a positive integer`, { details: { field: k } })
+      if (!Number.isInteger(options[k]) || options[k] <= 0) throw new RonUsageError('RON_INVALID_OPTION', `SseHub: ${k} must be a positive integer, got ${String(options[k])}`)
     }
     const hb = options.heartbeatMs ?? 5000
-    if (!(hb > 0)) throw new MalformedError('heartbeatMs must be positive', { details: { field: 'heartbeatMs' } })
+    if (!(hb > 0)) throw new RonUsageError('RON_INVALID_OPTION', `SseHub: heartbeatMs must be positive, got ${String(hb)}`)
     this.#o = options
     this.#clock = options.clock ?? systemClock
     this.#metrics = options.metrics ?? noopMetrics

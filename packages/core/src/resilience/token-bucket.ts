@@ -6,6 +6,7 @@
 
 import { systemClock } from '../clock.js'
 import type { Clock } from '../clock.js'
+import { RonUsageError } from '../errors.js'
 
 /** Options of {@link TokenBucket}. */
 export interface TokenBucketOptions {
@@ -39,8 +40,8 @@ export class TokenBucket {
 
   /** @throws RangeError when `capacity` or `refillPerSec` is not positive. */
   constructor(options: TokenBucketOptions) {
-    if (!(options.capacity > 0)) throw new RangeError('TokenBucket: capacity must be > 0')
-    if (!(options.refillPerSec > 0)) throw new RangeError('TokenBucket: refillPerSec must be > 0')
+    if (!(options.capacity > 0)) throw new RonUsageError('RON_INVALID_OPTION', 'TokenBucket: capacity must be > 0')
+    if (!(options.refillPerSec > 0)) throw new RonUsageError('RON_INVALID_OPTION', 'TokenBucket: refillPerSec must be > 0')
     this.#capacity = options.capacity
     this.#rate = options.refillPerSec / 1000
     this.#clock = options.clock ?? systemClock

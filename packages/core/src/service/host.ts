@@ -11,7 +11,7 @@ import type { Clock } from '../clock.js'
 import { systemClock } from '../clock.js'
 import type { Random } from '../random.js'
 import { systemRandom } from '../random.js'
-import { ClosedError, DrainingError, UnauthorizedError, type RonError } from '../errors.js'
+import { ClosedError, DrainingError, UnauthorizedError, type RonError, RonUsageError } from '../errors.js'
 import type { RonRequest, RonResponse, Reply, Route } from '../http/types.js'
 import { createHttpHandler, type HttpHandler, type HttpHooks, type HttpLimits } from '../http/index.js'
 import type { Transport } from '../transport/types.js'
@@ -114,18 +114,18 @@ export interface ServiceHost<C = unknown> {
   readonly closing: boolean
   /**
    * The work pool consuming the mpsc channel `name` of the topology (created on first use).
-   * @throws Error when `name` is not an mpsc channel of the topology
+   * @throws {@link RonUsageError} `RON_UNKNOWN_CHANNEL` when `name` is not an mpsc channel of the topology
    */
   pool(name: string): WorkPool
   /**
    * The broadcast channel `name` of the topology (created on first use).
-   * @throws Error when `name` is not a broadcast channel of the topology
+   * @throws {@link RonUsageError} `RON_UNKNOWN_CHANNEL` when `name` is not a broadcast channel of the topology
    */
   broadcast<T>(name: string): Broadcast<T>
   /**
    * Adds routes. Must be called before the first request.
    * @throws {@link RouteConfigError} for a write route without `scope`/`public` or a duplicate route
-   * @throws Error after the first request, or when a route names a queue that is not an mpsc channel
+   * @throws {@link RonUsageError} `RON_ROUTES_FROZEN` after the first request, `RON_UNKNOWN_CHANNEL` when a route names a queue that is not an mpsc channel
    */
   routes(routes: Route[]): void
   /** Registers service cleanup, run after the drain, in reverse registration order. */
@@ -248,7 +248,7 @@ class Host<C> implements ServiceHost<C> {
     const existing = this.#pools.get(name)
     if (existing !== undefined) return existing
     const c = this.#channels.get(name)
-    if (c === undefined || c.kind !== 'mpsc') throw new Error(`service ${this.id}: no mpsc channel named '${name}' in the topology`)
+    if (c === undefined || c.kind !== 'mpsc') throw new RonUsageError('RON_UNKNOWN_CHANNEL', `service ${this.id}: no mpsc channel named '${name}' in the topology`)
     if (this.#state !== 'running') throw new ClosedError(`service ${this.id} is closing`)
     const pool = new WorkPool({
       name,
@@ -266,14 +266,14 @@ class Host<C> implements ServiceHost<C> {
     const existing = this.#broadcasts.get(name)
     if (existing !== undefined) return existing as Broadcast<T>
     const c = this.#channels.get(name)
-    if (c === undefined || c.kind !== 'broadcast') throw new Error(`service ${this.id}: no broadcast channel named '${name}' in the topology`)
+    if (c === undefined || c.kind !== 'broadcast') throw new RonUsageError('RON_UNKNOWN_CHANNEL', `service ${this.id}: no broadcast channel named '${name}' in the topology`)
     const b = new Broadcast<T>({ name, capacity: c.capacity, metrics: this.metrics.sink })
     this.#broadcasts.set(name, b as Broadcast<unknown>)
     return b
   }
 
   routes(routes: Route[]): void {
-    if (this.#handler !== undefined) throw new Error(`service ${this.id}: routes must be added before the first request`)
+    if (this.#handler !== undefined) throw new RonUsageError('RON_ROUTES_FROZEN', `service ${this.id}: routes must be added before the first request`)
     for (const r of routes) {
       if (r.queue !== undefined) this.pool(r.queue) // validates the name and starts the pool's workers
     }

@@ -7,6 +7,7 @@
  */
 
 import type { Topology } from './types.js'
+import { RonUsageError } from '../errors.js'
 
 const cell = (s: string | number): string => String(s).replace(/\|/g, '\\|').trim()
 const row = (cells: Array<string | number>): string => `| ${cells.map(cell).join(' | ')} |`
@@ -91,12 +92,13 @@ export function concurrencyDocProblems(markdown: string, topology: Topology): st
 
 /**
  * Throws when `markdown` does not contain the topology's tables (see {@link concurrencyDocProblems}).
- * @throws Error listing every difference, with the expected tables to paste
+ * @throws {@link RonUsageError} `RON_CONCURRENCY_DOC` listing every difference, with the expected tables to paste
  */
 export function assertConcurrencyDoc(markdown: string, topology: Topology): void {
   const problems = concurrencyDocProblems(markdown, topology)
   if (problems.length === 0) return
-  throw new Error(
+  throw new RonUsageError(
+    'RON_CONCURRENCY_DOC',
     `docs/CONCURRENCY.md does not match the ${topology.service} topology:\n- ${problems.join('\n- ')}\n\nExpected tables:\n\n${topologyTables(topology)}`,
   )
 }

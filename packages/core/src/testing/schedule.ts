@@ -8,6 +8,7 @@
 
 import fc from 'fast-check'
 import type { Scheduler } from 'fast-check'
+import { RonUsageError } from '../errors.js'
 
 export type { Scheduler } from 'fast-check'
 
@@ -53,7 +54,7 @@ export async function exploreSchedules(runs: number, model: (s: Scheduler) => Pr
  * with a "deadlock" error when the scheduler has nothing left to release and `done` is still
  * pending, which is how a model detects a deadlock.
  *
- * @throws Error `deadlock: ...` when no scheduled task remains and `done` has not settled.
+ * @throws {@link RonUsageError} `RON_SCHEDULE_DEADLOCK` when no scheduled task remains and `done` has not settled.
  */
 export async function settleWith<T>(s: Scheduler, done: Promise<T>, what = 'model'): Promise<T> {
   let settled = false
@@ -68,7 +69,7 @@ export async function settleWith<T>(s: Scheduler, done: Promise<T>, what = 'mode
     if (s.count() === 0) {
       await drainMicrotasks()
       if (settled) return watched
-      throw new Error(`deadlock: ${what} did not finish and nothing is left to schedule`)
+      throw new RonUsageError('RON_SCHEDULE_DEADLOCK', `deadlock: ${what} did not finish and nothing is left to schedule`)
     }
     await s.waitOne()
   }

@@ -5,6 +5,7 @@
  */
 
 import type { Random } from '../random.js'
+import { RonUsageError } from '../errors.js'
 
 /**
  * A seeded {@link Random} (mulberry32): the same seed yields the same sequence, so jittered
@@ -31,7 +32,7 @@ export function seededRandom(seed: number): Random {
 
 /** A {@link Random} that returns the given values in turn (cycling), for exact jitter tests. */
 export function fixedRandom(...values: number[]): Random {
-  if (values.length === 0) throw new RangeError('fixedRandom needs at least one value')
+  if (values.length === 0) throw new RonUsageError('RON_INVALID_OPTION', 'fixedRandom needs at least one value')
   let i = 0
   return {
     next(): number {

@@ -6,6 +6,7 @@
 
 import { sleepWith } from '../clock.js'
 import type { Clock, TimerHandle } from '../clock.js'
+import { RonUsageError } from '../errors.js'
 
 interface VirtualTimer extends TimerHandle {
   readonly id: number
@@ -120,7 +121,7 @@ export class VirtualClock implements Clock {
     for (;;) {
       const t = this.#next()
       if (t === undefined) return fired
-      if (fired >= limit) throw new Error(`VirtualClock.runAll: more than ${limit} timers fired`)
+      if (fired >= limit) throw new RonUsageError('RON_TIMER_LIMIT', `VirtualClock.runAll: more than ${limit} timers fired`)
       this.#now = Math.max(this.#now, t.at)
       this.#fire(t)
       fired++

@@ -44,7 +44,7 @@ export interface Transport {
   /**
    * Sends `req` to `target`: a service name mounted on a memory transport, or a name mapped to a
    * base URL (or a base URL itself) on an HTTP transport.
-   * @throws {@link TimeoutError}, {@link CanceledError}, {@link BreakerOpenError}, {@link NotFoundError} (unknown target)
+   * @throws {@link TimeoutError}, {@link CanceledError}, {@link BreakerOpenError}, {@link NotReadyError} with `details.reason: 'unreachable'` (unknown, unmounted or unreachable target)
    */
   request(target: string, req: TransportRequest): Promise<TransportResponse>
   /** Releases pools and pending calls. Idempotent. */

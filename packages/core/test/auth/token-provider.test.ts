@@ -94,9 +94,9 @@ describe('token provider', () => {
     await expect(provider.token({ aud: 'x', scope: [] })).rejects.toSatisfy((e) => isRonError(e, 'Closed'))
   })
 
-  it('refuses a ttl that is not a positive integer with Malformed', () => {
+  it('refuses a ttl that is not a positive integer with RON_INVALID_OPTION', () => {
     expect(() => createTokenProvider({ minter: { mint: () => Promise.resolve('') }, ttlSec: 0 })).toThrow(
-      expect.objectContaining({ code: 'Malformed' }),
+      expect.objectContaining({ code: 'RON_INVALID_OPTION' }),
     )
   })
 })

@@ -103,7 +103,7 @@ describe('BoundedQueue', () => {
   })
 
   it('rejects a non-positive capacity', () => {
-    expect(() => new BoundedQueue({ name: 'bad', capacity: 0 })).toThrow(RangeError)
+    expect(() => new BoundedQueue({ name: 'bad', capacity: 0 })).toThrow(expect.objectContaining({ code: 'RON_INVALID_OPTION' }))
   })
 
   it('wraps around its ring many times keeping FIFO order', () => {

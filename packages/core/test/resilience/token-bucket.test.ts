@@ -69,7 +69,7 @@ describe('TokenBucket', () => {
   })
 
   it('rejects nonsensical options', () => {
-    expect(() => new TokenBucket({ capacity: 0, refillPerSec: 1 })).toThrow(RangeError)
-    expect(() => new TokenBucket({ capacity: 1, refillPerSec: 0 })).toThrow(RangeError)
+    expect(() => new TokenBucket({ capacity: 0, refillPerSec: 1 })).toThrow(expect.objectContaining({ code: 'RON_INVALID_OPTION' }))
+    expect(() => new TokenBucket({ capacity: 1, refillPerSec: 0 })).toThrow(expect.objectContaining({ code: 'RON_INVALID_OPTION' }))
   })
 })
