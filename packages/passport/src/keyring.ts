@@ -235,7 +235,7 @@ export class Keyring {
     let changed = false
     const previous = this.#snap.previous.map((k) => {
       const out = k.rotatedOutAt ?? o.clock.now()
-      let until = Math.max(out + o.graceMs, out + o.guard.timeoutMs + o.maxTtlSec() * 1000 + tol)
+      let until = Math.max(out + o.graceMs, out + o.guard.timeoutMs + o.maxTtlSec() * 1000) + tol
       for (const t of this.#longLived) {
         if (t.kid === k.kid && !o.isRevoked(t.jti)) until = Math.max(until, t.exp * 1000 + tol)
       }

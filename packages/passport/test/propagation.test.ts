@@ -22,11 +22,19 @@ let world: World | undefined
 afterEach(async () => {
   if (world === undefined) return
   world.stop.abort()
-  await world.storage.close()
-  await world.passport.close()
+  // Closing may wait on timers (drain deadlines, probes): keep virtual time moving until it is done.
+  await settleOnVirtualTime(world.clock, world.storage.close())
+  await settleOnVirtualTime(world.clock, world.passport.close())
   await world.transport.close()
   world = undefined
 })
+
+async function settleOnVirtualTime(clock: VirtualClock, p: Promise<void>): Promise<void> {
+  let done = false
+  const watched = p.finally(() => (done = true))
+  for (let i = 0; i < 1000 && !done; i++) await clock.advance(100)
+  await watched
+}
 
 /** A passport and a storage service verifying through core's verifier, following passport over the transport. */
 async function build(): Promise<World> {
