@@ -148,6 +148,26 @@ export const storageConfigSchema = z.strictObject({
   http: httpSchema.prefault({}),
   /** How long close() lets in-flight requests finish. @default 3000 */
   drainDeadlineMs: durationSchema.default(3000),
+  /** Shutdown (SPEC.md 3.3). */
+  shutdown: z
+    .strictObject({
+      /**
+       * How long writes are unready (PUT → 503, `/readyz` `writeReady: false`) while reads are
+       * still served, before the drain starts. @default 250
+       */
+      writesFirstMs: durationSchema.default(250),
+    })
+    .prefault({}),
+  /**
+   * CORS (core's host): reads from `readOrigins` (default `*`), writes and their preflights from
+   * `writeOrigins` (default none).
+   */
+  cors: z
+    .strictObject({
+      readOrigins: z.union([z.literal('*'), z.array(z.string().min(1))]).optional(),
+      writeOrigins: z.array(z.string().min(1)).optional(),
+    })
+    .optional(),
 })
 
 /** Token verification options, exactly as the service host takes them. */

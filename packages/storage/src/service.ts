@@ -8,10 +8,11 @@
 
 import { join } from 'node:path'
 import { BoundedQueue, ConfigError, MalformedError, TokenBucket, abortReason, createServiceHost, noopLogger, systemClock } from '@ron/core'
-import type { Address, Clock, RonService, Subscription, Transport } from '@ron/core'
+import type { Address, Clock, CorsOptions, RonService, Subscription, Transport } from '@ron/core'
 import { WorkScheduler } from './admission.js'
 import { Announcer } from './announcer.js'
-import { resolveOptions, type ResolvedStorageOptions, type StorageServiceOptions } from './config.js'
+import { resolveOptions, storageConfigSchema, type ResolvedStorageOptions, type StorageConfig, type StorageServiceOptions } from './config.js'
+import { registerStorageMetrics } from './metrics.js'
 import { REPLICATE_SCOPE, readAuthorizer, replicaAuthorizer, tokenFor } from './peer-auth.js'
 import { ObjectGuard, PinSet } from './pins.js'
 import { RepairPlanner, RepairState, type RepairItem, type RepairPlan } from './repair-planner.js'
@@ -41,6 +42,62 @@ export interface StorageService extends RonService {
   placement(address: Address): string[]
   /** Subscribes to the `events` broadcast (drop-oldest, 1024 per subscriber). */
   subscribe(): Subscription<StorageEvent>
+  /** Objects, bytes and free space, as last sampled by the disk probe (also in `GET /status`). */
+  usage(): StorageUsage
+}
+
+/** What a node stores, as last sampled by the disk-probe task. */
+export interface StorageUsage {
+  /** Objects stored on this node. */
+  objects: number
+  /** Bytes of those objects. */
+  bytes: number
+  /** Free bytes of the backend; `undefined` when the backend cannot tell (memory). */
+  freeBytes: number | undefined
+  /** When objects and bytes were counted (clock ms); `undefined` before the first count. */
+  sampledAt: number | undefined
+}
+
+/** Objects and bytes are counted at most this often (the walk reads every object's metadata). */
+const USAGE_EVERY_MS = 60_000
+
+/** Options that cannot change live: `reload()` refuses a change to them. */
+const IMMUTABLE = [
+  'id',
+  'version',
+  'dataDir',
+  'chunkSize',
+  'nodeId',
+  'advertise',
+  'replicationQueue',
+  'repair.workers',
+  'repair.queue',
+  'repair.auto',
+  'announce',
+  'http',
+  'cors',
+  'drainDeadlineMs',
+] as const
+
+/** Runtime objects of the options (never part of the reloadable, frozen config snapshot). */
+const RUNTIME_KEYS = ['backend', 'auth', 'peerKeys', 'tokens', 'clock', 'random', 'logger'] as const
+
+function configPart(options: StorageServiceOptions): StorageConfig {
+  const out: Record<string, unknown> = { ...options }
+  for (const k of RUNTIME_KEYS) delete out[k]
+  return out
+}
+
+function runtimePart(options: StorageServiceOptions): StorageServiceOptions {
+  const out: Record<string, unknown> = {}
+  for (const k of RUNTIME_KEYS) if (options[k] !== undefined) out[k] = options[k]
+  return out
+}
+
+type StorageConfigOutput = ReturnType<typeof storageConfigSchema.parse>
+
+function corsOf(c: NonNullable<ResolvedStorageOptions['cors']>): CorsOptions {
+  return { ...(c.readOrigins === undefined ? {} : { readOrigins: c.readOrigins }), ...(c.writeOrigins === undefined ? {} : { writeOrigins: c.writeOrigins }) }
 }
 
 /**
@@ -77,7 +134,7 @@ export async function createStorageService(options: StorageServiceOptions = {}, 
   }
 
   try {
-    return await build(o, transport, store, ownStore, pins, clock)
+    return await build(o, options, transport, store, ownStore, pins, clock)
   } catch (e) {
     if (ownStore) await store.close().catch(() => undefined)
     throw e
@@ -85,15 +142,18 @@ export async function createStorageService(options: StorageServiceOptions = {}, 
 }
 
 async function build(
-  o: ResolvedStorageOptions,
+  initial: ResolvedStorageOptions,
+  options: StorageServiceOptions,
   transport: Transport | undefined,
   store: BlobStore,
   ownStore: boolean,
   pins: PinSet,
   clock: Clock,
 ): Promise<StorageService> {
+  // The current options: swapped whole by reload(); components read it through getters.
+  let o = initial
   const topology = storageTopology(o)
-  const host = createServiceHost({
+  const host = createServiceHost<StorageConfigOutput>({
     id: o.id,
     version: o.version,
     topology,
@@ -111,17 +171,20 @@ async function build(
       maxConcurrentPerIp: o.http.maxConcurrentPerIp,
       ...(o.http.maxRpsPerIp === undefined ? {} : { ratePerIp: { capacity: 2 * o.http.maxRpsPerIp, refillPerSec: o.http.maxRpsPerIp } }),
     },
+    ...(o.cors === undefined ? {} : { cors: corsOf(o.cors) }),
+    // The JSON-safe part is the reloadable config (runtime objects never go into a frozen snapshot).
+    config: { schema: storageConfigSchema, input: configPart(options), immutable: IMMUTABLE },
     clock,
     ...(o.random === undefined ? {} : { random: o.random }),
     logger: o.logger ?? noopLogger,
   })
+  registerStorageMetrics(host.metrics, topology, o.peers)
   const sink = host.metrics.sink
   const logger = host.logger
   const events = host.broadcast<StorageEvent>(CHANNELS.events)
   const guard = new ObjectGuard()
   const repair = new RepairState()
-  const nodes = [o.nodeId, ...o.peers]
-  const ranking = (address: Address): string[] => placement(address, nodes, nodes.length)
+  const ranking = (address: Address): string[] => placement(address, [o.nodeId, ...o.peers], o.peers.length + 1)
   const net: Transport = transport ?? unreachableTransport
   const peerToken = tokenFor(o.tokens, o.id, REPLICATE_SCOPE)
   const work = new WorkScheduler({
@@ -149,9 +212,15 @@ async function build(
     token: peerToken,
     timeoutMs: o.peerTimeoutMs,
     nodeId: o.nodeId,
-    peers: o.peers,
-    rf: o.rf,
-    writeQuorum: o.writeQuorum,
+    get peers() {
+      return o.peers
+    },
+    get rf() {
+      return o.rf
+    },
+    get writeQuorum() {
+      return o.writeQuorum
+    },
     queueCapacity: o.replicationQueue,
     supervisor: host.supervisor,
     metrics: sink,
@@ -160,8 +229,12 @@ async function build(
   const repairQueue = new BoundedQueue<RepairItem>({ name: CHANNELS.repair, capacity: o.repair.queue, metrics: sink })
   const planner = new RepairPlanner({
     nodeId: o.nodeId,
-    peers: o.peers,
-    rf: o.rf,
+    get peers() {
+      return o.peers
+    },
+    get rf() {
+      return o.rf
+    },
     store,
     transport: net,
     token: peerToken,
@@ -174,15 +247,20 @@ async function build(
     logger,
     now: () => clock.now(),
   })
-  const bucket = new TokenBucket({ capacity: o.repair.burst, refillPerSec: o.repair.bytesPerSec, clock })
+  let bucket = new TokenBucket({ capacity: o.repair.burst, refillPerSec: o.repair.bytesPerSec, clock })
+  let rate = o.repair.bytesPerSec
   const workers = new RepairWorkers({
     nodeId: o.nodeId,
     store,
     transport: net,
     token: peerToken,
     timeoutMs: o.peerTimeoutMs,
-    bucket,
-    burst: o.repair.burst,
+    get bucket() {
+      return bucket
+    },
+    get burst() {
+      return o.repair.burst
+    },
     queue: repairQueue,
     state: repair,
     guard,
@@ -213,6 +291,7 @@ async function build(
   // Write readiness: the disk probe and the put path report here; reads never depend on it.
   const disk: StorageContext['disk'] = { ok: true }
   let slowUntil = 0
+  let writesClosed = false
   host.readiness.declare('disk', 'write', true)
   const setDisk = (ok: boolean, reason?: string): void => {
     disk.ok = ok
@@ -220,12 +299,37 @@ async function build(
     else disk.reason = reason ?? 'not_writable'
     host.readiness.set('disk', ok, disk.reason)
   }
-  const probeOnce = async (): Promise<void> => {
+  // Usage (objects, bytes, free space) is sampled by the probe task, a full count at most every
+  // USAGE_EVERY_MS, so /status never walks the store.
+  let usage: StorageUsage = { objects: 0, bytes: 0, freeBytes: undefined, sampledAt: undefined }
+  let usageAt = -Infinity
+  const sampleUsage = async (freeBytes: number | undefined, signal: AbortSignal): Promise<void> => {
+    if (clock.now() - usageAt < USAGE_EVERY_MS) {
+      usage = { ...usage, freeBytes }
+      return
+    }
+    usageAt = clock.now()
+    let objects = 0
+    let bytes = 0
+    for await (const a of store.list(signal)) {
+      const st = await store.stat(a)
+      if (st === undefined) continue
+      objects++
+      bytes += st.size
+    }
+    usage = { objects, bytes, freeBytes, sampledAt: clock.now() }
+    sink.set('storage_objects', undefined, objects)
+    sink.set('storage_bytes', undefined, bytes)
+    if (freeBytes !== undefined) sink.set('storage_free_bytes', undefined, freeBytes)
+  }
+  const probeOnce = async (signal: AbortSignal = host.signal): Promise<void> => {
     try {
       const r = await store.probe()
+      await sampleUsage(r.freeBytes, signal).catch((e: unknown) => logger.debug({ err: e }, 'usage sample failed'))
       if (!r.writable) setDisk(false, r.reason ?? 'not_writable')
       else if (r.freeBytes !== undefined && r.freeBytes < o.writeReadiness.minFreeBytes) setDisk(false, 'low_space')
       else if (clock.now() < slowUntil) setDisk(false, 'slow')
+      else if (writesClosed) setDisk(false, 'draining')
       else setDisk(true)
     } catch (e) {
       logger.warn({ err: e }, 'disk probe failed')
@@ -236,6 +340,7 @@ async function build(
   const authorizeReplica = replicaAuthorizer({ serviceId: o.id, peerKeys: o.peerKeys, clock, own: (req, scope) => host.authenticate(req, scope) })
   const ctx: StorageContext = {
     o,
+    usage: () => usage,
     store,
     pins,
     guard,
@@ -272,7 +377,26 @@ async function build(
   host.routes(storageRoutes(ctx))
 
   await probeOnce()
-  if (o.peers.length > 0) replicator.start()
+  let replicating = o.peers.length > 0
+  if (replicating) replicator.start()
+
+  // reload(): the host validated the JSON part and swapped its snapshot; resolve it with the
+  // runtime objects and apply what can change live. Throwing rolls the whole reload back.
+  host.onReload(() => {
+    const next = resolveOptions({ ...runtimePart(options), ...(host.config.get() as StorageConfig) })
+    o = next
+    ctx.o = next
+    work.configure({ capacity: next.workQueue, readers: next.getConcurrency, writers: next.writers, writersPerPrincipal: next.writersPerPrincipal })
+    if (bucket.capacity !== next.repair.burst || rate !== next.repair.bytesPerSec) {
+      // Pacing changes for the next chunk; a take in progress finishes on the old bucket.
+      bucket = new TokenBucket({ capacity: next.repair.burst, refillPerSec: next.repair.bytesPerSec, clock })
+      rate = next.repair.bytesPerSec
+    }
+    if (!replicating && next.peers.length > 0) {
+      replicating = true
+      replicator.start()
+    }
+  })
   for (let i = 0; i < o.repair.workers; i++) host.supervisor.spawn(TASKS.repairWorker, (signal) => workers.run(signal))
   if (o.repair.auto) {
     host.supervisor.spawn(TASKS.planner, async (signal) => {
@@ -291,9 +415,20 @@ async function build(
   host.supervisor.spawn(TASKS.probe, async (signal) => {
     for (;;) {
       await clock.sleep(o.writeReadiness.probeIntervalMs, signal)
-      await probeOnce()
+      await probeOnce(signal)
     }
   })
+
+  // SPEC 3.3: writes turn unready first, with a visible window before reads follow.
+  const close = async (): Promise<void> => {
+    if (!host.closing && !writesClosed) {
+      writesClosed = true
+      setDisk(false, 'draining')
+      if (o.shutdown.writesFirstMs > 0) await clock.sleep(o.shutdown.writesFirstMs)
+    }
+    await host.service.close()
+  }
+  let closing: Promise<void> | undefined
 
   host.onClose(async () => {
     repairQueue.close()
@@ -304,6 +439,9 @@ async function build(
 
   const service: StorageService = {
     ...host.service,
+    close: () => (closing ??= close()),
+    [Symbol.asyncDispose]: () => (closing ??= close()),
+    usage: () => usage,
     nodeId: o.nodeId,
     store,
     runRepair: (opts) => planner.plan(opts?.signal === undefined ? host.signal : AbortSignal.any([opts.signal, host.signal]), opts?.dryRun ?? false),

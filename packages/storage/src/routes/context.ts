@@ -8,6 +8,7 @@
 import type { Address, Broadcast, Claims, Clock, Logger, MetricsSink, RonRequest, RouteContext, Transport } from '@ron/core'
 import type { WorkScheduler } from '../admission.js'
 import type { StorageEvent } from '../events.js'
+import type { StorageUsage } from '../service.js'
 import type { TokenFor } from '../peer-auth.js'
 import type { Announcer } from '../announcer.js'
 import type { ResolvedStorageOptions } from '../config.js'
@@ -20,6 +21,8 @@ import type { BlobStore } from '../store/types.js'
 export interface StorageContext {
   /** The current options snapshot (swapped whole by `reload()`; read it per request). */
   o: ResolvedStorageOptions
+  /** Objects, bytes and free space as last sampled. */
+  usage(): StorageUsage
   store: BlobStore
   pins: PinSet
   guard: ObjectGuard

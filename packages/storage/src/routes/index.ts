@@ -5,6 +5,7 @@
  */
 
 import type { Route } from '@ron/core'
+import { adminRoutes } from './admin.js'
 import type { StorageContext } from './context.js'
 import { objectRoutes } from './objects.js'
 import { pinRoutes } from './pins.js'
@@ -15,5 +16,5 @@ export type { StorageContext } from './context.js'
 
 /** Every route of the storage service. */
 export function storageRoutes(s: StorageContext): Route[] {
-  return [...objectRoutes(s), ...pinRoutes(s), ...statusRoutes(s), ...repairRoutes(s)]
+  return [...objectRoutes(s), ...pinRoutes(s), ...statusRoutes(s), ...repairRoutes(s), ...adminRoutes(s)]
 }

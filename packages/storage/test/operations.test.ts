@@ -1,0 +1,166 @@
+/**
+ * What operators see (issue 8, problem 5/item 5) and browser clients (item 6): metrics at startup,
+ * shutdown order, live reload, the admin listing, usage, and CORS at the header level.
+ */
+import { readFile } from 'node:fs/promises'
+import { afterEach, describe, expect, it } from 'vitest'
+import { MemoryTransport, collectBytes } from '@ron/core'
+import { VirtualClock, createTestIssuer } from '@ron/core/testing'
+import { createStorageClient, createStorageService } from '../src/index.js'
+import type { StorageService } from '../src/index.js'
+import { STORAGE_METRICS } from '../src/metrics.js'
+import { addressOfBytes, bytes, cluster, type Cluster } from './helpers.js'
+
+let c: Cluster | undefined
+const extra: StorageService[] = []
+afterEach(async () => {
+  await c?.close()
+  c = undefined
+  for (const s of extra.splice(0)) await s.close()
+})
+
+describe('metrics', () => {
+  it('a fresh /metrics shows every seed metric at zero with its labels, busy_rejections_total per endpoint', async () => {
+    c = await cluster(['storage'])
+    const res = await c.request('storage', 'GET', '/metrics')
+    const text = new TextDecoder().decode(await collectBytes(res.body))
+    for (const line of [
+      'busy_rejections_total{endpoint="PUT /o",queue="work",service="storage"} 0',
+      'busy_rejections_total{endpoint="GET /o/:addr",queue="work",service="storage"} 0',
+      'queue_depth{queue="work",service="storage"} 0',
+      'queue_depth{queue="repair",service="storage"} 0',
+      'queue_dropped_total{queue="events",service="storage"} 0',
+      'tasks_aborted_total{kind="request",service="storage"} 0',
+      'tasks_spawned_total{kind="repair-worker",service="storage"}',
+      'io_timeouts_total{op="upload_rate",service="storage"} 0',
+      'io_timeouts_total{op="read",service="storage"} 0',
+      'bus_lagged_total{topic="events",service="storage"} 0',
+      'repair_wait_seconds_count{service="storage"} 0',
+      'work_active{kind="write",service="storage"} 0',
+      'integrity_failures_total{service="storage"} 0',
+    ]) {
+      expect(text, line).toContain(line)
+    }
+  })
+
+  it('the README lists every storage metric', async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    for (const name of Object.keys(STORAGE_METRICS)) expect(readme, name).toContain(`\`${name}`)
+  })
+})
+
+describe('shutdown', () => {
+  it('turns writes unready first, with a visible window in which reads are still served', async () => {
+    const clock = new VirtualClock()
+    c = await cluster(['storage'], () => ({ clock, shutdown: { writesFirstMs: 1000 } }))
+    const node = c.node()
+    const { address } = await node.client.put('kept')
+    const closing = node.svc.close()
+    await clock.flush()
+    expect(node.svc.health()).toMatchObject({ ready: true, writeReady: false })
+    await expect(node.client.put('refused')).rejects.toMatchObject({ code: 'NotReady', details: { reason: 'draining' } })
+    expect(new TextDecoder().decode(await node.anon.getBytes(address))).toBe('kept')
+    await clock.advance(1000)
+    await closing
+    expect(node.svc.health().ready).toBe(false)
+  })
+})
+
+describe('reload()', () => {
+  it('applies limits live, refuses immutable keys and rolls back invalid configs', async () => {
+    c = await cluster(['storage'])
+    const node = c.node()
+    await node.svc.reload({ maxObjectBytes: 10 })
+    await expect(node.client.put('more than ten bytes')).rejects.toMatchObject({ code: 'OverLimit', details: { source: 'maxObjectBytes', limit: 10 } })
+    await expect(node.svc.reload({ dataDir: '/elsewhere' })).rejects.toMatchObject({ code: 'Malformed', details: { reason: 'immutable' } })
+    // rf 3 with no peers is invalid: the whole reload is rolled back.
+    await expect(node.svc.reload({ maxObjectBytes: 1000, rf: 3 })).rejects.toMatchObject({ code: 'Malformed' })
+    await expect(node.client.put('more than ten bytes')).rejects.toMatchObject({ code: 'OverLimit', details: { limit: 10 } })
+    await node.svc.reload({ maxObjectBytes: '1KiB', writers: 2, upload: { minBytesPerSec: '1KiB' } })
+    await expect(node.client.put('more than ten bytes')).resolves.toMatchObject({ created: true })
+  })
+
+  it('adds a peer live: new puts replicate to it', async () => {
+    c = await cluster(['storage-a', 'storage-b'], (name) => (name === 'storage-a' ? { peers: [] } : {}))
+    const a = c.node('storage-a')
+    const first = await a.client.put(bytes(2000, 1))
+    expect(await c.node('storage-b').svc.store.stat(first.address)).toBeUndefined()
+    await a.svc.reload({ peers: ['storage-b'], rf: 2, writeQuorum: 2 })
+    const second = await a.client.put(bytes(2000, 2))
+    expect(await c.node('storage-b').svc.store.stat(second.address)).toMatchObject({ size: 2000 })
+  })
+})
+
+describe('admin listing and usage', () => {
+  it('GET /o pages through objects and pins in address order (storage:admin)', async () => {
+    c = await cluster(['storage'])
+    const node = c.node()
+    const addresses: string[] = []
+    for (let i = 0; i < 5; i++) addresses.push((await node.client.put(bytes(100 + i, 50 + i))).address)
+    await node.client.pin(addresses[2]!)
+    addresses.sort()
+    const denied = await c.request('storage', 'GET', '/o', { authorization: `Bearer ${c.tokens.write}` })
+    expect(denied.status).toBe(403)
+    await denied.dump()
+    const seen: { address: string; pinned: boolean; size: number | null }[] = []
+    let cursor: string | null = ''
+    for (let pages = 0; cursor !== null && pages < 10; pages++) {
+      const res = await c.request('storage', 'GET', `/o?limit=2&cursor=${cursor}`, { authorization: `Bearer ${c.tokens.admin}` })
+      const body: { objects: typeof seen; cursor: string | null } = await res.json()
+      seen.push(...body.objects)
+      cursor = body.cursor
+    }
+    expect(seen.map((x) => x.address)).toEqual(addresses)
+    expect(seen.filter((x) => x.pinned)).toHaveLength(1)
+    const bad = await c.request('storage', 'GET', '/o?limit=0', { authorization: `Bearer ${c.tokens.admin}` })
+    expect(bad.status).toBe(400)
+    await bad.dump()
+  })
+
+  it('GET /status reports the node, its endpoint and usage (objects, bytes, free space)', async () => {
+    const transport = new MemoryTransport()
+    const svc = await createStorageService({ nodeId: 'n1', advertise: 'http://n1:7701', repair: { auto: false } }, transport)
+    extra.push(svc)
+    await svc.store.put(
+      (async function* () {
+        yield bytes(1234, 3)
+      })(),
+    )
+    // Usage is sampled by the disk probe; the first sample ran at startup (empty store).
+    expect(svc.usage()).toMatchObject({ objects: 0, bytes: 0 })
+    transport.mount('storage', svc)
+    const res = await transport.request('storage', { method: 'GET', path: '/status' })
+    expect(await res.json()).toMatchObject({ node: 'n1', endpoint: 'http://n1:7701', usage: { objects: 0, bytes: 0 } })
+  })
+})
+
+describe('CORS (header level)', () => {
+  it('public reads answer *, writes preflight from allowed origins, and the object headers are exposed', async () => {
+    c = await cluster(['storage'], () => ({ cors: { writeOrigins: ['https://app.example'] } }))
+    const { address } = await c.node().client.put('cors')
+    const read = await c.request('storage', 'GET', `/o/${address}`, { origin: 'https://elsewhere.example' })
+    expect(read.headers['access-control-allow-origin']).toBe('*')
+    const exposed = String(read.headers['access-control-expose-headers']).toLowerCase()
+    for (const h of ['etag', 'content-range', 'accept-ranges', 'x-corr-id']) expect(exposed).toContain(h)
+    await read.dump()
+
+    const pre = await c.request('storage', 'OPTIONS', '/o', {
+      origin: 'https://app.example',
+      'access-control-request-method': 'PUT',
+      'access-control-request-headers': 'authorization, content-encoding, x-expect-address',
+    })
+    expect(pre.status).toBeLessThan(300)
+    expect(pre.headers['access-control-allow-origin']).toBe('https://app.example')
+    expect(String(pre.headers['access-control-allow-methods'])).toContain('PUT')
+    const allowed = String(pre.headers['access-control-allow-headers']).toLowerCase()
+    for (const h of ['authorization', 'content-encoding', 'x-expect-address']) expect(allowed).toContain(h)
+    await pre.dump()
+
+    const refused = await c.request('storage', 'OPTIONS', '/o', { origin: 'https://evil.example', 'access-control-request-method': 'PUT' })
+    expect(refused.status).toBe(403)
+    await refused.dump()
+    void addressOfBytes
+    void createTestIssuer
+    void createStorageClient
+  })
+})
