@@ -6,7 +6,6 @@ import { VirtualClock } from '@ron/core/testing'
 import { createRegistryService } from '../src/service.js'
 import { verifyLog } from '../src/verify-log.js'
 import { initRegistrySigner } from '../src/keys.js'
-import { payloadB3 } from '../src/descriptors.js'
 import { approve, ORIGIN, payload, setOf, signers, tempDir } from './helpers.js'
 
 const cleanups: Array<() => Promise<void>> = []
