@@ -180,6 +180,35 @@ describe('replication and repair across three nodes', () => {
   })
 })
 
+describe('a node that comes back', () => {
+  let c: Cluster | undefined
+  afterEach(async () => {
+    await c?.close()
+    c = undefined
+  })
+
+  it('is probed again on the next run, which copies everything it missed', async () => {
+    c = await cluster(NODES, () => ({ rf: 2, writeQuorum: 1, chunkSize: 1024 }))
+    const a = c.node('storage-a')
+    c.transport.setReachable('storage-b', false)
+    const missed: Address[] = []
+    for (let seed = 1; missed.length < 3; seed++) {
+      const data = bytes(3000, 700 + seed)
+      if (!placement(addressOfBytes(data), NODES, 2).includes('storage-b')) continue
+      missed.push((await a.client.put(data)).address)
+    }
+    const whileDown = await a.svc.runRepair()
+    expect(whileDown.unreachable).toContain('storage-b')
+    await a.svc.repairIdle()
+    c.transport.setReachable('storage-b', true)
+    // The first run after it is back: no second run needed.
+    const back = await a.svc.runRepair()
+    expect(back.unreachable).not.toContain('storage-b')
+    await a.svc.repairIdle()
+    for (const address of missed) expect(await c.node('storage-b').svc.store.stat(address)).toMatchObject({ size: 3000 })
+  })
+})
+
 describe('announcements', () => {
   it('a failing index never fails a put; failures are counted', async () => {
     const c = await cluster(['storage'], () => ({ announce: { target: 'index' } }))
