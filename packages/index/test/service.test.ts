@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { afterEach, describe, expect, it } from 'vitest'
-import { ConfigError, concurrencyDocProblems, isRonError } from '@ron/core'
-import { VirtualClock } from '@ron/core/testing'
+import { ConfigError, isRonError } from '@ron/core'
+import { VirtualClock, concurrencyDocProblems } from '@ron/core/testing'
 import { INDEX_METRIC_NAMES, createIndexService, indexTopology, resolveIndexConfig } from '../src/index.js'
 import { FakePeer, addr, addressAnswer, manifestFor, settle, setup, type Env } from './helpers.js'
 
@@ -49,7 +49,7 @@ describe('config', () => {
     expect(() => resolveIndexConfig({ deadlinMs: 1 } as never)).toThrow(ConfigError)
     expect(() => resolveIndexConfig({ peers: { alpha: 0 } })).toThrow(/peers\.alpha/)
     expect(() => resolveIndexConfig({ peers: { retryMinMs: 200, retryMaxMs: 100 } })).toThrow(/retryMaxMs/)
-    await expect(createIndexService({ cache: { ttlMs: 'soon' } as never })).rejects.toMatchObject({ code: 'Malformed', details: { path: 'cache.ttlMs' } })
+    await expect(createIndexService({ cache: { ttlMs: 'soon' } })).rejects.toMatchObject({ code: 'Malformed', details: { path: 'cache.ttlMs' } })
   })
 })
 
