@@ -2,17 +2,18 @@
  * The data directory's format version, and the migration from format 1.
  *
  * - Format 1 (no `FORMAT` file): `objects/ab/cd/<hex>` holds the bytes and `<hex>.b3t` beside it
- *   the chunk table; a put costs three fsyncs (data, table, directory).
- * - Format 2 (`FORMAT` = `ron-storage-fs 2`): the table is a trailer in the object's own file
- *   (see `integrity.ts`); a put costs the same as a bare durable write: one file fsync, one
- *   rename, one directory fsync.
+ *   the chunk table; a put costs three fsyncs (data, table, directory) plus two more whenever it
+ *   creates one of the 65,536 shard directories.
+ * - Format 2 (`FORMAT` = `ron-storage-fs 2`): `objects/ab/<hex>`, the table a trailer in the
+ *   object's own file (see `integrity.ts`), the 256 shards created up front; a put costs the same
+ *   as a bare durable write: one file fsync, one rename, one directory fsync.
  *
  * Opening a format-1 directory migrates it in place, object by object: the old data file and
  * table are first hard-linked into `backup-format-1/` (same layout; copied when the filesystem
- * refuses links), then a new file (copy of the bytes + trailer) is written in `tmp/`, fsynced and
- * renamed over the old one, and the sidecar is removed. `FORMAT` is written last, so a crash
- * mid-way resumes on the next start (an object already carrying a valid trailer is not
- * migrated twice). Objects format 1 would have removed as torn (no valid table) are moved to the
+ * refuses links), then the new file (copy of the bytes + trailer) is written in `tmp/`, fsynced
+ * and renamed to `objects/ab/<hex>`, and the old files are removed. `FORMAT` is written last, so
+ * a crash mid-way resumes on the next start (an object already in place with a valid trailer is
+ * not migrated twice). Objects format 1 would have removed as torn (no valid table) are moved to the
  * backup only. Delete `backup-format-1/` once the node runs well. A directory of a newer or
  * unknown format is refused with a clear error.
  *
@@ -20,7 +21,7 @@
  */
 
 import { constants } from 'node:fs'
-import { copyFile, link, mkdir, open, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises'
+import { copyFile, link, mkdir, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { MalformedError } from '@ron/core'
 import type { Address } from '@ron/core'
@@ -90,59 +91,55 @@ export async function prepareFormat(dir: string, objectsDir: string, tmpDir: str
   return report
 }
 
+/** A format-1 directory has second-level shard directories (`objects/ab/cd/`). */
 async function hasShards(objectsDir: string): Promise<boolean> {
-  return (await readdirSafe(objectsDir)).some((n) => HEX2.test(n))
+  for (const a of (await readdirSafe(objectsDir)).filter((n) => HEX2.test(n))) {
+    if ((await readdirSafe(join(objectsDir, a))).some((n) => HEX2.test(n))) return true
+  }
+  return false
 }
 
 async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, doFsync: boolean): Promise<MigrationReport> {
   const backup = join(dir, BACKUP_DIR)
   const report: MigrationReport = { from: 1, objects: 0, unusable: 0, backup }
   for (const a of (await readdirSafe(objectsDir)).filter((n) => HEX2.test(n)).sort()) {
-    for (const b of (await readdirSafe(join(objectsDir, a))).filter((n) => HEX2.test(n)).sort()) {
+    const target = join(objectsDir, a)
+    for (const b of (await readdirSafe(target)).filter((n) => HEX2.test(n)).sort()) {
       const shard = join(objectsDir, a, b)
       const backupShard = join(backup, 'objects', a, b)
       const names = new Set(await readdirSafe(shard))
-      let changed = false
       const keep = async (name: string): Promise<void> => {
         await mkdir(backupShard, { recursive: true })
         await linkOrCopy(join(shard, name), join(backupShard, name))
       }
+      const drop = async (...paths: string[]): Promise<void> => {
+        for (const p of paths) await rm(p, { force: true })
+      }
       for (const name of [...names].sort()) {
-        const dataPath = join(shard, name)
+        const oldData = join(shard, name)
         if (HEX64.test(name)) {
           const address: Address = `b3:${name}`
-          const tablePath = dataPath + LEGACY_TABLE_SUFFIX
-          // Already migrated by an interrupted earlier run: a valid trailer for this address.
-          const current = await openObject(dataPath, address, false, () => undefined)
-          if (current !== undefined) await current.fh.close()
-          const migrated = current !== undefined && 'table' in current.opened
-          if (migrated) {
-            if (names.has(name + LEGACY_TABLE_SUFFIX)) {
-              await rm(tablePath, { force: true })
-              changed = true
-            }
-            continue
-          }
-          if (!names.has(name + LEGACY_TABLE_SUFFIX)) {
-            // Format 1 would have removed this as a torn put: keep it in the backup only.
-            await keep(name)
-            await rm(dataPath, { force: true })
-            report.unusable++
-            changed = true
-            continue
-          }
+          const oldTable = oldData + LEGACY_TABLE_SUFFIX
+          const hasTable = names.has(name + LEGACY_TABLE_SUFFIX)
           await keep(name)
-          await keep(name + LEGACY_TABLE_SUFFIX)
-          const table = decodeTable(await readFile(tablePath), { address })
+          if (hasTable) await keep(name + LEGACY_TABLE_SUFFIX)
+          const newPath = join(target, name)
+          // Already migrated by an interrupted earlier run: in place with a valid trailer.
+          const current = await openObject(newPath, address, false, () => undefined)
+          if (current !== undefined) await current.fh.close()
+          if (current !== undefined && 'table' in current.opened) {
+            await drop(oldData, oldTable)
+            continue
+          }
+          const table = hasTable ? decodeTable(await readFile(oldTable), { address }) : 'table_missing'
           if (typeof table === 'string') {
-            await rm(dataPath, { force: true })
-            await rm(tablePath, { force: true })
+            // Format 1 would have removed this as a torn put: it stays in the backup only.
+            await drop(oldData, oldTable)
             report.unusable++
-            changed = true
             continue
           }
           const tmp = join(tmpDir, `migrate-${name}`)
-          await copyFile(dataPath, tmp, constants.COPYFILE_FICLONE)
+          await copyFile(oldData, tmp, constants.COPYFILE_FICLONE)
           const fh = await open(tmp, 'a')
           try {
             await writeAll(fh, encodeTrailer(table))
@@ -150,20 +147,20 @@ async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, do
           } finally {
             await fh.close()
           }
-          await rename(tmp, dataPath)
-          await rm(tablePath, { force: true })
+          await rename(tmp, newPath)
+          await drop(oldData, oldTable)
           report.objects++
-          changed = true
         } else if (name.endsWith(LEGACY_TABLE_SUFFIX) && HEX64.test(name.slice(0, -LEGACY_TABLE_SUFFIX.length)) && !names.has(name.slice(0, -LEGACY_TABLE_SUFFIX.length))) {
           // A table whose object never arrived.
           await keep(name)
-          await rm(dataPath, { force: true })
+          await drop(oldData)
           report.unusable++
-          changed = true
         }
       }
-      if (changed && doFsync) await fsyncDir(shard)
+      await rmdir(shard).catch(() => undefined) // only when empty: unknown files stay
     }
+    // The renames into objects/ab must be durable before FORMAT says the migration is done.
+    if (doFsync) await fsyncDir(target)
   }
   return report
 }

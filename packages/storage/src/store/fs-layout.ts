@@ -4,25 +4,29 @@
  *
  * ```
  * <dir>/FORMAT                        "ron-storage-fs 2"
- * <dir>/objects/ab/cd/<64 hex>       object bytes + chunk table trailer (see integrity.ts)
+ * <dir>/objects/ab/<64 hex>          object bytes + chunk table trailer (see integrity.ts);
+ *                                    ab = first byte of the digest; all 256 created up front
  * <dir>/tmp/<uuid>.data              puts in progress (same filesystem, so rename is atomic)
  * <dir>/backup-format-1/             what a migration from format 1 replaced (see fs-format.ts)
  * ```
  *
  * An object file is written whole in `tmp/`, fsynced, and renamed into place, so an object is
- * never visible without its integrity data and there is no torn state to recover from.
+ * never visible without its integrity data and there is no torn state to recover from. The 256
+ * shard directories exist from the start, so a put never creates a directory (which would cost
+ * an fsync of its parent to be durable): a put's durability costs exactly what a bare durable
+ * write costs, one file fsync and one directory fsync.
  *
  * @module
  */
 
-import { open, readdir, rm } from 'node:fs/promises'
+import { mkdir, open, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { NotReadyError, isRonError, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
 
 /** Where one object lives. */
 export interface ObjectPaths {
-  /** Shard directory. */
+  /** Shard directory (`objects/ab`). */
   dir: string
   /** The object file (its bytes from offset 0, then the chunk table trailer). */
   data: string
@@ -35,8 +39,20 @@ export interface ObjectPaths {
  */
 export function objectPaths(objectsDir: string, address: Address): ObjectPaths {
   const hex = parseAddress(address, 'address').slice(3)
-  const dir = join(objectsDir, hex.slice(0, 2), hex.slice(2, 4))
+  const dir = join(objectsDir, hex.slice(0, 2))
   return { dir, data: join(dir, hex) }
+}
+
+/** The 256 shard directory names, `00` … `ff`. */
+export const SHARDS: readonly string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
+
+/** Creates the shard directories that are missing (and makes their entries durable). */
+export async function ensureShards(objectsDir: string, doFsync: boolean): Promise<void> {
+  const present = new Set(await readdir(objectsDir))
+  const missing = SHARDS.filter((s) => !present.has(s))
+  if (missing.length === 0) return
+  await Promise.all(missing.map((s) => mkdir(join(objectsDir, s), { recursive: true })))
+  if (doFsync) await fsyncDir(objectsDir)
 }
 
 /** Makes a directory's entries (creations, renames, unlinks) durable. */

@@ -7,6 +7,7 @@
  */
 
 import { randomUUID } from 'node:crypto'
+import { setMaxListeners } from 'node:events'
 import { mkdir, open, readdir, rename, rm, statfs, writeFile } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
@@ -15,7 +16,7 @@ import type { Address } from '@ron/core'
 import { DEFAULT_CHUNK_SIZE, checkChunkSize, encodeTrailer } from './integrity.js'
 import type { ChunkTable } from './integrity.js'
 import { attempt, ingest } from './ingest.js'
-import { fsyncDir, hasCode, ioReason, mapIoError, objectPaths, recover } from './fs-layout.js'
+import { ensureShards, fsyncDir, hasCode, ioReason, mapIoError, objectPaths, recover } from './fs-layout.js'
 import type { ObjectPaths, RecoveryReport } from './fs-layout.js'
 import { PipelinedWriter, readAt } from './fs-io.js'
 import { prepareFormat } from './fs-format.js'
@@ -58,7 +59,7 @@ const HEX2 = /^[0-9a-f]{2}$/
  * in `tmp/` are removed; objects need no scan).
  *
  * A put writes `tmp/<uuid>.data` while hashing (one pass yields the address and the chunk table),
- * appends the table, fsyncs the file, calls `beforeCommit`, renames it into `objects/ab/cd/` and
+ * appends the table, fsyncs the file, calls `beforeCommit`, renames it into `objects/ab/` and
  * fsyncs that directory before resolving: the durability of a bare temp-file-fsync-rename write,
  * nothing more. A put of an object that already exists still renames its freshly verified copy
  * over the old one (`created: false`), so re-uploading the right bytes heals a copy that rotted on
@@ -85,10 +86,13 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
   await mkdir(tmpDir, { recursive: true })
   const recovered = await recover(tmpDir)
   const migrated = await prepareFormat(opts.dir, objectsDir, tmpDir, doFsync)
+  await ensureShards(objectsDir, doFsync)
   const recovery: RecoveryReport & { migrated?: MigrationReport } = migrated === undefined ? recovered : { ...recovered, migrated }
   const cache = new SmallObjectCache(opts.cacheBytes ?? 8 * 1024 * 1024)
 
   const closing = new AbortController()
+  // Every put in flight listens on it once (bounded by the service's writer slots): not a leak.
+  setMaxListeners(0, closing.signal)
   let closed = false
   let closePromise: Promise<void> | undefined
   const inflight = new Set<Promise<unknown>>()
@@ -137,15 +141,9 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     return 'table' in o.opened && o.opened.table.size === size
   }
 
-  async function mkdirShard(dir: string): Promise<void> {
-    const first = await mkdir(dir, { recursive: true })
-    if (first !== undefined) {
-      // New directories must themselves be durable entries of their parents.
-      for (let d = dirname(dir); d.length >= objectsDir.length; d = dirname(d)) {
-        await syncDir(d)
-        if (d === objectsDir) break
-      }
-    }
+  /** Puts a shard directory back if someone removed it (they exist from the start). */
+  async function restoreShard(dir: string): Promise<void> {
+    if ((await mkdir(dir, { recursive: true })) !== undefined) await syncDir(dirname(dir))
   }
 
   /**
@@ -161,8 +159,13 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     return withLock(table.address, async () => {
       checkOpen()
       const existed = await usableCopy(p.data, table.address, table.size)
-      await mkdirShard(p.dir)
-      await rename(tmpData, p.data)
+      try {
+        await rename(tmpData, p.data)
+      } catch (e) {
+        if (!hasCode(e, 'ENOENT')) throw e
+        await restoreShard(p.dir)
+        await rename(tmpData, p.data)
+      }
       cache.delete(table.address)
       await syncDir(p.dir)
       return replace || !existed
@@ -324,13 +327,11 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
   async function* list(signal?: AbortSignal): AsyncGenerator<Address> {
     checkOpen()
     for (const a of (await readdirOrEmpty(objectsDir)).filter((n) => HEX2.test(n)).sort()) {
-      for (const b of (await readdirOrEmpty(join(objectsDir, a))).filter((n) => HEX2.test(n)).sort()) {
-        const names = await readdirOrEmpty(join(objectsDir, a, b))
-        for (const name of names) {
-          if (signal?.aborted) throw abortReason(signal)
-          checkOpen()
-          if (HEX64.test(name)) yield `b3:${name}`
-        }
+      const names = await readdirOrEmpty(join(objectsDir, a))
+      for (const name of names) {
+        if (signal?.aborted) throw abortReason(signal)
+        checkOpen()
+        if (HEX64.test(name)) yield `b3:${name}`
       }
     }
   }

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { setMaxListeners } from 'node:events'
 import { ClosedError, IntegrityFailedError, abortReason, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
 import { DEFAULT_CHUNK_SIZE, checkChunkSize, decodeTable } from './integrity.js'
@@ -61,6 +62,7 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
   const chunkSize = checkChunkSize(opts.chunkSize ?? DEFAULT_CHUNK_SIZE)
   const objects = new Map<Address, MemoryRecord>()
   const closing = new AbortController()
+  setMaxListeners(0, closing.signal) // one listener per put in flight
   let closed = false
 
   const checkOpen = (): void => {

@@ -3,7 +3,7 @@
  * before the layout changed) is migrated on open with a backup; an interrupted migration resumes;
  * an unknown or newer format is refused with a clear error.
  */
-import { cp, mkdtemp, readFile, readdir, rm, writeFile, link, stat } from 'node:fs/promises'
+import { cp, link, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -64,7 +64,7 @@ describe('fs store format', () => {
     }
     // No sidecars left; the backup holds exactly the old files, byte for byte.
     const after = await walk(dir)
-    expect(after.filter((f) => f.startsWith('objects/') && f.endsWith('.b3t'))).toEqual([])
+    expect(after.filter((f) => f.startsWith('objects/'))).toEqual(objects.map((o) => join('objects', o.address.slice(3, 5), o.address.slice(3))).sort())
     const backup = after.filter((f) => f.startsWith('backup-format-1/')).map((f) => f.slice('backup-format-1/'.length))
     expect(backup).toEqual(before)
     for (const f of before) expect((await readFile(join(dir, 'backup-format-1', f))).equals(await readFile(join(FIXTURE, f)))).toBe(true)
@@ -81,14 +81,17 @@ describe('fs store format', () => {
     const store = await createFsStore({ dir })
     await store.close()
     // Back to "crashed mid-migration": FORMAT not yet written, one object migrated but its old
-    // table not yet removed, another not migrated at all.
+    // files not yet removed, another not migrated at all.
     await rm(join(dir, 'FORMAT'))
     const [done, todo] = objects.filter((o) => o.size > 0)
-    const shardOf = (a: Address): string => join('objects', a.slice(3, 5), a.slice(5, 7), a.slice(3))
-    await link(join(dir, 'backup-format-1', `${shardOf(done!.address)}.b3t`), join(dir, `${shardOf(done!.address)}.b3t`))
-    await rm(join(dir, shardOf(todo!.address)))
-    await cp(join(FIXTURE, shardOf(todo!.address)), join(dir, shardOf(todo!.address)))
-    await cp(join(FIXTURE, `${shardOf(todo!.address)}.b3t`), join(dir, `${shardOf(todo!.address)}.b3t`))
+    const v1 = (a: Address): string => join('objects', a.slice(3, 5), a.slice(5, 7), a.slice(3))
+    const v2 = (a: Address): string => join('objects', a.slice(3, 5), a.slice(3))
+    for (const o of [done!, todo!]) {
+      await mkdir(join(dir, v1(o.address), '..'), { recursive: true })
+      await link(join(dir, 'backup-format-1', v1(o.address)), join(dir, v1(o.address)))
+      await link(join(dir, 'backup-format-1', `${v1(o.address)}.b3t`), join(dir, `${v1(o.address)}.b3t`))
+    }
+    await rm(join(dir, v2(todo!.address)))
     const again = await createFsStore({ dir })
     expect(again.recovery.migrated).toMatchObject({ from: 1, objects: 1, unusable: 0 })
     for (const o of objects) {
@@ -106,10 +109,13 @@ describe('fs store format', () => {
     const victim = objects.find((o) => o.size === 3000)!
     const path = join(dir, 'objects', victim.address.slice(3, 5), victim.address.slice(5, 7), victim.address.slice(3))
     await writeFile(`${path}.b3t`, bytes(40)) // a torn table
+    const fixtureTable = await readFile(join(FIXTURE, 'objects', victim.address.slice(3, 5), victim.address.slice(5, 7), `${victim.address.slice(3)}.b3t`))
     const store = await createFsStore({ dir })
     expect(store.recovery.migrated).toMatchObject({ objects: objects.length - 1, unusable: 1 })
     expect(await store.open(victim.address)).toBeUndefined()
-    expect((await stat(join(dir, 'backup-format-1', 'objects', victim.address.slice(3, 5), victim.address.slice(5, 7), victim.address.slice(3)))).size).toBe(3000)
+    const kept = join(dir, 'backup-format-1', 'objects', victim.address.slice(3, 5), victim.address.slice(5, 7), victim.address.slice(3))
+    expect((await stat(kept)).size).toBe(3000)
+    expect((await readFile(`${kept}.b3t`)).equals(fixtureTable)).toBe(false) // the torn one, as found
     await store.close()
   })
 

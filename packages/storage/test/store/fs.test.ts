@@ -46,7 +46,8 @@ describe('fs store on disk', () => {
     const data = bytes(3 * CS)
     const { address } = await store.put(once(data))
     const hex = address.slice(3)
-    expect(await files(dir)).toEqual(['FORMAT', join('objects', hex.slice(0, 2), hex.slice(2, 4), hex)])
+    expect(await files(dir)).toEqual(['FORMAT', join('objects', hex.slice(0, 2), hex)])
+    expect((await readdir(join(dir, 'objects'))).length).toBe(256) // every shard exists from the start
     expect(await readFile(join(dir, 'FORMAT'), 'utf8')).toBe('ron-storage-fs 2\n')
     const file = await readFile(store.pathsOf(address).data)
     expect(file.length).toBe(3 * CS + (56 + 3 * 32 + 32) + 16)
