@@ -1,6 +1,14 @@
 /**
- * Minimal side-by-side benchmark harness: every measurement runs next to its baseline in the same
- * process, alternating rounds so drift affects both, and is reported as a ratio.
+ * The benchmark harness. Two kinds of measurement, both always beside a baseline and reported as
+ * ratios:
+ *
+ * - in-process micro benchmarks (`compare`/`report`): CPU-bound functions (hashing, token checks,
+ *   queue hand-offs) next to their peer library, alternating rounds in one process;
+ * - out-of-process system benchmarks (`alternate`/`printRounds` with `spawnServer`/`spawnLoad`
+ *   from `process.ts`): every server and the load generator in its own process, contenders
+ *   alternating within each round, median and [min..max] of the per-round ratios.
+ *
+ * See `bench/README.md` for how to add a case.
  */
 
 export interface Case {
@@ -56,4 +64,69 @@ export function report(title: string, rows: Measured[], unit = 'ops/s'): void {
 
 function fmt(n: number): string {
   return n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Out-of-process rounds (see process.ts): alternate contenders within each round, then report
+// the median and [min..max] of per-round ratios to the baseline.
+
+/** `--full` on the command line (or `RON_BENCH_FULL=1`): longer runs, bigger objects, soak. */
+export const FULL = process.argv.includes('--full') || process.env.RON_BENCH_FULL === '1'
+
+/** One side of a comparison: `measure()` runs one round and returns its figure. */
+export interface Contender<T = number> {
+  name: string
+  measure(): Promise<T>
+}
+
+/**
+ * Runs `warmup` unrecorded rounds, then `rounds` recorded ones; within a round every contender
+ * runs once, and the order rotates from round to round so drift and "who goes first" fall on
+ * every side alike. Returns `samples[contender][round]`.
+ */
+export async function alternate<T>(contenders: Contender<T>[], opts: { rounds: number; warmup?: number }): Promise<T[][]> {
+  const samples = contenders.map(() => [] as T[])
+  const total = (opts.warmup ?? 1) + opts.rounds
+  for (let r = 0; r < total; r++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const i = (k + r) % contenders.length
+      const v = await contenders[i]!.measure()
+      if (r >= total - opts.rounds) samples[i]!.push(v)
+    }
+  }
+  return samples
+}
+
+/** Median and range of a sample. */
+export interface Spread {
+  median: number
+  min: number
+  max: number
+}
+
+export function spread(xs: number[]): Spread {
+  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) }
+}
+
+/** Per-round ratios `samples[i][r] / samples[base][r]`, summarised. */
+export function ratios(samples: number[][], i: number, base = 0): Spread {
+  return spread(samples[i]!.map((v, r) => v / samples[base]![r]!))
+}
+
+/**
+ * Prints one comparison: each contender's median figure, and its per-round ratio to the first
+ * contender as `median [min..max]`. `lowerIsBetter` (latencies) prints the ratio as "× slower".
+ */
+export function printRounds(title: string, unit: string, names: string[], samples: number[][], opts: { lowerIsBetter?: boolean; note?: string } = {}): void {
+  console.log(`\n## ${title}`)
+  if (opts.note !== undefined) console.log(opts.note)
+  const rounds = samples[0]!.length
+  const label = opts.lowerIsBetter === true ? `x of ${names[0]} (>1 = slower)` : `ratio vs ${names[0]}`
+  console.log(`${'case'.padEnd(44)} ${unit.padStart(12)}  ${label}, median [min..max] of ${rounds} rounds`)
+  for (const [i, name] of names.entries()) {
+    const s = spread(samples[i]!)
+    const r = ratios(samples, i)
+    const ratio = i === 0 ? '1.00x' : `${r.median.toFixed(2)}x [${r.min.toFixed(2)}..${r.max.toFixed(2)}]`
+    console.log(`${name.padEnd(44)} ${fmt(s.median).padStart(12)}  ${ratio}`)
+  }
 }

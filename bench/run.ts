@@ -1,19 +1,27 @@
 /**
- * `npm run bench`: runs every benchmark module in `bench/` side by side with its baseline and
- * prints ratios. Pass names to run a subset: `npm run bench -- kit hash`.
+ * `npm run bench` (quick, about a minute: the out-of-process host and storage benchmarks) and
+ * `npm run bench -- --full` (every module, longer rounds, 1 GiB objects, soak). Pass names to run
+ * a subset: `npx tsx bench/run.ts storage`, `npx tsx bench/run.ts --full hash kit`.
  */
 import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { FULL } from './harness.js'
+
+/** Modules of the quick run: the system benchmarks, servers out of process. */
+const QUICK = ['http', 'storage']
 
 const dir = fileURLToPath(new URL('.', import.meta.url))
-const only = process.argv.slice(2)
+const only = process.argv.slice(2).filter((a) => !a.startsWith('--'))
 const modules = readdirSync(dir)
   .filter((f) => f.endsWith('.bench.ts'))
-  .filter((f) => only.length === 0 || only.some((o) => f.startsWith(o)))
+  .filter((f) => (only.length > 0 ? only.some((o) => f.startsWith(o)) : FULL || QUICK.some((q) => f.startsWith(`${q}.`))))
   .sort()
 
+console.log(`# RON benchmarks (${FULL ? 'full' : 'quick'}), node ${process.version}, ${new Date().toISOString()}`)
 for (const file of modules) {
   const mod = (await import(`./${file}`)) as { run: () => Promise<void> }
+  const t0 = performance.now()
   console.log(`\n# ${file}`)
   await mod.run()
+  console.log(`\n(${file}: ${((performance.now() - t0) / 1000).toFixed(1)} s)`)
 }

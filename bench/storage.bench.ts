@@ -1,318 +1,157 @@
 /**
- * Storage benchmarks (issue 4, item 8). Everything runs side by side with a bare `node:http`
- * baseline in the same process, on the same disk, over real sockets, with the same undici client:
+ * Storage data path, out of process (issue 10). Servers, each in its own process, on the same
+ * disk: the storage service on its defaults (`servers/ron-storage.ts`), a bare `node:http` server
+ * (`servers/bare.ts`: reads the file per request; PUT = temp file + fsync + rename + dir fsync)
+ * and `serve-handler` (GETs). The load generator is another process (`load-child.ts`). Cases
+ * alternate within each round; every figure is the median of the rounds, every ratio the median
+ * [min..max] of per-round ratios. Memory is sampled inside each server process.
  *
- * - PUT and GET throughput of 1 MiB and 64 MiB objects: the storage service (hash while streaming,
- *   temp file + fsync + rename + dir fsync, verified 64 KiB chunks on the way out) vs a bare server
- *   that writes the body to a temp file + fsync + rename, and serves the object file with
- *   `fs.createReadStream` (no hashing, no verification);
- * - p95 latency of a 1 MiB PUT and of a 64 KiB range GET at concurrency 16;
- * - peak RSS while streaming a 1 GiB object out (service and baseline).
+ * Quick by default (about a minute); `--full` for longer rounds, 1 GiB objects and a PUT soak.
  */
-import { createReadStream, createWriteStream } from 'node:fs'
-import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises'
-import { createServer } from 'node:http'
-import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
-import { Agent, request } from 'undici'
-import { serve } from '@ron/core'
-import { createTestIssuer } from '@ron/core/testing'
-import { createFsStore, createStorageService } from '@ron/storage'
-import { compare, median, report } from './harness.js'
+import { FULL, alternate, median, printRounds, spread } from './harness.js'
+import { spawnLoad, spawnServer, type LoadGenerator, type LoadResult, type ServerProcess } from './process.js'
 
-const MiB = 1024 * 1024
+const KiB = 1024
+const MiB = 1024 * KiB
+const GiB = 1024 * MiB
+const ROUNDS = FULL ? 7 : 5
 
-function fill(n: number, seed: number): Buffer {
-  const b = Buffer.allocUnsafe(n)
-  let x = seed >>> 0 || 1
-  for (let i = 0; i + 4 <= n; i += 4) {
-    x ^= x << 13
-    x ^= x >>> 17
-    x ^= x << 5
-    b.writeUInt32LE(x >>> 0, i)
-  }
-  return b
-}
+const P = FULL
+  ? { getBig: 4, getBig4: 8, rateSec: 5, range: 16 * 40, put1: 60, put16: 16 * 8, bigSize: GiB, bigRounds: 5, slowRate: 128 * MiB, soak: 30 }
+  : { getBig: 2, getBig4: 4, rateSec: 0.5, range: 16 * 8, put1: 20, put16: 16 * 3, bigSize: 64 * MiB, bigRounds: 5, slowRate: 64 * MiB, soak: 0 }
 
-/** Object path of the fs backend layout (objects/ab/cd/<hex>). */
-function objectPath(dir: string, address: string): string {
-  const hex = address.slice(3)
-  return join(dir, 'objects', hex.slice(0, 2), hex.slice(2, 4), hex)
-}
+const mib = (b: number): string => `${(b / MiB).toFixed(0)} MiB`
 
-function p95(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.ceil(s.length * 0.95) - 1)]!
-}
-
-async function drain(body: AsyncIterable<Uint8Array>): Promise<number> {
-  let n = 0
-  for await (const c of body) n += c.length
-  return n
-}
-
-/** The baseline: a bare node:http server on the same disk. */
-async function bareServer(dir: string, storeDir: string): Promise<{ url: string; close(): Promise<void> }> {
-  let seq = 0
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    void (async () => {
-      try {
-        if (req.method === 'PUT') {
-          const tmp = join(dir, `up-${++seq}`)
-          await pipeline(req, createWriteStream(tmp))
-          const fh = await open(tmp, 'r+')
-          await fh.sync()
-          await fh.close()
-          await rename(tmp, join(dir, `obj-${seq % 64}`))
-          res.writeHead(201, { 'content-type': 'application/json' }).end('{}')
-          return
-        }
-        const address = (req.url ?? '').slice(3)
-        const path = objectPath(storeDir, address)
-        const size = (await stat(path)).size
-        const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '')
-        if (m) {
-          const start = Number(m[1])
-          const end = Math.min(Number(m[2]), size - 1)
-          res.writeHead(206, { 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${size}` })
-          await pipeline(createReadStream(path, { start, end, highWaterMark: 64 * 1024 }), res)
-        } else {
-          res.writeHead(200, { 'content-length': size })
-          await pipeline(createReadStream(path, { highWaterMark: 64 * 1024 }), res)
-        }
-      } catch {
-        if (!res.headersSent) res.writeHead(500)
-        res.end()
-      }
-    })()
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections()
-        server.close(() => r())
-      }),
-  }
+function checkOk(name: string, r: LoadResult, what: string): LoadResult {
+  const bad = Object.entries(r.statuses).filter(([k, v]) => !k.startsWith('2') && v > 0)
+  if (r.errors > 0 || bad.length > 0) throw new Error(`${name} ${what}: ${r.errors} errors, statuses ${JSON.stringify(r.statuses)}`)
+  return r
 }
 
 export async function run(): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), 'ron-bench-storage-'))
-  const storeDir = join(root, 'store')
   const bareDir = join(root, 'bare')
-  await (await import('node:fs/promises')).mkdir(bareDir, { recursive: true })
-  const issuer = createTestIssuer()
-  const svc = await createStorageService({
-    dataDir: storeDir,
-    auth: { keys: issuer.keys },
-    putConcurrency: 16,
-    getConcurrency: 32,
-  })
-  const server = await serve(svc, { port: 0 })
-  const bare = await bareServer(bareDir, storeDir)
-  const token = issuer.mint({ scope: 'storage:write', aud: 'storage' })
-  const dispatcher = new Agent({ connections: 32, pipelining: 1, keepAliveTimeout: 10_000 })
-  const auth = { authorization: `Bearer ${token}` }
-
-  const putTo = async (base: string, body: Buffer): Promise<string> => {
-    const res = await request(`${base}/o`, { method: 'PUT', body, headers: { ...auth, 'content-length': String(body.length) }, dispatcher })
-    const text = await res.body.text()
-    if (res.statusCode >= 300) throw new Error(`PUT ${base}: ${res.statusCode} ${text}`)
-    return text
-  }
-  const getFrom = async (base: string, address: string, range?: string): Promise<number> => {
-    const res = await request(`${base}/o/${address}`, { method: 'GET', headers: range ? { range } : {}, dispatcher })
-    const n = await drain(res.body)
-    if (res.statusCode >= 300) throw new Error(`GET ${base}: ${res.statusCode}`)
-    return n
-  }
-
+  await mkdir(bareDir, { recursive: true })
+  const started: Array<{ stop(): Promise<void> }> = []
   try {
-    for (const size of [1 * MiB, 64 * MiB]) {
-      const label = size === MiB ? '1 MiB' : '64 MiB'
-      const ops = size === MiB ? 16 : 1
-      const rounds = 3
-      const body = fill(size, 7)
-      let n = 0
-      const fresh = (): Buffer => {
-        body.writeUInt32LE(++n, 0) // new content every time: every service PUT creates an object
-        return body
-      }
-      const put = await compare(
-        { name: `bare node:http PUT ${label}`, fn: () => putTo(bare.url, fresh()) },
-        [{ name: `storage service PUT ${label}`, fn: () => putTo(server.url, fresh()) }],
-        { ops, rounds },
-      )
-      report(`PUT throughput, ${label} objects (fsync on both sides)`, put.map((m) => ({ ...m, opsPerSec: (m.opsPerSec * size) / MiB })), 'MiB/s')
+    const load = await spawnLoad()
+    started.push(load)
+    const ron = await spawnServer('storage service', './servers/ron-storage.ts', { dir: join(root, 'ron') })
+    started.push(ron)
+    const bare = await spawnServer('bare node:http', './servers/bare.ts', { dir: bareDir })
+    started.push(bare)
+    const sh = await spawnServer('serve-handler', './servers/serve-handler.ts', { dir: bareDir })
+    started.push(sh)
+    const tokenOf = (s: ServerProcess): Record<string, string> => ({ authorization: `Bearer ${String(s.extra.token)}` })
+    const auth = tokenOf(ron)
+    const headersOf = (s: ServerProcess): Record<string, string> => (s.extra.token === undefined ? {} : tokenOf(s))
 
-      const { address } = JSON.parse(await putTo(server.url, fill(size, 99))) as { address: string }
-      const get = await compare(
-        { name: `bare node:http GET ${label}`, fn: () => getFrom(bare.url, address) },
-        [{ name: `storage service GET ${label} (verified)`, fn: () => getFrom(server.url, address) }],
-        { ops: size === MiB ? 32 : 2, rounds },
+    // Seed the same bytes on both stores (bare names the file after the address).
+    const seed = async (size: number, seedNo: number): Promise<string> => {
+      let address = ''
+      for (const s of [ron, bare]) {
+        const job = { url: s.url, path: '/o', size, seed: seedNo, headers: headersOf(s), expectAddress: true }
+        const r = size > 64 * MiB ? await load.run({ kind: 'put-stream', ...job }) : await load.run({ kind: 'put', ...job, concurrency: 1, requests: 1, fresh: false })
+        checkOk(s.name, r, 'seed')
+        address = (JSON.parse(r.lastBody!) as { address: string }).address
+      }
+      return address
+    }
+    const small = await seed(4 * KiB, 1)
+    const big = await seed(64 * MiB, 2)
+    console.log(`mode: ${FULL ? 'full' : 'quick'}; ${ROUNDS} rounds + 1 warm-up; servers and load generator in separate processes`)
+
+    const getters = [bare, sh, ron]
+    const names = getters.map((s) => (s === ron ? 'storage service (verified)' : s.name))
+    const getCase = async (title: string, job: (s: ServerProcess) => Parameters<LoadGenerator['run']>[0], pick: (r: LoadResult) => number, unit: string, lowerIsBetter = false): Promise<LoadResult[][]> => {
+      const results = await alternate(
+        getters.map((s) => ({ name: s.name, measure: async () => checkOk(s.name, await load.run(job(s)), title) })),
+        { rounds: ROUNDS },
       )
-      report(`GET throughput, ${label} objects`, get.map((m) => ({ ...m, opsPerSec: (m.opsPerSec * size) / MiB })), 'MiB/s')
+      printRounds(title, unit, names, results.map((rs) => rs.map(pick)), { lowerIsBetter })
+      return results
     }
 
-    // Latency at concurrency 16.
-    const conc = 16
-    const perWorker = 6
-    const latencies = async (fn: (i: number) => Promise<unknown>, rounds = perWorker): Promise<number[]> => {
-      const out: number[] = []
-      await Promise.all(
-        Array.from({ length: conc }, async (_, w) => {
-          for (let k = 0; k < rounds; k++) {
-            const t0 = performance.now()
-            await fn(w * perWorker + k)
-            out.push(performance.now() - t0)
-          }
-        }),
-      )
-      return out
-    }
-    const bodies = Array.from({ length: conc }, (_, i) => fill(MiB, 1000 + i))
-    let seq = 0
-    const freshBody = (w: number): Buffer => {
-      const b = bodies[w % conc]!
-      b.writeUInt32LE(++seq, 0)
-      return b
-    }
-    const rows: Array<{ name: string; p95: number; p50: number }> = []
-    for (const [name, base] of [
-      ['bare node:http', bare.url],
-      ['storage service', server.url],
-    ] as const) {
-      await latencies((i) => putTo(base, freshBody(i)), 1) // warm-up
-      const l = await latencies((i) => putTo(base, freshBody(i)))
-      rows.push({ name: `${name} PUT 1 MiB`, p95: p95(l), p50: median(l) })
-    }
-    const big = JSON.parse(await putTo(server.url, fill(64 * MiB, 5))) as { address: string }
-    for (const [name, base] of [
-      ['bare node:http', bare.url],
-      ['storage service', server.url],
-    ] as const) {
-      let x = 12345
-      const range = (): string => {
-        x = (x * 1103515245 + 12345) >>> 0
-        const start = x % (64 * MiB - 64 * 1024)
-        return `bytes=${start}-${start + 64 * 1024 - 1}`
-      }
-      await latencies(() => getFrom(base, big.address, range()), 2) // warm-up
-      const l = await latencies(() => getFrom(base, big.address, range()))
-      rows.push({ name: `${name} GET 64 KiB range`, p95: p95(l), p50: median(l) })
-    }
-    console.log(`\n## Latency at concurrency ${conc} (${conc * perWorker} requests each)`)
-    console.log(`${'case'.padEnd(48)} ${'p50 ms'.padStart(10)} ${'p95 ms'.padStart(10)}`)
-    for (const r of rows) console.log(`${r.name.padEnd(48)} ${r.p50.toFixed(2).padStart(10)} ${r.p95.toFixed(2).padStart(10)}`)
+    await getCase(`GET 64 MiB, one stream (${P.getBig} per round)`, (s) => ({ kind: 'get', url: s.url, path: `/o/${big}`, concurrency: 1, requests: P.getBig, headers: headersOf(s) }), (r) => r.bytesPerSec / 1e6, 'MB/s')
+    await getCase(`GET 64 MiB, 4 streams (${P.getBig4} per round)`, (s) => ({ kind: 'get', url: s.url, path: `/o/${big}`, concurrency: 4, requests: P.getBig4, headers: headersOf(s) }), (r) => r.bytesPerSec / 1e6, 'MB/s')
+    await getCase(`GET 4 KiB, autocannon -c50 for ${P.rateSec} s (bare reads the file per request)`, (s) => ({ kind: 'rate', url: s.url, path: `/o/${small}`, connections: 50, durationSec: P.rateSec, headers: headersOf(s) }), (r) => r.rps, 'req/s')
+    const range = await getCase(
+      `Range GET 64 KiB of the 64 MiB object, c=16 (${P.range} per round): p95`,
+      (s) => ({ kind: 'get', url: s.url, path: `/o/${big}`, concurrency: 16, requests: P.range, headers: headersOf(s), ranges: { objectSize: 64 * MiB, length: 64 * KiB, seed: 42 } }),
+      (r) => r.p95,
+      'p95 ms',
+      true,
+    )
+    printRounds('Range GET 64 KiB, c=16: p50', 'p50 ms', names, range.map((rs) => rs.map((r) => r.p50)), { lowerIsBetter: true })
 
-    // Peak RSS while streaming a 1 GiB object out.
-    const GiB = 1024 * MiB
-    async function* gigabyte(): AsyncGenerator<Buffer> {
-      const piece = fill(MiB, 3)
-      for (let i = 0; i < 1024; i++) {
-        const b = Buffer.from(piece)
-        b.writeUInt32LE(i, 0)
-        yield b
-        await Promise.resolve()
+    // PUTs: bare (fsync + rename + dir fsync) vs the service.
+    const putters = [bare, ron]
+    const putNames = ['bare node:http (tmp+fsync+rename+dir fsync)', 'storage service']
+    const putCase = async (title: string, targets: ServerProcess[], conc: number, requests: number, note?: string): Promise<void> => {
+      const results = await alternate(
+        targets.map((s, i) => ({
+          name: s.name,
+          measure: async () => checkOk(s.name, await load.run({ kind: 'put', url: s.url, path: '/o', size: MiB, seed: 100 + conc * 10 + i, concurrency: conc, requests, headers: headersOf(s) }), title),
+        })),
+        { rounds: ROUNDS },
+      )
+      for (const [label, pick] of [['p50', (r: LoadResult) => r.p50], ['p95', (r: LoadResult) => r.p95], ['p99', (r: LoadResult) => r.p99]] as const) {
+        printRounds(`${title}: ${label}`, `${label} ms`, putNames, results.map((rs) => rs.map(pick)), { lowerIsBetter: true, ...(label === 'p50' && note ? { note } : {}) })
       }
+      printRounds(`${title}: throughput`, 'MB/s', putNames, results.map((rs) => rs.map((r) => r.bytesPerSec / 1e6)))
     }
-    const upRes = await request(`${server.url}/o`, { method: 'PUT', body: Readable.from(gigabyte()), headers: { ...auth, 'content-length': String(GiB) }, dispatcher })
-    const huge = JSON.parse(await upRes.body.text()) as { address: string }
-    if (upRes.statusCode >= 300) throw new Error(`1 GiB PUT failed: ${upRes.statusCode}`)
-    console.log(`\n## Peak RSS while streaming a 1 GiB object (client and server in this process)`)
-    for (const [name, base] of [
-      ['bare node:http', bare.url],
-      ['storage service (verified)', server.url],
-    ] as const) {
-      const before = process.memoryUsage().rss
-      let peak = before
-      const timer = setInterval(() => {
-        peak = Math.max(peak, process.memoryUsage().rss)
-      }, 20)
-      const t0 = performance.now()
-      const got = await getFrom(base, huge.address)
-      const secs = (performance.now() - t0) / 1000
-      clearInterval(timer)
-      if (got !== GiB) throw new Error(`short read ${got}`)
-      console.log(
-        `${name.padEnd(48)} rss before ${(before / MiB).toFixed(0)} MiB, peak ${(peak / MiB).toFixed(0)} MiB (+${((peak - before) / MiB).toFixed(1)} MiB), ${(GiB / MiB / secs).toFixed(0)} MiB/s`,
+    await putCase(`PUT 1 MiB, c=1 (${P.put1} per round)`, putters, 1, P.put1)
+    await putCase(`PUT 1 MiB, c=16 (${P.put16} per round)`, putters, 16, P.put16)
+
+    // Big PUT and slow-reading big GET, with RSS sampled in each server process.
+    const memRows: string[] = []
+    const bigPut = await alternate(
+      putters.map((s, i) => ({
+        name: s.name,
+        measure: async () => {
+          await s.memStart()
+          const r = checkOk(s.name, await load.run({ kind: 'put-stream', url: s.url, path: '/o', size: P.bigSize, seed: 300 + i * 50 + Math.floor(Math.random() * 40), headers: headersOf(s) }), 'big PUT')
+          const m = await s.memStop()
+          const idle = await s.idleRss(1000)
+          return { mbps: r.bytesPerSec / 1e6, peak: m.peak, start: m.start, idle }
+        },
+      })),
+      { rounds: P.bigRounds, warmup: 0 },
+    )
+    printRounds(`PUT ${mib(P.bigSize)}, one stream: throughput`, 'MB/s', putNames, bigPut.map((rs) => rs.map((r) => r.mbps)))
+    for (const i of putters.keys()) {
+      const rs = bigPut[i]!
+      memRows.push(
+        `${putNames[i]!.padEnd(44)} PUT ${mib(P.bigSize)}: RSS before ${mib(rs[0]!.start)}, peak during ${mib(spread(rs.map((r) => r.peak)).max)} (max of rounds), idle after each: ${rs.map((r) => mib(r.idle)).join(' → ')}`,
       )
     }
-
-    // The data layer alone (no HTTP): verified chunk reads vs a plain fs.createReadStream.
-    await server.close()
-    await svc.close()
-    const store = await createFsStore({ dir: storeDir })
-    console.log(`\n## Data layer only: reading the 1 GiB object (no HTTP)`)
-    const readers: Array<[string, () => AsyncIterable<Uint8Array>]> = [
-      ['fs.createReadStream (64 KiB, unverified)', () => createReadStream(objectPath(storeDir, huge.address), { highWaterMark: 64 * 1024 })],
-      [
-        'BlobReader.read() (64 KiB chunks, verified)',
-        () =>
-          (async function* () {
-            const r = (await store.open(huge.address as `b3:${string}`))!
-            try {
-              yield* r.read()
-            } finally {
-              await r.close()
-            }
-          })(),
-      ],
-    ]
-    let baseRate = 0
-    for (const [name, make] of readers) {
-      const before = process.memoryUsage().rss
-      let peak = before
-      const timer = setInterval(() => {
-        peak = Math.max(peak, process.memoryUsage().rss)
-      }, 20)
-      const t0 = performance.now()
-      const got = await drain(make())
-      const rate = got / MiB / ((performance.now() - t0) / 1000)
-      clearInterval(timer)
-      baseRate ||= rate
-      console.log(`${name.padEnd(48)} ${rate.toFixed(0).padStart(6)} MiB/s  ${(rate / baseRate).toFixed(2)}x  rss +${((peak - before) / MiB).toFixed(1)} MiB`)
+    // The slow reader: seed the big object on both, then read it at P.slowRate.
+    const huge = await seed(P.bigSize, 9)
+    for (const s of [bare, sh, ron]) {
+      await s.memStart()
+      const r = checkOk(s.name, await load.run({ kind: 'slow-get', url: s.url, path: `/o/${huge}`, bytesPerSec: P.slowRate, headers: headersOf(s) }), 'slow GET')
+      const m = await s.memStop()
+      const idle = await s.idleRss(1000)
+      if (r.bytes !== P.bigSize) throw new Error(`${s.name}: slow GET read ${r.bytes} bytes`)
+      memRows.push(`${(s === ron ? 'storage service (verified)' : s.name).padEnd(44)} GET ${mib(P.bigSize)} read at ${mib(P.slowRate)}/s: RSS before ${mib(m.start)}, peak ${mib(m.peak)} (+${mib(m.peak - m.start)}), idle after ${mib(idle)}`)
     }
+    console.log(`\n## Memory, sampled every 10 ms inside each server process`)
+    for (const row of memRows) console.log(row)
 
-    const piece = fill(64 * 1024, 11)
-    async function* pieces(tag: number): AsyncGenerator<Buffer> {
-      for (let i = 0; i < 4096; i++) {
-        const b = Buffer.from(piece)
-        b.writeUInt32LE(i, 0)
-        b.writeUInt32LE(tag, 4)
-        yield b
-        await Promise.resolve()
+    if (P.soak > 0) {
+      const idle: number[] = [await ron.idleRss(500)]
+      for (let i = 1; i <= P.soak; i++) {
+        checkOk('storage', await load.run({ kind: 'put-stream', url: ron.url, path: '/o', size: 64 * MiB, seed: 1000 + i, headers: auth }), 'soak')
+        if (i % 5 === 0) idle.push(await ron.idleRss(1000))
       }
+      console.log(`\n## Soak: ${P.soak} PUTs of fresh 64 MiB objects; storage idle RSS every 5: ${idle.map(mib).join(' → ')}`)
+      console.log(`(median of the last half: ${mib(median(idle.slice(idle.length >> 1)))})`)
     }
-    const rawRates: number[] = []
-    const storeRates: number[] = []
-    for (let round = 0; round < 3; round++) {
-      let t0 = performance.now()
-      const fh = await open(join(bareDir, `raw-${round}`), 'w')
-      for await (const b of pieces(round)) await fh.write(b)
-      await fh.sync()
-      await fh.close()
-      rawRates.push(256 / ((performance.now() - t0) / 1000))
-      t0 = performance.now()
-      await store.put(pieces(100 + round))
-      storeRates.push(256 / ((performance.now() - t0) / 1000))
-    }
-    report(`Data layer only: writing 256 MiB in 64 KiB pieces, fsync'd (no HTTP)`, [
-      { name: 'FileHandle.write + fsync (no hashing)', opsPerSec: median(rawRates) },
-      { name: 'BlobStore.put (hash + table + fsync + rename)', opsPerSec: median(storeRates) },
-    ], 'MiB/s')
-    await store.close()
   } finally {
-    await dispatcher.close()
-    await bare.close()
-    await server.close()
-    await svc.close()
+    for (const s of started.reverse()) await s.stop().catch(() => undefined)
     await rm(root, { recursive: true, force: true })
   }
 }

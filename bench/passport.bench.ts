@@ -1,0 +1,197 @@
+/**
+ * Passport benchmarks (issue 11 item 7), each beside its baseline:
+ *
+ * 1. first verification of a token (core verifier, cache off) vs jose `jwtVerify` — the
+ *    signature dominates, goal ≥ 0.95×;
+ * 2. repeated verification of the same token (core verifier's cache; revocation, expiry and key
+ *    retirement still checked) vs jose — goal ≥ 5×;
+ * 3. issuance: core `signToken` and passport's full issuance path (policy-free service token
+ *    through the issue pool and the KMS guard) vs jose `SignJWT`;
+ * 4. `POST /v1/passport/verify` req/s: passport (a full service, its own process) vs a bare
+ *    `node:http` handler doing the same verification (its own process), autocannon -c50 from
+ *    the parent — goal ≥ 0.7×;
+ * 5. revocation propagation on real time: passport in its own process, a follower
+ *    (`createRevocationFeed`, default 1 s poll, 5 s bound) over HTTP in the parent.
+ *
+ * This module is also the server factory of its out-of-process servers (default export, started
+ * by `server-child.ts` with `{ mode: 'passport' | 'bare', keyFile }`).
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import autocannon from 'autocannon'
+import { SignJWT, importJWK, jwtVerify } from 'jose'
+import {
+  ALL_SCOPES,
+  HttpTransport,
+  RevocationSet,
+  createRevocationFeed,
+  createTokenVerifier,
+  exportIssuerKey,
+  generateIssuerKey,
+  importIssuerKey,
+  isRonError,
+  serve,
+  signToken,
+  staticKeySource,
+} from '@ron/core'
+import { createPassportClient, createPassportService } from '@ron/passport'
+import { FULL, alternate, compare, printRounds, report, spread } from './harness.js'
+import { spawnServer } from './process.js'
+import type { ServerFactory } from './server-child.js'
+
+const POLICY = { callers: { admin: { scopes: ['*'], audiences: ['*'] } } }
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const c of req) chunks.push(c as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/** Server factory: passport itself, or the bare baseline verifying with the same key. */
+const start: ServerFactory = async (options) => {
+  const keyFile = String(options.keyFile)
+  if (options.mode === 'bare') {
+    const key = importIssuerKey(readFileSync(keyFile, 'utf8'))
+    const verifier = createTokenVerifier({ keys: staticKeySource([key]), revocations: new RevocationSet() })
+    const server = createServer((req, res) => {
+      void (async () => {
+        let out: unknown
+        try {
+          const body = JSON.parse(await readBody(req)) as { token: string; aud?: string }
+          out = { valid: true, claims: await verifier.verify(body.token, body.aud === undefined ? { audience: '', anyAudience: true } : { audience: body.aud }) }
+        } catch (e) {
+          out = { valid: false, reason: isRonError(e) ? e.details['reason'] : 'malformed' }
+        }
+        const text = JSON.stringify(out)
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+        res.end(text)
+      })()
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => server.close(() => r())) }
+  }
+  const passport = await createPassportService({ issuerKeyFile: keyFile, policy: POLICY })
+  const admin = await passport.mintAdminToken({ aud: ['passport', 'storage'], scope: [...ALL_SCOPES], ttlSec: 3600 })
+  const server = await serve(passport, { port: 0 })
+  return {
+    url: server.url,
+    extra: { adminToken: admin.token },
+    close: async () => {
+      await server.close()
+      await passport.close()
+    },
+  }
+}
+export default start
+
+export async function run(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'ron-bench-passport-'))
+  const stops: Array<{ stop(): Promise<void> }> = []
+  try {
+    const key = generateIssuerKey({ epoch: 1 })
+    const keyFile = join(dir, 'issuer.json')
+    writeFileSync(keyFile, exportIssuerKey(key), { mode: 0o600 })
+    const token = signToken(key, { sub: 'bench', aud: ['storage'], scope: 'storage:write storage:read', ttlSec: 3600, ron: { maxBytes: 1 << 20 } })
+    const required = { audience: 'storage', scope: 'storage:write' }
+    const revocations = new RevocationSet()
+    for (let i = 0; i < 1000; i++) revocations.add(`revoked-${i}`, Math.floor(Date.now() / 1000) + 3600)
+    const joseKey = await importJWK(key.publicJwk, 'EdDSA')
+    const joseVerify = { name: 'jose jwtVerify (EdDSA, aud check)', fn: () => jwtVerify(token, joseKey, { audience: 'storage', algorithms: ['EdDSA'] }) }
+
+    // 1. First verification: every call is a token never seen (cache off).
+    const cold = createTokenVerifier({ keys: staticKeySource([key]), revocations, cache: false })
+    const first = await compare(joseVerify, [{ name: 'ron verifier, first sight (cache off)', fn: () => cold.verify(token, required) }], { ops: FULL ? 5000 : 2000, rounds: FULL ? 7 : 5 })
+    report('First verification of a token vs jose (goal >= 0.95x)', first)
+
+    // 2. Repeated verification of the same bearer token.
+    const warm = createTokenVerifier({ keys: staticKeySource([key]), revocations })
+    await warm.verify(token, required)
+    const again = await compare(joseVerify, [{ name: 'ron verifier, repeated (cache on)', fn: () => warm.verify(token, required) }], { ops: FULL ? 20_000 : 5000, rounds: FULL ? 7 : 5 })
+    report('Repeated verification of the same token vs jose (goal >= 5x)', again)
+
+    // 3. Issuance.
+    const passport = await createPassportService({ issuerKeyFile: keyFile, policy: POLICY })
+    try {
+      const signJwt = {
+        name: 'jose SignJWT (EdDSA)',
+        fn: () =>
+          new SignJWT({ scope: 'storage:write' })
+            .setProtectedHeader({ alg: 'EdDSA', typ: 'JWT', kid: key.kid })
+            .setIssuer('passport')
+            .setSubject('bench')
+            .setAudience(['storage'])
+            .setIssuedAt()
+            .setExpirationTime('10m')
+            .setJti('j')
+            .sign(key.privateKey),
+      }
+      const issue = await compare(
+        signJwt,
+        [
+          { name: 'core signToken', fn: () => signToken(key, { sub: 'bench', aud: ['storage'], scope: ['storage:write'], ttlSec: 600 }) },
+          { name: 'passport issuance (pool + KMS guard)', fn: () => passport.mintServiceToken({ sub: 'bench', aud: 'storage', scope: ['storage:write'], ttlSec: 600 }) },
+        ],
+        { ops: FULL ? 5000 : 1500, rounds: FULL ? 7 : 5 },
+      )
+      report('Issue ops/s vs jose SignJWT', issue)
+    } finally {
+      await passport.close()
+    }
+
+    // 4. POST /v1/passport/verify, out of process.
+    const servers = [
+      await spawnServer('bare node:http + core verifier', './passport.bench.ts', { mode: 'bare', keyFile }),
+      await spawnServer('ron passport service', './passport.bench.ts', { mode: 'passport', keyFile }),
+    ]
+    stops.push(...servers)
+    const body = JSON.stringify({ token, aud: 'storage' })
+    const seconds = FULL ? 5 : 1
+    const rps = await alternate(
+      servers.map((s) => ({
+        name: s.name,
+        measure: async () => {
+          const r = await autocannon({ url: `${s.url}/v1/passport/verify`, method: 'POST', connections: 50, duration: seconds, headers: { 'content-type': 'application/json' }, body })
+          if (r.errors > 0 || r.non2xx > 0) throw new Error(`${s.name}: ${r.errors} errors, ${r.non2xx} non-2xx`)
+          return r.requests.average
+        },
+      })),
+      { rounds: FULL ? 7 : 3 },
+    )
+    printRounds(`POST /v1/passport/verify, autocannon -c50 ${seconds} s per round (goal >= 0.7x)`, 'req/s', servers.map((s) => s.name), rps, {
+      note: 'autocannon runs in the parent process; each server in its own process.',
+    })
+
+    // 5. Revocation propagation on real time: revoke on passport → the follower refuses it.
+    const p = servers[1]!
+    const transport = new HttpTransport({ targets: { passport: p.url } })
+    const client = createPassportClient(transport, { token: String(p.extra['adminToken']) })
+    const feed = createRevocationFeed({ transport })
+    feed.start()
+    try {
+      await feed.sync()
+      const samples: number[] = []
+      for (let i = 0; i < (FULL ? 40 : 12); i++) {
+        const t = await client.issue({ sub: `b${i}`, aud: ['storage'], scope: ['storage:write'] })
+        const t0 = performance.now()
+        await client.revoke({ jti: t.jti })
+        while (!feed.isRevoked(t.jti)) await new Promise((r) => setTimeout(r, 1))
+        samples.push(performance.now() - t0)
+        await new Promise((r) => setTimeout(r, 137)) // spread revocations over the poll phase
+      }
+      const s = spread(samples)
+      const sorted = [...samples].sort((a, b) => a - b)
+      const p99 = sorted[Math.ceil(sorted.length * 0.99) - 1]!
+      console.log('\n## Revocation propagation, real time (feed follower over HTTP, 1 s poll, 5 s staleness bound)')
+      console.log(`samples ${samples.length}: median ${s.median.toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, max ${s.max.toFixed(0)} ms (bound 5000 ms)`)
+    } finally {
+      await feed.close()
+      await transport.close()
+    }
+  } finally {
+    for (const s of stops.reverse()) await s.stop().catch(() => undefined)
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * Out-of-process benchmarking: every server under test and every baseline runs in its own child
+ * process (started from a *server factory* module through `server-child.ts`), and the load comes
+ * from another child process (`load-child.ts`: undici for streams/latency, autocannon for request
+ * rates). The parent only orchestrates and does the arithmetic, so no measured process shares a
+ * heap, an event loop or a GC with another.
+ *
+ * Memory is sampled inside the server process (RSS every 10 ms between `memStart()` and
+ * `memStop()`), never in the parent.
+ */
+import { fork, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import type { LoadJob, LoadResult } from './load-child.js'
+
+export type { LoadJob, LoadResult } from './load-child.js'
+
+const here = (p: string): string => fileURLToPath(new URL(p, import.meta.url))
+
+/** Node flags for children: run TypeScript sources through tsx (tsconfig paths map `@ron/*` to src). */
+const EXEC_ARGV = ['--import', 'tsx']
+
+interface Pending {
+  resolve(v: unknown): void
+  reject(e: Error): void
+}
+
+/** A child speaking a tiny request/response protocol over IPC (`{id, ...}` → `{id, ok, value|error}`). */
+class Rpc {
+  readonly child: ChildProcess
+  #seq = 0
+  readonly #pending = new Map<number, Pending>()
+  #exited: Error | undefined
+
+  constructor(child: ChildProcess, label: string) {
+    this.child = child
+    child.on('message', (m: { id?: number; ok?: boolean; value?: unknown; error?: string }) => {
+      if (m.id === undefined) return
+      const p = this.#pending.get(m.id)
+      if (!p) return
+      this.#pending.delete(m.id)
+      if (m.ok === true) p.resolve(m.value)
+      else p.reject(new Error(`${label}: ${m.error ?? 'failed'}`))
+    })
+    child.on('exit', (code, sig) => {
+      this.#exited = new Error(`${label} exited (${code ?? sig})`)
+      for (const p of this.#pending.values()) p.reject(this.#exited)
+      this.#pending.clear()
+    })
+  }
+
+  call<T>(msg: Record<string, unknown>): Promise<T> {
+    if (this.#exited) return Promise.reject(this.#exited)
+    const id = ++this.#seq
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { resolve: (v) => resolve(v as T), reject })
+      this.child.send({ id, ...msg })
+    })
+  }
+
+  async stop(): Promise<void> {
+    if (this.#exited) return
+    const gone = new Promise<void>((r) => this.child.once('exit', () => r()))
+    await this.call({ cmd: 'close' }).catch(() => undefined)
+    const t = setTimeout(() => this.child.kill('SIGKILL'), 5000)
+    await gone
+    clearTimeout(t)
+  }
+}
+
+/** What a server child reports once it listens. */
+export interface ServerInfo {
+  /** Base URL, `http://127.0.0.1:<port>`. */
+  url: string
+  /** Anything the factory wants the bench to know (a token, a data directory). */
+  extra: Record<string, unknown>
+}
+
+/** RSS figures sampled inside the server process, in bytes. */
+export interface MemSample {
+  /** RSS when sampling started. */
+  start: number
+  /** Highest RSS seen while sampling (every 10 ms). */
+  peak: number
+  /** RSS when sampling stopped. */
+  end: number
+}
+
+/** A server running in its own process. */
+export interface ServerProcess extends ServerInfo {
+  readonly name: string
+  readonly pid: number
+  /** Starts sampling RSS every 10 ms. */
+  memStart(): Promise<void>
+  /** Stops sampling; returns start, peak and end RSS. */
+  memStop(): Promise<MemSample>
+  /** Current RSS after `idleMs` of doing nothing (no forced GC: what an operator would see). */
+  idleRss(idleMs?: number): Promise<number>
+  /** Asks the factory's `close()` and waits for the process to exit. */
+  stop(): Promise<void>
+}
+
+/**
+ * Starts `factory` (a module path relative to `bench/`, e.g. `'./servers/bare.ts'`, whose default
+ * export is a {@link import('./server-child.js').ServerFactory}) in a fresh Node process and waits
+ * for it to listen. `options` is passed to the factory as JSON.
+ */
+export async function spawnServer(name: string, factory: string, options: Record<string, unknown> = {}, nodeArgs: string[] = []): Promise<ServerProcess> {
+  const child = fork(here('./server-child.ts'), [here(factory), JSON.stringify(options)], {
+    execArgv: [...EXEC_ARGV, ...nodeArgs],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const rpc = new Rpc(child, `server ${name}`)
+  const info = await rpc.call<ServerInfo>({ cmd: 'start' })
+  return {
+    name,
+    pid: child.pid!,
+    ...info,
+    memStart: () => rpc.call({ cmd: 'memStart' }),
+    memStop: () => rpc.call<MemSample>({ cmd: 'memStop' }),
+    idleRss: (idleMs = 1000) => rpc.call<number>({ cmd: 'idleRss', idleMs }),
+    stop: () => rpc.stop(),
+  }
+}
+
+/** The load generator, in its own process. */
+export interface LoadGenerator {
+  run(job: LoadJob): Promise<LoadResult>
+  stop(): Promise<void>
+}
+
+/** Starts the load generator process. */
+export async function spawnLoad(): Promise<LoadGenerator> {
+  const child = fork(here('./load-child.ts'), [], { execArgv: EXEC_ARGV, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const rpc = new Rpc(child, 'load generator')
+  await rpc.call({ cmd: 'ping' })
+  return { run: (job) => rpc.call<LoadResult>({ cmd: 'run', job }), stop: () => rpc.stop() }
+}

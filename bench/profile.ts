@@ -1,0 +1,73 @@
+/**
+ * Profiles one server under one load: `npx tsx bench/profile.ts <case>` starts the server in its
+ * own process with `--cpu-prof`, drives it from the load generator process, stops it, and prints
+ * the top self-time functions of the profile (the .cpuprofile stays in `$TMPDIR/ron-profiles/` for
+ * Chrome DevTools). Cases: `put-1m-c16`, `put-stream`, `get-4k`, `get-64m`, `range`, `hello`.
+ */
+import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { spawnLoad, spawnServer, type LoadJob } from './process.js'
+
+interface Node {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
+}
+interface Profile {
+  nodes: Node[]
+  samples: number[]
+  timeDeltas: number[]
+}
+
+/** Self time per function (name + file:line), in percent of all samples. */
+export function topSelf(p: Profile, n = 25): Array<{ pct: number; fn: string }> {
+  const byId = new Map(p.nodes.map((x) => [x.id, x]))
+  const counts = new Map<string, number>()
+  for (const id of p.samples) {
+    const f = byId.get(id)!.callFrame
+    const key = `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(node_modules|packages)\//, '$1/')}:${f.lineNumber + 1}`
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
+  const total = p.samples.length
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([fn, c]) => ({ pct: (100 * c) / total, fn }))
+}
+
+const which = process.argv[2] ?? 'put-1m-c16'
+const profDir = join(tmpdir(), 'ron-profiles')
+await mkdir(profDir, { recursive: true })
+const root = await mkdtemp(join(tmpdir(), 'ron-prof-'))
+const isHello = which === 'hello'
+const server = isHello
+  ? await spawnServer('ron', './servers/ron-hello.ts', { mode: 'service' }, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
+  : await spawnServer('ron', './servers/ron-storage.ts', { dir: join(root, 'ron') }, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
+const load = await spawnLoad()
+const headers = { authorization: `Bearer ${String(server.extra.token)}` }
+const seed = async (size: number): Promise<string> => {
+  const r = await load.run({ kind: 'put', url: server.url, path: '/o', size, seed: 5, concurrency: 1, requests: 1, headers, fresh: false })
+  return (JSON.parse(r.lastBody!) as { address: string }).address
+}
+const jobs: Record<string, () => Promise<LoadJob>> = {
+  'put-1m-c16': async () => ({ kind: 'put', url: server.url, path: '/o', size: 1 << 20, seed: 1, concurrency: 16, requests: 400, headers }),
+  'put-1m-c1': async () => ({ kind: 'put', url: server.url, path: '/o', size: 1 << 20, seed: 1, concurrency: 1, requests: 200, headers }),
+  'put-stream': async () => ({ kind: 'put-stream', url: server.url, path: '/o', size: 512 << 20, seed: 2, headers }),
+  'get-4k': async () => ({ kind: 'rate', url: server.url, path: `/o/${await seed(4096)}`, connections: 50, durationSec: 5, headers }),
+  'get-64m': async () => ({ kind: 'get', url: server.url, path: `/o/${await seed(64 << 20)}`, concurrency: 1, requests: 10, headers }),
+  range: async () => ({ kind: 'get', url: server.url, path: `/o/${await seed(64 << 20)}`, concurrency: 16, requests: 3000, headers, ranges: { objectSize: 64 << 20, length: 65536, seed: 1 } }),
+  hello: async () => ({ kind: 'rate', url: server.url, path: '/hello', connections: 50, durationSec: 5 }),
+}
+const before = new Set(await readdir(profDir))
+const r = await load.run(await jobs[which]!())
+console.log(`${which}: ${r.requests} requests, ${(r.bytesPerSec / 1e6).toFixed(0)} MB/s, ${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(1)} ms, p95 ${r.p95.toFixed(1)} ms, statuses ${JSON.stringify(r.statuses)}`)
+await load.stop()
+await server.stop()
+const file = (await readdir(profDir)).find((f) => !before.has(f))
+if (file !== undefined) {
+  const p = JSON.parse(await readFile(join(profDir, file), 'utf8')) as Profile
+  console.log(`profile ${join(profDir, file)}`)
+  for (const row of topSelf(p)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+}
+await rm(root, { recursive: true, force: true })

@@ -1,0 +1,73 @@
+/**
+ * Entry point of a server child process (see `process.ts`): `node --import tsx server-child.ts
+ * <factory module> <options json>`. Starts the factory on command, samples its own RSS on
+ * command, closes on command.
+ */
+import { pathToFileURL } from 'node:url'
+
+/** What a server factory returns once it listens. */
+export interface StartedServer {
+  /** Base URL (`http://127.0.0.1:<port>`). */
+  url: string
+  /** Extra facts for the bench (a bearer token, a directory). Must be JSON. */
+  extra?: Record<string, unknown>
+  close(): Promise<void>
+}
+
+/**
+ * A benchmark server factory: the default export of a module in `bench/servers/`. Runs in its own
+ * process; receives the options the bench passed to `spawnServer`.
+ */
+export type ServerFactory = (options: Record<string, unknown>) => Promise<StartedServer>
+
+const [factoryPath, optionsJson] = process.argv.slice(2)
+let server: StartedServer | undefined
+let timer: ReturnType<typeof setInterval> | undefined
+let mem = { start: 0, peak: 0, end: 0 }
+
+const rss = (): number => process.memoryUsage.rss()
+
+async function handle(m: { cmd: string; idleMs?: number }): Promise<unknown> {
+  switch (m.cmd) {
+    case 'start': {
+      const mod = (await import(pathToFileURL(factoryPath!).href)) as { default: ServerFactory }
+      server = await mod.default(JSON.parse(optionsJson ?? '{}') as Record<string, unknown>)
+      return { url: server.url, extra: server.extra ?? {} }
+    }
+    case 'memStart': {
+      const r = rss()
+      mem = { start: r, peak: r, end: r }
+      clearInterval(timer)
+      timer = setInterval(() => {
+        const now = rss()
+        if (now > mem.peak) mem.peak = now
+      }, 10)
+      return undefined
+    }
+    case 'memStop': {
+      clearInterval(timer)
+      timer = undefined
+      mem.end = rss()
+      if (mem.end > mem.peak) mem.peak = mem.end
+      return mem
+    }
+    case 'idleRss':
+      await new Promise((r) => setTimeout(r, m.idleMs ?? 1000))
+      return rss()
+    case 'close':
+      clearInterval(timer)
+      await server?.close()
+      setImmediate(() => process.exit(0))
+      return undefined
+    default:
+      throw new Error(`unknown command ${m.cmd}`)
+  }
+}
+
+process.on('message', (m: { id: number; cmd: string }) => {
+  handle(m).then(
+    (value) => process.send!({ id: m.id, ok: true, value }),
+    (e: unknown) => process.send!({ id: m.id, ok: false, error: e instanceof Error ? (e.stack ?? e.message) : String(e) }),
+  )
+})
+process.on('disconnect', () => process.exit(0))
