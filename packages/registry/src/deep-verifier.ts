@@ -8,7 +8,8 @@
  * @module
  */
 
-import type { Clock, Logger, MetricsSink } from '@ron/core'
+import type { Broadcast, Clock, Logger, MetricsSink } from '@ron/core'
+import type { RegistryUpdated } from './committer.js'
 import { verifyCheckpoint } from './checkpoint.js'
 import { payloadB3 } from './descriptors.js'
 import { entryHash, type LogEntry } from './entry.js'
@@ -27,6 +28,8 @@ export interface VerifyReport {
 /** Dependencies of the {@link DeepVerifier}. */
 export interface DeepVerifierOptions {
   log: RegistryLog
+  /** Each commit is read back from the medium and checked as it happens. */
+  committed?: Broadcast<RegistryUpdated>
   settings: () => { intervalMs: number; sliceEntries: number }
   clock: Clock
   metrics: MetricsSink
@@ -123,12 +126,55 @@ export class DeepVerifier {
     return { ok, entries: n, checkpoints, problems }
   }
 
-  /** The loop: a pass every `intervalMs`. */
+  /** Reads entry `version` back from the medium and checks its leaf hash and chain link. */
+  async checkCommitted(version: number): Promise<boolean> {
+    const { log } = this.#o
+    const problems: string[] = []
+    try {
+      const bytes = await log.store.read(version)
+      if (bytes === undefined) return true // pruned meanwhile
+      if (Buffer.compare(log.hasher.leaf(bytes), log.tree.leafHash(version - 1)) !== 0) problems.push(`version ${version}: read-back differs from the leaf hash`)
+      const e = JSON.parse(Buffer.from(bytes).toString('utf8')) as LogEntry
+      const prevBytes = version === 1 ? undefined : await log.store.read(version - 1)
+      const prev = version === 1 ? log.genesisHash : prevBytes === undefined ? undefined : entryHash(prevBytes)
+      if (prev !== undefined && e.prev !== prev) problems.push(`version ${version}: prev does not link version ${version - 1}`)
+    } catch (err) {
+      problems.push(`version ${version}: ${err instanceof Error ? err.message : String(err)}`)
+    }
+    if (problems.length > 0) {
+      this.#o.metrics.inc('registry_integrity_failures_total', undefined, problems.length)
+      this.#o.logger.error({ problems }, 'read-back verification of a commit failed')
+      this.#o.onResult(false, problems)
+    }
+    return problems.length === 0
+  }
+
+  /**
+   * The task: follows `committed` (each commit is read back and checked) and runs a full pass
+   * every `intervalMs`.
+   */
   async run(signal: AbortSignal): Promise<void> {
     const clock = this.#o.clock
-    while (!signal.aborted) {
-      await clock.sleep(this.#o.settings().intervalMs, signal)
-      await this.verifyNow()
+    const periodic = async (): Promise<void> => {
+      while (!signal.aborted) {
+        await clock.sleep(this.#o.settings().intervalMs, signal)
+        await this.verifyNow()
+      }
     }
+    const follow = async (): Promise<void> => {
+      const bus = this.#o.committed
+      if (bus === undefined) return
+      const sub = bus.subscribe()
+      try {
+        for (;;) {
+          const r = await sub.recv(signal)
+          // After a lag, the periodic pass covers what was missed.
+          if ('value' in r) await this.checkCommitted(r.value.version)
+        }
+      } finally {
+        sub.close()
+      }
+    }
+    await Promise.all([periodic(), follow()])
   }
 }

@@ -225,6 +225,7 @@ function build(
   const retention = new Retention({ log, queue: retentionQueue, limits: () => cfg().retention, clock, metrics: sink, logger })
   const verifier = new DeepVerifier({
     log,
+    committed,
     settings: () => cfg().deepVerify,
     clock,
     metrics: sink,
