@@ -61,6 +61,14 @@ describe('names', () => {
     await expect(env.anon.resolve('n.x')).rejects.toBeInstanceOf(NotFoundError)
   })
 
+  it('refuses a manifest whose bytes do not hash to its address, and counts it', async () => {
+    env = await setup()
+    const a = await env.put(manifestFor(1))
+    env.storage.objects.set(a, new TextEncoder().encode(JSON.stringify(manifestFor(2))))
+    await expect(env.client.setName('n.x', a)).rejects.toMatchObject({ code: 'InvalidReference', details: { reason: 'integrity' } })
+    expect(await env.index.metrics.metrics()).toMatch(/index_integrity_fail_total\{[^}]*\} 1/)
+  })
+
   it('needs index:write and refuses announce-only tokens', async () => {
     env = await setup()
     const a = await env.put(manifestFor(1))

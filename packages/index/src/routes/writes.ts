@@ -98,4 +98,5 @@ export function writeRoutes(s: IndexContext): Route[] {
 function countFailure(s: IndexContext, e: unknown): void {
   if (isRonError(e, 'Conflict')) s.metrics.nameWrites.inc({ result: 'conflict' })
   else if (isRonError(e, 'InvalidReference')) s.metrics.nameWrites.inc({ result: 'invalid_reference' })
+  else if (isRonError(e, 'Timeout')) s.metrics.ioTimeouts.inc({ op: 'storage' })
 }
