@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { readFileSync } from 'node:fs'
-import { HttpTransport, MemoryTransport, assertConcurrencyDoc, isRonError, throwIfError, type Transport } from '@ron/core'
-import { createTestIssuer } from '@ron/core/testing'
+import { HttpTransport, MemoryTransport, isRonError, throwIfError, type Transport } from '@ron/core'
+import { assertConcurrencyDoc, createTestIssuer } from '@ron/core/testing'
 import { createHelloService } from './hello-service.js'
 import { PREFIX, startApp, type App } from './app.js'
 

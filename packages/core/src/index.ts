@@ -5,7 +5,15 @@
  * - Resilience: {@link withDeadline}, {@link retry}, {@link CircuitBreaker}, {@link TokenBucket}, {@link Admission}.
  * - Errors: {@link RonError} and one class per SPEC code.
  * - Addressing: {@link blake3}, {@link parseAddress}.
- * - Host: routes, `serve()`, transports, capabilities, metrics, health, config, `defineService()`.
+ * - Host: {@link createServiceHost} (routes, CORS, readiness per path, live reload), {@link serve},
+ *   {@link SseHub}/{@link sseEvents}, transports, metrics, health, config.
+ * - Capabilities: token verification, the {@link SCOPES} catalog, service identity
+ *   ({@link createTokenProvider}, {@link signClientAssertion}).
+ * - Contracts between services: {@link providerAnnouncementSchema}, {@link manifestSchema},
+ *   {@link nameWriteSchema}.
+ *
+ * Test doubles (virtual clock, seeded random, test issuer, golden-test helpers) live in
+ * `@ron/core/testing`.
  *
  * @example
  * ```ts
@@ -21,19 +29,241 @@
  * @module @ron/core
  */
 
-export * from './errors.js'
-export * from './clock.js'
-export * from './random.js'
-export * from './metrics-sink.js'
-export * from './bytes.js'
-export * from './concurrency/index.js'
-export * from './resilience/index.js'
-export * from './hash/index.js'
-export * from './auth/index.js'
-export * from './config/index.js'
-export * from './http/index.js'
-export * from './transport/index.js'
-export * from './metrics/index.js'
-export * from './health/index.js'
-export * from './service/index.js'
-export * from './contracts.js'
+// Errors (SPEC.md section 4) and usage errors.
+export {
+  ErrorCodes,
+  RonError,
+  MalformedError,
+  UnauthorizedError,
+  ForbiddenError,
+  NotFoundError,
+  MethodNotAllowedError,
+  RequestTimeoutError,
+  ConflictError,
+  ChainMismatchError,
+  DuplicateApprovalError,
+  GoneError,
+  OverLimitError,
+  UnsupportedMediaTypeError,
+  RangeNotSatisfiableError,
+  InvalidSignatureError,
+  QuorumNotMetError,
+  RevokedError,
+  ExpiredError,
+  IntegrityFailedError,
+  InvalidReferenceError,
+  BusyError,
+  NotReadyError,
+  DrainingError,
+  CanceledError,
+  BreakerOpenError,
+  BrownoutError,
+  ClosedError,
+  TimeoutError,
+  InternalError,
+  NotImplementedError,
+  isRonError,
+  toRonError,
+  errorFromEnvelope,
+  errorForCode,
+  UsageErrorCodes,
+  RonUsageError,
+  isRonUsageError,
+} from './errors.js'
+export type { ErrorCode, RonErrorOptions, ErrorEnvelope, UsageErrorCode } from './errors.js'
+
+// Time, randomness, bytes, metrics sink.
+export { systemClock, abortReason } from './clock.js'
+export type { Clock, TimerHandle } from './clock.js'
+export { systemRandom } from './random.js'
+export type { Random } from './random.js'
+export { collectBytes } from './bytes.js'
+export { noopMetrics } from './metrics-sink.js'
+export type { Labels, MetricsSink } from './metrics-sink.js'
+
+// Concurrency.
+export { BoundedQueue, Broadcast, Subscription, Watch, Supervisor, WorkPool, backoffDelay } from './concurrency/index.js'
+export type {
+  BoundedQueueOptions,
+  OverflowPolicy,
+  BroadcastOptions,
+  BroadcastRecv,
+  SubscribeOptions,
+  RestartPolicy,
+  ShutdownReport,
+  SpawnOptions,
+  SupervisorEvent,
+  SupervisorOptions,
+  TaskDescription,
+  TaskHandle,
+  TaskState,
+  WorkPoolOptions,
+  Jitter,
+} from './concurrency/index.js'
+
+// Resilience.
+export { withDeadline, deadlineSignal, retry, isRetryable, RetryBudget, CircuitBreaker, TokenBucket, Admission } from './resilience/index.js'
+export type {
+  DeadlineOptions,
+  DeadlineSignal,
+  RetryOptions,
+  RetryBudgetOptions,
+  BreakerSnapshot,
+  BreakerState,
+  BreakerStateChange,
+  CircuitBreakerOptions,
+  TokenBucketOptions,
+  AdmissionOptions,
+} from './resilience/index.js'
+
+// Addressing.
+export { blake3, createBlake3, blake3Backend, toAddress, addressOf, parseAddress, isAddress, addressToDigest } from './hash/index.js'
+export type { Blake3Hasher, Blake3Backend, Address } from './hash/index.js'
+
+// Capabilities (SPEC.md section 5).
+export {
+  generateIssuerKey,
+  exportIssuerKey,
+  importIssuerKey,
+  publicKeyFromJwk,
+  jwkThumbprint,
+  signToken,
+  staticKeySource,
+  remoteKeySource,
+  RevocationSet,
+  createTokenVerifier,
+  ed25519Verify,
+  KNOWN_CAVEATS,
+  checkCaveats,
+  bearerToken,
+  createRevocationFeed,
+  SCOPES,
+  ALL_SCOPES,
+  isScope,
+  createTokenProvider,
+  localMinter,
+  signClientAssertion,
+  resolveToken,
+} from './auth/index.js'
+export type {
+  Caveats,
+  Claims,
+  TokenVerifier,
+  IssuerKey,
+  Jwk,
+  Jwks,
+  GenerateIssuerKeyOptions,
+  TokenClaimsInput,
+  SignTokenOptions,
+  KeySource,
+  RemoteKeySource,
+  RemoteKeySourceOptions,
+  RevocationCheck,
+  RevocationSetOptions,
+  TokenVerifierOptions,
+  TokenRequirement,
+  UnauthorizedReason,
+  ForbiddenReason,
+  CachingTokenVerifier,
+  VerifierCacheOptions,
+  CaveatRequest,
+  RevocationFeed,
+  RevocationFeedOptions,
+  RevocationFeedItem,
+  RevocationFeedPage,
+  Scope,
+  TokenMinter,
+  MintRequest,
+  LocalMinterOptions,
+  TokenProvider,
+  TokenProviderOptions,
+  ClientAssertionOptions,
+  TokenSource,
+} from './auth/index.js'
+
+// Contracts between services (SPEC.md section 6a).
+export {
+  addressSchema,
+  providerAnnouncementSchema,
+  manifestPartSchema,
+  manifestSchema,
+  isValidName,
+  parseName,
+  nameSchema,
+  nameWriteSchema,
+} from './contracts.js'
+export type { ProviderAnnouncement, ManifestPart, Manifest, NameWrite } from './contracts.js'
+
+// Configuration.
+export { ConfigError, parseDuration, parseSize, durationSchema, sizeSchema, loadConfig, validateConfig, configFromEnv, redactConfig, REDACTED } from './config/index.js'
+export type { LoadConfigOptions } from './config/index.js'
+
+// HTTP host.
+export {
+  createHttpHandler,
+  RouteConfigError,
+  CORR_ID_HEADER,
+  corrIdFrom,
+  generateCorrId,
+  isValidCorrId,
+  serve,
+  SseHub,
+  sseEvents,
+  encodeSseEvent,
+} from './http/index.js'
+export type {
+  HttpMethod,
+  RonRequest,
+  ReplyBody,
+  ReplyHeaders,
+  Reply,
+  RonResponse,
+  RouteContext,
+  Route,
+  HttpHandler,
+  HttpHandlerOptions,
+  HttpHooks,
+  HttpLimits,
+  RonServer,
+  ServeOptions,
+  SseEvent,
+  SseMessage,
+  SseHubOptions,
+  SseEventsOptions,
+  CorsOptions,
+} from './http/index.js'
+
+// Transports.
+export { MemoryTransport, HttpTransport, StreamResponse, throwIfError, expectOk, errorFromResponse, parseRetryAfter } from './transport/index.js'
+export type {
+  Transport,
+  TransportRequest,
+  TransportResponse,
+  DispatchTarget,
+  MemoryTransportOptions,
+  HttpTransportOptions,
+  StreamResponseInit,
+} from './transport/index.js'
+
+// Metrics and health.
+export { createServiceMetrics, METRICS_CONTENT_TYPE, mergeExpositions } from './metrics/index.js'
+export type { ServiceMetrics, ServiceMetricsOptions } from './metrics/index.js'
+export { Readiness } from './health/index.js'
+export type { Gate, DependencySpec, Liveness, ReadinessOptions } from './health/index.js'
+
+// Service host.
+export { createServiceHost, noopLogger } from './service/index.js'
+export type {
+  ServiceHost,
+  ServiceHostOptions,
+  ReloadableConfig,
+  ReloadHook,
+  Logger,
+  LogFn,
+  ChannelOverflow,
+  ChannelSpec,
+  TaskSpec,
+  Topology,
+  HealthReport,
+  RonService,
+} from './service/index.js'

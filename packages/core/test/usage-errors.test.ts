@@ -7,7 +7,6 @@ import {
   SseHub,
   TokenBucket,
   UsageErrorCodes,
-  assertConcurrencyDoc,
   createBlake3,
   createHttpHandler,
   createServiceHost,
@@ -17,7 +16,7 @@ import {
   type Topology,
   type UsageErrorCode,
 } from '@ron/core'
-import { VirtualClock, fixedRandom, settleWith } from '@ron/core/testing'
+import { VirtualClock, assertConcurrencyDoc, fixedRandom, settleWith } from '@ron/core/testing'
 import { mkReq, readJson } from './http/helpers.js'
 
 const doc = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8')

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
-import { concurrencyDocProblems } from '@ron/core'
-import { seededRandom } from '@ron/core/testing'
+import { concurrencyDocProblems, seededRandom } from '@ron/core/testing'
 import { DEFAULT_UPSTREAM_RETRY, createInteropService, interopTopology, parseInteropConfig, upstreamBackoff } from '../src/index.js'
 
 describe('interop topology', () => {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
-import { Supervisor, WorkPool, concurrencyDocProblems, isRonError } from '@ron/core'
-import { VirtualClock, exploreSchedules, settleWith, type Scheduler } from '@ron/core/testing'
+import { Supervisor, WorkPool, isRonError } from '@ron/core'
+import { VirtualClock, concurrencyDocProblems, exploreSchedules, settleWith, type Scheduler } from '@ron/core/testing'
 import { createMemoryKeystore, createPassportService, passportTopology, resolvePassportConfig, type Kms } from '../src/index.js'
 import { rejection, setup } from './helpers.js'
 

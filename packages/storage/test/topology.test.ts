@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
-import { MemoryTransport, concurrencyDocProblems } from '@ron/core'
+import { MemoryTransport } from '@ron/core'
+import { concurrencyDocProblems } from '@ron/core/testing'
 import { createStorageService, placement } from '../src/index.js'
 import { resolveOptions } from '../src/config.js'
 import { storageTopology } from '../src/topology.js'

@@ -1,7 +1,8 @@
 /**
- * Readiness and liveness: named dependencies, shutdown phases, `/healthz` and `/readyz` replies.
+ * Liveness and readiness: named dependencies, paths and the shutdown phase.
  *
  * @module
  */
 
-export * from './readiness.js'
+export { Readiness } from './readiness.js'
+export type { Gate, DependencySpec, Liveness, ReadinessOptions } from './readiness.js'

@@ -4,7 +4,7 @@
  * @module
  */
 
-export type * from './types.js'
+export type { HttpMethod, RonRequest, ReplyBody, ReplyHeaders, Reply, RonResponse, RouteContext, Route } from './types.js'
 export { createHttpHandler } from './handler.js'
 export type { HttpHandler, HttpHandlerOptions, HttpHooks, HttpLimits } from './handler.js'
 export { RouteConfigError } from './router.js'

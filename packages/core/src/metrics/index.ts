@@ -1,9 +1,10 @@
 /**
  * Per-service Prometheus metrics, the kit's {@link MetricsSink} backed by them, and merging of
- * several services' registries into one exposition.
+ * several services' expositions into one.
  *
  * @module
  */
 
-export * from './service-metrics.js'
-export * from './merge.js'
+export { createServiceMetrics, SEED_METRICS, DEFAULT_HTTP_BUCKETS } from './service-metrics.js'
+export type { ServiceMetrics, ServiceMetricsOptions } from './service-metrics.js'
+export { METRICS_CONTENT_TYPE, mergeExpositions } from './merge.js'

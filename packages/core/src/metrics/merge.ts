@@ -7,8 +7,6 @@
  * @module
  */
 
-import type { Registry } from 'prom-client'
-
 /** `Content-Type` of a `/metrics` reply (Prometheus text format 0.0.4). */
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 
@@ -71,19 +69,4 @@ function belongsTo(sample: string, family: string): boolean {
   if (!sample.startsWith(family)) return false
   const suffix = sample.slice(family.length)
   return suffix === '_bucket' || suffix === '_sum' || suffix === '_count' || suffix === '_total' || suffix === '_created'
-}
-
-/**
- * Renders several services' registries as ONE Prometheus text exposition (for a host serving a
- * single `/metrics` for all its services). Each family appears once, with every service's samples.
- *
- * @example
- * ```ts
- * const text = await mergeMetrics([storage.metrics, registry.metrics])
- * res.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE }).end(text)
- * ```
- */
-export async function mergeMetrics(registries: readonly Registry[]): Promise<string> {
-  const texts = await Promise.all(registries.map((r) => r.metrics()))
-  return mergeExpositions(texts)
 }

@@ -7,7 +7,9 @@
  */
 
 export type { ChannelOverflow, ChannelSpec, TaskSpec, Topology, HealthReport, RonService } from './types.js'
-export * from './logger.js'
-export * from './host.js'
-export * from './topology-doc.js'
+export { noopLogger } from './logger.js'
+export type { Logger, LogFn } from './logger.js'
+export { createServiceHost, DEFAULT_DRAIN_DEADLINE_MS, DEFAULT_POOL_CONCURRENCY } from './host.js'
+export type { ServiceHost, ServiceHostOptions } from './host.js'
+export { TASKS_HEADER, CHANNELS_HEADER, topologyTables, concurrencyDocProblems, assertConcurrencyDoc } from './topology-doc.js'
 export type { ReloadableConfig, ReloadHook } from './reload.js'

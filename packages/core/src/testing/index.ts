@@ -1,13 +1,30 @@
 /**
  * `@ron/core/testing`: test doubles that ship with the code. Virtual clock, seeded random,
- * schedule exploration, a test token issuer and memory-transport helpers.
+ * schedule exploration, a test token issuer, memory-transport helpers, a `deferred()` fixture and
+ * the golden-test helpers that compare a package's `docs/CONCURRENCY.md` with its topology.
+ *
+ * @example
+ * ```ts
+ * import { VirtualClock, createTestIssuer, concurrencyDocProblems } from '@ron/core/testing'
+ *
+ * const clock = new VirtualClock()
+ * const issuer = createTestIssuer({ clock })
+ * const token = issuer.mint({ scope: 'storage:write' })
+ * expect(concurrencyDocProblems(readFileSync('docs/CONCURRENCY.md', 'utf8'), svc.describe())).toEqual([])
+ * ```
  *
  * @packageDocumentation
  * @module @ron/core/testing
  */
 
-export * from './virtual-clock.js'
-export * from './seeded-random.js'
-export * from './schedule.js'
-export * from './test-issuer.js'
-export * from './memory.js'
+export { VirtualClock } from './virtual-clock.js'
+export { seededRandom, fixedRandom } from './seeded-random.js'
+export { exploreSchedules, settleWith } from './schedule.js'
+export type { ExploreOptions, Scheduler } from './schedule.js'
+export { createTestIssuer, TEST_ISSUER_AUDIENCE } from './test-issuer.js'
+export type { TestIssuer, TestIssuerOptions, MintClaims } from './test-issuer.js'
+export { memoryNetwork, memoryRequest, patternStream, checkPatternStream } from './memory.js'
+export type { PatternCheck } from './memory.js'
+export { deferred } from './deferred.js'
+export type { Deferred } from './deferred.js'
+export { assertConcurrencyDoc, concurrencyDocProblems, topologyTables, TASKS_HEADER, CHANNELS_HEADER } from '../service/topology-doc.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { METRICS_CONTENT_TYPE, createServiceMetrics, mergeExpositions, mergeMetrics } from '@ron/core'
+import { METRICS_CONTENT_TYPE, createServiceMetrics, mergeExpositions } from '@ron/core'
 import { sampleValue } from './prom-text.js'
 
 /** Parses a Prometheus text exposition into families (name → TYPE count and sample lines). */
@@ -74,7 +74,7 @@ describe('createServiceMetrics', () => {
   })
 })
 
-describe('mergeMetrics', () => {
+describe('mergeExpositions of several services', () => {
   it('renders one parseable exposition with each family once and every service’s samples', async () => {
     const services = ['storage', 'registry', 'index'].map((service) => {
       const m = createServiceMetrics({ service })
@@ -82,7 +82,7 @@ describe('mergeMetrics', () => {
       m.observeHttp('/healthz', 'GET', 200, 0.001)
       return m
     })
-    const merged = await mergeMetrics(services.map((s) => s.registry))
+    const merged = mergeExpositions(await Promise.all(services.map((s) => s.text())))
     const fams = parse(merged)
     for (const [name, f] of fams) {
       expect(f.types, name).toBe(1)

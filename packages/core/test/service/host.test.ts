@@ -4,7 +4,7 @@ import {
   RouteConfigError,
   createServiceHost,
   isRonError,
-  mergeMetrics,
+  mergeExpositions,
   throwIfError,
   type RonError,
   type Route,
@@ -221,7 +221,7 @@ describe('createServiceHost', () => {
     expect(sampleValue(textA, 'http_requests_total', { route: '/hello', service: 'svc' })).toBe(3)
     expect(sampleValue(textB, 'http_requests_total', { route: '/hello' })).toBeUndefined()
     expect(a.host.service.metrics).not.toBe(b.service.metrics)
-    const merged = await mergeMetrics([a.host.service.metrics, b.service.metrics])
+    const merged = mergeExpositions([await a.host.service.metricsText(), await b.service.metricsText()])
     expect(merged.match(/^# TYPE http_requests_total /gm)).toHaveLength(1)
     expect(merged.match(/^# TYPE queue_depth /gm)?.length ?? 0).toBeLessThanOrEqual(1)
     expect(merged).toContain('service="svc"')

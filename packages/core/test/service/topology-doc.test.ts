@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { assertConcurrencyDoc, concurrencyDocProblems, topologyTables, type Topology } from '@ron/core'
+import type { Topology } from '@ron/core'
+import { assertConcurrencyDoc, concurrencyDocProblems, topologyTables } from '@ron/core/testing'
 
 const topology: Topology = {
   service: 'storage',
