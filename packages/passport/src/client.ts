@@ -5,7 +5,7 @@
  * @module
  */
 
-import { errorFromEnvelope, resolveToken, type Jwks, type RevocationFeedPage, type TokenSource, type Transport } from '@ron/core'
+import { errorFromEnvelope, resolveToken, type RevocationFeedPage, type TokenSource, type Transport } from '@ron/core'
 import type { AttenuateBody, EnrolBody, IssueBody, IssuedToken, RevokeResult, TokenBody, VerifyResult } from './dto.js'
 import type { EnrolledNode } from './nodes.js'
 import type { PublishedJwk } from './keyring.js'
@@ -36,7 +36,7 @@ export interface PassportClient {
   /** `GET /v1/passport/revocations?since=`. */
   revocations(since?: number, signal?: AbortSignal): Promise<RevocationFeedPage>
   /** `GET /v1/passport/keys`. */
-  keys(signal?: AbortSignal): Promise<Jwks & { keys: PublishedJwk[] }>
+  keys(signal?: AbortSignal): Promise<{ keys: PublishedJwk[] }>
   /** `POST /v1/passport/rotate` (scope `passport:admin`). */
   rotate(signal?: AbortSignal): Promise<KeyringSummary>
   /** `POST /v1/passport/nodes` (scope `passport:admin`). */

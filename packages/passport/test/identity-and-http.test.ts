@@ -65,7 +65,7 @@ describe('over real sockets', () => {
 
       const stream = await fetch(`${server.url}/v1/passport/revocations/stream`, { signal: abort.signal })
       expect(stream.headers.get('content-type')).toMatch(/text\/event-stream/)
-      const events = sseEvents(stream.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]()
+      const events = sseEvents(stream.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]()
 
       const { token } = await client.issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 600 })
       const child = await client.attenuate({ token, caveats: { maxBytes: 10 } })
