@@ -8,6 +8,7 @@ export default defineConfig({
     alias: [
       { find: /^@ron\/core\/testing$/, replacement: src('core/src/testing/index.ts') },
       { find: /^@ron\/core$/, replacement: src('core/src/index.ts') },
+      { find: /^@ron\/storage\/testing$/, replacement: src('storage/src/testing.ts') },
       { find: /^@ron\/storage$/, replacement: src('storage/src/index.ts') },
       { find: /^@ron\/registry$/, replacement: src('registry/src/index.ts') },
       { find: /^@ron\/passport$/, replacement: src('passport/src/index.ts') },

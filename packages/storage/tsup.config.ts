@@ -1,3 +1,4 @@
 import { packageConfig } from '../../tsup.base.js'
 
-export default packageConfig({"index": "src/index.ts"})
+// vitest stays external: only the testing entry's compliance suite imports it (a dev tool).
+export default packageConfig({ index: 'src/index.ts', testing: 'src/testing.ts' }, { external: ['vitest'] })

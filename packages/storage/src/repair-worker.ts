@@ -40,8 +40,9 @@ export interface RepairWorkerOptions {
 }
 
 /**
- * Wraps `chunks` so that each chunk takes its size in tokens from `bucket` before it is yielded.
- * Chunks larger than `burst` take in steps of at most `burst` tokens.
+ * Wraps `chunks` so that bytes take their size in tokens from `bucket` before they are yielded.
+ * A piece larger than `burst` (reads yield blocks of many chunks) is cut and yielded in steps of
+ * at most `burst` bytes, so the budget holds whatever the piece size.
  */
 export async function* paced(
   chunks: AsyncIterable<Uint8Array>,
@@ -51,16 +52,14 @@ export async function* paced(
   metrics: MetricsSink,
 ): AsyncGenerator<Uint8Array> {
   for await (const chunk of chunks) {
-    let left = chunk.byteLength
     let waited = 0
-    while (left > 0) {
-      const n = Math.min(left, burst)
-      waited += await bucket.take(n, signal)
-      left -= n
+    for (let off = 0; off < chunk.byteLength; off += burst) {
+      const piece = chunk.subarray(off, Math.min(off + burst, chunk.byteLength))
+      waited += await bucket.take(piece.byteLength, signal)
+      metrics.inc('repair_bytes_total', undefined, piece.byteLength)
+      yield piece
     }
     metrics.observe('repair_wait_seconds', undefined, waited / 1000)
-    metrics.inc('repair_bytes_total', undefined, chunk.byteLength)
-    yield chunk
   }
 }
 

@@ -64,7 +64,7 @@ describe('WorkScheduler', () => {
     const full = s.acquire('read', '', 'GET /o/:addr', sig)
     await expect(full).rejects.toMatchObject({ code: 'Busy', details: { queue: 'work', endpoint: 'GET /o/:addr' } })
     ac.abort()
-    await expect(waiting).rejects.toBeDefined()
+    await expect(waiting).rejects.toMatchObject({ code: 'Canceled' })
     expect(s.depth).toBe(0)
     held()
     expect(s.active.read).toBe(0)

@@ -42,7 +42,7 @@ describe('object routes: healing re-puts, delete vs repair state, 416 headers, c
     const data = bytes(5000, 3)
     const { address } = await c.node().client.put(data)
     await flipByte(store.pathsOf(address).data, 10) // chunk 0
-    await expect(c.node().client.getBytes(address)).rejects.toBeDefined()
+    await expect(c.node().client.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
     const again = await c.node().client.put(data)
     expect(again).toMatchObject({ address, created: false })
     expect(Buffer.from(await c.node().client.getBytes(address)).equals(Buffer.from(data))).toBe(true)
@@ -59,7 +59,7 @@ describe('object routes: healing re-puts, delete vs repair state, 416 headers, c
     await b.put(once(data))
     expect(a.corrupt(address, 1500)).toBe(true)
     // A read finds the corruption and marks the address suspect.
-    await expect(c.node('a').client.getBytes(address)).rejects.toBeDefined()
+    await expect(c.node('a').client.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
     const before = await c.node('a').svc.runRepair({ dryRun: true })
     expect(before.items.map((i) => [i.action, i.address])).toEqual([['replace-corrupt', address]])
     expect(await c.node('a').admin.delete(address)).toBe(true)
@@ -101,7 +101,7 @@ describe('object routes: healing re-puts, delete vs repair state, 416 headers, c
     const { address } = await c.node().client.put(data)
     await c.node().client.pin(address)
     a.corrupt(address, 100)
-    await expect(c.node().client.getBytes(address)).rejects.toBeDefined()
+    await expect(c.node().client.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
     await expect(c.node().admin.delete(address)).rejects.toMatchObject({ code: 'Conflict' })
     const plan = await c.node().svc.runRepair({ dryRun: true })
     expect(plan.unrepairable.map((u) => u.address)).toEqual([address])

@@ -44,7 +44,7 @@ function mem(c: Cluster, name: string): MemoryStoreTesting {
 /** Corrupts node `name`'s copy and reads it once, so the read path marks it suspect. */
 async function corruptAndRead(c: Cluster, name: string, address: Address): Promise<void> {
   expect(mem(c, name).corrupt(address, 100)).toBe(true)
-  await expect(c.node(name).anon.getBytes(address)).rejects.toBeDefined()
+  await expect(c.node(name).anon.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
 }
 
 describe('repair planner: a peer answer is about one object, only transport failures mean "down"', () => {

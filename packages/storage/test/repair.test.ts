@@ -88,7 +88,7 @@ describe('replication and repair across three nodes', () => {
     const a = c.node('storage-a')
     const { address } = await a.client.put(data)
     expect((a.svc.store as unknown as MemoryStoreTesting).corrupt(address, 100)).toBe(true)
-    await expect(a.anon.getBytes(address)).rejects.toBeDefined()
+    await expect(a.anon.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
     await expect.poll(async () => (await a.anon.status(address)).repair?.state, { timeout: 5000, interval: 5 }).toBe('done')
     expect(Buffer.from(await a.anon.getBytes(address)).equals(Buffer.from(data))).toBe(true)
   })

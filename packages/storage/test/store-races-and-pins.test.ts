@@ -1,15 +1,14 @@
 /**
- * Regression tests for review findings 7 (fs openReader/verify racing a delete) and 9 (pins
- * crash durability). Both need to act at an exact point inside the code under test, so this file
- * wraps `node:fs/promises` readFile and the fs layer's `fsyncDir` with pass-through spies.
+ * Regression tests for review finding 9 (pins crash durability). They act at an exact point
+ * inside the code under test, so this file wraps `node:fs/promises` readFile and the fs layer's
+ * `fsyncDir` with pass-through spies. (Finding 7, an open racing a delete between the data and
+ * table files, cannot happen since store format 2 keeps both in one file: `test/store/fs.test.ts`.)
  */
 import { mkdir, mkdtemp, readFile, rm, rmdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { PinSet } from '../src/pins.js'
-import { createFsStore } from '../src/store/index.js'
-import { bytes, once } from './store/helpers.js'
 
 /** Runs before the fs backend reads a file (set by a test, cleared after each). */
 const hooks = vi.hoisted(() => ({
@@ -39,64 +38,6 @@ vi.mock('../src/store/fs-layout.js', async (importOriginal) => {
       return real.fsyncDir(path)
     },
   }
-})
-
-describe('fs store: a delete racing an open or a verify', () => {
-  let dir: string
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'ron-fix-race-'))
-  })
-  afterEach(async () => {
-    hooks.beforeReadFile = undefined
-    await rm(dir, { recursive: true, force: true })
-  })
-
-  it('answers "not found" when the object is deleted between opening its data and reading its table', async () => {
-    const store = await createFsStore({ dir, chunkSize: 1024 })
-    try {
-      const { address } = await store.put(once(bytes(3000, 1)))
-      const p = store.pathsOf(address)
-      let raced = 0
-      hooks.beforeReadFile = async (path) => {
-        if (path !== p.table) return
-        raced++
-        hooks.beforeReadFile = undefined
-        expect(await store.delete(address)).toBe(true) // lands after open(data), before the table read
-      }
-      expect(await store.open(address)).toBeUndefined()
-      expect(raced).toBe(1)
-    } finally {
-      await store.close()
-    }
-  })
-
-  it('reports "missing", not a missing table, when the object is deleted during a verify', async () => {
-    const store = await createFsStore({ dir, chunkSize: 1024 })
-    try {
-      const { address } = await store.put(once(bytes(3000, 2)))
-      const p = store.pathsOf(address)
-      hooks.beforeReadFile = async (path) => {
-        if (path !== p.table) return
-        hooks.beforeReadFile = undefined
-        await store.delete(address)
-      }
-      expect(await store.verify(address)).toEqual({ ok: false, size: 0, badChunks: [], reason: 'missing' })
-    } finally {
-      await store.close()
-    }
-  })
-
-  it('still fails closed when only the table is missing', async () => {
-    const store = await createFsStore({ dir, chunkSize: 1024 })
-    try {
-      const { address } = await store.put(once(bytes(3000, 3)))
-      await rm(store.pathsOf(address).table)
-      await expect(store.open(address)).rejects.toMatchObject({ code: 'IntegrityFailed', details: { address, reason: 'table_missing' } })
-      expect(await store.verify(address)).toMatchObject({ ok: false, reason: 'table_missing' })
-    } finally {
-      await store.close()
-    }
-  })
 })
 
 describe('PinSet durability', () => {
