@@ -126,12 +126,18 @@ export class Resolver {
       }
       throw e
     }
+    const negativeTtl = (): number => jitteredTtl(cfg.cache.negativeTtlMs, cfg.cache.negativeJitter, () => d.random.next())
     if (answer === undefined) {
-      d.negative.set(p.key, true, d.clock.now() + jitteredTtl(cfg.cache.negativeTtlMs, cfg.cache.negativeJitter, () => d.random.next()))
+      // A peer query only says "not here": remembering it would make this node's own clients
+      // skip the peers for that key.
+      if (o.peer !== true) d.negative.set(p.key, true, d.clock.now() + negativeTtl())
       throw notFound(p.key, o.peer === true ? 'not_local' : 'not_found')
     }
-    d.cache.set(p.key, answer, d.clock.now() + cfg.cache.ttlMs)
-    return { ...answer, source, ttlSec: Math.ceil(cfg.cache.ttlMs / 1000) }
+    // A name whose content has no known provider yet is kept only as briefly as a NotFound, so
+    // the providers show up soon after storage announces them.
+    const ttlMs = answer.providers.length === 0 ? negativeTtl() : cfg.cache.ttlMs
+    d.cache.set(p.key, answer, d.clock.now() + ttlMs)
+    return { ...answer, source, ttlSec: Math.max(1, Math.ceil(ttlMs / 1000)) }
   }
 
   #localAddress(address: Address, cfg: ResolvedIndexConfig): CachedAnswer | undefined {

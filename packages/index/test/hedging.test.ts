@@ -149,3 +149,15 @@ describe('hedged peer lookups', () => {
     await pr
   })
 })
+
+describe('peer queries and the negative cache', () => {
+  it("a peer's miss is not remembered: this node's own clients still ask its peers", async () => {
+    const { env, peers } = await withPeers(1)
+    const a = addr(77)
+    const miss = await env.request('GET', `/resolve/${a}`, { 'x-ron-peer': '1' })
+    expect(miss.status).toBe(404)
+    expect((await miss.json<{ error: { details: { reason: string } } }>()).error.details.reason).toBe('not_local')
+    peers[0]!.reply = () => ({ status: 200, json: addressAnswer(a, ['node-n']) })
+    await expect(env.anon.resolve(a)).resolves.toMatchObject({ source: 'peer' })
+  })
+})
