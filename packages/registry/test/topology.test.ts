@@ -53,3 +53,20 @@ describe('registry config', () => {
     )
   })
 })
+
+describe('error catalog in the README', () => {
+  it('names only real @ron/core error classes, each with its SPEC status', async () => {
+    const core = await import('@ron/core')
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    const section = readme.slice(readme.indexOf('## Errors'))
+    const names = [...section.matchAll(/`([A-Z][A-Za-z]+Error)`/g)].map((m) => m[1]!)
+    expect(names.length).toBeGreaterThan(10)
+    for (const name of names) {
+      const Cls = (core as unknown as Record<string, new () => InstanceType<typeof core.RonError>>)[name]
+      expect(Cls, name).toBeTypeOf('function')
+      const e = new Cls!()
+      expect(e.status).toBe(core.ErrorCodes[e.code])
+      expect(`${e.code}Error`).toBe(name)
+    }
+  })
+})

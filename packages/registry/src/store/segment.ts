@@ -21,7 +21,7 @@
 import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
-import { ChainMismatchError, ClosedError, IntegrityFailedError, MalformedError } from '@ron/core'
+import { ChainMismatchError, ClosedError, IntegrityFailedError, MalformedError, NotReadyError } from '@ron/core'
 import { noGenesis } from './notable.js'
 import { entryHash, genesisHash, type EncodedEntry, type Genesis, type Head, type LogEntry } from '../entry.js'
 import { isNotable } from './notable.js'
@@ -126,6 +126,7 @@ class SegmentStore implements LogStore {
   #checkpointBytes = 0
   #closed = false
   #opened = false
+  #failed: unknown = undefined
 
   constructor(o: SegmentStoreOptions) {
     this.#dir = o.dir
@@ -338,8 +339,20 @@ class SegmentStore implements LogStore {
       this.#segments.push(seg)
     }
     const rec = frame(e.bytes)
-    await this.#active!.write(rec, 0, rec.length)
-    await this.#active!.sync()
+    try {
+      await this.#active!.write(rec, 0, rec.length)
+      await this.#active!.sync()
+    } catch (err) {
+      // Not acknowledged: cut what may have been written so the next append starts clean. If even
+      // that fails, refuse further appends until a restart recovers the tail.
+      try {
+        await this.#active!.truncate(seg.info.bytes)
+        await this.#active!.sync()
+      } catch {
+        this.#failed = err
+      }
+      throw err
+    }
     seg.offsets.push(seg.info.bytes)
     seg.lengths.push(e.bytes.length)
     seg.info.bytes += rec.length
@@ -468,6 +481,7 @@ class SegmentStore implements LogStore {
     this.#check()
     if (this.#readOnly) throw new Error('log store is read-only')
     if (!this.#opened) throw new Error('log store is not open')
+    if (this.#failed !== undefined) throw new NotReadyError('log store failed a write; restart to recover its tail', { cause: this.#failed, retryAfterMs: 5000 })
   }
 }
 
