@@ -24,6 +24,8 @@ export const SERVICE_ID = 'passport'
 
 export { createPassportService } from './service.js'
 export type { PassportService, AdminTokenRequest, KeyringSummary, PolicyEvent } from './service.js'
+export { ensureAdminToken, rotateWithAdminToken } from './admin-token.js'
+export type { AdminTokenOptions, AdminTokenResult } from './admin-token.js'
 export { createPassportClient } from './client.js'
 export type { PassportClient, PassportClientOptions } from './client.js'
 export { passportMinter, remotePassportMinter } from './minter.js'

@@ -69,6 +69,8 @@ export interface PassportService extends RonService {
   readonly revocations: RevocationCheck
   /** The published key set. */
   jwks(): { keys: PublishedJwk[] }
+  /** Current, next and previous keys with their retirement times. */
+  keySummary(): KeyringSummary
   /**
    * Rotates the issuer key: `next` becomes `current`, a new `next` is generated, the old
    * `current` verifies until its retirement.
@@ -310,6 +312,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
     keys: keyring.keySource,
     revocations: log,
     jwks: () => keyring.jwks(),
+    keySummary: () => ringSummary(keyring.snapshot),
     rotate: async () => ringSummary(await ctx.rotate()),
     async mintAdminToken(req: AdminTokenRequest, signal?: AbortSignal) {
       if (req.ttlSec <= 0) throw new MalformedError('ttlSec must be positive', { details: { field: 'ttlSec' } })

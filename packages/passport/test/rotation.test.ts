@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ALL_SCOPES, createTokenVerifier, exportIssuerKey, generateIssuerKey, signToken, staticKeySource } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
-import { createPassportService } from '../src/index.js'
+import { createPassportService, ensureAdminToken, rotateWithAdminToken } from '../src/index.js'
 import { ADMIN_POLICY, T0, headerOf, setup } from './helpers.js'
 
 describe('rotation', () => {
@@ -147,6 +147,41 @@ describe('keys at rest', () => {
       }
     } finally {
       await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('the admin token', () => {
+  it('ensureAdminToken keeps a valid token, renews one with under 10 days left and revokes the old one', async () => {
+    const { passport, clock, close } = await setup()
+    try {
+      const opts = { aud: ['passport', 'storage'], scope: [...ALL_SCOPES], clock }
+      const first = await ensureAdminToken(passport, opts)
+      expect(first.renewed).toBe(true)
+      expect(first.exp).toBe(T0 / 1000 + 30 * 86400)
+      const same = await ensureAdminToken(passport, { ...opts, current: first.token })
+      expect([same.renewed, same.token]).toEqual([false, first.token])
+      await clock.advance(21 * 86400 * 1000)
+      const renewed = await ensureAdminToken(passport, { ...opts, current: first.token })
+      expect(renewed.renewed).toBe(true)
+      expect(passport.revocations.isRevoked(first.jti)).toBe(true)
+      expect((await passport.verifier.verify(renewed.token, { audience: 'storage', scope: 'storage:admin' })).sub).toBe('admin')
+    } finally {
+      await close()
+    }
+  })
+
+  it('rotateWithAdminToken mints the new admin token with the new key and lets the old key retire after max ttl', async () => {
+    const { passport, clock, admin, close } = await setup()
+    try {
+      const oldKid = passport.keySummary().current.kid
+      const { keys, admin: fresh } = await rotateWithAdminToken(passport, { current: admin.token, aud: ['passport'], scope: ['passport:admin'], clock })
+      expect(fresh.kid).toBe(keys.current.kid)
+      expect(fresh.kid).not.toBe(oldKid)
+      expect(passport.revocations.isRevoked(admin.jti)).toBe(true)
+      expect(keys.previous).toEqual([{ kid: oldKid, epoch: 1, retiresAt: T0 + 3600_000 + 3000 + 30_000 }])
+    } finally {
+      await close()
     }
   })
 })
