@@ -95,6 +95,10 @@ export interface ServerProcess extends ServerInfo {
   memStop(): Promise<MemSample>
   /** Current RSS after `idleMs` of doing nothing (no forced GC: what an operator would see). */
   idleRss(idleMs?: number): Promise<number>
+  /** Starts the V8 CPU profiler in the server process (only what happens from now on). */
+  profStart(): Promise<void>
+  /** Stops it and writes the `.cpuprofile` (Chrome DevTools format) to `path`. */
+  profStop(path: string): Promise<string>
   /** Asks the factory's `close()` and waits for the process to exit. */
   stop(): Promise<void>
 }
@@ -118,6 +122,8 @@ export async function spawnServer(name: string, factory: string, options: Record
     memStart: () => rpc.call({ cmd: 'memStart' }),
     memStop: () => rpc.call<MemSample>({ cmd: 'memStop' }),
     idleRss: (idleMs = 1000) => rpc.call<number>({ cmd: 'idleRss', idleMs }),
+    profStart: () => rpc.call({ cmd: 'profStart' }),
+    profStop: (path) => rpc.call<string>({ cmd: 'profStop', path }),
     stop: () => rpc.stop(),
   }
 }

@@ -1,10 +1,10 @@
 /**
  * Profiles one server under one load: `npx tsx bench/profile.ts <case>` starts the server in its
- * own process with `--cpu-prof`, drives it from the load generator process, stops it, and prints
- * the top self-time functions of the profile (the .cpuprofile stays in `$TMPDIR/ron-profiles/` for
+ * own process, profiles it (V8 sampling profiler, only while the load runs) driven from the load
+ * generator process, and prints the top self-time functions of the profile (the .cpuprofile stays in `$TMPDIR/ron-profiles/` for
  * Chrome DevTools). Cases: `put-1m-c16`, `put-stream`, `get-4k`, `get-64m`, `range`, `hello`.
  */
-import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { spawnLoad, spawnServer, type LoadJob } from './process.js'
@@ -42,8 +42,8 @@ await mkdir(profDir, { recursive: true })
 const root = await mkdtemp(join(tmpdir(), 'ron-prof-'))
 const isHello = which === 'hello'
 const server = isHello
-  ? await spawnServer('ron', './servers/ron-hello.ts', { mode: 'service' }, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
-  : await spawnServer('ron', './servers/ron-storage.ts', { dir: join(root, 'ron') }, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
+  ? await spawnServer('ron', './servers/ron-hello.ts', { mode: 'service' })
+  : await spawnServer('ron', './servers/ron-storage.ts', { dir: join(root, 'ron') })
 const load = await spawnLoad()
 const headers = { authorization: `Bearer ${String(server.extra.token)}` }
 const seed = async (size: number): Promise<string> => {
@@ -59,15 +59,14 @@ const jobs: Record<string, () => Promise<LoadJob>> = {
   range: async () => ({ kind: 'get', url: server.url, path: `/o/${await seed(64 << 20)}`, concurrency: 16, requests: 3000, headers, ranges: { objectSize: 64 << 20, length: 65536, seed: 1 } }),
   hello: async () => ({ kind: 'rate', url: server.url, path: '/hello', connections: 50, durationSec: 5 }),
 }
-const before = new Set(await readdir(profDir))
-const r = await load.run(await jobs[which]!())
+const job = await jobs[which]!()
+await server.profStart()
+const r = await load.run(job)
+const file = await server.profStop(join(profDir, `${which}-${Date.now()}.cpuprofile`))
 console.log(`${which}: ${r.requests} requests, ${(r.bytesPerSec / 1e6).toFixed(0)} MB/s, ${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(1)} ms, p95 ${r.p95.toFixed(1)} ms, statuses ${JSON.stringify(r.statuses)}`)
 await load.stop()
 await server.stop()
-const file = (await readdir(profDir)).find((f) => !before.has(f))
-if (file !== undefined) {
-  const p = JSON.parse(await readFile(join(profDir, file), 'utf8')) as Profile
-  console.log(`profile ${join(profDir, file)}`)
-  for (const row of topSelf(p)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
-}
+const p = JSON.parse(await readFile(file, 'utf8')) as Profile
+console.log(`profile ${file}`)
+for (const row of topSelf(p)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
 await rm(root, { recursive: true, force: true })

@@ -3,6 +3,8 @@
  * <factory module> <options json>`. Starts the factory on command, samples its own RSS on
  * command, closes on command.
  */
+import { writeFile } from 'node:fs/promises'
+import { Session } from 'node:inspector/promises'
 import { pathToFileURL } from 'node:url'
 
 /** What a server factory returns once it listens. */
@@ -27,7 +29,9 @@ let mem = { start: 0, peak: 0, end: 0 }
 
 const rss = (): number => process.memoryUsage.rss()
 
-async function handle(m: { cmd: string; idleMs?: number }): Promise<unknown> {
+let profiler: Session | undefined
+
+async function handle(m: { cmd: string; idleMs?: number; path?: string }): Promise<unknown> {
   switch (m.cmd) {
     case 'start': {
       const mod = (await import(pathToFileURL(factoryPath!).href)) as { default: ServerFactory }
@@ -50,6 +54,21 @@ async function handle(m: { cmd: string; idleMs?: number }): Promise<unknown> {
       mem.end = rss()
       if (mem.end > mem.peak) mem.peak = mem.end
       return mem
+    }
+    case 'profStart': {
+      profiler = new Session()
+      profiler.connect()
+      await profiler.post('Profiler.enable')
+      await profiler.post('Profiler.setSamplingInterval', { interval: 100 })
+      await profiler.post('Profiler.start')
+      return undefined
+    }
+    case 'profStop': {
+      const { profile } = (await profiler!.post('Profiler.stop')) as { profile: unknown }
+      profiler!.disconnect()
+      profiler = undefined
+      await writeFile(m.path!, JSON.stringify(profile))
+      return m.path
     }
     case 'idleRss':
       await new Promise((r) => setTimeout(r, m.idleMs ?? 1000))

@@ -152,12 +152,27 @@ function lingerAfterReply(req: IncomingMessage, res: ServerResponse, o: NodeWrit
 async function streamToNode(ex: Exchange, body: AsyncIterable<Uint8Array>, res: ServerResponse, o: NodeWriteOptions): Promise<void> {
   const it = body[Symbol.asyncIterator]()
   let complete = false
-  // Headers go out now: the client learns the status while the body is still being produced.
-  res.flushHeaders()
+  // The client should learn the status while the body is still being produced, but a body whose
+  // first bytes are already at hand (a cached or small object) should leave in the same packet as
+  // the headers. So: ask for the first chunk, and flush the headers alone only if it is not there
+  // by the time the event loop comes round (setImmediate runs after every pending microtask).
+  const first = it.next()
+  let early: ReturnType<typeof setImmediate> | undefined = setImmediate(() => {
+    early = undefined
+    if (!res.headersSent && !res.destroyed) res.flushHeaders()
+  })
   const closed = new CloseWatch(res)
+  let corked = false
   try {
-    for (;;) {
-      const r = await closed.race(it.next())
+    for (let r = await closed.race(first); ; r = await closed.race(it.next())) {
+      if (early !== undefined) {
+        clearImmediate(early)
+        early = undefined
+        // Headers and first chunk (and the end, if it follows at once) go out in one write.
+        res.cork()
+        corked = true
+        process.nextTick(uncork, res)
+      }
       if (r === CLOSED || res.destroyed) break
       if (r.done === true) {
         complete = true
@@ -171,14 +186,21 @@ async function streamToNode(ex: Exchange, body: AsyncIterable<Uint8Array>, res: 
     if (complete) res.end()
     else res.destroy()
   } catch (e) {
-    // Too late for an error response: truncate so the client never mistakes this for a whole body.
+    // Too late for an error response: truncate so the client never mistakes this for a whole body
+    // (what was corked — the status and the verified bytes before the failure — goes out first).
+    if (corked && !res.destroyed) res.uncork()
     res.destroy()
     o.onLateError(ex, e)
   } finally {
+    if (early !== undefined) clearImmediate(early)
     closed.dispose()
     if (!complete) closeIterator(it)
     ex.finish()
   }
+}
+
+function uncork(res: ServerResponse): void {
+  if (!res.destroyed && !res.writableEnded) res.uncork()
 }
 
 const CLOSED = Symbol('closed')

@@ -13,7 +13,8 @@
  * @module
  */
 
-import { open, stat } from 'node:fs/promises'
+import { statSync } from 'node:fs'
+import { open } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
 import type { Address } from '@ron/core'
 import { FOOTER_BYTES, decodeFooter, decodeTable } from './integrity.js'
@@ -142,19 +143,21 @@ export class SmallObjectCache {
     return this.#entries.size
   }
 
-  /** The entry for `address` if the file at `path` is still the one it was read from. */
-  async lookup(address: Address, path: string): Promise<OpenedObject | undefined> {
+  /**
+   * The entry for `address` if the file at `path` is still the one it was read from. The check is
+   * a synchronous `stat` (a few µs for an inode that was just read: it is in the kernel's caches),
+   * cheaper than a round trip through libuv's thread pool; any error is a miss.
+   */
+  lookup(address: Address, path: string): OpenedObject | undefined {
     const e = this.#entries.get(address)
     if (e === undefined) return undefined
     let st
     try {
-      st = await stat(path, { bigint: true })
-    } catch (err) {
-      if (!hasCode(err, 'ENOENT')) throw err
-      this.delete(address)
-      return undefined
+      st = statSync(path, { bigint: true, throwIfNoEntry: false })
+    } catch {
+      st = undefined
     }
-    if (this.#entries.get(address) !== e || !sameIdentity(e.identity, { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs })) {
+    if (st === undefined || !sameIdentity(e.identity, { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs })) {
       this.delete(address)
       return undefined
     }

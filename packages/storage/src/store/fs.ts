@@ -252,7 +252,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
 
   async function openReader(address: Address): Promise<BlobReader | undefined> {
     const p = pathsOf(address)
-    const hit = await cache.lookup(address, p.data)
+    const hit = cache.lookup(address, p.data)
     if (hit !== undefined) return memoryReader(address, hit, hit.whole!)
     const found = await openObject(p.data, address, true, checkOpen)
     if (found === undefined) return undefined

@@ -1,0 +1,175 @@
+/**
+ * Registry benchmarks (issue 12 item 8), each beside its baseline:
+ *
+ * 1. commits/s — propose → 2 approvals (2-of-3, signed in the client) → commit with fsync, one
+ *    client over HTTP to the registry in its own process, vs a bare loop of `write` + `fsync` of a
+ *    record of the same size to a file on the same disk (goal ≥ 0.5×);
+ * 2. `GET /registry/head` req/s (autocannon -c50 from the load process) vs a bare `node:http`
+ *    server answering the same JSON, each in its own process (goal ≥ 0.7×);
+ * 3. proof generation in a tree of 1M entries (built in bulk, BLAKE3): inclusion and consistency
+ *    proofs beside the cost of verifying one.
+ *
+ * This module is also the server factory of its out-of-process servers (default export, started
+ * by `server-child.ts` with `{ mode: 'registry' | 'bare', dir, signers, origin }`).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { open } from 'node:fs/promises'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { HttpTransport, serve } from '@ron/core'
+import { createTestIssuer } from '@ron/core/testing'
+import {
+  MerkleTree,
+  blake3TreeHasher,
+  createRegistryClient,
+  createRegistryService,
+  generateSignerKey,
+  signApproval,
+  verifyInclusion,
+  type DescriptorSet,
+  type SignerSet,
+} from '@ron/registry'
+import { FULL, alternate, compare, printRounds, report } from './harness.js'
+import { spawnLoad, spawnServer } from './process.js'
+import type { ServerFactory } from './server-child.js'
+
+const ORIGIN = 'bench.ron/registry'
+
+/** Server factory: the registry on its defaults (plus a data dir), or the bare head baseline. */
+const start: ServerFactory = async (options) => {
+  if (options.mode === 'bare') {
+    const body = JSON.stringify(options.head)
+    const server = createServer((req, res) => {
+      if (req.method === 'GET' && req.url === '/registry/head') {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-cache' })
+        res.end(body)
+        return
+      }
+      res.writeHead(404).end()
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    const port = (server.address() as AddressInfo).port
+    return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) }
+  }
+  const issuer = createTestIssuer()
+  const svc = await createRegistryService({ dataDir: String(options.dir), origin: ORIGIN, signers: options.signers as SignerSet, auth: { keys: issuer.keys } })
+  const server = await serve(svc, { port: 0 })
+  const token = issuer.mint({ scope: ['registry:propose', 'registry:approve', 'registry:commit'], aud: 'registry', ttlSec: 86_400 })
+  return {
+    url: server.url,
+    extra: { token },
+    close: async () => {
+      await server.close()
+      await svc.close()
+    },
+  }
+}
+export default start
+
+function payload(i: number): DescriptorSet {
+  return { schemaVersion: 1, items: [{ kind: 'service', name: `storage.node-${i}`, service: 'storage', node: `node-${i}`, endpoint: `http://10.0.${(i >> 8) & 255}.${i & 255}:7701` }] }
+}
+
+export async function run(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'ron-bench-registry-'))
+  const stops: Array<{ stop(): Promise<void> }> = []
+  try {
+    const keys = ['s1', 's2', 's3'].map(generateSignerKey)
+    const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
+    const registry = await spawnServer('ron registry (2-of-3, fsync)', './registry.bench.ts', { mode: 'registry', dir: join(dir, 'log'), signers })
+    stops.push(registry)
+    const transport = new HttpTransport({ targets: { registry: registry.url } })
+    const client = createRegistryClient(transport, { token: String(registry.extra.token) })
+    const seconds = FULL ? 3 : 1
+
+    // 1. Commits/s vs a bare fsync'd append loop on the same disk.
+    let n = 0
+    const commitRound = async (): Promise<number> => {
+      const t0 = performance.now()
+      let done = 0
+      while (performance.now() - t0 < seconds * 1000) {
+        const p = await client.propose(payload(++n))
+        for (const k of keys.slice(0, 2)) await client.approve(p.proposalId, signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }))
+        await client.commit(p.proposalId)
+        done++
+      }
+      return done / ((performance.now() - t0) / 1000)
+    }
+    // About the size of a committed entry with two approvals.
+    const record = Buffer.alloc(520, 0x61)
+    const fh = await open(join(dir, 'bare-append.log'), 'a')
+    const fsyncRound = async (): Promise<number> => {
+      const t0 = performance.now()
+      let done = 0
+      while (performance.now() - t0 < seconds * 1000) {
+        await fh.write(record)
+        await fh.sync()
+        done++
+      }
+      return done / ((performance.now() - t0) / 1000)
+    }
+    try {
+      const commits = await alternate(
+        [
+          { name: `bare write+fsync loop (${record.length} B records)`, measure: fsyncRound },
+          { name: 'registry commits (propose + 2 approvals + commit)', measure: commitRound },
+        ],
+        { rounds: FULL ? 7 : 3 },
+      )
+      printRounds(`Commits/s, ${seconds} s per round, one client over HTTP (goal >= 0.5x)`, 'ops/s', ['bare write+fsync loop', 'registry commit (4 requests, 1 fsync)'], commits, {
+        note: 'Each registry commit is 4 HTTP round trips and 2 Ed25519 signatures in the client, 2 verifications and 1 fsync in the server.',
+      })
+    } finally {
+      await fh.close()
+    }
+
+    // 2. GET /registry/head req/s vs bare node:http answering the same JSON.
+    const head = await client.head()
+    const bare = await spawnServer('bare node:http (same JSON)', './registry.bench.ts', { mode: 'bare', head })
+    stops.push(bare)
+    const load = await spawnLoad()
+    stops.push(load)
+    const rps = await alternate(
+      [bare, registry].map((s) => ({
+        name: s.name,
+        measure: async () => {
+          const r = await load.run({ kind: 'rate', url: s.url, path: '/registry/head', connections: 50, durationSec: FULL ? 5 : 1 })
+          if ((r.statuses['non2xx'] ?? 0) > 0) throw new Error(`${s.name}: non-2xx answers`)
+          return r.rps
+        },
+      })),
+      { rounds: FULL ? 7 : 3 },
+    )
+    printRounds('GET /registry/head, autocannon -c50 (goal >= 0.7x)', 'req/s', [bare.name, registry.name], rps)
+    await transport.close()
+
+    // 3. Proofs at 1M entries.
+    const size = 1_000_000
+    const t0 = performance.now()
+    const tree = new MerkleTree(blake3TreeHasher)
+    const leaf = Buffer.alloc(64)
+    for (let i = 0; i < size; i++) {
+      leaf.writeUInt32BE(i, 0)
+      tree.appendData(leaf)
+    }
+    console.log(`\n(built a ${size.toLocaleString('en-US')}-leaf BLAKE3 tree in ${((performance.now() - t0) / 1000).toFixed(1)} s)`)
+    let i = 0
+    const root = tree.root()
+    const fixed = tree.inclusionProof(123_456, size)
+    const rows = await compare(
+      { name: 'verify one inclusion proof (baseline)', fn: () => verifyInclusion(blake3TreeHasher, 123_456, size, tree.leafHash(123_456), fixed, root) },
+      [
+        { name: 'inclusion proof, random leaf, size 1M', fn: () => tree.inclusionProof((i = (i * 7919 + 13) % size), size) },
+        { name: 'consistency proof, random old size → 1M', fn: () => tree.consistencyProof(1 + ((i = (i * 7919 + 13) % (size - 1))), size) },
+        { name: 'root of a random older size', fn: () => tree.root(1 + ((i = (i * 7919 + 13) % size))) },
+      ],
+      { ops: FULL ? 20_000 : 5000, rounds: FULL ? 7 : 3 },
+    )
+    report('Proof generation at 1M entries (ops/s, ratio vs one verification)', rows)
+  } finally {
+    for (const s of stops.reverse()) await s.stop().catch(() => undefined)
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
