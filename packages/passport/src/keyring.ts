@@ -101,6 +101,8 @@ export class Keyring {
   #longLived: LongLived[]
   readonly #o: KeyringOptions
   #writer: Promise<unknown> = Promise.resolve()
+  /** Latest `exp` (JWT seconds) signed by each key since start: a lowered max ttl never retires a key early. */
+  readonly #maxExp = new Map<string, number>()
 
   private constructor(o: KeyringOptions, snap: KeyringSnapshot, longLived: LongLived[]) {
     this.#o = o
@@ -176,6 +178,15 @@ export class Keyring {
     }
   }
 
+  /** Records that `kid` signed a token expiring at `exp`. */
+  noteSigned(kid: string, exp: number): void {
+    if (exp <= (this.#maxExp.get(kid) ?? -Infinity)) return
+    this.#maxExp.set(kid, exp)
+    // A token signed by a key that already stopped signing (an issuance that took the snapshot
+    // just before a rotation) may push its retirement out.
+    if (kid !== this.#snap.current.kid) void this.refresh().catch(() => undefined)
+  }
+
   /** Records a long-lived token (above the policy's max ttl): its key verifies until it expires or is revoked. */
   async noteLongLived(jti: string, kid: string, exp: number): Promise<void> {
     await this.#serial(async () => {
@@ -235,7 +246,7 @@ export class Keyring {
     let changed = false
     const previous = this.#snap.previous.map((k) => {
       const out = k.rotatedOutAt ?? o.clock.now()
-      let until = Math.max(out + o.graceMs, out + o.guard.timeoutMs + o.maxTtlSec() * 1000) + tol
+      let until = Math.max(out + o.graceMs, out + o.guard.timeoutMs + o.maxTtlSec() * 1000, (this.#maxExp.get(k.kid) ?? 0) * 1000) + tol
       for (const t of this.#longLived) {
         if (t.kid === k.kid && !o.isRevoked(t.jti)) until = Math.max(until, t.exp * 1000 + tol)
       }

@@ -185,3 +185,19 @@ describe('the admin token', () => {
     }
   })
 })
+
+describe('retirement never cuts a token short', () => {
+  it('lowering the max ttl by reload keeps a previous key until the tokens it signed expire', async () => {
+    const { client, passport, admin, close } = await setup()
+    try {
+      const long = await client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'], ttlSec: 3600 })
+      await passport.rotate()
+      await passport.revoke(admin.jti)
+      await passport.reload({ policy: { maxTtlSec: 60, defaultTtlSec: 60 } })
+      const prev = passport.keySummary().previous.find((k) => k.kid === long.kid)!
+      expect(prev.retiresAt).toBe(long.exp * 1000 + 30_000)
+    } finally {
+      await close()
+    }
+  })
+})
