@@ -217,7 +217,13 @@ export class AuditLog {
         if (signal.aborted) return this.#flush()
         throw err
       }
-      await this.sink.write(e)
+      try {
+        await this.sink.write(e)
+      } catch (err) {
+        // The event is lost (counted); the task crashes and the supervisor restarts it with backoff.
+        this.#metrics.inc('audit_drop_total', undefined)
+        throw err
+      }
     }
   }
 

@@ -45,7 +45,7 @@ export { AuditLog, MemoryAuditSink, StdoutAuditSink, JsonlFileAuditSink, latency
 export type { AuditEvent, AuditSink, AuditDecision, AuditLogOptions } from './audit.js'
 export { BrownoutSentinel } from './brownout.js'
 export type { BrownoutThresholds, BrownoutStatus, BrownoutTrigger, BrownoutSentinelOptions } from './brownout.js'
-export { Upstreams, upstreamBackoff, DEFAULT_UPSTREAM_RETRY } from './upstream.js'
+export { Upstreams, upstreamBackoff, breakerName, DEFAULT_UPSTREAM_RETRY } from './upstream.js'
 export type { UpstreamRetry, UpstreamCall, UpstreamsOptions } from './upstream.js'
 export { rechunk } from './routes/uploads.js'
 export type { InteropEvent } from './routes/context.js'

@@ -30,7 +30,7 @@ import { uploadRoutes } from './routes/uploads.js'
 import { webhookRoutes } from './routes/webhooks.js'
 import { toServiceTokens, type ServiceTokenSource, type ServiceTokens } from './tokens.js'
 import { CHANNELS, TASKS, interopTopology } from './topology.js'
-import { Upstreams } from './upstream.js'
+import { Upstreams, breakerName } from './upstream.js'
 import { WEBHOOK_PROVIDERS } from './webhooks/verify.js'
 
 /** Things that are not configuration data: injected by the host (ron-node) or a test. */
@@ -170,7 +170,14 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
       brownout.recordUpstream(ms)
     },
   })
-  for (const t of new Set([initial.storage.target, initial.passport.target, initial.index.target])) upstreams.breaker(t)
+  for (const [t, m] of [
+    [initial.storage.target, 'PUT'],
+    [initial.storage.target, 'GET'],
+    [initial.passport.target, 'POST'],
+    [initial.index.target, 'GET'],
+  ] as const) {
+    upstreams.breaker(breakerName(t, m))
+  }
 
   const pool = host.pool(CHANNELS.work)
   const brownout: BrownoutSentinel = new BrownoutSentinel({

@@ -43,6 +43,12 @@ export function upstreamBackoff(n: number, r: UpstreamRetry, random: Random): nu
   return Math.min(r.capMs, (r.baseMinMs + random.next() * (r.baseMaxMs - r.baseMinMs)) * scale)
 }
 
+/** The breaker of a call: `<target>/read` for GET and HEAD, `<target>/write` otherwise. */
+export function breakerName(target: string, method: string): string {
+  const m = method.toUpperCase()
+  return `${target}/${m === 'GET' || m === 'HEAD' ? 'read' : 'write'}`
+}
+
 /** Options of {@link Upstreams}. */
 export interface UpstreamsOptions {
   transport: Transport
@@ -84,21 +90,21 @@ export class Upstreams {
     this.#o = options
   }
 
-  /** The breaker of `target` (created on first use; the gauge `breaker_state{breaker=target}` starts at 0). */
-  breaker(target: string): CircuitBreaker {
-    let b = this.#breakers.get(target)
+  /** The breaker named `name` ({@link breakerName}; created on first use, its gauge `breaker_state{target}` starts at 0). */
+  breaker(name: string): CircuitBreaker {
+    let b = this.#breakers.get(name)
     if (b === undefined) {
       b = new CircuitBreaker({
-        name: target,
+        name,
         clock: this.#o.clock,
         metrics: this.#o.metrics,
         // The caller giving up, or the upstream refusing us (4xx never get here), is not the upstream being unhealthy.
         isFailure: (e) => !isRonError(e, 'Canceled'),
       })
-      this.#breakers.set(target, b)
+      this.#breakers.set(name, b)
       if (this.#breakers.size > (this.#o.maxBreakers ?? 64)) {
         const oldest = this.#breakers.keys().next().value
-        if (oldest !== undefined && oldest !== target) this.#breakers.delete(oldest)
+        if (oldest !== undefined && oldest !== name) this.#breakers.delete(oldest)
       }
     }
     return b
@@ -113,7 +119,9 @@ export class Upstreams {
   async call(target: string, call: UpstreamCall): Promise<TransportResponse> {
     const { op, timeoutMs, idempotent, signal, ...req } = call
     const tries = idempotent ? Math.max(1, this.#o.retry.tries) : 1
-    const breaker = this.breaker(target)
+    // Reads and writes of one upstream trip separately: a storage refusing writes (full disk)
+    // still serves reads, and reads must keep working through a write brownout.
+    const breaker = this.breaker(breakerName(target, req.method))
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted()
       const started = this.#o.clock.now()

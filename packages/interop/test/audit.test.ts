@@ -80,3 +80,33 @@ describe('audit', () => {
     expect([5, 40, 99, 300, 900, 1999, 5000].map(latencyBucket)).toEqual(['<10ms', '<50ms', '<100ms', '<500ms', '<1s', '<2s', '>=2s'])
   })
 })
+
+describe('audit sink supervision', () => {
+  it('a crashing sink task is restarted with backoff; the lost event is counted and shows as a gap', async () => {
+    const clock = new VirtualClock(0)
+    const metrics = createServiceMetrics({ service: 'interop' })
+    const written: number[] = []
+    let failures = 1
+    const sink: AuditSink = {
+      kind: 'flaky',
+      write(e) {
+        if (failures-- > 0) throw new Error('disk hiccup')
+        written.push(e.seq)
+      },
+    }
+    const audit = new AuditLog({ sink, capacity: 16, clock, metrics: metrics.sink })
+    const sup = new Supervisor({ clock, metrics: metrics.sink })
+    sup.spawn('audit-sink', (signal) => audit.run(signal))
+    for (let i = 1; i <= 3; i++) audit.emit(event(i))
+    await clock.flush()
+    expect(written).toEqual([])
+    await clock.advance(200) // restart backoff: 100 ms base with jitter
+    expect(written).toEqual([2, 3])
+    const text = await metrics.text()
+    expect(text).toMatch(/audit_drop_total\{service="interop"\} 1/)
+    expect(text).toMatch(/tasks_panicked_total\{kind="audit-sink",service="interop"\} 1/)
+    expect(sup.health().live).toBe(true)
+    audit.close()
+    await sup.shutdown(1000)
+  })
+})

@@ -117,3 +117,25 @@ describe('BrownoutSentinel', () => {
     expect(s.evaluate().active).toBe(false)
   })
 })
+
+describe('chaos: upstream 5xx bursts', () => {
+  it('storage failing every PUT: webhooks answer 503 (never 500), the error rate browns out writes, the breaker opens, reads stay up', async () => {
+    sys = await system({ brownout: { minRequests: 10 } })
+    const s = sys
+    const put = await s.request('POST', '/put', { 'x-api-key': API_KEY }, 'still readable')
+    const { address } = await readJson<{ address: string }>(put)
+    s.slow.failPuts = true
+    const statuses: number[] = []
+    for (let i = 0; i < 12; i++) statuses.push((await delivery(s, i)).status)
+    expect(statuses.every((x) => x === 503)).toBe(true)
+    await s.clock.advance(1000) // one sentinel sample
+    expect(s.interop.brownout.status()).toMatchObject({ active: true })
+    expect(s.interop.brownout.status().triggers).toContain('error_rate')
+    const shed = await delivery(s, 100)
+    expect(await readJson(shed)).toMatchObject({ error: { code: 'Brownout' } })
+    expect(await s.interop.metricsText()).toMatch(/breaker_state\{[^}]*target="storage\/write"[^}]*\} 1/)
+    const read = await s.request('GET', `/o/${address}`)
+    expect(read.status).toBe(200)
+    expect(new TextDecoder().decode(await collectBytes(read.body))).toBe('still readable')
+  })
+})

@@ -69,6 +69,8 @@ export class SlowStorage implements DispatchTarget {
   #gate: Promise<void> | undefined
   #open: (() => void) | undefined
   putsWaiting = 0
+  /** While true, every PUT answers 500 Internal (an upstream 5xx burst). */
+  failPuts = false
   /** Sizes of the body chunks of the last PUT, as storage received them. */
   putChunks: number[] = []
   constructor(readonly inner: DispatchTarget) {}
@@ -91,6 +93,10 @@ export class SlowStorage implements DispatchTarget {
       }
     }
     if (req.method !== 'PUT') return this.inner.dispatch(req)
+    if (this.failPuts) {
+      const body = new TextEncoder().encode(JSON.stringify({ error: { code: 'Internal', message: 'boom', retryable: false, corr_id: 'x', details: {} } }))
+      return { status: 500, headers: { 'content-type': 'application/json' }, body: (async function* () { yield body })() }
+    }
     const chunks: number[] = []
     this.putChunks = chunks
     const body = req.body
@@ -154,11 +160,24 @@ export async function system(config: InteropConfigInput = {}, opts: { withPasspo
     },
     async close() {
       slow.release()
-      await interop.close()
-      await storage.close()
+      await closeOnVirtualTime(clock, interop.close())
+      await closeOnVirtualTime(clock, storage.close())
       await transport.close()
     },
   }
 }
 
 export const readJson = async <T = Record<string, unknown>>(res: TransportResponse): Promise<T> => JSON.parse(new TextDecoder().decode(await collectBytes(res.body))) as T
+
+/**
+ * Waits for a `close()` that may wait on virtual time (drain deadlines, task backoffs), moving the
+ * clock forward in small steps until it settles.
+ */
+export async function closeOnVirtualTime(clock: VirtualClock, closing: Promise<void>): Promise<void> {
+  let done = false
+  const watched = closing.finally(() => {
+    done = true
+  })
+  for (let i = 0; i < 200 && !done; i++) await clock.advance(50)
+  await watched
+}

@@ -9,6 +9,7 @@ import { VirtualClock, seededRandom } from '@ron/core/testing'
 import { createIndexService } from '@ron/index'
 import { createPassportService, passportMinter } from '@ron/passport'
 import { createStorageService } from '@ron/storage'
+import { closeOnVirtualTime } from './helpers.js'
 import { createInteropService, fetchAndVerifyReceipt, hashApiKey, signWebhook, type MemoryAuditSink } from '../src/index.js'
 
 const T0 = 1_800_000_000_000
@@ -42,11 +43,11 @@ async function wholeSystem() {
   )
   transport.mount('interop', interop)
   cleanups.push(async () => {
-    await interop.close()
-    await storage.close()
-    await index.close()
+    await closeOnVirtualTime(clock, interop.close())
+    await closeOnVirtualTime(clock, storage.close())
+    await closeOnVirtualTime(clock, index.close())
     tokens.close()
-    await passport.close()
+    await closeOnVirtualTime(clock, passport.close())
     await transport.close()
   })
   return { clock, transport, passport, storage, index, interop }

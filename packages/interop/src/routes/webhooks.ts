@@ -33,17 +33,24 @@ export async function storeReceipt(s: InteropContext, bytes: Uint8Array, signal:
   const cfg = s.cfg()
   const expected = addressOf(bytes)
   const token = await s.tokens.token({ aud: cfg.storageAudience, scope: ['storage:write'] }, signal)
-  const res = await s.upstreams.call(cfg.storage.target, {
-    op: 'storage.put',
-    method: 'PUT',
-    path: '/o',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream', 'x-expect-address': expected },
-    body: bytes,
-    timeoutMs: cfg.storage.timeoutMs,
-    // Content-addressed with the bytes in hand: a repeated store is a no-op, so retries are safe.
-    idempotent: true,
-    signal,
-  })
+  let res
+  try {
+    res = await s.upstreams.call(cfg.storage.target, {
+      op: 'storage.put',
+      method: 'PUT',
+      path: '/o',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream', 'x-expect-address': expected },
+      body: bytes,
+      timeoutMs: cfg.storage.timeoutMs,
+      // Content-addressed with the bytes in hand: a repeated store is a no-op, so retries are safe.
+      idempotent: true,
+      signal,
+    })
+  } catch (e) {
+    // A storage failure is a 503 to the provider (retry later), never a 500 of ours.
+    if (isRonError(e, 'Internal')) throw new NotReadyError('storage failed to store the receipt', { details: { upstream: 'storage' }, cause: e, retryAfterMs: 1000 })
+    throw e
+  }
   if (res.status >= 400) {
     const err = await errorFromResponse(res)
     // Storage refusing interop's own write is interop's problem, not the provider's request.
