@@ -59,6 +59,9 @@ const urlList = z.preprocess(
   ),
 )
 
+/** A service's own config section, validated by that service when it is created or reloaded. */
+const section = z.record(z.string(), z.unknown())
+
 /** Repair pacing (`[storage.repair]`). */
 const repairConfigSchema = z
   .object({
@@ -128,6 +131,14 @@ export const nodeConfigSchema = z
     adminTokenTtl: durationSchema.default(30 * 86_400_000),
     /** Storage settings. */
     storage: storageConfigSchema.default({ repair: {} }),
+    /** Passport's own config (policy, rotation, …), passed through and validated by passport. */
+    passport: section.optional(),
+    /** Registry's own config (signers, checkpointInterval, retention, …), validated by registry. */
+    registry: section.optional(),
+    /** Index's own config (cache, peers, deadlines, …), validated by index. */
+    index: section.optional(),
+    /** Interop's own config (webhooks, apiKeys, audit, brownout, …), validated by interop. */
+    interop: section.optional(),
   })
   .strict()
 
@@ -135,7 +146,9 @@ export const nodeConfigSchema = z
  * What `POST /admin/reload` accepts: the parts of the node config that can change live, written as
  * in a config file (`{"storage": {"maxObjectBytes": "1GiB"}}`).
  */
-export const reloadableConfigSchema = z.object({ storage: storageConfigSchema.optional() }).strict()
+export const reloadableConfigSchema = z
+  .object({ storage: storageConfigSchema.optional(), passport: section.optional(), registry: section.optional(), index: section.optional(), interop: section.optional() })
+  .strict()
 
 /** The validated node configuration (durations in ms, sizes in bytes). */
 export type NodeConfig = z.output<typeof nodeConfigSchema>

@@ -19,6 +19,8 @@ import {
   systemClock,
   type Clock,
   type IssuerKey,
+  type KeySource,
+  type RevocationCheck,
 } from '@ron/core'
 import { errnoText } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
@@ -98,16 +100,18 @@ export async function loadOrCreateIssuerKey(path: string, what = 'issuer key'): 
  */
 export async function tokenStillGood(
   token: string,
-  key: IssuerKey,
+  key: IssuerKey | KeySource,
   scopes: readonly string[],
   audiences: readonly string[],
   nowSec: number,
   marginSec = 3600,
+  revocations?: RevocationCheck,
 ): Promise<boolean> {
   // Verifying "as of now + margin" with no tolerance is exactly "unexpired for margin more".
   const at = (nowSec + marginSec) * 1000
   const clock: Clock = { ...systemClock, now: () => at }
-  const verifier = createTokenVerifier({ keys: staticKeySource([key]), clock, clockToleranceSec: 0 })
+  const keys: KeySource = 'getKey' in key ? key : staticKeySource([key])
+  const verifier = createTokenVerifier({ keys, clock, clockToleranceSec: 0, ...(revocations === undefined ? {} : { revocations }), cache: false })
   try {
     const claims = await verifier.verify(token, { audience: audiences[0] ?? '' })
     return audiences.every((a) => claims.aud.includes(a)) && scopes.every((sc) => claims.scope.includes(sc))
@@ -119,6 +123,15 @@ export async function tokenStillGood(
 
 /** Options of {@link ensureAdminToken}. */
 export interface EnsureAdminTokenOptions {
+  /**
+   * Mints a new admin token (with passport: its admin path). @default signed locally with the
+   * issuer key
+   */
+  mint?: (ttlSec: number) => Promise<string>
+  /** Keys the existing token must verify against. @default the issuer key */
+  keys?: KeySource
+  /** Revocations the existing token must not be in. @default none */
+  revocations?: RevocationCheck
   /** Token lifetime in seconds. @default {@link ADMIN_TOKEN_TTL_SEC} (30 days) */
   ttlSec?: number
   /** @default systemClock */
@@ -166,12 +179,15 @@ export async function ensureAdminToken(path: string, key: IssuerKey, options: En
       throw new CliError(`cannot make admin token ${path} private: ${errnoText(e)}`, ExitCode.Error, { cause: e })
     }
   }
-  if (existing !== undefined && (await tokenStillGood(existing, key, ADMIN_SCOPES, ADMIN_AUDIENCES, nowSec, Math.min(ADMIN_TOKEN_RENEW_SEC, Math.floor((options.ttlSec ?? ADMIN_TOKEN_TTL_SEC) / 3))))) return { token: existing, minted: false, ...(fixedMode ? { fixedMode } : {}) }
-  const token = signToken(
-    key,
-    { sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec: options.ttlSec ?? ADMIN_TOKEN_TTL_SEC },
-    { clock },
-  )
+  const ttlSec = options.ttlSec ?? ADMIN_TOKEN_TTL_SEC
+  const margin = Math.min(ADMIN_TOKEN_RENEW_SEC, Math.floor(ttlSec / 3))
+  if (existing !== undefined && (await tokenStillGood(existing, options.keys ?? key, ADMIN_SCOPES, ADMIN_AUDIENCES, nowSec, margin, options.revocations))) {
+    return { token: existing, minted: false, ...(fixedMode ? { fixedMode } : {}) }
+  }
+  const token =
+    options.mint !== undefined
+      ? await options.mint(ttlSec)
+      : signToken(key, { sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec }, { clock })
   await writeSecret(path, `${token}\n`)
   return { token, minted: true, ...(fixedMode ? { fixedMode } : {}) }
 }

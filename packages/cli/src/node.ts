@@ -6,6 +6,7 @@
  * @module
  */
 
+import { join } from 'node:path'
 import {
   HttpTransport,
   MemoryTransport,
@@ -21,10 +22,11 @@ import {
   type HttpHandler,
   type IssuerKey,
   type Jwk,
-  type KeySource,
   type Logger,
   type RonService,
+  type RevocationCheck,
   type TokenProvider,
+  type TokenVerifier,
   validateConfig,
 } from '@ron/core'
 import { reloadableConfigSchema } from './config.js'
@@ -35,35 +37,11 @@ import { loadOrCreateIdentity, newNodeId } from './identity.js'
 import { ADMIN_AUDIENCES, ADMIN_SCOPES, ADMIN_TOKEN_TTL_SEC, ensureAdminToken, loadOrCreateIssuerKey } from './keys.js'
 import { listen, type Listener, type RequestHandler } from './listener.js'
 import { NodeTransport, PeerDirectory, normalizeUrl } from './peers.js'
-import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, portFor, type ServiceName } from './ports.js'
+import { CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
+
+export type { NodeReloadable, NodeStorageOptions } from './services.js'
+import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, portFor, type ServiceName } from './ports.js'
 import { cliVersion } from './version.js'
-
-/** Storage settings of a node (the JSON-safe subset of storage's options ron-node exposes). */
-export interface NodeStorageOptions {
-  /** @default 16 GiB */
-  maxObjectBytes?: number
-  /** @default 64 KiB */
-  chunkSize?: number
-  /** @default true */
-  publicReads?: boolean
-  /** @default 512 */
-  workQueue?: number
-  /** @default 16 */
-  getConcurrency?: number
-  /** @default 32 */
-  writers?: number
-  /** Copies kept across this node and its peers. @default 2 with peers, 1 alone */
-  rf?: number
-  /** Durable copies before a PUT is acknowledged. @default 1 */
-  writeQuorum?: number
-  /** Repair pacing. */
-  repair?: { intervalMs?: number; bytesPerSec?: number; burst?: number }
-}
-
-/** What can change on a running node (`reload()`, SIGHUP, `POST /admin/reload`). */
-export interface NodeReloadable {
-  storage?: NodeStorageOptions
-}
 
 /** Options of {@link startNode}. */
 export interface StartNodeOptions {
@@ -92,6 +70,8 @@ export interface StartNodeOptions {
   adminTokenTtlSec?: number
   /** Storage settings. @default {} */
   storage?: NodeStorageOptions
+  /** Each other service's own config section (passport, registry, index, interop), passed through. @default {} */
+  config?: Omit<NodeReloadable, 'storage'>
   /**
    * Where `reload()` re-reads the configuration (the CLI re-reads its file and environment); the
    * partial given to `reload()` is applied on top. @default the settings given at start
@@ -153,44 +133,19 @@ export interface RonNode extends NodeSummary {
   [Symbol.asyncDispose](): Promise<void>
 }
 
-/** Everything a service factory gets. */
-interface ServiceContext {
-  nodeId: string
-  /** Storage data directory, undefined in amnesia mode. */
-  storageDir: string | undefined
-  transport: NodeTransport
-  /** Keys every service verifies tokens with. */
-  keys: KeySource
-  /** Service-to-service tokens of this node. */
-  tokens: TokenProvider
-  peers: PeerDirectory
-  logger: Logger
-  drainDeadlineMs: number
-  clock: Clock
-  url: (name: ServiceName) => string
-  storage: NodeStorageOptions
-  hosted: ReadonlySet<ServiceName>
-  /** Origins allowed to write cross-origin (the admin origin, for the dashboard). */
-  adminOrigin: string
-}
-
-interface ServiceFactory {
-  create(ctx: ServiceContext): Promise<RonService>
-  /** The section of the node config this service reloads with. */
-  reloadPartial?(ctx: ServiceContext, cfg: NodeReloadable): unknown
-}
-
 /**
  * A reload request body (config-file spelling) → {@link NodeReloadable}.
  * @throws ConfigError (400 `Malformed`) naming the offending field.
  */
 function parseReloadBody(body: unknown): NodeReloadable {
   const parsed = validateConfig(reloadableConfigSchema, body ?? {})
-  if (parsed.storage === undefined) return {}
+  const sections: NodeReloadable = {}
+  for (const k of ['passport', 'registry', 'index', 'interop'] as const) if (parsed[k] !== undefined) sections[k] = parsed[k]
+  if (parsed.storage === undefined) return sections
   const { repair, ...rest } = parsed.storage
   const storage: NodeStorageOptions = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))
   const r = Object.fromEntries(Object.entries({ intervalMs: repair.interval, bytesPerSec: repair.bytesPerSec, burst: repair.burst }).filter(([, v]) => v !== undefined))
-  return { storage: Object.keys(r).length > 0 ? { ...storage, repair: r } : storage }
+  return { ...sections, storage: Object.keys(r).length > 0 ? { ...storage, repair: r } : storage }
 }
 
 /** The `node:http` listener of a handler. */
@@ -200,56 +155,6 @@ function handlerOf(h: HttpHandler): RequestHandler {
 
 /** How long a listener lets responses finish after its service has closed. */
 const LISTENER_GRACE_MS = 250
-
-function storageSettings(s: NodeStorageOptions | undefined): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  if (s === undefined) return out
-  for (const k of ['maxObjectBytes', 'chunkSize', 'publicReads', 'workQueue', 'getConcurrency', 'writers', 'writeQuorum', 'rf'] as const) {
-    if (s[k] !== undefined) out[k] = s[k]
-  }
-  const r = s.repair ?? {}
-  const repair: Record<string, number> = {}
-  if (r.intervalMs !== undefined) repair['intervalMs'] = r.intervalMs
-  if (r.bytesPerSec !== undefined) repair['bytesPerSec'] = r.bytesPerSec
-  if (r.burst !== undefined) repair['burst'] = r.burst
-  if (Object.keys(repair).length > 0) out['repair'] = repair
-  return out
-}
-
-/** Replication settings for the peers known right now: rf and writeQuorum never exceed what they allow. */
-function replication(ctx: ServiceContext, s: NodeStorageOptions | undefined): { peers: string[]; rf: number; writeQuorum: number } {
-  const peers = ctx.peers.storagePeers()
-  const wanted = s?.rf ?? (ctx.peers.list().length > 0 ? 2 : 1)
-  const rf = Math.max(1, Math.min(wanted, peers.length + 1))
-  return { peers, rf, writeQuorum: Math.max(1, Math.min(s?.writeQuorum ?? 1, rf)) }
-}
-
-/** How each hostable service is created. Later services add an entry here. */
-const FACTORIES: Partial<Record<ServiceName, ServiceFactory>> = {
-  storage: {
-    async create(ctx) {
-      const { createStorageService } = await import('@ron/storage')
-      return createStorageService(
-        {
-          ...storageSettings(ctx.storage),
-          ...replication(ctx, ctx.storage),
-          ...(ctx.storageDir === undefined ? {} : { dataDir: ctx.storageDir }),
-          nodeId: ctx.nodeId,
-          advertise: ctx.url('storage'),
-          auth: { keys: ctx.keys },
-          peerKeys: { peers: ctx.peers.keySource() },
-          tokens: ctx.tokens,
-          ...(ctx.hosted.has('index') ? { announce: { target: 'index' } } : {}),
-          logger: ctx.logger,
-          drainDeadlineMs: ctx.drainDeadlineMs,
-          clock: ctx.clock,
-        },
-        ctx.transport,
-      )
-    },
-    reloadPartial: (ctx, cfg) => ({ ...storageSettings(cfg.storage), ...replication(ctx, cfg.storage) }),
-  },
-}
 
 /** The URL a listener is reached at: the advertised host (or `scheme://host`) with the bound port. */
 export function advertisedUrl(boundUrl: string, advertise: string | undefined): string {
@@ -284,7 +189,8 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   const host = options.host ?? '127.0.0.1'
   const portBase = options.portBase ?? DEFAULT_PORT_BASE
   const amnesia = options.amnesia === true
-  const wanted: ServiceName[] = [...new Set<ServiceName>(options.services ?? AVAILABLE_SERVICES)]
+  const wanted: ServiceName[] = KNOWN_SERVICES.filter((n) => (options.services ?? AVAILABLE_SERVICES).includes(n))
+  const unknownServices = (options.services ?? []).filter((n) => !KNOWN_SERVICES.includes(n))
   const drainDeadlineMs = options.drainDeadlineMs ?? 3000
   const logger = options.logger ?? noopLogger
   const clock = options.clock ?? systemClock
@@ -292,8 +198,8 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   if (!Number.isInteger(portBase) || portBase < 0 || portBase > 65535 - 5) {
     throw new CliError(`--port-base must be 0 or an integer up to 65530, got ${portBase}`, ExitCode.Usage)
   }
-  for (const name of wanted) {
-    if (!AVAILABLE_SERVICES.includes(name) || FACTORIES[name] === undefined) {
+  for (const name of [...wanted, ...unknownServices]) {
+    if (!AVAILABLE_SERVICES.includes(name)) {
       throw new CliError(`service ${name} is not available in this build (available: ${AVAILABLE_SERVICES.join(', ')})`, ExitCode.Usage)
     }
   }
@@ -349,7 +255,6 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let nodeId: string
   let firstStart: boolean
   let adminToken: string
-  let verifierKeys: KeySource
   try {
     for (const name of wanted) {
       const listener = await listen(handlerOf(notReadyHandler(name)), { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS })
@@ -372,38 +277,34 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       if (loaded.created) logger.info({ kid: issuer.kid, path: layout.issuerKey }, 'generated issuer key')
       if (loaded.looseMode) logger.warn({ path: layout.issuerKey }, 'issuer key file is readable by others; chmod 600 it')
     }
-    const ttlSec = options.adminTokenTtlSec ?? ADMIN_TOKEN_TTL_SEC
-    if (layout === undefined) {
-      adminToken = signToken(issuer, { sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec }, { clock })
-    } else {
-      const t = await ensureAdminToken(layout.adminToken, issuer, { clock, ttlSec })
-      adminToken = t.token
-      if (t.fixedMode === true) logger.warn({ path: layout.adminToken }, 'admin token file was readable by others; changed its mode to 600')
-      if (t.minted) logger.info({ path: layout.adminToken }, 'wrote admin token')
-    }
-    verifierKeys = staticKeySource([issuer])
-    const publicKeys: Jwk[] = [issuer.publicJwk]
 
+    // Until passport is up (or without it), the node's own issuer key signs and verifies.
+    let passport: PassportHandles | undefined
+    let verifier: TokenVerifier = createTokenVerifier({ keys: staticKeySource([issuer]), clock })
+    const publicKeys = (): unknown[] => passport?.jwks().keys ?? [issuer.publicJwk]
     peers = new PeerDirectory({ admins: peerAdmins, file: layout?.peersFile, selfId: nodeId, http, logger, now: () => clock.now() })
     transport.usePeers(peers)
     const pending = (): Record<string, string> => Object.fromEntries(slots.filter((s) => s.service === undefined).map((s) => [s.name, s.url]))
-    const adminOptions = {
-      nodeId,
-      services: () => hosted,
-      pending,
-      version: cliVersion(),
-      startedAt,
-      accepting: () => accepting,
-      dataDir: layout?.root,
-      keys: () => publicKeys,
-      verifier: createTokenVerifier({ keys: verifierKeys, clock }),
-      peers: () => peers!.list(),
-      reload: (partial: unknown) => reload(parseReloadBody(partial)),
-      clock,
-    }
     // The admin listener answers /status and /keys from here on: peers starting at the same time
     // learn this node's id and keys while its services are still being created.
-    admin.attach(handlerOf(createAdminHandler(adminOptions)))
+    admin.attach(
+      handlerOf(
+        createAdminHandler({
+          nodeId,
+          services: () => hosted,
+          pending,
+          version: cliVersion(),
+          startedAt,
+          accepting: () => accepting,
+          dataDir: layout?.root,
+          keys: publicKeys as () => Jwk[],
+          verifier: { verify: (token, req) => verifier.verify(token, req) },
+          peers: () => peers!.list(),
+          reload: (partial: unknown) => reload(parseReloadBody(partial)),
+          clock,
+        }),
+      ),
+    )
     await peers.load()
     // Peers this node has never seen are waited for a little (nodes of a new cluster start
     // together), so storage starts with the whole placement set; later changes are reloaded.
@@ -416,32 +317,80 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     const unknown = peers.list().filter((p) => p.nodeId === undefined)
     if (unknown.length > 0) logger.warn({ peers: unknown.map((p) => ({ admin: p.admin, error: p.error })) }, 'some peers are unreachable; they join placement once they answer')
 
-    tokens = createTokenProvider({ minter: localMinter(issuer, { iss: `ron-node:${nodeId}`, sub: `node:${nodeId}`, clock }), clock })
     const ctx: ServiceContext = {
       nodeId,
-      storageDir: layout?.storage,
+      root: layout?.root,
+      amnesia,
       transport,
-      keys: verifierKeys,
-      tokens,
+      verifier,
+      tokens: createTokenProvider({ minter: localMinter(issuer, { iss: `ron-node:${nodeId}`, sub: `node:${nodeId}`, clock }), clock }),
       peers,
       logger,
       drainDeadlineMs,
       clock,
       url: (name) => slots.find((s) => s.name === name)?.url ?? '',
-      storage: options.storage ?? {},
       hosted: new Set(wanted),
-      adminOrigin: new URL(adminUrl).origin,
+      config: { ...(options.config ?? {}), ...(options.storage === undefined ? {} : { storage: options.storage }) },
+      writeOrigins: [new URL(adminUrl).origin],
+      file: (...parts) => (layout === undefined ? undefined : join(layout.root, ...parts)),
     }
-    for (const slot of slots) {
-      const service = await FACTORIES[slot.name]!.create(ctx)
+    tokens = ctx.tokens
+    const attach = (slot: (typeof slots)[number], service: RonService): void => {
       slot.service = service
       memory.mount(slot.name, service)
       slot.listener.attach(service.handle)
       hosted.push({ name: slot.name, url: slot.url, service, listener: slot.listener })
       logger.info({ service: slot.name, url: slot.url }, 'service listening')
     }
+    const ordered = CREATE_ORDER.flatMap((name) => slots.filter((s) => s.name === name))
+    for (const slot of ordered) {
+      let service: RonService
+      try {
+        // Each service gets its own child logger: a service that freezes its config snapshot must
+        // not freeze the logger the others share.
+        service = await FACTORIES[slot.name].create({ ...ctx, logger: logger.child({}) })
+      } catch (e) {
+        throw creationError(slot.name, e)
+      }
+      attach(slot, service)
+      if (slot.name === 'passport') {
+        // From here on every service verifies with passport's keys and revocations, and the
+        // node's service tokens come from passport (sub node:<id>).
+        const { passportMinter } = await import('@ron/passport')
+        passport = service as unknown as PassportHandles
+        verifier = createTokenVerifier({ keys: passport.keys, revocations: passport.revocations as RevocationCheck, clock })
+        ctx.verifier = verifier
+        ctx.tokens.close()
+        ctx.tokens = createTokenProvider({ minter: passportMinter(service as never, { sub: `node:${nodeId}` }), clock })
+        tokens = ctx.tokens
+      }
+    }
+
+    // /status, /readyz and the summary list services in port order.
+    hosted.sort((x, y) => wanted.indexOf(x.name as ServiceName) - wanted.indexOf(y.name as ServiceName))
+
+    const ttlSec = options.adminTokenTtlSec ?? ADMIN_TOKEN_TTL_SEC
+    const p = passport
+    const mint =
+      p === undefined
+        ? (ttl: number) => Promise.resolve(signToken(issuer, { sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec: ttl }, { clock }))
+        : async (ttl: number) => (await p.mintAdminToken({ sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec: ttl })).token
+    if (layout === undefined) {
+      adminToken = await mint(ttlSec)
+    } else {
+      const t = await ensureAdminToken(layout.adminToken, issuer, {
+        clock,
+        ttlSec,
+        mint,
+        ...(p === undefined ? {} : { keys: p.keys, revocations: p.revocations as RevocationCheck }),
+      })
+      adminToken = t.token
+      if (t.fixedMode === true) logger.warn({ path: layout.adminToken }, 'admin token file was readable by others; changed its mode to 600')
+      if (t.minted) logger.info({ path: layout.adminToken }, 'wrote admin token')
+    }
+
     reloadCtx = ctx
-    // When a peer's id or URLs change (it came up, or moved), storage learns the new peer set.
+    // When a peer's id or URLs change (it came up, or moved), the services learn the new peer set.
     peers.onChange = () => {
       reload({}).catch((e: unknown) => logger.warn({ err: e }, 'could not apply the new peer set'))
     }
@@ -455,16 +404,20 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   async function reload(partial: NodeReloadable = {}): Promise<ReloadResult> {
     const run = async (): Promise<ReloadResult> => {
       if (reloadCtx === undefined) throw new CliError('the node is still starting')
-      const base: NodeReloadable = options.reloadSource === undefined ? { storage: reloadCtx.storage } : await options.reloadSource()
-      const cfg: NodeReloadable = { ...base, ...partial, storage: { ...(base.storage ?? {}), ...(partial.storage ?? {}), repair: { ...(base.storage?.repair ?? {}), ...(partial.storage?.repair ?? {}) } } }
+      const base: NodeReloadable = options.reloadSource === undefined ? reloadCtx.config : await options.reloadSource()
+      const cfg: NodeReloadable = {
+        ...base,
+        ...partial,
+        storage: { ...(base.storage ?? {}), ...(partial.storage ?? {}), repair: { ...(base.storage?.repair ?? {}), ...(partial.storage?.repair ?? {}) } },
+      }
       const reloaded: string[] = []
       for (const h of hosted) {
         const factory = FACTORIES[h.name as ServiceName]
-        if (factory?.reloadPartial === undefined) continue
+        if (factory.reloadPartial === undefined) continue
         await h.service.reload(factory.reloadPartial(reloadCtx, cfg))
         reloaded.push(h.name)
       }
-      reloadCtx.storage = cfg.storage ?? {}
+      reloadCtx.config = cfg
       logger.info({ reloaded }, 'config reloaded')
       return { reloaded }
     }

@@ -11,7 +11,7 @@ export const KNOWN_SERVICES = ['storage', 'registry', 'passport', 'index', 'inte
 export type ServiceName = (typeof KNOWN_SERVICES)[number]
 
 /** Services this build of `ron-node` can host today. */
-export const AVAILABLE_SERVICES: readonly ServiceName[] = ['storage']
+export const AVAILABLE_SERVICES: readonly ServiceName[] = KNOWN_SERVICES
 
 /** Default `--port-base`. */
 export const DEFAULT_PORT_BASE = 7700

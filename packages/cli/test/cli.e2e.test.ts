@@ -57,7 +57,7 @@ describe('ron-node start (real binary)', () => {
     expect(Object.keys(summary).sort()).toEqual(['admin', 'dataDir', 'nodeId', 'services', 'tokenFile'])
     expect(summary.dataDir).toBe(dataDir)
     expect(summary.tokenFile).toBe(join(dataDir, 'admin.token'))
-    expect(Object.keys(summary.services)).toEqual(['storage'])
+    expect(Object.keys(summary.services)).toEqual(['storage', 'registry', 'passport', 'index', 'interop'])
     expect(proc.stdout().trim().split('\n')).toHaveLength(1)
     if (process.platform !== 'win32') {
       expect((await stat(summary.tokenFile)).mode & 0o777).toBe(0o600)
@@ -209,7 +209,14 @@ describe('ron-node start (real binary)', () => {
       if (!draining) await new Promise((r) => setTimeout(r, 10))
     }
     expect(draining).toBe(true)
-    const res = await fetch(`${storage}/o/b3:${'a'.repeat(64)}`)
+    // Storage turns writes unready first and keeps reads up for a short window (SPEC 3.3): poll
+    // (bounded) until reads are refused too.
+    let res = await fetch(`${storage}/o/b3:${'a'.repeat(64)}`)
+    for (let i = 0; i < 400 && res.status !== 503; i++) {
+      await res.body?.cancel()
+      await new Promise((r) => setTimeout(r, 5))
+      res = await fetch(`${storage}/o/b3:${'a'.repeat(64)}`)
+    }
     expect(res.status).toBe(503)
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/)
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('Draining')

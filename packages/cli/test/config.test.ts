@@ -88,8 +88,8 @@ describe('node config', () => {
   })
 
   it('config validate rejects services this build cannot host, as start would', async () => {
-    const file = join(dir, 'registry.json')
-    await writeFile(file, JSON.stringify({ services: ['registry'] }))
+    const file = join(dir, 'bogus.json')
+    await writeFile(file, JSON.stringify({ services: ['bogus'] }))
     const out = capture()
     let err: unknown
     try {
@@ -99,9 +99,9 @@ describe('node config', () => {
     }
     expect(err).toBeInstanceOf(CliError)
     expect((err as CliError).exitCode).toBe(ExitCode.Usage)
-    expect((err as CliError).message).toMatch(/services: service registry is not available in this build \(available: storage\)/)
+    expect((err as CliError).message).toMatch(/services\.0/)
     expect(out.text).toBe('')
-    expect(() => loadNodeConfig({ env: { RON_SERVICES: 'storage,interop' } })).toThrow(/interop is not available/)
+    expect(() => loadNodeConfig({ env: { RON_SERVICES: 'storage,nope' } })).toThrow(/services\.1/)
   })
 
   it('reports an unreadable config file as a usage error naming the file', () => {

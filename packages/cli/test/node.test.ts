@@ -39,10 +39,11 @@ describe('startNode (in-process)', () => {
   })
 
   it('reports every listener and the token file, and becomes ready', async () => {
+    expect(Object.keys(node.services)).toEqual(['storage', 'registry', 'passport', 'index', 'interop'])
     expect(node.summary()).toEqual({
       nodeId: node.nodeId,
       admin: node.admin,
-      services: { storage: node.services['storage'] },
+      services: node.services,
       tokenFile: join(dir, 'data', 'admin.token'),
       dataDir: join(dir, 'data'),
     })

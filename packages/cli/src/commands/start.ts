@@ -7,7 +7,7 @@
 import { defaultDataDir } from '../data-dir.js'
 import { loadNodeConfig, type NodeConfig, type NodeConfigInput } from '../config.js'
 import { createLogger } from '../logger.js'
-import { startNode, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
+import { startNode, type NodeReloadable, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
 
 /** Exit code when a second signal forces exit during shutdown (128 + SIGINT). */
 export const FORCED_EXIT_CODE = 130
@@ -70,6 +70,13 @@ function withoutUndefined<T extends object>(o: T): { [K in keyof T]?: Exclude<T[
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> }
 }
 
+/** The other services' own config sections. */
+function serviceSections(config: NodeConfig): NodeReloadable {
+  const out: NodeReloadable = {}
+  for (const k of ['passport', 'registry', 'index', 'interop'] as const) if (config[k] !== undefined) out[k] = config[k]
+  return out
+}
+
 /** The node's storage settings from its config. */
 export function nodeStorageOptions(config: NodeConfig): NodeStorageOptions {
   const { repair, ...rest } = config.storage
@@ -125,8 +132,12 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
       drainDeadlineMs: config.drainDeadline,
       adminTokenTtlSec: Math.max(60, Math.floor(config.adminTokenTtl / 1000)),
       storage: nodeStorageOptions(config),
+      config: serviceSections(config),
       // SIGHUP and POST /admin/reload re-read the file and the environment (flags still win).
-      reloadSource: () => ({ storage: nodeStorageOptions(loadNodeConfig({ file: args.config, env: io.env, flags: args.flags })) }),
+      reloadSource: () => {
+        const c = loadNodeConfig({ file: args.config, env: io.env, flags: args.flags })
+        return { storage: nodeStorageOptions(c), ...serviceSections(c) }
+      },
       logger,
     })
     const readyAbort = new AbortController()

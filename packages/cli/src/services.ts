@@ -1,0 +1,274 @@
+/**
+ * How a node creates each service and wires it to the others (issue 15): passport first (every
+ * service verifies with its keys and revocations, and it mints the node's service tokens), then
+ * index (storage announces to it), storage, registry and interop (which calls storage, passport
+ * and index), all over the node's in-process transport.
+ *
+ * @module
+ */
+
+import { randomBytes } from 'node:crypto'
+import { mkdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { ConfigError, isRonError, type Clock, type KeySource, type Logger, type RonService, type TokenProvider, type TokenVerifier } from '@ron/core'
+import { CliError, ExitCode } from './exit-codes.js'
+import { writeSecret } from './keys.js'
+import type { PeerDirectory, NodeTransport } from './peers.js'
+import type { ServiceName } from './ports.js'
+
+/** Storage settings of a node (the JSON-safe subset of storage's options ron-node exposes). */
+export interface NodeStorageOptions {
+  /** @default 16 GiB */
+  maxObjectBytes?: number
+  /** @default 64 KiB */
+  chunkSize?: number
+  /** @default true */
+  publicReads?: boolean
+  /** @default 512 */
+  workQueue?: number
+  /** @default 16 */
+  getConcurrency?: number
+  /** @default 32 */
+  writers?: number
+  /** Copies kept across this node and its peers. @default 2 with peers, 1 alone */
+  rf?: number
+  /** Durable copies before a PUT is acknowledged. @default 1 */
+  writeQuorum?: number
+  /** Repair pacing. */
+  repair?: { intervalMs?: number; bytesPerSec?: number; burst?: number }
+}
+
+/** What can change on a running node (`reload()`, SIGHUP, `POST /admin/reload`). */
+export interface NodeReloadable {
+  storage?: NodeStorageOptions
+  /** Passed through to each service's own config (its schema validates it). */
+  passport?: Record<string, unknown>
+  registry?: Record<string, unknown>
+  index?: Record<string, unknown>
+  interop?: Record<string, unknown>
+}
+
+/** The handles of a hosted passport the node uses. */
+export interface PassportHandles {
+  keys: KeySource
+  revocations: { isRevoked(jti: string): boolean | Promise<boolean> }
+  jwks(): { keys: unknown[] }
+  mintAdminToken(req: { sub?: string; aud: string[]; scope: string[]; ttlSec: number }): Promise<{ token: string }>
+  mintServiceToken(req: { sub: string; aud: string; scope: string[]; ttlSec: number }, signal?: AbortSignal): Promise<{ token: string }>
+}
+
+/** Everything a service factory gets. */
+export interface ServiceContext {
+  nodeId: string
+  /** Data directory root, undefined in amnesia mode. */
+  root: string | undefined
+  amnesia: boolean
+  transport: NodeTransport
+  /** The verifier every service uses (passport's keys and revocations, or the node's issuer key). */
+  verifier: TokenVerifier
+  /** Service-to-service tokens of this node (`sub: node:<id>`). */
+  tokens: TokenProvider
+  peers: PeerDirectory
+  logger: Logger
+  drainDeadlineMs: number
+  clock: Clock
+  url: (name: ServiceName) => string
+  hosted: ReadonlySet<ServiceName>
+  /** Current reloadable settings (file/env/flags). */
+  config: NodeReloadable
+  /** Origins the services let write cross-origin (the node's admin origin, for the dashboard). */
+  writeOrigins: string[]
+  /** The path of a file in the data directory (undefined in amnesia mode). */
+  file(...parts: string[]): string | undefined
+}
+
+/** Creates one service; optionally says what its `reload()` gets. */
+export interface ServiceFactory {
+  create(ctx: ServiceContext): Promise<RonService>
+  reloadPartial?(ctx: ServiceContext, cfg: NodeReloadable): unknown
+}
+
+/** Storage settings → storage options (JSON-safe). */
+export function storageSettings(s: NodeStorageOptions | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  if (s === undefined) return out
+  for (const k of ['maxObjectBytes', 'chunkSize', 'publicReads', 'workQueue', 'getConcurrency', 'writers', 'writeQuorum', 'rf'] as const) {
+    if (s[k] !== undefined) out[k] = s[k]
+  }
+  const r = s.repair ?? {}
+  const repair: Record<string, number> = {}
+  if (r.intervalMs !== undefined) repair['intervalMs'] = r.intervalMs
+  if (r.bytesPerSec !== undefined) repair['bytesPerSec'] = r.bytesPerSec
+  if (r.burst !== undefined) repair['burst'] = r.burst
+  if (Object.keys(repair).length > 0) out['repair'] = repair
+  return out
+}
+
+/** Replication settings for the peers known right now: rf and writeQuorum never exceed what they allow. */
+function replication(ctx: ServiceContext, s: NodeStorageOptions | undefined): { peers: string[]; rf: number; writeQuorum: number } {
+  const peers = ctx.peers.storagePeers()
+  const wanted = s?.rf ?? (ctx.peers.list().length > 0 ? 2 : 1)
+  const rf = Math.max(1, Math.min(wanted, peers.length + 1))
+  return { peers, rf, writeQuorum: Math.max(1, Math.min(s?.writeQuorum ?? 1, rf)) }
+}
+
+async function dir(ctx: ServiceContext, name: string): Promise<string | undefined> {
+  const path = ctx.file(name)
+  if (path !== undefined) await mkdir(path, { recursive: true, mode: 0o700 })
+  return path
+}
+
+const cors = (ctx: ServiceContext): { cors: { readOrigins: '*'; writeOrigins: string[] } } => ({ cors: { readOrigins: '*', writeOrigins: ctx.writeOrigins } })
+
+/** Webhook providers interop verifies out of the box. */
+export const WEBHOOK_PROVIDERS = ['github', 'slack', 'stripe', 'standard'] as const
+
+/**
+ * The node's webhook secrets: `<root>/interop/webhook-secrets.json` (0600), one random secret per
+ * provider, created at first start (in amnesia mode: in memory). `ron-node webhook test` reads it.
+ */
+export async function loadOrCreateWebhookSecrets(path: string | undefined): Promise<Record<string, string>> {
+  if (path !== undefined) {
+    try {
+      return JSON.parse(await readFile(path, 'utf8')) as Record<string, string>
+    } catch (e) {
+      if ((e as { code?: unknown }).code !== 'ENOENT') throw new CliError(`cannot read ${path}: ${e instanceof Error ? e.message : String(e)}`, ExitCode.Error, { cause: e })
+    }
+  }
+  const secrets = Object.fromEntries(WEBHOOK_PROVIDERS.map((p) => [p, `whsec_${randomBytes(24).toString('base64')}`]))
+  if (path !== undefined) await writeSecret(path, `${JSON.stringify(secrets, null, 2)}\n`)
+  return secrets
+}
+
+/** Every service a node can host, and how. */
+export const FACTORIES: Record<ServiceName, ServiceFactory> = {
+  passport: {
+    async create(ctx) {
+      const { createPassportService } = await import('@ron/passport')
+      const own = (ctx.config.passport ?? {}) as { policy?: { callers?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>
+      return createPassportService(
+        {
+          ...own,
+          ...(ctx.root === undefined ? {} : { dataDir: await dir(ctx, 'passport'), issuerKeyFile: ctx.file('keys', 'issuer.json') }),
+          policy: {
+            ...(own.policy ?? {}),
+            callers: {
+              // The admin token's holder may issue anything; this node's services get service tokens.
+              admin: { scopes: ['*'], audiences: ['*'] },
+              [`node:${ctx.nodeId}`]: { scopes: ['*'], audiences: ['*'] },
+              ...(own.policy?.callers ?? {}),
+            },
+          },
+          logger: ctx.logger,
+          drainDeadlineMs: ctx.drainDeadlineMs,
+          clock: ctx.clock,
+        } as Parameters<typeof createPassportService>[0],
+        ctx.transport,
+      )
+    },
+  },
+  index: {
+    async create(ctx) {
+      const { createIndexService } = await import('@ron/index')
+      return createIndexService(
+        {
+          ...(ctx.config.index ?? {}),
+          nodeId: ctx.nodeId,
+          ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
+          peers: { targets: peerIndexes(ctx), ...(((ctx.config.index ?? {}) as { peers?: object }).peers ?? {}) },
+          auth: { verifier: ctx.verifier },
+          logger: ctx.logger,
+          clock: ctx.clock,
+        },
+        ctx.transport,
+      )
+    },
+    reloadPartial: (ctx, cfg) => ({ ...(cfg.index ?? {}), peers: { targets: peerIndexes(ctx), ...(((cfg.index ?? {}) as { peers?: object }).peers ?? {}) } }),
+  },
+  storage: {
+    async create(ctx) {
+      const { createStorageService } = await import('@ron/storage')
+      return createStorageService(
+        {
+          ...storageSettings(ctx.config.storage),
+          ...replication(ctx, ctx.config.storage),
+          ...(ctx.root === undefined ? {} : { dataDir: ctx.file('storage') }),
+          nodeId: ctx.nodeId,
+          advertise: ctx.url('storage'),
+          auth: { verifier: ctx.verifier },
+          peerKeys: { peers: ctx.peers.keySource() },
+          tokens: ctx.tokens,
+          ...(ctx.hosted.has('index') ? { announce: { target: 'index' } } : {}),
+          ...cors(ctx),
+          logger: ctx.logger,
+          drainDeadlineMs: ctx.drainDeadlineMs,
+          clock: ctx.clock,
+        },
+        ctx.transport,
+      )
+    },
+    reloadPartial: (ctx, cfg) => ({ ...storageSettings(cfg.storage), ...replication(ctx, cfg.storage) }),
+  },
+  registry: {
+    async create(ctx) {
+      const reg = await import('@ron/registry')
+      const own = ctx.config.registry ?? {}
+      let signers: unknown
+      const dataDir = await dir(ctx, 'registry')
+      if (dataDir === undefined) {
+        const key = reg.generateSignerKey(ctx.nodeId)
+        signers = { threshold: 1, signers: [{ id: key.id, publicKey: key.publicKey }] }
+      } else {
+        signers = (await reg.initRegistrySigner(dataDir, ctx.nodeId)).signers
+      }
+      return reg.createRegistryService(
+        {
+          signers,
+          ...own,
+          ...(dataDir === undefined ? {} : { dataDir }),
+          auth: { verifier: ctx.verifier },
+          logger: ctx.logger,
+          clock: ctx.clock,
+          ...cors(ctx),
+        } as Parameters<typeof reg.createRegistryService>[0],
+        ctx.transport,
+      )
+    },
+    reloadPartial: (_ctx, cfg) => cfg.registry ?? {},
+  },
+  interop: {
+    async create(ctx) {
+      const { createInteropService } = await import('@ron/interop')
+      const own = (ctx.config.interop ?? {}) as { webhooks?: { providers?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>
+      const secrets = await loadOrCreateWebhookSecrets(ctx.root === undefined ? undefined : join((await dir(ctx, 'interop'))!, 'webhook-secrets.json'))
+      return createInteropService(
+        {
+          ...own,
+          ...(ctx.amnesia ? { amnesia: true } : {}),
+          webhooks: {
+            ...(own.webhooks ?? {}),
+            providers: { ...Object.fromEntries(Object.entries(secrets).map(([p, s]) => [p, { secrets: [s] }])), ...(own.webhooks?.providers ?? {}) },
+          },
+        },
+        ctx.transport,
+        { tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock },
+      )
+    },
+    reloadPartial: (_ctx, cfg) => cfg.interop ?? {},
+  },
+}
+
+/** The order services are created in (each only needs those before it). */
+export const CREATE_ORDER: readonly ServiceName[] = ['passport', 'index', 'storage', 'registry', 'interop']
+
+function peerIndexes(ctx: ServiceContext): string[] {
+  return ctx.peers.list().flatMap((p) => (p.services['index'] === undefined ? [] : [p.services['index']]))
+}
+
+/** A service's creation error as a CliError: config errors are usage errors naming the service. */
+export function creationError(name: string, e: unknown): unknown {
+  if (e instanceof ConfigError || isRonError(e, 'Malformed')) {
+    return new CliError(`invalid ${name} config: ${(e as Error).message}`, ExitCode.Usage, { cause: e })
+  }
+  return e
+}
