@@ -8,7 +8,7 @@
 
 import { IntegrityFailedError, collectBytes, createBlake3, parseAddress, throwIfError, toAddress } from '@ron/core'
 import type { Address, Transport, TransportResponse } from '@ron/core'
-import type { RepairPlan, RepairStatus } from './repair-planner.js'
+import type { RepairPlan, RepairStatus } from './repair-state.js'
 
 /** Options of {@link createStorageClient}. */
 export interface StorageClientOptions {

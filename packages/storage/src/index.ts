@@ -40,7 +40,7 @@ export type { StorageClient, StorageClientOptions, CallOptions, PutResponse, Get
 
 // Placement and repair, as the service reports them.
 export { placement } from './placement.js'
-export type { RepairPlan, RepairItem, RepairAction, RepairPriority, RepairStatus } from './repair-planner.js'
+export type { RepairPlan, RepairItem, RepairAction, RepairPriority, RepairStatus } from './repair-state.js'
 
 // Backends: the contract and the two built-in implementations.
 export { createMemoryStore, createFsStore, DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE } from './store/index.js'

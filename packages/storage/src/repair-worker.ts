@@ -11,9 +11,9 @@
 
 import { isRonError, throwIfError } from '@ron/core'
 import type { Address, BoundedQueue, Logger, MetricsSink, TokenBucket, Transport } from '@ron/core'
-import type { ObjectGuard } from './pins.js'
+import type { ObjectGuard } from './object-guard.js'
 import { isLocalCorruption, pushObject } from './replication.js'
-import type { RepairItem, RepairState } from './repair-planner.js'
+import type { RepairItem, RepairState } from './repair-state.js'
 import type { BlobStore } from './store/types.js'
 import { bearerHeaders, type TokenFor } from './peer-auth.js'
 
