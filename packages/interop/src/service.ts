@@ -152,6 +152,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     timeouts.inc({ op }, 0)
     retries.inc({ op }, 0)
   }
+  const opened = metrics.counter('breaker_open_total', 'Times a breaker opened, per upstream and direction.', ['target'])
   const upstreamSeconds = metrics.histogram('upstream_rpc_seconds', 'Latency of calls to storage, passport and index.', [], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5])
   // Created through the sink first so it carries core's label set {endpoint, queue}.
   sink.inc('busy_rejections_total', { endpoint: '', queue: CHANNELS.work }, 0)
@@ -177,6 +178,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     [initial.index.target, 'GET'],
   ] as const) {
     upstreams.breaker(breakerName(t, m))
+    opened.inc({ target: breakerName(t, m) }, 0)
   }
 
   const pool = host.pool(CHANNELS.work)

@@ -101,6 +101,10 @@ export class Upstreams {
         // The caller giving up, or the upstream refusing us (4xx never get here), is not the upstream being unhealthy.
         isFailure: (e) => !isRonError(e, 'Canceled'),
       })
+      this.#o.metrics.inc('breaker_open_total', { target: name }, 0)
+      b.onStateChange((e) => {
+        if (e.type === 'breaker:opened') this.#o.metrics.inc('breaker_open_total', { target: name })
+      })
       this.#breakers.set(name, b)
       if (this.#breakers.size > (this.#o.maxBreakers ?? 64)) {
         const oldest = this.#breakers.keys().next().value

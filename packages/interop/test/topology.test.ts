@@ -24,6 +24,34 @@ describe('interop topology', () => {
   })
 })
 
+describe('interop metrics', () => {
+  it('a fresh /metrics shows every interop metric at zero', async () => {
+    const svc = await createInteropService()
+    try {
+      const text = await svc.metricsText()
+      for (const line of [
+        'webhook_verify_total{provider="github",result="ok",service="interop"} 0',
+        'webhook_verify_total{provider="standard",result="stale_timestamp",service="interop"} 0',
+        'audit_drop_total{service="interop"} 0',
+        'audit_emitted_total{service="interop"} 0',
+        'brownout_active{component="webhooks",service="interop"} 0',
+        'brownout_active{component="uploads",service="interop"} 0',
+        'rejected_total{reason="BACKPRESSURE",service="interop"} 0',
+        'io_timeouts_total{op="webhook.ack",service="interop"} 0',
+        'backoff_retries_total{op="storage.put",service="interop"} 0',
+      ]) {
+        expect(text).toContain(line)
+      }
+      for (const re of [/queue_depth\{[^}]*queue="work"[^}]*\} 0/, /queue_depth\{[^}]*queue="audit"[^}]*\} 0/, /breaker_state\{[^}]*target="storage\/write"[^}]*\} 0/, /breaker_open_total\{[^}]*target="index\/read"[^}]*\} 0/, /upstream_rpc_seconds_count\{[^}]*\} 0/]) {
+        expect(text).toMatch(re)
+      }
+      expect(svc.health()).toMatchObject({ live: true, ready: true, writeReady: true, paths: { webhooks: true, uploads: true, reads: true } })
+    } finally {
+      await svc.close()
+    }
+  })
+})
+
 describe('interop config', () => {
   it('fills the documented defaults', () => {
     expect(parseInteropConfig({})).toMatchObject({
