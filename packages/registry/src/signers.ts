@@ -100,15 +100,28 @@ export function publicKeyObject(raw: string): KeyObject | undefined {
   return k
 }
 
+// Verdicts of recent checks: a proposal's approvals are recounted on every approval, view and
+// commit, and a signature's verdict over the same message never changes. Bounded.
+const verdicts = new Map<string, boolean>()
+const VERDICTS_MAX = 8192
+
 /** True when `sig` (base64url) is a valid Ed25519 signature by `publicKey` over the subject. */
 export function verifyApprovalSig(publicKey: string, sig: string, subject: ApprovalSubject): boolean {
+  const memo = `${publicKey}|${sig}|${subject.origin}\n${subject.baseVersion}\n${subject.payloadB3}`
+  const known = verdicts.get(memo)
+  if (known !== undefined) return known
   const key = publicKeyObject(publicKey)
-  if (key === undefined || !/^[A-Za-z0-9_-]{86}$/.test(sig)) return false
-  try {
-    return verify(null, approvalMessage(subject), key, Buffer.from(sig, 'base64url'))
-  } catch {
-    return false
+  let ok = false
+  if (key !== undefined && /^[A-Za-z0-9_-]{86}$/.test(sig)) {
+    try {
+      ok = verify(null, approvalMessage(subject), key, Buffer.from(sig, 'base64url'))
+    } catch {
+      ok = false
+    }
   }
+  if (verdicts.size >= VERDICTS_MAX) verdicts.delete(verdicts.keys().next().value!)
+  verdicts.set(memo, ok)
+  return ok
 }
 
 /** The public key of `signerId` in `set`, if it is a member. */

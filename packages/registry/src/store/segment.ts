@@ -341,7 +341,8 @@ class SegmentStore implements LogStore {
     const rec = frame(e.bytes)
     try {
       await this.#active!.write(rec, 0, rec.length)
-      await this.#active!.sync()
+      // fdatasync: the record and the file size it needs are durable, without a full inode flush.
+      await this.#active!.datasync()
     } catch (err) {
       // Not acknowledged: cut what may have been written so the next append starts clean. If even
       // that fails, refuse further appends until a restart recovers the tail.
