@@ -90,6 +90,13 @@ export interface PassportService extends RonService {
   mintServiceToken(req: { sub: string; aud: string; scope: string[]; ttlSec: number }, signal?: AbortSignal): Promise<IssuedToken>
   /** Revokes a jti and its attenuated subtree through the revocation worker. */
   revoke(jti: string, signal?: AbortSignal): Promise<RevokeResult>
+  /**
+   * Calls `fn` after every rotation (HTTP, scheduled or programmatic), before the rotation
+   * answers: where a host re-mints its admin token with the new key and revokes the old one
+   * (`rotateWithAdminToken` / `ensureAdminToken`). A throwing listener is logged, not fatal.
+   * @returns a disposer
+   */
+  onRotate(fn: (keys: KeyringSummary) => void | Promise<void>): () => void
 }
 
 /**
@@ -180,6 +187,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
     metrics: sink,
   })
 
+  const rotateListeners = new Set<(keys: KeyringSummary) => void | Promise<void>>()
   const setEpoch = (): void => {
     const cur = keyring.snapshot.current
     sink.set('epoch_current', undefined, cur.epoch)
@@ -246,7 +254,14 @@ export async function createPassportService(config: PassportConfig = {}, transpo
     async rotate() {
       const s = await keyring.rotate()
       setEpoch()
-      return s
+      for (const fn of [...rotateListeners]) {
+        try {
+          await fn(ringSummary(s))
+        } catch (err) {
+          host.logger.error({ err }, 'rotation listener failed')
+        }
+      }
+      return keyring.snapshot
     },
     hub,
     verifyBodyToken: (token, aud) => verifier.verify(token, aud === undefined ? { audience: '', anyAudience: true } : { audience: aud }),
@@ -331,6 +346,12 @@ export async function createPassportService(config: PassportConfig = {}, transpo
       return submit(CHANNELS.issue, (s) => issuer.sign({ sub: req.sub, aud: [req.aud], scope: req.scope, exp: Math.floor(clock.now() / 1000) + ttl }, 'service', s), signal)
     },
     revoke: (jti: string, signal?: AbortSignal) => revoke(jti, undefined, signal),
+    onRotate(fn: (keys: KeyringSummary) => void | Promise<void>) {
+      rotateListeners.add(fn)
+      return () => {
+        rotateListeners.delete(fn)
+      }
+    },
   })
   return passport
 }

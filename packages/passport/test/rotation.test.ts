@@ -201,3 +201,24 @@ describe('retirement never cuts a token short', () => {
     }
   })
 })
+
+describe('onRotate', () => {
+  it('lets the host re-mint its admin token on every rotation, including one requested over HTTP', async () => {
+    const { client, passport, admin, close } = await setup()
+    try {
+      let current = admin.token
+      const off = passport.onRotate(async () => {
+        current = (await ensureAdminToken(passport, { current, aud: ['passport'], scope: ['passport:admin'], renewBelowSec: Infinity })).token
+      })
+      const r = await client.rotate()
+      expect(current).not.toBe(admin.token)
+      expect(passport.revocations.isRevoked(admin.jti)).toBe(true)
+      expect(JSON.parse(Buffer.from(current.split('.')[0]!, 'base64url').toString()).kid).toBe(r.current.kid)
+      // The rotation answered after the listener: the old key no longer waits for the old admin token.
+      expect(r.previous[0]!.retiresAt).toBe(T0 + 3600_000 + 3000 + 30_000)
+      off()
+    } finally {
+      await close()
+    }
+  })
+})
