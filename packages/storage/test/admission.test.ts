@@ -166,6 +166,10 @@ describe('upload admission over real sockets', () => {
       expect(Number(busy.retryAfter)).toBeGreaterThanOrEqual(1)
       expect(busy.json.error).toMatchObject({ code: 'Busy', details: { queue: 'work', endpoint: 'PUT /o' } })
       expect(await metricValue(r.svc.metrics, 'busy_rejections_total', { endpoint: 'PUT /o', queue: 'work' })).toBe(1)
+      // A third request from an address already at its cap of 2 is refused by the per-IP cap.
+      const perIp = await put('p8', '127.0.0.2')
+      expect(perIp.status).toBe(429)
+      expect(perIp.json.error).toMatchObject({ code: 'Busy', details: { reason: 'per_ip' } })
       gate.resolve()
       for (const p of [...writing, ...queued]) expect((await p).status).toBe(201)
     } finally {

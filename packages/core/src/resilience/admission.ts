@@ -82,15 +82,15 @@ export class Admission {
     let entry = this.#keys.get(key)
     if (entry === undefined) {
       if (this.#keys.size >= this.#maxKeys) this.#evict()
-      if (this.#keys.size >= this.#maxKeys) throw this.#busy(key, 'too many keys', this.#retryAfterMs)
+      if (this.#keys.size >= this.#maxKeys) throw this.#busy(key, 'too many keys', 'too_many_keys', this.#retryAfterMs)
       entry = { active: 0, bucket: this.#rate ? new TokenBucket({ ...this.#rate, clock: this.#clock }) : undefined }
     } else {
       this.#keys.delete(key) // re-insert below: Map order doubles as LRU order
     }
     this.#keys.set(key, entry)
-    if (entry.active >= this.#maxConcurrent) throw this.#busy(key, 'too many concurrent requests', this.#retryAfterMs)
+    if (entry.active >= this.#maxConcurrent) throw this.#busy(key, 'too many concurrent requests', 'per_ip', this.#retryAfterMs)
     if (entry.bucket && !entry.bucket.tryTake()) {
-      throw this.#busy(key, 'rate limited', Math.max(1, entry.bucket.msUntil()))
+      throw this.#busy(key, 'rate limited', 'per_ip_rate', Math.max(1, entry.bucket.msUntil()))
     }
     entry.active++
     const e = entry
@@ -115,8 +115,9 @@ export class Admission {
     }
   }
 
-  #busy(key: string, why: string, retryAfterMs: number): BusyError {
+  /** `reason` is SPEC.md 4's machine-readable `details.reason` (`per_ip` for the per-IP cap). */
+  #busy(key: string, why: string, reason: 'per_ip' | 'per_ip_rate' | 'too_many_keys', retryAfterMs: number): BusyError {
     // Not counted here: the service host counts every 429 in busy_rejections_total{endpoint,queue}.
-    return new BusyError(`${this.#name}: ${why}`, { details: { key, reason: why, endpoint: this.#name }, retryAfterMs })
+    return new BusyError(`${this.#name}: ${why}`, { details: { key, reason, endpoint: this.#name }, retryAfterMs })
   }
 }
