@@ -99,6 +99,7 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
     metrics,
     clock,
     events,
+    work: (job, signal) => host.pool(CHANNELS.work).submit(job, signal),
     manifests: {
       transport,
       get storage() {

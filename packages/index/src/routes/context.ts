@@ -28,4 +28,9 @@ export interface IndexContext {
   metrics: IndexMetrics
   clock: Clock
   events: Broadcast<IndexEvent>
+  /**
+   * Runs `job` on the resolver pool through the `work` queue.
+   * @throws {@link BusyError} at once when the queue is full; {@link DrainingError} once closing.
+   */
+  work<T>(job: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T>
 }

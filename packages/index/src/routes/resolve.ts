@@ -1,5 +1,6 @@
 /**
- * `GET /resolve/:key` and `GET /providers/:address` (public reads, through the `work` queue).
+ * `GET /resolve/:key` and `GET /providers/:address` (public reads): cache hits on the fast path,
+ * the rest through the `work` queue.
  *
  * @module
  */
@@ -7,7 +8,9 @@
 import { MalformedError, parseAddress } from '@ron/core'
 import type { Route } from '@ron/core'
 import { PEER_HEADER } from '../peer-client.js'
-import { CHANNELS, ROUTES } from '../topology.js'
+import type { Resolution } from '../answer.js'
+import type { ResolveOptions } from '../resolver.js'
+import { ROUTES } from '../topology.js'
 import type { IndexContext } from './context.js'
 
 /** Default `limit` of `GET /providers/:address`. */
@@ -29,6 +32,17 @@ function flag(v: string | null): boolean {
   return v !== null && v !== '0' && v !== 'false'
 }
 
+/**
+ * Resolves through the fast path first: a cache hit (or a negative-cache hit) is answered in the
+ * request's own context; everything that may touch the store or the peers runs on the resolver
+ * pool through the `work` queue (full → 429 Busy).
+ */
+function resolveVia(s: IndexContext, key: string, o: ResolveOptions & { signal: AbortSignal }): Promise<Resolution> {
+  const hit = s.resolver.fromCache(key, o)
+  if (hit !== undefined) return Promise.resolve(hit)
+  return s.work((signal) => s.resolver.resolve(key, { ...o, signal }), o.signal)
+}
+
 /** The read routes. */
 export function resolveRoutes(s: IndexContext): Route[] {
   return [
@@ -36,14 +50,12 @@ export function resolveRoutes(s: IndexContext): Route[] {
       method: 'GET',
       path: '/resolve/:key',
       name: ROUTES.resolve,
-      queue: CHANNELS.work,
       handler: async (ctx) => {
-        const startedAt = s.clock.now()
-        const r = await s.resolver.resolve(ctx.params.key ?? '', {
+        const r = await resolveVia(s, ctx.params.key ?? '', {
           fresh: flag(ctx.query.get('fresh')),
           peer: ctx.req.headers[PEER_HEADER] === '1',
           signal: ctx.signal,
-          startedAt,
+          startedAt: s.clock.now(),
         })
         return { status: 200, headers: { 'cache-control': `max-age=${r.ttlSec}` }, json: r }
       },
@@ -52,12 +64,11 @@ export function resolveRoutes(s: IndexContext): Route[] {
       method: 'GET',
       path: '/providers/:address',
       name: ROUTES.providers,
-      queue: CHANNELS.work,
       handler: async (ctx) => {
         const startedAt = s.clock.now()
         const address = parseAddress(ctx.params.address ?? '', 'address')
         const limit = parseLimit(ctx.query.get('limit'))
-        const r = await s.resolver.resolve(address, { fresh: flag(ctx.query.get('fresh')), signal: ctx.signal, startedAt })
+        const r = await resolveVia(s, address, { fresh: flag(ctx.query.get('fresh')), signal: ctx.signal, startedAt })
         return { status: 200, json: { address, providers: r.providers.slice(0, limit), source: r.source } }
       },
     },
