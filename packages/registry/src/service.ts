@@ -9,7 +9,7 @@
 import { randomBytes, type KeyObject } from 'node:crypto'
 import { join } from 'node:path'
 import { BoundedQueue, ConfigError, NotReadyError, SseHub, createServiceHost, noopLogger, systemClock } from '@ron/core'
-import type { RonService, Subscription, Transport } from '@ron/core'
+import type { RonService, ServiceHost, Subscription, Transport } from '@ron/core'
 import { generateLogKey, noteSigner } from './checkpoint.js'
 import { Checkpointor, type RetentionCommand } from './checkpointor.js'
 import { Committer, type RegistryUpdated } from './committer.js'
@@ -47,7 +47,7 @@ export interface RegistryService extends RonService {
 }
 
 /** Registered at startup so a fresh `/metrics` shows them at zero. */
-function registerMetrics(host: ReturnType<typeof createServiceHost>): void {
+function registerMetrics(host: ServiceHost<RegistryConfig>): void {
   const m = host.metrics
   m.counter('commit_cas_fail_total', 'Commits refused because HEAD moved since the proposal (409 ChainMismatch).')
   m.counter('io_timeouts_total', 'Operations past their deadline.', ['op']).labels({ op: 'commit' }).inc(0)
@@ -163,7 +163,7 @@ function build(
   const cfg = (): RegistryConfig => host.config.get()
   const sink = host.metrics.sink
   const logger = host.logger
-  registerMetrics(host as never)
+  registerMetrics(host)
   for (const [kind, n] of Object.entries(log.recoveries)) {
     sink.inc('registry_recoveries_total', { kind }, n)
     logger.warn({ kind, count: n }, 'log recovery')

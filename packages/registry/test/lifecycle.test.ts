@@ -1,0 +1,77 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { deferred, memoryRequest } from '@ron/core/testing'
+import { createMemoryStore } from '../src/store/index.js'
+import type { LogStore } from '../src/store/types.js'
+import { ALL_SCOPES, harness, payload, type Harness } from './helpers.js'
+
+let h: Harness | undefined
+afterEach(async () => {
+  await h?.close()
+  h = undefined
+})
+
+/** A memory store whose appends wait for `gate` (a slow disk). */
+function gatedStore(): { store: LogStore; gate: { open(): void } } {
+  const inner = createMemoryStore()
+  let release = deferred<void>()
+  const store = Object.create(inner) as LogStore
+  for (const k of ['open', 'head', 'read', 'oldest', 'appendCheckpoint', 'checkpoints', 'segments', 'sizeBytes', 'prune', 'probe', 'close'] as const) {
+    ;(store as unknown as Record<string, unknown>)[k] = (inner[k] as (...a: unknown[]) => unknown).bind(inner)
+  }
+  store.compareAndAppend = async (...args) => {
+    await release.promise
+    return inner.compareAndAppend(...args)
+  }
+  return {
+    store,
+    gate: {
+      open() {
+        release.resolve()
+        release = deferred<void>()
+      },
+    },
+  }
+}
+
+describe('commit deadline', () => {
+  it('answers 504 at the caller deadline; the commit already being written completes and a retry returns it', async () => {
+    const { store, gate } = gatedStore()
+    h = await harness({ store })
+    const x = h
+    const p = await x.client.propose(payload(1))
+    for (const k of x.keys.slice(0, 2)) await x.client.approveWith(p.proposalId, k)
+    const token = x.issuer.mint({ scope: ALL_SCOPES })
+    const pending = memoryRequest(x.svc, { method: 'POST', path: `/registry/commit/${p.proposalId}`, headers: { authorization: `Bearer ${token}`, 'x-deadline-ms': '250' } })
+    await x.clock.advance(250)
+    const res = await pending
+    expect(res.status).toBe(504)
+    expect(await res.json()).toMatchObject({ error: { code: 'Timeout', details: { op: 'commit' } } })
+    expect(await x.svc.metricsText()).toMatch(/io_timeouts_total\{op="commit",service="registry"\} 1/)
+    gate.open()
+    const again = await x.client.commit(p.proposalId)
+    expect(again.version).toBe(1)
+    expect(x.svc.head().version).toBe(1)
+  })
+})
+
+describe('shutdown', () => {
+  it('ends SSE streams, turns writes then reads unready, answers 503 afterwards; a second close is harmless', async () => {
+    h = await harness()
+    const x = h
+    const stream = await x.svc.dispatch({ method: 'GET', url: '/registry/stream', headers: {}, body: (async function* () {})(), remoteAddress: 'memory', signal: new AbortController().signal })
+    const drained = (async () => {
+      let n = 0
+      for await (const c of stream.body) n += c.length
+      return n
+    })()
+    const closing = x.svc.close()
+    expect(x.svc.health()).toMatchObject({ writeReady: false })
+    await closing
+    await x.svc.close()
+    expect(await drained).toBeGreaterThan(0)
+    const res = await memoryRequest(x.svc, { method: 'GET', path: '/registry/head' })
+    expect(res.status).toBe(503)
+    await res.dump()
+    await expect(x.client.propose(payload(1))).rejects.toMatchObject({ status: 503 })
+  })
+})
