@@ -37,12 +37,12 @@ async function settleOnVirtualTime(clock: VirtualClock, p: Promise<void>): Promi
 }
 
 /** A passport and a storage service verifying through core's verifier, following passport over the transport. */
-async function build(): Promise<World> {
+async function build(opts: { stream?: boolean } = {}): Promise<World> {
   const clock = new VirtualClock(T0)
   const transport = new MemoryTransport({ clock })
   const passport = await createPassportService({ clock, policy: ADMIN_POLICY }, transport)
   transport.mount('passport', passport)
-  const feed = createRevocationFeed({ transport, clock, staleAfterMs: BOUND_MS, pollIntervalMs: POLL_MS })
+  const feed = createRevocationFeed({ transport, clock, staleAfterMs: BOUND_MS, pollIntervalMs: POLL_MS, ...opts })
   const verifier = createTokenVerifier({ keys: remoteKeySource({ transport, clock }), revocations: feed, clock })
   const storage = await createStorageService({ auth: { verifier }, publicReads: false, clock, repair: { auto: false } }, transport)
   transport.mount('storage', storage)
@@ -53,6 +53,8 @@ async function build(): Promise<World> {
   world = { clock, transport, passport, storage, feed, stop, client: createPassportClient(transport, { token: admin.token }) }
   return world
 }
+
+const payloadJti = (t: string): string => (JSON.parse(Buffer.from(t.split('.')[1]!, 'base64url').toString()) as { jti: string }).jti
 
 async function put(w: World, token: string, body = 'hello'): Promise<{ status: number; reason?: string }> {
   const res = await w.transport.request('storage', { method: 'PUT', path: '/o', headers: { authorization: `Bearer ${token}` }, body })
@@ -94,6 +96,24 @@ describe('revocation reaches a storage service through the feed', () => {
     const p99 = samples[Math.ceil(samples.length * 0.99) - 1]!
     expect(p99).toBeLessThanOrEqual(POLL_MS + 50)
     expect(p99).toBeLessThanOrEqual(BOUND_MS)
+  })
+
+  it('following the SSE stream too, a revocation applies without waiting for the next poll', async () => {
+    const w = await build({ stream: true })
+    await w.clock.advance(10) // the stream connects
+    const samples: number[] = []
+    for (let i = 0; i < 10; i++) {
+      const { token } = await w.client.issue({ sub: `s-${i}`, aud: ['storage'], scope: ['storage:write'] })
+      await w.clock.advance(123)
+      const revokedAt = w.clock.now()
+      await w.client.revoke({ token })
+      // Let the pushed event travel (no virtual time passes while it does).
+      for (let k = 0; k < 20 && !w.feed.isRevoked(payloadJti(token)); k++) await new Promise((r) => setImmediate(r))
+      expect(w.feed.isRevoked(payloadJti(token))).toBe(true)
+      samples.push(w.clock.now() - revokedAt)
+      expect((await put(w, token, `z${i}`)).reason).toBe('revoked')
+    }
+    expect(Math.max(...samples)).toBe(0)
   })
 
   it('fails closed when the feed is down: writes 503 revocation_stale after the bound, reads keep working', async () => {

@@ -9,6 +9,7 @@
 
 import { abortReason, systemClock, type Clock } from '../clock.js'
 import { NotReadyError, errorFromEnvelope } from '../errors.js'
+import { sseEvents } from '../http/sse.js'
 import { noopMetrics, type MetricsSink } from '../metrics-sink.js'
 import type { Transport } from '../transport/types.js'
 import { RevocationSet, type RevocationCheck } from './revocation.js'
@@ -54,6 +55,12 @@ export interface RevocationFeedOptions {
   pollIntervalMs?: number
   /** Deadline of one request. @default 2000 */
   timeoutMs?: number
+  /**
+   * Also follow the feed's SSE stream (`<path>/stream`, resumed with `Last-Event-ID`) while
+   * running, so revocations apply as soon as passport publishes them; polling stays on as the
+   * staleness backstop and fills any gap. @default false
+   */
+  stream?: boolean
   /** Where revoked ids are kept. @default a new {@link RevocationSet} on the same clock */
   set?: RevocationSet
   /** Bearer token for the feed, when passport's feed is not public. @default none */
@@ -131,6 +138,50 @@ export function createRevocationFeed(opts: RevocationFeedOptions): RevocationFee
     opts.onStaleChange?.(stale)
   }
 
+  function apply(item: RevocationFeedItem): void {
+    if (typeof item?.jti !== 'string' || typeof item.seq !== 'number' || item.seq <= seq) return
+    set.add(item.jti, typeof item.exp === 'number' ? item.exp : undefined)
+    // Items seen on the first sync are history, not propagation.
+    if (synced && typeof item.revokedAt === 'number') metrics.observe('revocation_propagation_seconds', undefined, Math.max(0, clock.now() - item.revokedAt) / 1000)
+  }
+
+  // The SSE stream: contiguous items apply at once; a gap is filled by a poll.
+  async function follow(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        const headers: Record<string, string> = { accept: 'text/event-stream', 'last-event-id': String(seq) }
+        if (opts.token !== undefined) headers['authorization'] = `Bearer ${typeof opts.token === 'string' ? opts.token : await opts.token()}`
+        const res = await transport.request(target, { method: 'GET', path: `${path}/stream`, headers, timeoutMs, signal })
+        if (res.status !== 200) {
+          await res.dump()
+          throw new NotReadyError('revocation stream unavailable', { details: { dependency: target, status: res.status } })
+        }
+        for await (const e of sseEvents(res.body, { signal })) {
+          if (e.event !== 'revocation') continue
+          let item: RevocationFeedItem
+          try {
+            item = JSON.parse(e.data) as RevocationFeedItem
+          } catch {
+            continue
+          }
+          if (item.seq === seq + 1 && synced) {
+            apply(item)
+            seq = item.seq
+          } else if (item.seq > seq + 1) {
+            void sync(signal).catch(() => undefined)
+          }
+        }
+      } catch {
+        // Reconnect after a pause; polling keeps the feed fresh meanwhile.
+      }
+      try {
+        await clock.sleep(pollIntervalMs, signal)
+      } catch {
+        return
+      }
+    }
+  }
+
   async function fetchPage(since: number, signal?: AbortSignal): Promise<RevocationFeedPage> {
     const headers: Record<string, string> = { accept: 'application/json' }
     if (opts.token !== undefined) headers['authorization'] = `Bearer ${typeof opts.token === 'string' ? opts.token : await opts.token()}`
@@ -169,13 +220,7 @@ export function createRevocationFeed(opts: RevocationFeedOptions): RevocationFee
         continue
       }
       feedId = page.feedId
-      const now = clock.now()
-      for (const item of page.items) {
-        if (typeof item?.jti !== 'string' || typeof item.seq !== 'number' || item.seq <= seq) continue
-        set.add(item.jti, typeof item.exp === 'number' ? item.exp : undefined)
-        // Items seen on the first sync are history, not propagation.
-        if (synced && typeof item.revokedAt === 'number') metrics.observe('revocation_propagation_seconds', undefined, Math.max(0, now - item.revokedAt) / 1000)
-      }
+      for (const item of page.items) apply(item)
       seq = Math.max(seq, page.seq)
       if (!page.more) break
     }
@@ -195,6 +240,15 @@ export function createRevocationFeed(opts: RevocationFeedOptions): RevocationFee
 
   async function run(signal: AbortSignal): Promise<void> {
     notify()
+    const streaming = opts.stream === true ? follow(signal) : undefined
+    try {
+      await poll(signal)
+    } finally {
+      await streaming
+    }
+  }
+
+  async function poll(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       try {
         await sync(signal)
