@@ -89,6 +89,12 @@ const httpSchema = z.strictObject({
   maxConcurrentPerIp: positiveInt.default(256),
   /** Requests per second per client IP (token bucket, burst = 2 s worth); absent = unlimited. */
   maxRpsPerIp: positiveInt.optional(),
+  /** Requests in progress at once, all clients together (429 `max_inflight` beyond); absent = unlimited. */
+  maxInflight: positiveInt.optional(),
+  /** Requests per second, all clients together (429 `max_rps` beyond); absent = unlimited. */
+  maxRps: positiveInt.optional(),
+  /** Keep-alive idle timeout of the listener a host serves storage on (`serve({ idleTimeoutMs })`). @default 60000 */
+  idleTimeoutMs: positiveMs.default(60_000),
 })
 
 /**

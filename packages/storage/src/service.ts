@@ -9,7 +9,7 @@
 import { join } from 'node:path'
 import { BoundedQueue, ConfigError, MalformedError, TokenBucket, abortReason, createServiceHost, noopLogger, systemClock } from '@ron/core'
 import type { Address, Clock, CorsOptions, RonService, Subscription, Transport } from '@ron/core'
-import { WorkScheduler } from './admission.js'
+import { RequestGate, WorkScheduler } from './admission.js'
 import { Announcer } from './announcer.js'
 import { resolveOptions, storageConfigSchema, type ResolvedStorageOptions, type StorageConfig, type StorageServiceOptions } from './config.js'
 import { registerStorageMetrics } from './metrics.js'
@@ -76,7 +76,14 @@ const IMMUTABLE = [
   'repair.queue',
   'repair.auto',
   'announce',
-  'http',
+  'http.readTimeoutMs',
+  'http.writeTimeoutMs',
+  'http.jsonBodyLimit',
+  'http.decompressionRatio',
+  'http.maxDecompressedBytes',
+  'http.maxConcurrentPerIp',
+  'http.maxRpsPerIp',
+  'http.idleTimeoutMs',
   'cors',
   'drainDeadlineMs',
 ] as const
@@ -189,6 +196,7 @@ async function build(
   const ranking = (address: Address): string[] => placement(address, [o.nodeId, ...o.peers], o.peers.length + 1)
   const net: Transport = transport ?? unreachableTransport
   const peerToken = tokenFor(o.tokens, o.id, REPLICATE_SCOPE)
+  const gate = new RequestGate({ maxInflight: o.http.maxInflight, maxRps: o.http.maxRps }, clock)
   const work = new WorkScheduler({
     name: CHANNELS.work,
     capacity: o.workQueue,
@@ -355,6 +363,7 @@ async function build(
     authorizeRead: readAuthorizer((req, scope) => host.authenticate(req, scope), authorizeReplica),
     peerToken,
     work,
+    gate,
     signalFor: (rc) => AbortSignal.any([rc.signal, host.signal]),
     metrics: sink,
     clock,
@@ -389,6 +398,7 @@ async function build(
     o = next
     ctx.o = next
     work.configure({ capacity: next.workQueue, readers: next.getConcurrency, writers: next.writers, writersPerPrincipal: next.writersPerPrincipal })
+    gate.configure({ maxInflight: next.http.maxInflight, maxRps: next.http.maxRps })
     if (bucket.capacity !== next.repair.burst || rate !== next.repair.bytesPerSec) {
       // Pacing changes for the next chunk; a take in progress finishes on the old bucket.
       bucket = new TokenBucket({ capacity: next.repair.burst, refillPerSec: next.repair.bytesPerSec, clock })

@@ -91,6 +91,32 @@ describe('reload()', () => {
   })
 })
 
+describe('service-wide HTTP limits', () => {
+  it('http.maxInflight and http.maxRps answer 429 Busy with their reason; both reload live', async () => {
+    const clock = new VirtualClock()
+    c = await cluster(['storage'], () => ({ clock, http: { maxInflight: 1 } }))
+    const { address } = await c.node().client.put('limited')
+    const held = await c.request('storage', 'GET', `/o/${address}`) // body not consumed: still in progress
+    const over = await c.request('storage', 'GET', `/o/${address}`)
+    expect(over.status).toBe(429)
+    expect(await over.json()).toMatchObject({ error: { code: 'Busy', details: { reason: 'max_inflight', limit: 1 } } })
+    await held.dump()
+    await c.node().svc.reload({ http: { maxInflight: 100, maxRps: 2 } })
+    for (let i = 0; i < 2; i++) {
+      const ok = await c.request('storage', 'HEAD', `/o/${address}`)
+      expect(ok.status).toBe(200)
+      await ok.dump()
+    }
+    const fast = await c.request('storage', 'HEAD', `/o/${address}`)
+    expect(fast.status).toBe(429)
+    await fast.dump()
+    await clock.advance(1000)
+    const later = await c.request('storage', 'HEAD', `/o/${address}`)
+    expect(later.status).toBe(200)
+    await later.dump()
+  })
+})
+
 describe('admin listing and usage', () => {
   it('GET /o pages through objects and pins in address order (storage:admin)', async () => {
     c = await cluster(['storage'])

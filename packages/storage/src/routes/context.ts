@@ -6,7 +6,7 @@
  */
 
 import type { Address, Broadcast, Claims, Clock, Logger, MetricsSink, RonRequest, RouteContext, Transport } from '@ron/core'
-import type { WorkScheduler } from '../admission.js'
+import type { RequestGate, WorkScheduler } from '../admission.js'
 import type { StorageEvent } from '../events.js'
 import type { StorageUsage } from '../service.js'
 import type { TokenFor } from '../peer-auth.js'
@@ -43,6 +43,8 @@ export interface StorageContext {
   authorizeReplica(req: RonRequest): Promise<Claims>
   /** The bearer token of calls to peers (scope `storage:replicate`). */
   peerToken: TokenFor
+  /** Service-wide request limits (`http.maxInflight`, `http.maxRps`). */
+  gate: RequestGate
   /** The `work` queue: reader and writer slots (`admission.ts`). */
   work: WorkScheduler
   /** The request's signal combined with the service's forced-shutdown signal. */
