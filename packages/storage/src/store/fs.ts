@@ -13,7 +13,8 @@ import type { FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { ClosedError, IntegrityFailedError, abortReason, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
-import { DEFAULT_CHUNK_SIZE, checkChunkSize, encodeTrailer } from './integrity.js'
+import { DEFAULT_CHUNK_SIZE, FOOTER_BYTES, checkChunkSize, encodeTrailer } from './integrity.js'
+import { registerInternals } from './internals.js'
 import type { ChunkTable } from './integrity.js'
 import { attempt, ingest } from './ingest.js'
 import { ensureShards, fsyncDir, hasCode, ioReason, mapIoError, objectPaths, recover } from './fs-layout.js'
@@ -35,20 +36,6 @@ import type {
   PutResult,
   VerifyResult,
 } from './types.js'
-
-/** Extra surface of the filesystem backend, for hosts, tools and tests. Not part of {@link BlobStore}. */
-export interface FsStoreTesting {
-  /** The root directory. */
-  readonly dir: string
-  /** What crash recovery (and a format migration, if one ran) did when this store opened. */
-  readonly recovery: RecoveryReport & { migrated?: MigrationReport }
-  /** The small-object cache: bytes held and objects cached. */
-  readonly cache: { readonly bytes: number; readonly size: number }
-  /** Where an object's file lives (for fault injection in tests). */
-  pathsOf(address: Address): ObjectPaths
-  /** Same as `close()`, for `await using store = await createFsStore(...)`. */
-  [Symbol.asyncDispose](): Promise<void>
-}
 
 const HEX64 = /^[0-9a-f]{64}$/
 const HEX2 = /^[0-9a-f]{2}$/
@@ -76,7 +63,7 @@ const HEX2 = /^[0-9a-f]{2}$/
  * await store.close()
  * ```
  */
-export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & FsStoreTesting> {
+export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & AsyncDisposable> {
   const chunkSize = checkChunkSize(opts.chunkSize ?? DEFAULT_CHUNK_SIZE)
   const doFsync = opts.fsync ?? true
   const minFreeBytes = opts.minFreeBytes ?? 16 * 1024 * 1024
@@ -361,13 +348,9 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
     }
   }
 
-  const store: BlobStore & FsStoreTesting = {
+  const store: BlobStore & AsyncDisposable = {
     kind: 'fs',
     chunkSize,
-    dir: opts.dir,
-    recovery,
-    cache,
-    pathsOf,
     put(source: AsyncIterable<Uint8Array>, o: PutOptions = {}): Promise<PutResult> {
       return attempt(() => {
         checkOpen()
@@ -417,6 +400,38 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & F
       return store.close()
     },
   }
+  // Test reach-ins go through `@ron/storage/testing`, not through the store object.
+  const flipAt = async (address: Address, offset: number, mask: number, region: 'bytes' | 'table'): Promise<boolean> => {
+    let fh: FileHandle
+    try {
+      fh = await open(pathsOf(address).data, 'r+')
+    } catch (e) {
+      if (hasCode(e, 'ENOENT')) return false
+      throw e
+    }
+    try {
+      // The regions come from the footer alone, so a table can be flipped back after it was broken.
+      const size = await objectSizeOf(fh)
+      if (size === undefined) return false
+      const fileSize = (await fh.stat()).size
+      const [start, end] = region === 'bytes' ? [0, size] : [size, fileSize - FOOTER_BYTES]
+      if (offset < 0 || start + offset >= end) return false
+      const b = Buffer.alloc(1)
+      await fh.read(b, 0, 1, start + offset)
+      b[0] = b[0]! ^ mask
+      await fh.write(b, 0, 1, start + offset)
+      return true
+    } finally {
+      await fh.close()
+    }
+  }
+  registerInternals(store, {
+    corruptBytes: (address, offset, mask) => flipAt(address, offset, mask, 'bytes'),
+    corruptTable: (address, offset, mask) => flipAt(address, offset, mask, 'table'),
+    objectPath: (address) => pathsOf(address).data,
+    recovery,
+    cache,
+  })
   return store
 }
 

@@ -18,7 +18,5 @@ export type {
   VerifyResult,
 } from './types.js'
 export { createMemoryStore } from './memory.js'
-export type { MemoryStoreTesting } from './memory.js'
 export { createFsStore } from './fs.js'
-export type { FsStoreTesting } from './fs.js'
 export { DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE } from './integrity.js'

@@ -11,6 +11,7 @@ import type { Address } from '@ron/core'
 import { DEFAULT_CHUNK_SIZE, checkChunkSize, decodeTable } from './integrity.js'
 import type { ChunkTable } from './integrity.js'
 import { attempt, ingest } from './ingest.js'
+import { registerInternals } from './internals.js'
 import { readVerified, verifyChunks } from './verified-read.js'
 import type {
   BlobReader,
@@ -31,17 +32,6 @@ interface MemoryRecord {
   size: number
 }
 
-/**
- * Test hooks of a memory store, to simulate corruption. Not part of {@link BlobStore}.
- */
-export interface MemoryStoreTesting {
-  /** Flips bits of byte `offset` of the stored object (XOR with `mask`, default 0x01). Returns false when absent. */
-  corrupt(address: Address, offset: number, mask?: number): boolean
-  /** Flips bits of byte `offset` of the object's encoded chunk table. Returns false when absent. */
-  corruptTable(address: Address, offset: number, mask?: number): boolean
-  /** Same as `close()`, for `await using store = createMemoryStore()`. */
-  [Symbol.asyncDispose](): Promise<void>
-}
 
 /**
  * Creates an in-memory {@link BlobStore}. Objects live in a `Map` until deleted or the store is
@@ -58,7 +48,7 @@ export interface MemoryStoreTesting {
  * await reader!.close()
  * ```
  */
-export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & MemoryStoreTesting {
+export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & AsyncDisposable {
   const chunkSize = checkChunkSize(opts.chunkSize ?? DEFAULT_CHUNK_SIZE)
   const objects = new Map<Address, MemoryRecord>()
   const closing = new AbortController()
@@ -69,7 +59,7 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
     if (closed) throw new ClosedError('memory store is closed')
   }
 
-  const store: BlobStore & MemoryStoreTesting = {
+  const store: BlobStore & AsyncDisposable = {
     kind: 'memory',
     chunkSize,
 
@@ -172,24 +162,21 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & Me
       return Promise.resolve()
     },
 
-    corrupt(address: Address, offset: number, mask = 0x01): boolean {
-      const rec = objects.get(address)
-      if (!rec || offset < 0 || offset >= rec.data.length) return false
-      rec.data[offset] = rec.data[offset]! ^ mask
-      return true
-    },
-
     [Symbol.asyncDispose](): Promise<void> {
       return store.close()
     },
 
-    corruptTable(address: Address, offset: number, mask = 0x01): boolean {
-      const rec = objects.get(address)
-      if (!rec || offset < 0 || offset >= rec.table.length) return false
-      rec.table[offset] = rec.table[offset]! ^ mask
-      return true
-    },
   }
+  // Corruption for tests goes through `@ron/storage/testing`, not through the store object.
+  const flip = (bytes: Uint8Array | undefined, offset: number, mask: number): boolean => {
+    if (bytes === undefined || offset < 0 || offset >= bytes.length) return false
+    bytes[offset] = bytes[offset]! ^ mask
+    return true
+  }
+  registerInternals(store, {
+    corruptBytes: (address, offset, mask) => Promise.resolve(flip(objects.get(address)?.data, offset, mask)),
+    corruptTable: (address, offset, mask) => Promise.resolve(flip(objects.get(address)?.table, offset, mask)),
+  })
   return store
 }
 

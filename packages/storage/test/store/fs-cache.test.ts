@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { isRonError } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFsStore } from '../../src/store/index.js'
+import { objectPath, smallObjectCache } from '../../src/store/testing.js'
 import { bytes, collect, flipByte, once, readUntilError } from './helpers.js'
 
 describe('fs store small-object cache', () => {
@@ -32,9 +33,9 @@ describe('fs store small-object cache', () => {
     const store = await createFsStore({ dir })
     const data = bytes(4096, 1)
     const { address } = await store.put(once(data))
-    expect(store.cache.size).toBe(0) // puts do not fill the cache
+    expect(smallObjectCache(store).size).toBe(0) // puts do not fill the cache
     expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
-    expect(store.cache.size).toBe(1)
+    expect(smallObjectCache(store).size).toBe(1)
     expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
     const r = (await store.open(address))!
     expect(Buffer.from((await collect(r.read({ start: 10, end: 99 }))).data).equals(Buffer.from(data.subarray(10, 100)))).toBe(true)
@@ -47,19 +48,19 @@ describe('fs store small-object cache', () => {
     const data = bytes(4096, 2)
     const { address } = await store.put(once(data))
     await readAll(store, address)
-    expect(store.cache.size).toBe(1)
-    await flipByte(store.pathsOf(address).data, 2048 + 5)
+    expect(smallObjectCache(store).size).toBe(1)
+    await flipByte(objectPath(store, address), 2048 + 5)
     const r = (await store.open(address))!
     const { data: got, error } = await readUntilError(r.read())
     await r.close()
     expect(isRonError(error, 'IntegrityFailed')).toBe(true)
     expect((error as { details: unknown }).details).toEqual({ address, chunk: 2 })
     expect(Buffer.from(got).equals(Buffer.from(data.subarray(0, got.length)))).toBe(true)
-    expect(store.cache.size).toBe(0) // a corrupt object is never cached
+    expect(smallObjectCache(store).size).toBe(0) // a corrupt object is never cached
     // Healing by a re-put: the next read verifies the new file and caches it again.
     await store.put(once(data))
     expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
-    expect(store.cache.size).toBe(1)
+    expect(smallObjectCache(store).size).toBe(1)
     await store.close()
   })
 
@@ -68,7 +69,7 @@ describe('fs store small-object cache', () => {
     const { address } = await store.put(once(bytes(100, 3)))
     await readAll(store, address)
     expect(await store.delete(address)).toBe(true)
-    expect(store.cache.size).toBe(0)
+    expect(smallObjectCache(store).size).toBe(0)
     expect(await store.open(address)).toBeUndefined()
     await store.close()
   })
@@ -80,20 +81,20 @@ describe('fs store small-object cache', () => {
     for (let i = 0; i < 12; i++) addresses.push((await store.put(once(bytes(8000, 10 + i)))).address)
     for (const a of addresses) {
       await readAll(store, a)
-      expect(store.cache.bytes).toBeLessThanOrEqual(budget)
+      expect(smallObjectCache(store).bytes).toBeLessThanOrEqual(budget)
     }
-    expect(store.cache.size).toBeGreaterThan(0)
-    expect(store.cache.size).toBeLessThan(12)
+    expect(smallObjectCache(store).size).toBeGreaterThan(0)
+    expect(smallObjectCache(store).size).toBeLessThan(12)
     // Objects bigger than the cacheable size are never cached.
     const big = await store.put(once(bytes(200 * 1024, 40)))
-    const before = store.cache.size
+    const before = smallObjectCache(store).size
     await readAll(store, big.address)
-    expect(store.cache.size).toBe(before)
+    expect(smallObjectCache(store).size).toBe(before)
     await store.close()
 
     const off = await createFsStore({ dir, cacheBytes: 0 })
     await readAll(off, addresses[0]!)
-    expect(off.cache.size).toBe(0)
+    expect(smallObjectCache(off).size).toBe(0)
     await off.close()
   })
 

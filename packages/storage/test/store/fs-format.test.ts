@@ -11,6 +11,7 @@ import { isRonError } from '@ron/core'
 import type { Address } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFsStore } from '../../src/store/index.js'
+import { fsRecovery } from '../../src/store/testing.js'
 import { bytes, collect, listAll, rejection } from './helpers.js'
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/format-1', import.meta.url))
@@ -50,7 +51,7 @@ describe('fs store format', () => {
     const before = await walk(dir)
     expect(before.filter((f) => f.endsWith('.b3t'))).toHaveLength(objects.length)
     const store = await createFsStore({ dir })
-    expect(store.recovery.migrated).toEqual({ from: 1, objects: objects.length, unusable: 0, backup: join(dir, 'backup-format-1') })
+    expect(fsRecovery(store).migrated).toEqual({ from: 1, objects: objects.length, unusable: 0, backup: join(dir, 'backup-format-1') })
     expect(await readFile(join(dir, 'FORMAT'), 'utf8')).toBe('ron-storage-fs 2\n')
     expect(await listAll(store.list())).toEqual(objects.map((o) => o.address).sort())
     for (const o of objects) {
@@ -71,7 +72,7 @@ describe('fs store format', () => {
     await store.close()
     // Opening again does nothing more.
     const again = await createFsStore({ dir })
-    expect(again.recovery.migrated).toBeUndefined()
+    expect(fsRecovery(again).migrated).toBeUndefined()
     expect(await listAll(again.list())).toHaveLength(objects.length)
     await again.close()
   })
@@ -93,7 +94,7 @@ describe('fs store format', () => {
     }
     await rm(join(dir, v2(todo!.address)))
     const again = await createFsStore({ dir })
-    expect(again.recovery.migrated).toMatchObject({ from: 1, objects: 1, unusable: 0 })
+    expect(fsRecovery(again).migrated).toMatchObject({ from: 1, objects: 1, unusable: 0 })
     for (const o of objects) {
       expect(await again.verify(o.address)).toEqual({ ok: true, size: o.size, badChunks: [] })
       const r = (await again.open(o.address))!
@@ -111,7 +112,7 @@ describe('fs store format', () => {
     await writeFile(`${path}.b3t`, bytes(40)) // a torn table
     const fixtureTable = await readFile(join(FIXTURE, 'objects', victim.address.slice(3, 5), victim.address.slice(5, 7), `${victim.address.slice(3)}.b3t`))
     const store = await createFsStore({ dir })
-    expect(store.recovery.migrated).toMatchObject({ objects: objects.length - 1, unusable: 1 })
+    expect(fsRecovery(store).migrated).toMatchObject({ objects: objects.length - 1, unusable: 1 })
     expect(await store.open(victim.address)).toBeUndefined()
     const kept = join(dir, 'backup-format-1', 'objects', victim.address.slice(3, 5), victim.address.slice(5, 7), victim.address.slice(3))
     expect((await stat(kept)).size).toBe(3000)
@@ -134,7 +135,7 @@ describe('fs store format', () => {
   it('writes FORMAT into a fresh directory and does not migrate it', async () => {
     const fresh = join(dir, '..', 'fresh')
     const store = await createFsStore({ dir: fresh })
-    expect(store.recovery).toEqual({ tmpRemoved: 0 })
+    expect(fsRecovery(store)).toEqual({ tmpRemoved: 0 })
     expect(await readFile(join(fresh, 'FORMAT'), 'utf8')).toBe('ron-storage-fs 2\n')
     await store.close()
   })

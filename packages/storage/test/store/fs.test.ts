@@ -7,7 +7,8 @@ import { addressOf, createBlake3, isRonError, toAddress } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFsStore } from '../../src/store/index.js'
 import { mapIoError } from '../../src/store/fs-layout.js'
-import { blobStoreCompliance } from './compliance.js'
+import { blobStoreCompliance } from '../../src/store/compliance.js'
+import { corruptStoredBytes, corruptStoredTable, fsRecovery, objectPath } from '../../src/store/testing.js'
 import { bytes, chunked, collect, flipByte, listAll, once, readUntilError, rejection } from './helpers.js'
 
 /** Every file (not directory) below `dir`, relative. */
@@ -24,9 +25,12 @@ blobStoreCompliance('fs', async ({ chunkSize }) => {
   const store = await createFsStore(chunkSize === undefined ? { dir } : { dir, chunkSize })
   return {
     store,
-    corruptData: (address, offset) => flipByte(store.pathsOf(address).data, offset),
-    // The table is the trailer of the object's file: it starts right after the object's bytes.
-    corruptTable: async (address, offset) => flipByte(store.pathsOf(address).data, (await store.stat(address))!.size + offset),
+    corruptData: async (address, offset) => {
+      if (!(await corruptStoredBytes(store, address, offset))) throw new Error('no such object')
+    },
+    corruptTable: async (address, offset) => {
+      if (!(await corruptStoredTable(store, address, offset))) throw new Error('no such object')
+    },
     cleanup: () => rm(dir, { recursive: true, force: true }),
   }
 })
@@ -49,7 +53,7 @@ describe('fs store on disk', () => {
     expect(await files(dir)).toEqual(['FORMAT', join('objects', hex.slice(0, 2), hex)])
     expect((await readdir(join(dir, 'objects'))).length).toBe(256) // every shard exists from the start
     expect(await readFile(join(dir, 'FORMAT'), 'utf8')).toBe('ron-storage-fs 2\n')
-    const file = await readFile(store.pathsOf(address).data)
+    const file = await readFile(objectPath(store, address))
     expect(file.length).toBe(3 * CS + (56 + 3 * 32 + 32) + 16)
     expect(file.subarray(0, 3 * CS).equals(Buffer.from(data))).toBe(true)
     await store.close()
@@ -95,7 +99,7 @@ describe('fs store on disk', () => {
     const store = await createFsStore({ dir, chunkSize: CS })
     const data = bytes(8 * CS + 10, 21)
     const { address } = await store.put(once(data))
-    await flipByte(store.pathsOf(address).data, 5 * CS + 1)
+    await flipByte(objectPath(store, address), 5 * CS + 1)
     const r = (await store.open(address))!
     const { data: got, error } = await readUntilError(r.read())
     expect(isRonError(error, 'IntegrityFailed')).toBe(true)
@@ -111,7 +115,7 @@ describe('fs store on disk', () => {
     const store = await createFsStore({ dir, chunkSize: CS })
     const data = bytes(4 * CS, 22)
     const { address } = await store.put(once(data))
-    await truncate(store.pathsOf(address).data, 2 * CS + 5)
+    await truncate(objectPath(store, address), 2 * CS + 5)
     const e = await rejection(store.open(address))
     expect(isRonError(e, 'IntegrityFailed')).toBe(true)
     expect((e as { details: unknown }).details).toEqual({ address, reason: 'table_corrupt' })
@@ -127,15 +131,15 @@ describe('fs store on disk', () => {
     const store = await createFsStore({ dir, chunkSize: CS })
     const a = await store.put(once(bytes(2 * CS, 1)))
     const b = await store.put(once(bytes(2 * CS, 2)))
-    const pa = store.pathsOf(a.address)
-    const fileA = await readFile(pa.data)
-    const fileB = await readFile(store.pathsOf(b.address).data)
-    await writeFile(pa.data, Buffer.concat([fileA.subarray(0, 2 * CS), fileB.subarray(2 * CS)])) // valid checksum, wrong object
+    const pa = objectPath(store, a.address)
+    const fileA = await readFile(pa)
+    const fileB = await readFile(objectPath(store, b.address))
+    await writeFile(pa, Buffer.concat([fileA.subarray(0, 2 * CS), fileB.subarray(2 * CS)])) // valid checksum, wrong object
     const e1 = await rejection(store.open(a.address))
     expect(isRonError(e1, 'IntegrityFailed')).toBe(true)
     expect((e1 as { details: unknown }).details).toEqual({ address: a.address, reason: 'table_mismatch' })
     expect(await store.verify(a.address)).toMatchObject({ ok: false, reason: 'table_corrupt' })
-    await writeFile(pa.data, fileA.subarray(0, 2 * CS)) // bytes only, as if the trailer never landed
+    await writeFile(pa, fileA.subarray(0, 2 * CS)) // bytes only, as if the trailer never landed
     const e2 = await rejection(store.open(a.address))
     expect((e2 as { details: unknown }).details).toEqual({ address: a.address, reason: 'table_corrupt' })
     // A put of the same content repairs the object instead of trusting the broken one.
@@ -154,7 +158,7 @@ describe('fs store on disk', () => {
     // Someone else's file is left alone.
     await writeFile(join(dir, 'objects', 'README'), 'not ours')
     const again = await createFsStore({ dir, chunkSize: CS })
-    expect(again.recovery).toEqual({ tmpRemoved: 1 })
+    expect(fsRecovery(again)).toEqual({ tmpRemoved: 1 })
     expect(await listAll(again.list())).toEqual([address])
     const r = (await again.open(address))!
     expect(Buffer.from((await collect(r.read())).data).equals(Buffer.from(good))).toBe(true)
@@ -193,7 +197,7 @@ describe('fs store on disk', () => {
     const data = bytes(100 * CS, 51)
     const { address } = await store.put(once(data))
     const bad = await store.put(once(bytes(90 * CS, 52)))
-    await flipByte(store.pathsOf(bad.address).data, CS + 3)
+    await flipByte(objectPath(store, bad.address), CS + 3)
     const before = await fdCount()
     for (let k = 0; k < 20; k++) {
       const r = (await store.open(address))!
@@ -219,7 +223,7 @@ describe('fs store on disk', () => {
     const store = await createFsStore({ dir, chunkSize: CS })
     const { address } = await store.put(once(bytes(4 * CS, 53)))
     await store.close()
-    await truncate(store.pathsOf(address).data, CS)
+    await truncate(objectPath(store, address), CS)
     const again = await createFsStore({ dir, chunkSize: CS })
     expect(await listAll(again.list())).toEqual([address])
     expect(await again.verify(address)).toEqual({ ok: false, size: CS, badChunks: [], reason: 'table_corrupt' })

@@ -1,13 +1,24 @@
 /**
  * The shared BlobStore compliance suite: every backend runs exactly these tests (the way libp2p
- * runs one suite against every transport). A custom backend can run it too.
+ * runs one suite against every transport). A custom backend can run it too, from
+ * `@ron/storage/testing`, inside a vitest file:
+ *
+ * ```ts
+ * import { blobStoreCompliance } from '@ron/storage/testing'
+ * blobStoreCompliance('my backend', async ({ chunkSize }) => {
+ *   const store = await createMyStore({ chunkSize })
+ *   return { store, corruptData: …, corruptTable: …, cleanup: async () => {} }
+ * })
+ * ```
+ *
+ * @module
  */
 import { addressOf, isRonError } from '@ron/core'
 import type { Address } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { BlobStore } from '../../src/store/index.js'
-import { READ_BLOCK_BYTES } from '../../src/store/verified-read.js'
-import { bytes, chunked, collect, concat, listAll, once, readUntilError, rejection, rng } from './helpers.js'
+import type { BlobStore } from './types.js'
+import { READ_BLOCK_BYTES } from './verified-read.js'
+import { bytes, chunked, collect, concat, listAll, once, readUntilError, rejection, rng } from './compliance-helpers.js'
 
 /** What a backend under test provides. */
 export interface StoreHarness {
