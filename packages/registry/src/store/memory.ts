@@ -118,15 +118,6 @@ class MemoryStore implements LogStore {
     return Promise.resolve(removed)
   }
 
-  /**
-   * Test hook: replaces the stored bytes of `version` (to simulate corruption on the medium).
-   * @internal
-   */
-  corrupt(version: number, mutate: (bytes: Uint8Array) => Uint8Array): void {
-    const e = this.#entries.get(version)
-    if (e !== undefined) e.bytes = mutate(Uint8Array.from(e.bytes))
-  }
-
   probe(): Promise<void> {
     this.#check()
     return Promise.resolve()
@@ -148,7 +139,7 @@ function segEnd(first: number, size: number): number {
 }
 
 /** Creates an in-memory log store. */
-export function createMemoryStore(options: MemoryStoreOptions = {}): LogStore & { corrupt(version: number, mutate: (b: Uint8Array) => Uint8Array): void } {
+export function createMemoryStore(options: MemoryStoreOptions = {}): LogStore {
   return new MemoryStore(options)
 }
 
