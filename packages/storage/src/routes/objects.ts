@@ -11,10 +11,8 @@ import {
   OverLimitError,
   RangeNotSatisfiableError,
   checkCaveats,
-  createBlake3,
   isRonError,
   parseAddress,
-  toAddress,
 } from '@ron/core'
 import type { Address, Reply, Route, RouteContext } from '@ron/core'
 import { REPLICA_PATH } from '../replication.js'
@@ -174,15 +172,12 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
   let bodyEnd: number | undefined
   const guard = s.guard
   const clock = s.clock
-  async function* hashing(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-    const h = createBlake3()
-    for await (const c of chunks) {
-      h.update(c)
-      yield c
-    }
-    kept = toAddress(h.digest())
+  // The store's single pass over the body yields the address and the chunk table; it calls this
+  // with the address before the object becomes visible, so the body is hashed once.
+  const beforeCommit = async (address: Address): Promise<void> => {
+    kept = address
     // Before the store commits: a concurrent delete of this address finishes first (pins.ts).
-    await guard.beginKeep(kept)
+    await guard.beginKeep(address)
     // Commit time starts here: waiting behind a delete or a paced repair is not the disk being slow.
     bodyEnd = clock.now()
   }
@@ -197,10 +192,11 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
     })
     let result
     try {
-      result = await s.store.put(hashing(limitDecoded(body, limit, source)), {
+      result = await s.store.put(limitDecoded(body, limit, source), {
         ...(expect === undefined ? {} : { expect }),
         maxBytes: limit,
         signal,
+        beforeCommit,
       })
     } catch (e) {
       if (isRonError(e, 'OverLimit') && e.details.source === undefined) {

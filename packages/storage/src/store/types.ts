@@ -55,6 +55,8 @@ export interface PutOptions {
    * over the bytes yields the address and the chunk table, so a caller that needs the address
    * before the commit (to check it, or to order itself against a delete of that address) need
    * not hash the body a second time. Throwing (or rejecting) fails the put; nothing is kept.
+   * Every backend must call it (the compliance suite checks): the storage routes order a put
+   * against a delete of the same address through it.
    * @default none
    */
   beforeCommit?: (address: Address, size: number) => void | Promise<void>
