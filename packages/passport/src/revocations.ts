@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { appendFile, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { RevocationSet, type Clock, type RevocationFeedItem, type RevocationFeedPage } from '@ron/core'
+import { writeFileAtomic } from './file-keystore.js'
 
 interface TreeNode {
   exp: number
@@ -46,8 +47,8 @@ async function readLines(path: string): Promise<unknown[]> {
 export class RevocationLog {
   readonly feedId: string
   readonly set: RevocationSet
-  readonly #items: RevocationFeedItem[] = []
-  readonly #bySeq = new Map<string, number>()
+  #items: RevocationFeedItem[] = []
+  #bySeq = new Map<string, number>()
   readonly #tree = new Map<string, TreeNode>()
   readonly #clock: Clock
   readonly #dir: string | undefined
@@ -67,15 +68,35 @@ export class RevocationLog {
     const head = lines[0] as { feedId?: unknown } | undefined
     const feedId = typeof head?.feedId === 'string' ? head.feedId : randomBytes(8).toString('hex')
     const log = new RevocationLog(clock, dir, feedId)
-    if (typeof head?.feedId !== 'string') await appendFile(join(dir, 'revocations.jsonl'), `${JSON.stringify({ feedId })}\n`, { mode: 0o600 })
+    const nowSec = clock.now() / 1000
+    const live = (exp: unknown): boolean => typeof exp !== 'number' || exp + GRACE_SEC >= nowSec
+    let dropped = 0
     for (const l of lines.slice(1)) {
       const it = l as RevocationFeedItem
-      if (typeof it.jti === 'string' && typeof it.seq === 'number') log.#apply(it)
+      if (typeof it.jti !== 'string' || typeof it.seq !== 'number') continue
+      if (live(it.exp)) log.#apply(it)
+      else {
+        // Long expired: no verifier needs it; keep the seq so the feed never goes backwards.
+        log.#seq = Math.max(log.#seq, it.seq)
+        dropped++
+      }
     }
+    const tree: Array<{ jti: string; prf: string; exp: number }> = []
     for (const l of await readLines(join(dir, 'tree.jsonl'))) {
       const t = l as { jti?: unknown; prf?: unknown; exp?: unknown }
-      if (typeof t.jti === 'string' && typeof t.prf === 'string' && typeof t.exp === 'number') log.#link(t.jti, t.prf, t.exp)
+      if (typeof t.jti === 'string' && typeof t.prf === 'string' && typeof t.exp === 'number' && live(t.exp)) {
+        log.#link(t.jti, t.prf, t.exp)
+        tree.push({ jti: t.jti, prf: t.prf, exp: t.exp })
+      }
     }
+    // Compaction on start: rewrite both files without what has expired (atomically, 0600).
+    const header = { feedId, ...(log.#items.length === 0 ? { seq: log.#seq } : {}) }
+    if (dropped > 0 || typeof head?.feedId !== 'string') {
+      await writeFileAtomic(join(dir, 'revocations.jsonl'), [header, ...log.#items].map((x) => `${JSON.stringify(x)}\n`).join(''), dir)
+      await writeFileAtomic(join(dir, 'tree.jsonl'), tree.map((x) => `${JSON.stringify(x)}\n`).join(''), dir)
+    }
+    const seqFloor = (head as { seq?: unknown } | undefined)?.seq
+    if (typeof seqFloor === 'number') log.#seq = Math.max(log.#seq, seqFloor)
     return log
   }
 
@@ -163,9 +184,12 @@ export class RevocationLog {
     return this.#items.filter((i) => i.seq > since)
   }
 
-  /** Drops tree nodes of expired tokens. Returns how many. */
+  /** Drops tree nodes and feed items of long-expired tokens (the feed's seq never goes back). Returns how many nodes. */
   prune(): number {
     const nowSec = this.#clock.now() / 1000
+    const before = this.#items.length
+    this.#items = this.#items.filter((it) => it.exp === undefined || it.exp + GRACE_SEC >= nowSec)
+    if (this.#items.length !== before) this.#bySeq = new Map(this.#items.map((it) => [it.jti, it.seq]))
     let n = 0
     for (const [jti, node] of this.#tree) {
       if (node.exp + GRACE_SEC < nowSec) {

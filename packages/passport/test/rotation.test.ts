@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -219,6 +219,34 @@ describe('onRotate', () => {
       off()
     } finally {
       await close()
+    }
+  })
+})
+
+describe('revocation log at rest', () => {
+  it('compacts expired revocations on start without moving the feed seq backwards', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'passport-'))
+    try {
+      const clock = new VirtualClock(T0)
+      const first = await createPassportService({ clock, dataDir: dir, policy: ADMIN_POLICY })
+      const short = await first.mintServiceToken({ sub: 'a', aud: 'storage', scope: ['storage:write'], ttlSec: 60 })
+      await first.revoke(short.jti)
+      const long = await first.mintServiceToken({ sub: 'b', aud: 'storage', scope: ['storage:write'], ttlSec: 3600 })
+      const { seq } = await first.revoke(long.jti)
+      await first.close()
+      await clock.advance(600_000)
+      const second = await createPassportService({ clock, dataDir: dir, policy: ADMIN_POLICY })
+      try {
+        expect(second.revocations.isRevoked(long.jti)).toBe(true)
+        const lines = (await readFile(join(dir, 'revocations.jsonl'), 'utf8')).trim().split('\n')
+        expect(lines).toHaveLength(2) // header + the live one
+        const next = await second.revoke('another')
+        expect(next.seq).toBe(seq + 1)
+      } finally {
+        await second.close()
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
     }
   })
 })
