@@ -9,6 +9,7 @@ import yargs from 'yargs'
 import type { NodeConfigInput } from './config.js'
 import { CliError, EXIT_CODES_HELP, ExitCode, describeError, exitCodeFor } from './exit-codes.js'
 import { AVAILABLE_SERVICES } from './ports.js'
+import { registerClientCommands } from './client-commands.js'
 import { cliVersion } from './version.js'
 
 // Commands are imported when they run, so `--help`, `--version` and the client commands do not
@@ -196,6 +197,8 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
         )
         .demandCommand(1, 'say which: config print or config validate'),
     )
+  registerClientCommands(parser, io)
+    .completion('completion', 'print a shell completion script (bash/zsh): ron-node completion >> ~/.bashrc')
     .demandCommand(1, 'say which command to run (see --help)')
     .strict()
     .recommendCommands()

@@ -145,3 +145,34 @@ export function precheckToken(token: string, scope: string, nowSec = Math.floor(
   const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ') : []
   if (!scopes.includes(scope)) throw bad(`its scope is ${JSON.stringify(claims.scope ?? '')}`)
 }
+
+/** A connection to one service of a node, for the client commands. */
+export interface ServiceConnection {
+  /** The service's base URL (found through the node's `/status`). */
+  url: string
+  /** HTTP transport with the service mounted under its name. */
+  transport: HttpTransport
+  /** The token to present (undefined when none was found and none is needed). */
+  token: string | undefined
+  close(): Promise<void>
+}
+
+/**
+ * Connects to `service` of the node at `--node` (or the service URL itself), with the token from
+ * `--token`, `RON_TOKEN` or the admin token file.
+ * @throws {@link CliError} (exit 4) when `needToken` and no token is found; (exit 6) when the node is unreachable.
+ */
+export async function connectTo(args: ClientOptions, service: string, needToken: boolean): Promise<ServiceConnection> {
+  const { token, tokenFile } = await resolveToken(args)
+  if (needToken && token === undefined) {
+    throw new CliError(`no token: pass --token, set RON_TOKEN, or run where the node's token file ${tokenFile} is readable (see --data-dir)`, ExitCode.Auth)
+  }
+  const url = await discoverService(resolveNodeUrl(args), service)
+  const transport = new HttpTransport({ targets: { [service]: url }, timeoutMs: 30_000, breaker: false })
+  return { url, transport, token, close: () => transport.close() }
+}
+
+/** Writes `value` as one JSON line, or `text` when not `json`. */
+export function output(out: NodeJS.WritableStream, json: boolean | undefined, value: unknown, text: string): void {
+  out.write(json === true ? `${JSON.stringify(value)}\n` : text.endsWith('\n') ? text : `${text}\n`)
+}

@@ -1,0 +1,162 @@
+/**
+ * Registry commands: `registry propose|approve|commit|head|watch|fsck`, and `webhook test`.
+ *
+ * @module
+ */
+
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { connectTo, output, type ClientOptions } from '../client.js'
+import { defaultDataDir, errnoText } from '../data-dir.js'
+import { CliError, ExitCode } from '../exit-codes.js'
+
+/** Options shared by these commands. */
+export interface RegistryArgs extends ClientOptions {
+  json?: boolean | undefined
+}
+
+async function registry(args: RegistryArgs, needToken: boolean): Promise<{ client: import('@ron/registry').RegistryClient; close(): Promise<void> }> {
+  const { createRegistryClient } = await import('@ron/registry')
+  const conn = await connectTo(args, 'registry', needToken)
+  return { client: createRegistryClient(conn.transport, conn.token === undefined ? {} : { token: conn.token }), close: () => conn.close() }
+}
+
+async function readInput(file: string): Promise<string> {
+  try {
+    if (file === '-') {
+      const chunks: Buffer[] = []
+      for await (const c of process.stdin) chunks.push(c as Buffer)
+      return Buffer.concat(chunks).toString('utf8')
+    }
+    return await readFile(file, 'utf8')
+  } catch (e) {
+    throw new CliError(`cannot read ${file}: ${errnoText(e)}`, ExitCode.Error, { cause: e })
+  }
+}
+
+/** `registry propose <file|->`: proposes a descriptor set (JSON) (scope `registry:propose`). */
+export async function registryProposeCommand(args: RegistryArgs & { file: string }, out: NodeJS.WritableStream): Promise<void> {
+  let payload: unknown
+  try {
+    payload = JSON.parse(await readInput(args.file))
+  } catch (e) {
+    if (e instanceof CliError) throw e
+    throw new CliError(`${args.file} is not JSON (expected a descriptor set {"schemaVersion":1,"items":[…]})`, ExitCode.Usage, { cause: e })
+  }
+  const r = await registry(args, true)
+  try {
+    const p = await r.client.propose(payload as never)
+    output(out, args.json, p, `proposal ${p.proposalId}  payload ${p.payloadB3}  base ${p.baseVersion}`)
+  } finally {
+    await r.close()
+  }
+}
+
+/**
+ * `registry approve <proposalId> [--key file]`: signs the proposal with a registry signer key,
+ * by default the node's own (`<data-dir>/registry/registry-signer.key`) (scope `registry:approve`).
+ */
+export async function registryApproveCommand(args: RegistryArgs & { proposalId: string; key?: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  const { importSignerKey } = await import('@ron/registry')
+  const keyFile = args.key ?? join(args.dataDir ?? defaultDataDir({ env: args.env ?? process.env }), 'registry', 'registry-signer.key')
+  let key: ReturnType<typeof importSignerKey>
+  try {
+    key = importSignerKey(await readFile(keyFile, 'utf8'))
+  } catch (e) {
+    throw new CliError(`cannot use signer key ${keyFile}: ${errnoText(e)}; pass --key with a registry signer key file`, ExitCode.Error, { cause: e })
+  }
+  const r = await registry(args, true)
+  try {
+    const a = await r.client.approveWith(args.proposalId, key)
+    output(out, args.json, a, `approved ${args.proposalId} as ${key.id}: ${JSON.stringify(a)}`)
+  } finally {
+    await r.close()
+  }
+}
+
+/** `registry commit <proposalId>` (scope `registry:commit`). */
+export async function registryCommitCommand(args: RegistryArgs & { proposalId: string }, out: NodeJS.WritableStream): Promise<void> {
+  const r = await registry(args, true)
+  try {
+    const c = await r.client.commit(args.proposalId)
+    output(out, args.json, c, `committed version ${c.version}  ${c.hash}`)
+  } finally {
+    await r.close()
+  }
+}
+
+/** `registry head`: the current version, hash and tree. */
+export async function registryHeadCommand(args: RegistryArgs, out: NodeJS.WritableStream): Promise<void> {
+  const r = await registry(args, false)
+  try {
+    const h = await r.client.head()
+    output(out, args.json, h, `version ${h.version}  ${h.hash}  tree ${h.treeSize} (${h.treeHash})  origin ${h.origin}`)
+  } finally {
+    await r.close()
+  }
+}
+
+/** `registry watch [--from version]`: prints every commit as it happens, until interrupted or `--count` commits. */
+export async function registryWatchCommand(args: RegistryArgs & { from?: number | undefined; count?: number | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  const r = await registry(args, false)
+  const ac = new AbortController()
+  const stop = (): void => ac.abort()
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  let seen = 0
+  try {
+    for await (const u of r.client.watch({ signal: ac.signal, ...(args.from === undefined ? {} : { lastEventId: args.from }) })) {
+      output(out, args.json, u, `version ${u.version}  ${u.hash}  payload ${u.b3}`)
+      if (args.count !== undefined && ++seen >= args.count) break
+    }
+  } catch (e) {
+    if (!ac.signal.aborted) throw e
+  } finally {
+    process.off('SIGINT', stop)
+    process.off('SIGTERM', stop)
+    await r.close()
+  }
+}
+
+/** `registry fsck [--data-dir]`: verifies the node's registry log on disk, read-only; exit 5 on problems. */
+export async function registryFsckCommand(args: RegistryArgs & { dir?: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  const { verifyLog } = await import('@ron/registry')
+  const dir = args.dir ?? join(args.dataDir ?? defaultDataDir({ env: args.env ?? process.env }), 'registry')
+  const report = await verifyLog(dir)
+  const lines = [
+    `log        ${dir}`,
+    `origin     ${report.origin}`,
+    `head       ${report.head} (oldest ${report.oldest}, ${report.entries} entries, ${report.checkpoints} checkpoints)`,
+    `root       ${report.root}`,
+    ...report.warnings.map((w) => `warning    ${w}`),
+    ...report.problems.map((p) => `PROBLEM    ${p}`),
+    report.ok ? 'ok' : 'the log has problems (see above); restore the registry directory from a backup',
+  ]
+  output(out, args.json, report, lines.join('\n'))
+  if (!report.ok) throw new CliError(`registry log ${dir} failed verification`, ExitCode.Integrity)
+}
+
+/**
+ * `webhook test <provider>`: sends a signed test delivery to the node's interop, with the node's
+ * secret for that provider (`<data-dir>/interop/webhook-secrets.json`) or `--secret`.
+ */
+export async function webhookTestCommand(args: RegistryArgs & { provider: string; secret?: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  let secret = args.secret
+  if (secret === undefined) {
+    const file = join(args.dataDir ?? defaultDataDir({ env: args.env ?? process.env }), 'interop', 'webhook-secrets.json')
+    try {
+      secret = (JSON.parse(await readFile(file, 'utf8')) as Record<string, string>)[args.provider]
+    } catch (e) {
+      throw new CliError(`cannot read the node's webhook secrets ${file}: ${errnoText(e)}; pass --secret`, ExitCode.Error, { cause: e })
+    }
+    if (secret === undefined) throw new CliError(`no secret for ${args.provider} in ${file}; pass --secret`, ExitCode.Usage)
+  }
+  const { createInteropClient } = await import('@ron/interop')
+  const conn = await connectTo({ ...args, token: undefined }, 'interop', false)
+  try {
+    const ack = await createInteropClient(conn.transport).sendTestWebhook(args.provider as never, secret)
+    output(out, args.json, ack, `accepted; receipt ${ack.receipt}${ack.deliveryId === undefined ? '' : ` (delivery ${ack.deliveryId})`}`)
+  } finally {
+    await conn.close()
+  }
+}

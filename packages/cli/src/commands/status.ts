@@ -1,0 +1,168 @@
+/**
+ * `status` (a table of every service of a node) and `doctor` (checks that say what to do).
+ *
+ * @module
+ */
+
+import { lstat, readFile, statfs } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { output, resolveNodeUrl, type ClientOptions } from '../client.js'
+import { defaultDataDir, errnoText } from '../data-dir.js'
+import { CliError, ExitCode } from '../exit-codes.js'
+import { DATA_DIR_FORMAT } from '../identity.js'
+import { DEFAULT_PORT_BASE, PORT_OFFSETS } from '../ports.js'
+
+/** Options of these commands. */
+export interface StatusArgs extends ClientOptions {
+  json?: boolean | undefined
+}
+
+interface StatusDoc {
+  nodeId: string
+  version: string
+  ready: boolean
+  uptimeSec: number
+  services: Record<string, { url: string; ready: boolean; writeReady: boolean; missing: string[]; queues: { name: string; depth: number; capacity: number; dropped?: number }[] }>
+  peers?: { admin: string; nodeId?: string; error?: string }[]
+}
+
+async function fetchStatus(node: string): Promise<StatusDoc> {
+  let res: Response
+  try {
+    res = await fetch(`${node}/status`, { signal: AbortSignal.timeout(5000) })
+  } catch (e) {
+    throw new CliError(`cannot reach ${node}: ${errnoText((e as { cause?: unknown }).cause ?? e)}; is the node running? (ron-node start, or --node)`, ExitCode.Unavailable, { cause: e })
+  }
+  if (!res.ok) throw new CliError(`${node}/status answered ${res.status}; --node must be a node's admin URL`, ExitCode.Unavailable)
+  return (await res.json()) as StatusDoc
+}
+
+function duration(sec: number): string {
+  if (sec < 120) return `${sec}s`
+  if (sec < 7200) return `${Math.round(sec / 60)}m`
+  if (sec < 172_800) return `${Math.round(sec / 3600)}h`
+  return `${Math.round(sec / 86_400)}d`
+}
+
+/** `status`: every service with readiness, queue depths (and drops) and the node's uptime. */
+export async function statusCommand(args: StatusArgs, out: NodeJS.WritableStream): Promise<void> {
+  const node = resolveNodeUrl(args)
+  const s = await fetchStatus(node)
+  const rows = Object.entries(s.services).map(([name, v]) => [
+    name,
+    v.ready ? 'ready' : `NOT READY (${v.missing.join(', ') || '?'})`,
+    v.writeReady ? 'yes' : 'no',
+    v.queues.filter((q) => q.capacity > 1).map((q) => `${q.name} ${q.depth}/${q.capacity}${q.dropped ? ` -${q.dropped}` : ''}`).join(', '),
+    v.url,
+  ])
+  const head = ['service', 'ready', 'writes', 'queues (depth/capacity -dropped)', 'url']
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
+  const fmt = (r: string[]): string => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')
+  const lines = [
+    `node ${s.nodeId}  ron-node ${s.version}  up ${duration(s.uptimeSec)}  ${s.ready ? 'ready' : 'NOT READY'}`,
+    fmt(head),
+    ...rows.map(fmt),
+    ...(s.peers ?? []).map((p) => `peer ${p.admin}  ${p.nodeId ?? '?'}${p.error === undefined ? '' : `  (${p.error})`}`),
+  ]
+  output(out, args.json, s, lines.join('\n'))
+}
+
+/** One finding of `doctor`. */
+export interface Finding {
+  check: string
+  status: 'ok' | 'warn' | 'fail'
+  detail: string
+  /** What to do about it (warn/fail). */
+  fix?: string
+}
+
+async function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer()
+    s.once('error', () => resolve(false))
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)))
+  })
+}
+
+async function modeOf(path: string): Promise<number | undefined> {
+  try {
+    return (await lstat(path)).mode & 0o777
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * `doctor`: node reachability, data directory and key file permissions, format version, ports,
+ * disk space, peers' reachability and clock skew. Exit 1 when a check fails.
+ */
+export async function doctorCommand(args: StatusArgs, out: NodeJS.WritableStream): Promise<Finding[]> {
+  const findings: Finding[] = []
+  const add = (f: Finding): void => void findings.push(f)
+  const node = resolveNodeUrl(args)
+  const dataDir = args.dataDir ?? defaultDataDir({ env: args.env ?? process.env })
+  let status: StatusDoc | undefined
+  try {
+    status = await fetchStatus(node)
+    add({ check: 'node', status: status.ready ? 'ok' : 'warn', detail: `${node} answers, ${status.ready ? 'every service ready' : 'not every service is ready'}`, ...(status.ready ? {} : { fix: 'see ron-node status for what is missing' }) })
+  } catch (e) {
+    add({ check: 'node', status: 'fail', detail: (e as Error).message, fix: 'start it with ron-node start, or point --node at its admin URL' })
+    const base = DEFAULT_PORT_BASE
+    for (const [name, off] of Object.entries(PORT_OFFSETS)) {
+      const free = await portFree(base + off)
+      add({ check: `port ${base + off}`, status: free ? 'ok' : 'fail', detail: `${name} port ${free ? 'free' : 'in use by another program'}`, ...(free ? {} : { fix: 'stop that program or start ron-node with --port-base' }) })
+    }
+  }
+
+  const dirMode = await modeOf(dataDir)
+  if (dirMode === undefined) add({ check: 'data dir', status: 'warn', detail: `${dataDir} does not exist`, fix: 'it is created by ron-node start; pass --data-dir if the node uses another' })
+  else {
+    add({ check: 'data dir', status: (dirMode & 0o077) === 0 ? 'ok' : 'fail', detail: `${dataDir} mode ${dirMode.toString(8)}`, ...((dirMode & 0o077) === 0 ? {} : { fix: `chmod 700 ${dataDir}` }) })
+    for (const f of ['keys/issuer.json', 'keys/node.json', 'admin.token']) {
+      const m = await modeOf(join(dataDir, f))
+      if (m === undefined) add({ check: f, status: 'warn', detail: 'missing', fix: 'created at the next ron-node start' })
+      else add({ check: f, status: (m & 0o077) === 0 ? 'ok' : 'fail', detail: `mode ${m.toString(8)}`, ...((m & 0o077) === 0 ? {} : { fix: `chmod 600 ${join(dataDir, f)}` }) })
+    }
+    try {
+      const nodeFile = JSON.parse(await readFile(join(dataDir, 'node.json'), 'utf8')) as { format?: number }
+      const ok = nodeFile.format === DATA_DIR_FORMAT
+      add({ check: 'format', status: ok ? 'ok' : 'warn', detail: `data directory format ${String(nodeFile.format)} (this release: ${DATA_DIR_FORMAT})`, ...(ok ? {} : { fix: (nodeFile.format ?? 0) > DATA_DIR_FORMAT ? 'upgrade ron-node' : 'the next start migrates it' }) })
+    } catch (e) {
+      add({ check: 'format', status: 'warn', detail: `node.json: ${errnoText(e)}`, fix: 'created at the next ron-node start' })
+    }
+    try {
+      const fs = await statfs(dataDir)
+      const free = fs.bavail * fs.bsize
+      const gib = free / 2 ** 30
+      add({ check: 'disk', status: gib >= 1 ? 'ok' : 'warn', detail: `${gib.toFixed(1)} GiB free`, ...(gib >= 1 ? {} : { fix: 'free some space: storage turns writes unready when the disk is nearly full' }) })
+    } catch (e) {
+      add({ check: 'disk', status: 'warn', detail: errnoText(e) })
+    }
+  }
+
+  for (const p of status?.peers ?? []) {
+    if (p.error !== undefined) {
+      add({ check: `peer ${p.admin}`, status: 'warn', detail: p.error, fix: 'check that node is running and reachable from here' })
+      continue
+    }
+    try {
+      const t0 = Date.now()
+      const res = await fetch(`${p.admin}/version`, { signal: AbortSignal.timeout(3000) })
+      const t1 = Date.now()
+      await res.body?.cancel()
+      const date = Date.parse(res.headers.get('date') ?? '')
+      const skewSec = Number.isFinite(date) ? Math.round((date - (t0 + t1) / 2) / 1000) : 0
+      const ok = Math.abs(skewSec) <= 10
+      add({ check: `peer ${p.admin}`, status: ok ? 'ok' : 'warn', detail: `reachable, clock skew ${skewSec}s`, ...(ok ? {} : { fix: 'synchronise clocks (NTP): tokens carry exp/nbf with a 30 s tolerance' }) })
+    } catch (e) {
+      add({ check: `peer ${p.admin}`, status: 'fail', detail: errnoText((e as { cause?: unknown }).cause ?? e), fix: 'check that node is running and reachable from here' })
+    }
+  }
+
+  const mark = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL' } as const
+  const lines = findings.map((f) => `${mark[f.status]}  ${f.check.padEnd(18)} ${f.detail}${f.fix === undefined ? '' : `\n      → ${f.fix}`}`)
+  output(out, args.json, findings, lines.join('\n'))
+  if (findings.some((f) => f.status === 'fail')) throw new CliError(`doctor found ${findings.filter((f) => f.status === 'fail').length} problem(s)`, ExitCode.Error)
+  return findings
+}

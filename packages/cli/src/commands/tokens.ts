@@ -1,0 +1,116 @@
+/**
+ * Capability commands against the node's passport: `token issue|verify|revoke|attenuate` and
+ * `keys rotate`.
+ *
+ * @module
+ */
+
+import { connectTo, output, type ClientOptions } from '../client.js'
+import { CliError, ExitCode } from '../exit-codes.js'
+
+/** Options shared by these commands. */
+export interface TokenArgs extends ClientOptions {
+  json?: boolean | undefined
+}
+
+/** Caveats from flags. */
+export interface CaveatFlags {
+  maxBytes?: number | undefined
+  pathPrefix?: string | undefined
+  methods?: string | undefined
+}
+
+const list = (s: string | undefined): string[] | undefined => (s === undefined ? undefined : s.split(/[\s,]+/).filter((x) => x.length > 0))
+
+function caveats(f: CaveatFlags): Record<string, unknown> | undefined {
+  const c: Record<string, unknown> = {}
+  if (f.maxBytes !== undefined) c['maxBytes'] = f.maxBytes
+  if (f.pathPrefix !== undefined) c['pathPrefix'] = f.pathPrefix
+  if (f.methods !== undefined) c['methods'] = list(f.methods)
+  return Object.keys(c).length > 0 ? c : undefined
+}
+
+async function passport(args: TokenArgs, needToken: boolean): Promise<{ client: import('@ron/passport').PassportClient; close(): Promise<void> }> {
+  const { createPassportClient } = await import('@ron/passport')
+  const conn = await connectTo(args, 'passport', needToken)
+  return { client: createPassportClient(conn.transport, conn.token === undefined ? {} : { token: conn.token }), close: () => conn.close() }
+}
+
+/** `token issue --sub --aud --scope [--ttl] [caveats]` (scope `passport:issue`). */
+export async function tokenIssueCommand(args: TokenArgs & CaveatFlags & { sub: string; aud: string; scope: string; ttlSec?: number | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  const p = await passport(args, true)
+  try {
+    const c = caveats(args)
+    const issued = await p.client.issue({
+      sub: args.sub,
+      aud: list(args.aud)!,
+      scope: list(args.scope)!,
+      ...(args.ttlSec === undefined ? {} : { ttlSec: args.ttlSec }),
+      ...(c === undefined ? {} : { caveats: c }),
+    })
+    output(out, args.json, issued, issued.token)
+  } finally {
+    await p.close()
+  }
+}
+
+/** `token verify <token> [--aud]`: exit 4 when the token is not valid. */
+export async function tokenVerifyCommand(args: TokenArgs & { token: string; aud?: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  const p = await passport({ ...args, token: undefined }, false)
+  try {
+    const r = await p.client.verify(args.token.trim(), args.aud)
+    if (r.valid) {
+      const c = r.claims
+      output(out, args.json, r, [`valid      yes`, `sub        ${c.sub}`, `aud        ${c.aud.join(' ')}`, `scope      ${c.scope.join(' ')}`, `expires    ${new Date(c.exp * 1000).toISOString()}`, `jti        ${c.jti}`].join('\n'))
+      return
+    }
+    output(out, args.json, r, `valid      no (${r.reason})`)
+    throw new CliError(`token is not valid: ${r.reason}`, ExitCode.Auth)
+  } finally {
+    await p.close()
+  }
+}
+
+/** `token revoke <jti|token>` (scope `passport:revoke`): revokes it and every token attenuated from it. */
+export async function tokenRevokeCommand(args: TokenArgs & { what: string }, out: NodeJS.WritableStream): Promise<void> {
+  const p = await passport(args, true)
+  try {
+    const what = args.what.trim()
+    const r = await p.client.revoke(what.split('.').length === 3 ? { token: what } : { jti: what })
+    output(out, args.json, r, `revoked ${JSON.stringify(r)}`)
+  } finally {
+    await p.close()
+  }
+}
+
+/** `token attenuate <token> [--scope] [--aud] [--ttl] [caveats]`: a narrower child token (needs no scope). */
+export async function tokenAttenuateCommand(
+  args: TokenArgs & CaveatFlags & { parent: string; scope?: string | undefined; aud?: string | undefined; ttlSec?: number | undefined },
+  out: NodeJS.WritableStream,
+): Promise<void> {
+  const p = await passport({ ...args, token: undefined }, false)
+  try {
+    const c = caveats(args)
+    const child = await p.client.attenuate({
+      token: args.parent.trim(),
+      ...(args.scope === undefined ? {} : { scope: list(args.scope)! }),
+      ...(args.aud === undefined ? {} : { aud: list(args.aud)! }),
+      ...(args.ttlSec === undefined ? {} : { ttlSec: args.ttlSec }),
+      ...(c === undefined ? {} : { caveats: c }),
+    })
+    output(out, args.json, child, child.token)
+  } finally {
+    await p.close()
+  }
+}
+
+/** `keys rotate` (scope `passport:admin`): publishes the next issuer key; the old one stays verify-only. */
+export async function keysRotateCommand(args: TokenArgs, out: NodeJS.WritableStream): Promise<void> {
+  const p = await passport(args, true)
+  try {
+    const r = await p.client.rotate()
+    output(out, args.json, r, `rotated: ${JSON.stringify(r)}`)
+  } finally {
+    await p.close()
+  }
+}
