@@ -212,6 +212,28 @@ describe('retention and proofs', () => {
   })
 })
 
+describe('conditional reads', () => {
+  it('HEAD and entries answer 304 to a matching If-None-Match', async () => {
+    h = await harness()
+    const { memoryRequest } = await import('@ron/core/testing')
+    const head = await memoryRequest(h.svc, { method: 'GET', path: '/registry/head' })
+    const etag = head.headers['etag']!
+    await head.dump()
+    const again = await memoryRequest(h.svc, { method: 'GET', path: '/registry/head', headers: { 'if-none-match': etag } })
+    expect(again.status).toBe(304)
+    await again.dump()
+    const p = await h.client.propose(payload(1))
+    for (const k of h.keys.slice(0, 2)) await h.client.approveWith(p.proposalId, k)
+    const c = await h.client.commit(p.proposalId)
+    const moved = await memoryRequest(h.svc, { method: 'GET', path: '/registry/head', headers: { 'if-none-match': etag } })
+    expect(moved.status).toBe(200)
+    await moved.dump()
+    const e = await memoryRequest(h.svc, { method: 'GET', path: '/registry/1', headers: { 'if-none-match': `"${c.hash}"` } })
+    expect(e.status).toBe(304)
+    await e.dump()
+  })
+})
+
 describe('metrics and readiness', () => {
   it('registers every registry metric at startup', async () => {
     h = await harness()

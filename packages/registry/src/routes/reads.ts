@@ -12,6 +12,17 @@ import type { RouteDeps } from './context.js'
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex')
 
+/** True when the request's `If-None-Match` names `etag` (or `*`). */
+function notModified(ctx: RouteContext, etag: string): boolean {
+  const raw = ctx.req.headers['if-none-match']
+  const v = Array.isArray(raw) ? raw.join(',') : raw
+  if (v === undefined) return false
+  return v.split(',').some((t) => {
+    const x = t.trim().replace(/^W\//, '')
+    return x === etag || x === '*'
+  })
+}
+
 function intParam(v: string | null | undefined, field: string, min: number): number {
   if (v === null || v === undefined || !/^[0-9]{1,15}$/.test(v)) throw new MalformedError(`${field} must be a non-negative integer`, { details: { field } })
   const n = Number(v)
@@ -31,14 +42,16 @@ export function readRoutes(d: RouteDeps): Route[] {
     {
       method: 'GET',
       path: '/registry/head',
-      async handler() {
+      async handler(ctx) {
         const head = log.head()
+        const etag = `"${head.hash}"`
+        if (notModified(ctx, etag)) return { status: 304, headers: { 'cache-control': 'no-cache', etag } }
         const read = head.version === 0 ? undefined : await log.read(head.version)
         const entry = read !== undefined && 'entry' in read ? read.entry : undefined
         const set = log.signerSetAt(head.version)
         return {
           status: 200,
-          headers: { 'cache-control': 'no-cache', etag: `"${head.hash}"` },
+          headers: { 'cache-control': 'no-cache', etag },
           json: {
             version: head.version,
             hash: head.hash,
@@ -129,10 +142,12 @@ export function readRoutes(d: RouteDeps): Route[] {
           })
         }
         const superseded = log.supersededBy(version)
+        const cacheControl = superseded === undefined ? 'public, max-age=60' : IMMUTABLE
+        if (notModified(ctx, `"${r.hash}"`)) return { status: 304, headers: { 'cache-control': cacheControl, etag: `"${r.hash}"` } }
         const json = superseded === undefined ? { ...r.entry, hash: r.hash } : { ...r.entry, hash: r.hash, supersededBy: superseded }
         // The entry never changes; a supersede mark may still be added to an unmarked one, so
         // only a marked entry (final in every respect) is cached as immutable.
-        return { status: 200, headers: { 'cache-control': superseded === undefined ? 'public, max-age=60' : IMMUTABLE, etag: `"${r.hash}"` }, json }
+        return { status: 200, headers: { 'cache-control': cacheControl, etag: `"${r.hash}"` }, json }
       },
     },
   ]
