@@ -12,6 +12,7 @@ import type { PassportContext } from './context.js'
 /** The routes that make and check tokens. @internal */
 export function tokenRoutes(ctx: PassportContext): Route[] {
   const nowSec = (): number => Math.floor(ctx.clock.now() / 1000)
+  const batchSchema = verifyBatchSchema(ctx.cfg.maxBatch)
 
   async function verifyOne(token: string, aud: string | undefined): Promise<VerifyResult> {
     const started = ctx.clock.now()
@@ -112,7 +113,7 @@ export function tokenRoutes(ctx: PassportContext): Route[] {
       path: '/v1/passport/verify/batch',
       public: true,
       async handler(c) {
-        const body = await c.json(verifyBatchSchema(ctx.cfg.maxBatch))
+        const body = await c.json(batchSchema)
         const results: VerifyResult[] = []
         // One bad token never fails the batch: each is answered on its own.
         for (const t of body.tokens) results.push(await verifyOne(t.token, t.aud))
