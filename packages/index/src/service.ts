@@ -139,7 +139,15 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
   const wakeBreakerJanitor = new Watch<number>(0)
   host.supervisor.spawn(TASKS.breakerJanitor, async (signal) => {
     for (;;) {
-      await Promise.race([clock.sleep(cfg.get().breakerJanitorMs, signal), wakeBreakerJanitor.changed(signal)])
+      // Sleep until the next tick or a reload, whichever comes first; the other wait is
+      // cancelled so no timer or waiter is left behind per tick.
+      const tick = new AbortController()
+      const both = AbortSignal.any([signal, tick.signal])
+      try {
+        await Promise.race([clock.sleep(cfg.get().breakerJanitorMs, both), wakeBreakerJanitor.changed(both)])
+      } finally {
+        tick.abort()
+      }
       if (peersChanged) {
         peersChanged = false
         breakers.sync(cfg.get())

@@ -133,3 +133,16 @@ describe('service lifecycle', () => {
     }
   })
 })
+
+describe('janitors', () => {
+  it('leave no timers or waiters behind: after close() the virtual clock has nothing pending', async () => {
+    const clock = new VirtualClock(1_000_000)
+    const svc = await createIndexService({ amnesia: true, clock, peers: { targets: ['p'] } })
+    for (let i = 0; i < 50; i++) await clock.advance(1_000)
+    await svc.reload({ peers: { targets: ['p', 'q'] } })
+    await clock.advance(10)
+    expect(clock.pending).toBeLessThanOrEqual(2) // one cache-janitor sleep, one breaker-janitor sleep
+    await svc.close()
+    expect(clock.pending).toBe(0)
+  })
+})
