@@ -63,6 +63,11 @@ describe('service lifecycle', () => {
     expect(text).toContain('config_reloads_total')
   })
 
+  it('the README lists every metric the service registers', async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    for (const name of INDEX_METRIC_NAMES) expect(readme, name).toContain(`\`${name}`)
+  })
+
   it('reports readiness per path; readiness turns false at the start of a drain while /healthz stays 200', async () => {
     const clock = new VirtualClock(1_000_000)
     env = await setup({ peers: { targets: ['peer-1'] }, drainDeadlineMs: 2000 }, { clock })
