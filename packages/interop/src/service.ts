@@ -222,7 +222,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     pool,
     events,
     clients: () => clients,
-    verifyCounter: verify,
+    verifyCounter: cachedChildren(verify),
   }
   host.routes([...webhookRoutes(ctx), ...uploadRoutes(ctx), ...objectRoutes(ctx)])
 
@@ -254,6 +254,22 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     subscribe: () => events.subscribe(),
   }
   return service
+}
+
+/** Caches the labelled children of a counter: the webhook path counts every request. */
+function cachedChildren(counter: { labels(l: { provider: string; result: string }): { inc(): void } }): InteropContext['verifyCounter'] {
+  const children = new Map<string, { inc(): void }>()
+  return {
+    inc(l) {
+      const key = `${l.provider}\u0000${l.result}`
+      let c = children.get(key)
+      if (c === undefined) {
+        c = counter.labels(l)
+        children.set(key, c)
+      }
+      c.inc()
+    },
+  }
 }
 
 /** Stand-in when no transport was given: every upstream call fails as unreachable. */

@@ -11,7 +11,6 @@ import {
   NotFoundError,
   NotReadyError,
   TimeoutError,
-  UnauthorizedError,
   addressOf,
   errorFromResponse,
   isRonError,
@@ -77,7 +76,12 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   }
   if (!v.ok) {
     audit('deny', { reason: v.reason })
-    throw new UnauthorizedError(`webhook refused: ${v.message}`, { details: { reason: v.reason, provider } })
+    // Answered, not thrown: refusing forgeries is the hot path under attack, and an Error's stack
+    // capture is most of its cost. Same envelope as UnauthorizedError.
+    return {
+      status: 401,
+      json: { error: { code: 'Unauthorized', message: `webhook refused: ${v.message}`, retryable: false, corr_id: ctx.corrId, details: { reason: v.reason, provider } } },
+    }
   }
   const key = `${provider}:${v.deliveryId}`
   const duplicate = (receipt: Address): Reply => {

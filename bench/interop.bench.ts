@@ -1,0 +1,227 @@
+/**
+ * Interop benchmarks (issue 14 item 8), each beside its baseline, every server in its own process:
+ *
+ * 1. acknowledged webhooks/s — every `202` means its receipt is durably stored — vs storage's own
+ *    `PUT /o` of the same bodies (the durable floor, goal ≥ 0.7×). Both store on the filesystem
+ *    backend in a temporary directory; interop runs with storage in its process (MemoryTransport).
+ * 2. refused forgeries/s (a GitHub delivery with a wrong signature → 401) vs a bare `node:http`
+ *    handler doing the same HMAC check (goal ≥ 0.6×).
+ * 3. `POST /put` of 1 MiB bodies (passport capability + stream to storage) vs `PUT /o` on storage
+ *    directly (goal ≥ 0.8×).
+ *
+ * Interop runs with `rateLimit: false` (the default 500 rps would measure the limiter) — the only
+ * default changed. Load runs in the parent process (undici pools, autocannon); each request of
+ * cases 1 and 3 carries a fresh body so every receipt/object is new.
+ *
+ * This module is also the server factory of its servers (default export, `{ mode }`).
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import autocannon from 'autocannon'
+import { Pool } from 'undici'
+import { MemoryTransport, createHttpHandler, serve } from '@ron/core'
+import { createTestIssuer } from '@ron/core/testing'
+import { createInteropService, hashApiKey, signWebhook } from '@ron/interop'
+import { createStorageService } from '@ron/storage'
+import { FULL, alternate, printRounds } from './harness.js'
+import { spawnServer, type ServerProcess } from './process.js'
+import type { ServerFactory } from './server-child.js'
+
+const SECRET = 'bench-webhook-secret'
+const API_KEY = 'bench-api-key-0123456789'
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  for await (const c of req) chunks.push(c as Buffer)
+  return Buffer.concat(chunks)
+}
+
+/** Server factory: `storage` (fs backend), `interop` (with its own fs storage and a passport stand-in) or `bare`. */
+const start: ServerFactory = async (options) => {
+  if (options.mode === 'bare') {
+    const server = createServer((req, res) => {
+      void (async () => {
+        const body = await readBody(req)
+        const sig = String(req.headers['x-hub-signature-256'] ?? '')
+        const expected = Buffer.from(`sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`)
+        const ok = sig.length === expected.length && timingSafeEqual(Buffer.from(sig), expected)
+        const text = ok ? '{"accepted":true}' : '{"error":{"code":"Unauthorized","details":{"reason":"bad_signature"}}}'
+        res.writeHead(ok ? 202 : 401, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+        res.end(text)
+      })()
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => server.close(() => r())) }
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'ron-bench-interop-'))
+  const issuer = createTestIssuer()
+  const storage = await createStorageService({ dataDir: dir, auth: { keys: issuer.keys } })
+  const token = issuer.mint({ scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'], ttlSec: 86_400 })
+  if (options.mode === 'storage') {
+    const server = await serve(storage, { port: 0 })
+    return {
+      url: server.url,
+      extra: { token },
+      close: async () => {
+        await server.close()
+        await storage.close()
+        rmSync(dir, { recursive: true, force: true })
+      },
+    }
+  }
+  // A passport stand-in: mints the requested capability with the same issuer storage trusts.
+  const passport = createHttpHandler({
+    serviceId: 'passport',
+    routes: [
+      {
+        method: 'POST',
+        path: '/v1/passport/issue',
+        public: true,
+        handler: async (ctx) => {
+          const req = await ctx.json({ parse: (v: unknown) => v as { sub: string; aud: string[]; scope: string[]; ttlSec: number; caveats?: { maxBytes: number } } })
+          const jti = `j${Math.random().toString(36).slice(2)}`
+          return { status: 200, json: { token: issuer.mint({ sub: req.sub, aud: req.aud, scope: req.scope, ttlSec: req.ttlSec, jti, ...(req.caveats === undefined ? {} : { ron: req.caveats }) }), jti } }
+        },
+      },
+    ],
+  })
+  const transport = new MemoryTransport()
+  transport.mount('storage', storage)
+  transport.mount('passport', passport)
+  const interop = await createInteropService(
+    { webhooks: { providers: { github: { secrets: [SECRET] } } }, apiKeys: [{ client: 'bench', keyHash: hashApiKey(API_KEY) }], rateLimit: false },
+    transport,
+    { tokens: token },
+  )
+  const server = await serve(interop, { port: 0 })
+  return {
+    url: server.url,
+    close: async () => {
+      await server.close()
+      await interop.close()
+      await storage.close()
+      await transport.close()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+export default start
+
+interface Job {
+  method: string
+  path: string
+  headers: Record<string, string>
+  body: Buffer
+}
+
+/** `requests` requests at `concurrency`, each built fresh by `build(n)`; returns requests/s of 2xx answers. */
+async function load(url: string, concurrency: number, requests: number, build: (n: number) => Job): Promise<number> {
+  const pool = new Pool(url, { connections: concurrency, pipelining: 1 })
+  let next = 0
+  let ok = 0
+  const bad: Record<string, number> = {}
+  const t0 = performance.now()
+  try {
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < requests) {
+          const job = build(++next)
+          const res = await pool.request({ method: job.method, path: job.path, headers: { ...job.headers, 'content-length': String(job.body.length) }, body: job.body })
+          await res.body.dump()
+          if (res.statusCode < 300) ok++
+          else bad[res.statusCode] = (bad[res.statusCode] ?? 0) + 1
+        }
+      }),
+    )
+  } finally {
+    await pool.close()
+  }
+  if (Object.keys(bad).length > 0) throw new Error(`${url}: non-2xx answers ${JSON.stringify(bad)}`)
+  return ok / ((performance.now() - t0) / 1000)
+}
+
+const stamp = `${process.pid}-${Date.now()}`
+
+function webhookBody(n: number): Buffer {
+  return Buffer.from(JSON.stringify({ action: 'opened', number: n, stamp, pull_request: { title: 'x'.repeat(800) } }))
+}
+
+export async function run(): Promise<void> {
+  const stops: ServerProcess[] = []
+  try {
+    const storage = await spawnServer('storage PUT /o (fs, durable floor)', './interop.bench.ts', { mode: 'storage' })
+    stops.push(storage)
+    const interop = await spawnServer('interop webhooks (receipt stored, fs)', './interop.bench.ts', { mode: 'interop' })
+    stops.push(interop)
+    const bare = await spawnServer('bare node:http HMAC check', './interop.bench.ts', { mode: 'bare' })
+    stops.push(bare)
+    const auth = { authorization: `Bearer ${String(storage.extra['token'])}`, 'content-type': 'application/octet-stream' }
+    const rounds = FULL ? 7 : 3
+    const requests = FULL ? 4000 : 800
+
+    // 1. Acknowledged webhooks vs the durable floor.
+    let seq = 0
+    const acked = await alternate(
+      [
+        { name: storage.name, measure: () => load(storage.url, 16, requests, () => ({ method: 'PUT', path: '/o', headers: auth, body: webhookBody(++seq) })) },
+        {
+          name: interop.name,
+          measure: () =>
+            load(interop.url, 16, requests, () => {
+              const w = signWebhook({ provider: 'github', secret: SECRET, body: webhookBody(++seq) })
+              return { method: 'POST', path: w.path, headers: w.headers, body: Buffer.from(w.body) }
+            }),
+        },
+      ],
+      { rounds },
+    )
+    printRounds(`Acknowledged webhooks/s (each receipt stored) vs storage PUT /o of the same bodies, c16 (goal >= 0.7x)`, 'req/s', [storage.name, interop.name], acked, {
+      note: 'Both on the filesystem backend (fsync per object). interop: rateLimit off (default 500 rps).',
+    })
+
+    // 2. Refused forgeries.
+    const forged = signWebhook({ provider: 'github', secret: 'not-the-secret', body: webhookBody(0) })
+    const seconds = FULL ? 5 : 1
+    const refused = await alternate(
+      [bare, interop].map((s) => ({
+        name: s === bare ? bare.name : 'interop (401 bad_signature)',
+        measure: async () => {
+          const r = await autocannon({ url: `${s.url}/webhooks/github`, method: 'POST', connections: 50, duration: seconds, headers: forged.headers, body: Buffer.from(forged.body) })
+          // Every answer must be a refusal (401): a 2xx would mean a forgery got through.
+          if (r.errors > 0 || r.non2xx === 0) throw new Error(`forgeries: ${r.errors} errors, ${r.non2xx} refused`)
+          return r.requests.average
+        },
+      })),
+      { rounds },
+    )
+    printRounds(`Refused forgeries/s vs a bare node:http HMAC check, autocannon -c50 ${seconds} s (goal >= 0.6x)`, 'req/s', [bare.name, 'interop (401 bad_signature)'], refused)
+
+    // 3. POST /put 1 MiB vs PUT /o.
+    const MiB = 1 << 20
+    const big = Buffer.alloc(MiB, 7)
+    const fresh = (): Buffer => {
+      const b = Buffer.from(big)
+      b.writeUInt32LE(++seq, 0)
+      b.write(stamp.slice(-12), 4)
+      return b
+    }
+    const uploads = FULL ? 400 : 80
+    const put = await alternate(
+      [
+        { name: 'storage PUT /o 1 MiB', measure: async () => (await load(storage.url, 4, uploads, () => ({ method: 'PUT', path: '/o', headers: auth, body: fresh() }))) * MiB },
+        {
+          name: 'interop POST /put 1 MiB',
+          measure: async () => (await load(interop.url, 4, uploads, () => ({ method: 'POST', path: '/put', headers: { 'x-api-key': API_KEY }, body: fresh() }))) * MiB,
+        },
+      ],
+      { rounds },
+    )
+    printRounds('POST /put 1 MiB throughput vs direct PUT /o on storage, c4 (goal >= 0.8x)', 'MiB/s', ['storage PUT /o 1 MiB', 'interop POST /put 1 MiB'], put.map((r) => r.map((b) => b / MiB)))
+  } finally {
+    for (const s of stops.reverse()) await s.stop().catch(() => undefined)
+  }
+}
