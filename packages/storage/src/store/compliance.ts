@@ -195,6 +195,42 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
       await r.close()
     })
 
+    it('reads ranges spanning several read blocks exactly, and stops at a corrupt chunk in a later block', async () => {
+      const size = 3 * READ_BLOCK_BYTES + 5 * CS + 7
+      const data = bytes(size, 6)
+      const { address } = await store.put(chunked(data, 4, 70_000))
+      const r = (await store.open(address))!
+      const r0 = rng(43)
+      const B = READ_BLOCK_BYTES
+      const cases: Array<[number, number]> = [
+        [0, size - 1],
+        [B - 1, B],
+        [B - CS - 3, 2 * B + CS + 3],
+        [2 * B, 3 * B - 1],
+        [3 * B + 1, size - 1],
+      ]
+      for (let k = 0; k < 12; k++) {
+        const a = r0(0, size - 1)
+        cases.push([a, r0(a, size - 1)])
+      }
+      for (const [start, end] of cases) {
+        const got = await collect(r.read({ start, end }))
+        expect(Buffer.from(got.data).equals(Buffer.from(data.subarray(start, end + 1))), `${start}-${end}`).toBe(true)
+      }
+      const badChunk = Math.floor((2 * B + 3 * CS) / CS)
+      await h.corruptData(address, 2 * B + 3 * CS + 11)
+      const whole = await readUntilError(r.read())
+      expectCode(whole.error, 'IntegrityFailed')
+      expect((whole.error as { details: unknown }).details).toEqual({ address, chunk: badChunk })
+      // Every verified byte before the bad chunk was served, and nothing of it.
+      expect(whole.data.length).toBe(badChunk * CS)
+      expect(Buffer.from(whole.data).equals(Buffer.from(data.subarray(0, badChunk * CS)))).toBe(true)
+      const tail = await collect(r.read({ start: (badChunk + 1) * CS, end: size - 1 }))
+      expect(Buffer.from(tail.data).equals(Buffer.from(data.subarray((badChunk + 1) * CS)))).toBe(true)
+      await r.close()
+      expect(await store.verify(address)).toEqual({ ok: false, size, badChunks: [badChunk] })
+    })
+
     it('serves concurrent reads of one reader independently', async () => {
       const data = bytes(6 * CS, 6)
       const { address } = await store.put(once(data))
