@@ -6,7 +6,7 @@
  * @module
  */
 
-import { webcrypto, type KeyObject } from 'node:crypto'
+import { verify as cryptoVerify, type KeyObject } from 'node:crypto'
 import { z } from 'zod'
 import { systemClock, type Clock } from '../clock.js'
 import { ForbiddenError, NotReadyError, UnauthorizedError } from '../errors.js'
@@ -135,30 +135,15 @@ const claimsSchema = z.object({
   ron: caveatsSchema.optional(),
 })
 
-// One WebCrypto key per KeyObject, imported on first use. WebCrypto is node:crypto's own
-// (OpenSSL) Ed25519, the same primitive jose uses, and measurably cheaper per call here than the
-// one-shot crypto.verify(null, …, KeyObject, …).
-const cryptoKeys = new WeakMap<KeyObject, Promise<webcrypto.CryptoKey>>()
-
-function cryptoKeyOf(publicKey: KeyObject): Promise<webcrypto.CryptoKey> {
-  let k = cryptoKeys.get(publicKey)
-  if (k === undefined) {
-    k = webcrypto.subtle.importKey('jwk', publicKey.export({ format: 'jwk' }) as webcrypto.JsonWebKey, { name: 'Ed25519' }, false, ['verify'])
-    cryptoKeys.set(publicKey, k)
-  }
-  return k
-}
-
 /**
- * The signature step of the verifier: a strict Ed25519 check (exactly 64 signature bytes, an
- * Ed25519 key, node:crypto's OpenSSL implementation, which rejects non-canonical `S` and
- * small-order points per RFC 8032). Exported so conformance vectors (RFC 8032, Wycheproof) run
- * through exactly this code.
+ * The signature step of the verifier: a strict Ed25519 check (exactly 64 signature bytes,
+ * `node:crypto`, which rejects non-canonical `S` and small-order points per RFC 8032). Exported so
+ * conformance vectors (RFC 8032, Wycheproof) run through exactly this code.
  */
-export async function ed25519Verify(publicKey: KeyObject, data: Uint8Array, sig: Uint8Array): Promise<boolean> {
+export function ed25519Verify(publicKey: KeyObject, data: Uint8Array, sig: Uint8Array): boolean {
   if (sig.length !== 64 || publicKey.asymmetricKeyType !== 'ed25519') return false
   try {
-    return await webcrypto.subtle.verify('Ed25519', await cryptoKeyOf(publicKey), sig, data)
+    return cryptoVerify(null, data, publicKey, sig)
   } catch {
     return false
   }
@@ -326,7 +311,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
     const sig = decodeBase64url(s)
     if (sig?.length !== 64) throw unauthorized('bad_signature', 'token signature is not 64 bytes')
     const data = Buffer.from(token.slice(0, second), 'latin1')
-    if (!(await ed25519Verify(key, data, sig))) throw unauthorized('bad_signature', 'token signature does not verify')
+    if (!ed25519Verify(key, data, sig)) throw unauthorized('bad_signature', 'token signature does not verify')
 
     if (raw.ron !== undefined) {
       for (const name of Object.keys(raw.ron)) {
