@@ -31,11 +31,11 @@ export interface PeerQueryEnv {
 }
 
 /**
- * Asks `peer` for `key` until `deadlineAt`.
+ * Asks `peer` for `key` until `deadlineAt` (bypassing its caches when `fresh`).
  * @returns the peer's answer, or `undefined` when it answered 404.
  * @throws the peer's error, {@link BreakerOpenError}, {@link TimeoutError}, or a cancellation.
  */
-export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string, deadlineAt: number, signal: AbortSignal): Promise<Resolution | undefined> {
+export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string, deadlineAt: number, signal: AbortSignal, fresh = false): Promise<Resolution | undefined> {
   const { cfg, clock } = env
   return retry(
     () =>
@@ -47,7 +47,8 @@ export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string
         try {
           res = await env.transport.request(peer.target, {
             method: 'GET',
-            path: `/resolve/${encodeURIComponent(key)}`,
+            // `?fresh` travels on: a fresh resolve bypasses the peers' caches too.
+            path: `/resolve/${encodeURIComponent(key)}${fresh ? '?fresh=1' : ''}`,
             headers: { [PEER_HEADER]: '1', accept: 'application/json' },
             signal,
             timeoutMs: remaining,

@@ -223,7 +223,7 @@ export class Resolver {
         clock: d.clock,
         ...(o.signal === undefined ? {} : { signal: o.signal }),
         call: async (peer, signal) => {
-          const r = await queryPeer(env, peer, p.key, deadlineAt, signal)
+          const r = await queryPeer(env, peer, p.key, deadlineAt, signal, o.fresh === true)
           // Only an answer of the kind asked for satisfies the lookup.
           if (r === undefined) return undefined
           if (p.kind === 'name' ? !isNameResolution(r) : isNameResolution(r) || r.providers.length === 0) return undefined

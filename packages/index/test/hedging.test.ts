@@ -110,9 +110,10 @@ describe('hedged peer lookups', () => {
     await expect(env.anon.resolve(a)).rejects.toMatchObject({ code: 'NotFound', details: { reason: 'negative_cache' } })
     expect(peers.map((p) => p.calls.length)).toEqual([1, 1, 1])
     expect(await metric(env, 'index_cache_hits_total')).toMatch(/cache="negative"[^}]*} 1/)
-    // ?fresh bypasses the negative cache
+    // ?fresh bypasses the negative cache, and the peers' caches too
     await expect(env.anon.resolve(a, { fresh: true })).rejects.toBeInstanceOf(NotFoundError)
     expect(peers[0]!.calls.length).toBe(2)
+    expect(peers[0]!.urls.at(-1)).toMatch(/\?fresh=1$/)
     // After 2 s ± 20 % the entry has expired and the peers are asked again.
     await clock.advance(2401)
     for (const p of peers) p.reply = () => ({ status: 200, json: addressAnswer(a, ['node-q']) })

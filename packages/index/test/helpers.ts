@@ -71,6 +71,7 @@ export type PeerReply = { status: 200; json: unknown } | { status: 404 } | { sta
  */
 export class FakePeer implements DispatchTarget {
   readonly calls: string[] = []
+  readonly urls: string[] = []
   aborted = 0
   answered = 0
   delayMs = 0
@@ -84,6 +85,7 @@ export class FakePeer implements DispatchTarget {
   async dispatch(req: RonRequest): Promise<RonResponse> {
     const key = decodeURIComponent(req.url.replace(/^\/resolve\//, '').split('?')[0] ?? '')
     this.calls.push(key)
+    this.urls.push(req.url)
     const r = this.reply(key)
     try {
       if ('hang' in r) await this.#clock.sleep(1e9, req.signal)
