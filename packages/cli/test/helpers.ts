@@ -28,10 +28,10 @@ export interface Proc {
 const live = new Set<ChildProcess>()
 
 /** Spawns the binary with `args`; the environment is cleaned of RON_* variables unless given. */
-export function spawnCli(args: string[], env: Record<string, string> = {}, stdin: 'ignore' | 'pipe' = 'ignore'): Proc {
+export function spawnCli(args: string[], env: Record<string, string> = {}, stdin: 'ignore' | 'pipe' = 'ignore', cwd?: string): Proc {
   const base: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('RON_') && k !== 'NODE_OPTIONS') base[k] = v
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...base, ...env }, stdio: [stdin, 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...base, ...env }, stdio: [stdin, 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) })
   live.add(child)
   let out = ''
   let err = ''
