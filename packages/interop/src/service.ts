@@ -123,7 +123,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     config: {
       schema: interopConfigSchema,
       input: config,
-      immutable: ['id', 'version', 'workQueue', 'workers', 'audit', 'amnesia', 'webhooks.maxBodyBytes', 'uploads.maxBytes', 'drainDeadlineMs'],
+      immutable: ['id', 'version', 'workQueue', 'workers', 'audit', 'amnesia', 'webhooks.maxBodyBytes', 'webhooks.dedupe', 'uploads.maxBytes', 'retry', 'drainDeadlineMs'],
     },
     ...(transport === undefined ? {} : { transport }),
     drainDeadlineMs: parsed.drainDeadlineMs,

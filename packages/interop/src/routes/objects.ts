@@ -44,10 +44,12 @@ async function getObject(s: InteropContext, addrParam: string, signal: AbortSign
   const cfg = s.cfg()
   const targets = [...new Set([...(await providers(s, address, signal)), cfg.storage.target])]
   let last: unknown
-  for (const target of targets) {
+  for (const [i, target] of targets.entries()) {
     let res: TransportResponse
     try {
-      res = await s.upstreams.call(target, { op: 'storage.get', method: 'GET', path: `/o/${address}`, timeoutMs: cfg.storage.timeoutMs, idempotent: true, signal })
+      // With another provider left to try, moving on beats backing off; the last one is retried.
+      const last = i === targets.length - 1
+      res = await s.upstreams.call(target, { op: 'storage.get', method: 'GET', path: `/o/${address}`, timeoutMs: cfg.storage.timeoutMs, idempotent: last, signal })
     } catch (e) {
       if (signal.aborted) throw e
       last = e
