@@ -11,19 +11,22 @@ afterEach(async () => {
 })
 
 /** A memory store whose appends wait for `gate` (a slow disk). */
-function gatedStore(): { store: LogStore; gate: { open(): void } } {
+function gatedStore(): { store: LogStore; gate: { open(): void }; entered: Promise<void> } {
   const inner = createMemoryStore()
   let release = deferred<void>()
+  const entered = deferred<void>()
   const store = Object.create(inner) as LogStore
   for (const k of ['open', 'head', 'read', 'oldest', 'appendCheckpoint', 'checkpoints', 'segments', 'sizeBytes', 'prune', 'probe', 'close'] as const) {
     ;(store as unknown as Record<string, unknown>)[k] = (inner[k] as (...a: unknown[]) => unknown).bind(inner)
   }
   store.compareAndAppend = async (...args) => {
+    entered.resolve()
     await release.promise
     return inner.compareAndAppend(...args)
   }
   return {
     store,
+    entered: entered.promise,
     gate: {
       open() {
         release.resolve()
@@ -35,13 +38,15 @@ function gatedStore(): { store: LogStore; gate: { open(): void } } {
 
 describe('commit deadline', () => {
   it('answers 504 at the caller deadline; the commit already being written completes and a retry returns it', async () => {
-    const { store, gate } = gatedStore()
+    const { store, gate, entered } = gatedStore()
     h = await harness({ store })
     const x = h
     const p = await x.client.propose(payload(1))
     for (const k of x.keys.slice(0, 2)) await x.client.approveWith(p.proposalId, k)
     const token = x.issuer.mint({ scope: ALL_SCOPES })
     const pending = memoryRequest(x.svc, { method: 'POST', path: `/registry/commit/${p.proposalId}`, headers: { authorization: `Bearer ${token}`, 'x-deadline-ms': '250' } })
+    // The commit is being written (its deadline timer armed before it was queued): now time runs out.
+    await entered
     await x.clock.advance(250)
     const res = await pending
     expect(res.status).toBe(504)

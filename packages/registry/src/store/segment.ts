@@ -49,6 +49,8 @@ const GENESIS = 'genesis.json'
 const LEAVES = 'leaves.bin'
 const CHECKPOINTS = 'checkpoints.jsonl'
 const PROBE = '.probe'
+/** Read handles kept open (the recent segments serve most reads). */
+const READERS = 4
 
 interface Segment {
   info: SegmentInfo
@@ -116,6 +118,7 @@ class SegmentStore implements LogStore {
   readonly #segmentBytes: number
   readonly #readOnly: boolean
   readonly #segments: Segment[] = []
+  readonly #readers = new Map<string, Promise<FileHandle>>()
   #checkpoints: StoredCheckpoint[] = []
   #head: Head = { version: 0, hash: 'b3:' }
   #oldest = 1
@@ -374,18 +377,39 @@ class SegmentStore implements LogStore {
     const i = version - seg.info.first
     const off = seg.offsets[i]!
     const len = seg.lengths[i]!
-    const fh = await open(seg.path, 'r')
-    try {
-      const buf = Buffer.allocUnsafe(HEADER + len)
-      const { bytesRead } = await fh.read(buf, 0, buf.length, off)
-      const bytes = buf.subarray(HEADER, bytesRead)
-      if (bytesRead !== buf.length || buf.readUInt32BE(0) !== len || crc32(bytes) !== buf.readUInt32BE(4)) {
-        throw new IntegrityFailedError(`stored record of version ${version} fails its checksum`, { details: { version } })
-      }
-      return bytes
-    } finally {
-      await fh.close()
+    const fh = await this.#reader(seg.path)
+    const buf = Buffer.allocUnsafe(HEADER + len)
+    const { bytesRead } = await fh.read(buf, 0, buf.length, off)
+    const bytes = buf.subarray(HEADER, bytesRead)
+    if (bytesRead !== buf.length || buf.readUInt32BE(0) !== len || crc32(bytes) !== buf.readUInt32BE(4)) {
+      throw new IntegrityFailedError(`stored record of version ${version} fails its checksum`, { details: { version } })
     }
+    return bytes
+  }
+
+  /** A read handle of a segment (a few kept open, least recently used closed first). */
+  async #reader(path: string): Promise<FileHandle> {
+    const cached = this.#readers.get(path)
+    if (cached !== undefined) {
+      this.#readers.delete(path)
+      this.#readers.set(path, cached)
+      return cached
+    }
+    const opening = open(path, 'r')
+    this.#readers.set(path, opening)
+    opening.catch(() => this.#readers.delete(path))
+    if (this.#readers.size > READERS) {
+      const [oldest, fh] = this.#readers.entries().next().value!
+      this.#readers.delete(oldest)
+      void fh.then((h) => h.close()).catch(() => undefined)
+    }
+    return opening
+  }
+
+  async #dropReader(path: string): Promise<void> {
+    const fh = this.#readers.get(path)
+    this.#readers.delete(path)
+    await fh?.then((h) => h.close()).catch(() => undefined)
   }
 
   #find(version: number): Segment | undefined {
@@ -443,6 +467,7 @@ class SegmentStore implements LogStore {
     while (this.#segments.length > 1 && this.#segments[0]!.info.last <= through) {
       const s = this.#segments.shift()!
       this.#oldest = s.info.last + 1
+      await this.#dropReader(s.path)
       await rm(s.path, { force: true })
       removed.push({ ...s.info })
     }
@@ -471,6 +496,7 @@ class SegmentStore implements LogStore {
     } finally {
       await this.#active?.close()
       await this.#leaves?.close()
+      for (const path of [...this.#readers.keys()]) await this.#dropReader(path)
     }
   }
 
