@@ -224,8 +224,8 @@ export class Resolver {
         ...(o.signal === undefined ? {} : { signal: o.signal }),
         call: async (peer, signal) => {
           const r = await queryPeer(env, peer, p.key, deadlineAt, signal, o.fresh === true)
-          // Only an answer of the kind asked for satisfies the lookup.
-          if (r === undefined) return undefined
+          // Only an answer for the key asked, of the kind asked for, satisfies the lookup.
+          if (r === undefined || r.key !== p.key) return undefined
           if (p.kind === 'name' ? !isNameResolution(r) : isNameResolution(r) || r.providers.length === 0) return undefined
           return r
         },
@@ -236,7 +236,7 @@ export class Resolver {
       if (isNameResolution(out.value)) {
         const v = out.value
         const providers = await this.#contentProviders(v.manifest.content, peerProviders, cfg, o, deadlineAt)
-        return { key: v.key, manifestAddress: v.manifestAddress, manifest: v.manifest, providers }
+        return { key: p.key, manifestAddress: v.manifestAddress, manifest: v.manifest, providers }
       }
       return { key: p.key as Address, providers: rank([peerProviders], cfg.maxProviders) }
     } catch (e) {

@@ -162,3 +162,17 @@ describe('peer queries and the negative cache', () => {
     await expect(env.anon.resolve(a)).resolves.toMatchObject({ source: 'peer' })
   })
 })
+
+describe('peer answers', () => {
+  it('an answer for another key, or of the wrong kind, does not satisfy the lookup', async () => {
+    const { env, peers } = await withPeers(3)
+    const a = addr(88)
+    peers[0]!.reply = () => ({ status: 200, json: addressAnswer(addr(89), ['node-wrong']) })
+    peers[1]!.reply = () => ({ status: 200, json: { key: a, providers: [], source: 'local', ttlSec: 10 } })
+    peers[2]!.reply = () => ({ status: 200, json: { not: 'an answer' } })
+    await expect(env.anon.resolve(a)).rejects.toBeInstanceOf(NotFoundError)
+    peers[2]!.reply = () => ({ status: 200, json: addressAnswer(a, ['node-right']) })
+    const r = await env.anon.resolve(a, { fresh: true })
+    expect(r.providers.map((p) => p.node)).toEqual(['node-right'])
+  })
+})
