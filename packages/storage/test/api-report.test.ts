@@ -24,6 +24,6 @@ describe('exported names', () => {
   })
 
   it('@ron/storage/testing', () => {
-    expect(Object.keys(testing).sort()).toEqual(['corruptObject', 'flipByte'])
+    expect(Object.keys(testing).sort()).toEqual(['blobStoreCompliance', 'corruptStoredBytes', 'corruptStoredTable', 'flipByte', 'fsRecovery', 'objectPath', 'smallObjectCache'])
   })
 })

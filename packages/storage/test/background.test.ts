@@ -1,6 +1,7 @@
  
 import { afterEach, describe, expect, it } from 'vitest'
 import { VirtualClock } from '@ron/core/testing'
+import { addressOf } from '@ron/core'
 import type { Address } from '@ron/core'
 import { createMemoryStore, placement } from '../src/index.js'
 import type { BlobStore } from '../src/index.js'
@@ -60,13 +61,18 @@ describe('background work', () => {
       async put(source, opts) {
         const chunks: Uint8Array[] = []
         for await (const ch of source) chunks.push(ch)
+        // The body is complete: the route's beforeCommit starts commit time here, as a real
+        // store calls it after its hashing pass; the slow part (the gate) is the commit.
+        const data = Buffer.concat(chunks)
+        await opts?.beforeCommit?.(addressOf(data), data.byteLength)
         gate.reached?.()
         if (gate.wait) await gate.wait
+        const { beforeCommit: _done, ...rest } = opts ?? {}
         return inner.put(
           (async function* () {
-            yield Buffer.concat(chunks)
+            yield data
           })(),
-          opts,
+          rest,
         )
       },
       open: (a) => inner.open(a),

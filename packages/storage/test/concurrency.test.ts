@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { MemoryTransport } from '@ron/core'
+import { MemoryTransport, addressOf } from '@ron/core'
 import type { Address } from '@ron/core'
 import { VirtualClock, createTestIssuer } from '@ron/core/testing'
 import { createMemoryStore, createStorageService } from '../src/index.js'
@@ -29,11 +29,16 @@ function gatedStore(): BlobStore & {
     async put(source: AsyncIterable<Uint8Array>, opts?: PutOptions): Promise<PutResult> {
       const chunks: Uint8Array[] = []
       for await (const c of source) chunks.push(c)
+      // Like a real store: beforeCommit (the route's keep registration) runs once the body is
+      // hashed, before the commit, which is what the gate holds.
+      const data = Buffer.concat(chunks)
+      await opts?.beforeCommit?.(addressOf(data), data.byteLength)
       if (s.putGate) {
         s.putReachedGate?.()
         await s.putGate
       }
-      return inner.put(once(Buffer.concat(chunks)), opts)
+      const { beforeCommit: _done, ...rest } = opts ?? {}
+      return inner.put(once(data), rest)
     },
     open: (a: Address) => inner.open(a),
     stat: (a: Address) => inner.stat(a),

@@ -17,7 +17,7 @@ import { RepairState } from '../src/repair-state.js'
 import type { StorageContext } from '../src/routes/context.js'
 import { objectRoutes } from '../src/routes/objects.js'
 import { addressOfBytes, bytes, cluster, deferred, once, readAll, type Cluster } from './helpers.js'
-import { flipByte } from './store/helpers.js'
+import { corruptStoredBytes, flipByte, objectPath } from '@ron/storage/testing'
 
 const tick = async (n = 20): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
@@ -42,7 +42,7 @@ describe('object routes: healing re-puts, delete vs repair state, 416 headers, c
     c = await cluster(['storage'], () => ({ backend: store }))
     const data = bytes(5000, 3)
     const { address } = await c.node().client.put(data)
-    await flipByte(store.pathsOf(address).data, 10) // chunk 0
+    await flipByte(objectPath(store, address), 10) // chunk 0
     await expect(c.node().client.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
     const again = await c.node().client.put(data)
     expect(again).toMatchObject({ address, created: false })
@@ -58,7 +58,7 @@ describe('object routes: healing re-puts, delete vs repair state, 416 headers, c
     const address = addressOfBytes(data)
     await a.put(once(data))
     await b.put(once(data))
-    expect(a.corrupt(address, 1500)).toBe(true)
+    expect(await corruptStoredBytes(a, address, 1500)).toBe(true)
     // A read finds the corruption and marks the address suspect.
     await expect(c.node('a').client.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
     const before = await c.node('a').svc.runRepair({ dryRun: true })
@@ -101,7 +101,7 @@ describe('object routes: healing re-puts, delete vs repair state, 416 headers, c
     const data = bytes(3000, 5)
     const { address } = await c.node().client.put(data)
     await c.node().client.pin(address)
-    a.corrupt(address, 100)
+    await corruptStoredBytes(a, address, 100)
     await expect(c.node().client.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
     await expect(c.node().admin.delete(address)).rejects.toMatchObject({ code: 'Conflict' })
     const plan = await c.node().svc.runRepair({ dryRun: true })

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createServiceHost, isRonError, noopLogger } from '@ron/core'
 import type { Address, MetricsSink, RonRequest, RonResponse, RouteContext, Supervisor } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
-import type { MemoryStoreTesting } from '../src/store/index.js'
+import { corruptStoredBytes, corruptStoredTable } from '@ron/storage/testing'
 import { createMemoryStore, placement } from '../src/index.js'
 import { probeOf } from '../src/repair-planner.js'
 import { RepairState } from '../src/repair-state.js'
@@ -38,13 +38,15 @@ function intercept(c: Cluster, name: string, fn: (req: RonRequest) => RonRespons
   })
 }
 
-function mem(c: Cluster, name: string): MemoryStoreTesting {
-  return c.node(name).svc.store as unknown as MemoryStoreTesting
+/** Corruption helpers bound to node `name`'s store. */
+function mem(c: Cluster, name: string): { corrupt(a: Address, off: number): Promise<boolean>; corruptTable(a: Address, off: number): Promise<boolean> } {
+  const store = c.node(name).svc.store
+  return { corrupt: (a, off) => corruptStoredBytes(store, a, off), corruptTable: (a, off) => corruptStoredTable(store, a, off) }
 }
 
 /** Corrupts node `name`'s copy and reads it once, so the read path marks it suspect. */
 async function corruptAndRead(c: Cluster, name: string, address: Address): Promise<void> {
-  expect(mem(c, name).corrupt(address, 100)).toBe(true)
+  expect(await mem(c, name).corrupt(address, 100)).toBe(true)
   await expect(c.node(name).anon.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
 }
 
@@ -183,7 +185,7 @@ describe('a push that finds the local copy corrupt', () => {
     c = await cluster(['storage-a', 'storage-b'], () => ({ rf: 2, writeQuorum: 1, chunkSize: 1024 }))
     const a = c.node('storage-a')
     const { address } = await a.svc.store.put(once(bytes(5000, 9)))
-    mem(c, 'storage-a').corrupt(address, 3000)
+    await mem(c, 'storage-a').corrupt(address, 3000)
     const marked: Address[] = []
     const ctx = { store: a.svc.store, transport: c.transport, token: async () => c!.tokens.replicate, timeoutMs: 5000, markSuspect: (x: Address) => marked.push(x) }
     const err = await pushObject(ctx, 'storage-b', address, AbortSignal.timeout(5000)).then(
@@ -197,7 +199,7 @@ describe('a push that finds the local copy corrupt', () => {
 
     // A corrupt chunk table fails at open: same outcome.
     const other = (await a.svc.store.put(once(bytes(3000, 10)))).address
-    mem(c, 'storage-a').corruptTable(other, 20)
+    await mem(c, 'storage-a').corruptTable(other, 20)
     const err2 = await pushObject(ctx, 'storage-b', other, AbortSignal.timeout(5000)).then(
       () => undefined,
       (e: unknown) => e,
@@ -230,7 +232,7 @@ describe('a push that finds the local copy corrupt', () => {
   it('the replicator marks it suspect, counts no peer failure and stops pushing the bad copy', async () => {
     const store = createMemoryStore({ chunkSize: 1024 })
     const { address } = await store.put(once(bytes(4000, 12)))
-    store.corrupt(address, 10)
+    await corruptStoredBytes(store, address, 10)
     const pushes: string[] = []
     const transport = {
       request: async (target: string, req: { body?: unknown }) => {
@@ -275,7 +277,7 @@ describe('a push that finds the local copy corrupt', () => {
     const data = payloadPlacedOn(['storage-a', 'storage-c'])
     const a = c.node('storage-a')
     const { address } = await a.svc.store.put(once(data))
-    mem(c, 'storage-a').corrupt(address, 2500)
+    await mem(c, 'storage-a').corrupt(address, 2500)
     const plan = await a.svc.runRepair()
     expect(plan.items).toEqual([expect.objectContaining({ address, action: 'push', to: 'storage-c' })])
     await a.svc.repairIdle()
@@ -340,7 +342,7 @@ describe('GET /o/:addr/status', () => {
   it('?scrub=1 with storage:admin scrubs every chunk and probes peers; storage:read alone is refused', async () => {
     c = await cluster(['storage-a', 'storage-b'], () => ({ rf: 2, writeQuorum: 2, chunkSize: 1024, publicReads: false }))
     const { address } = await c.node('storage-a').client.put(bytes(5000, 22))
-    mem(c, 'storage-a').corrupt(address, 2 * 1024 + 5)
+    await mem(c, 'storage-a').corrupt(address, 2 * 1024 + 5)
     const read = await c.request('storage-a', 'GET', `/o/${address}/status?scrub=1`, { authorization: `Bearer ${c.tokens.read}` })
     expect(read.status).toBe(403)
     await read.dump()

@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { providerAnnouncementSchema } from '@ron/core'
 import type { Address } from '@ron/core'
-import type { FsStoreTesting, MemoryStoreTesting } from '../src/store/index.js'
 import { placement } from '../src/index.js'
 import { addressOfBytes, bytes, cluster, metricValue, once, tempDir, type Cluster } from './helpers.js'
-import { flipByte } from './store/helpers.js'
+import { corruptStoredBytes, flipByte, objectPath } from '@ron/storage/testing'
 
 const NODES = ['storage-a', 'storage-b', 'storage-c']
 
@@ -48,8 +47,7 @@ describe('replication and repair across three nodes', () => {
     const { address } = await a.client.put(data)
     expect(await c.node('storage-b').svc.store.stat(address)).toEqual({ size: 5000 })
 
-    const paths = (a.svc.store as unknown as FsStoreTesting).pathsOf(address)
-    await flipByte(paths.data, 2 * 1024 + 17, 0x40) // chunk 2
+    await flipByte(objectPath(a.svc.store, address), 2 * 1024 + 17, 0x40) // chunk 2
 
     const res = await c.request('storage-a', 'GET', `/o/${address}`)
     expect(res.status).toBe(200)
@@ -87,7 +85,7 @@ describe('replication and repair across three nodes', () => {
     const data = payloadPlacedOn(['storage-a', 'storage-c'])
     const a = c.node('storage-a')
     const { address } = await a.client.put(data)
-    expect((a.svc.store as unknown as MemoryStoreTesting).corrupt(address, 100)).toBe(true)
+    expect(await corruptStoredBytes(a.svc.store, address, 100)).toBe(true)
     await expect(a.anon.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
     await expect.poll(async () => (await a.anon.status(address)).repair?.state, { timeout: 5000, interval: 5 }).toBe('done')
     expect(Buffer.from(await a.anon.getBytes(address)).equals(Buffer.from(data))).toBe(true)

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { collectBytes } from '@ron/core'
 import { createFsStore, createMemoryStore } from '@ron/storage'
 import type { BlobStore } from '@ron/storage'
-import { corruptObject } from '@ron/storage/testing'
+import { corruptStoredBytes } from '@ron/storage/testing'
 import { bytes, once } from './helpers.js'
 
 async function readAll(store: BlobStore, address: Parameters<BlobStore['open']>[0]): Promise<Uint8Array> {
@@ -23,13 +23,13 @@ async function readAll(store: BlobStore, address: Parameters<BlobStore['open']>[
 }
 
 describe('@ron/storage/testing', () => {
-  it('corruptObject makes the chunk fail verification in the memory and the fs backend', async () => {
+  it('corruptStoredBytes makes the chunk fail verification in the memory and the fs backend', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'ron-testing-'))
     const stores: BlobStore[] = [createMemoryStore({ chunkSize: 1024 }), await createFsStore({ dir, chunkSize: 1024 })]
     try {
       for (const store of stores) {
         const { address } = await store.put(once(bytes(3000, 5)))
-        expect(await corruptObject(store, address, 1500)).toBe(true)
+        expect(await corruptStoredBytes(store, address, 1500)).toBe(true)
         await expect(readAll(store, address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
         expect(await store.verify(address)).toMatchObject({ ok: false, badChunks: [1] })
       }

@@ -21,7 +21,7 @@ export function storageRoutes(s: StorageContext): Route[] {
 
 /** Admits the request through `s.gate`; a streamed reply holds its admission until the body ends. */
 function gated(s: StorageContext, r: Route): Route {
-  const inner = r.handler
+  const inner = (ctx: RouteContext): Promise<Reply> | Reply => r.handler(ctx)
   const endpoint = r.name ?? `${r.method} ${r.path}`
   return {
     ...r,
