@@ -60,6 +60,34 @@ describe('verifyLog (offline fsck)', () => {
     expect(bad.problems.join('\n')).toMatch(/version 3: prev does not link/)
   })
 
+  it('verifies a pruned log: the signer set in force comes from the covering checkpoint', async () => {
+    const t = await tempDir()
+    cleanups.push(t.cleanup)
+    const keys = signers(3)
+    const next = signers(2, 'n')
+    const { createTestIssuer, memoryNetwork } = await import('@ron/core/testing')
+    const { createRegistryClient } = await import('../src/client.js')
+    const issuer = createTestIssuer()
+    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2), segmentEntries: 2, retention: { maxEntries: 1 }, auth: { keys: issuer.keys }, clock: new VirtualClock(1000) })
+    const transport = memoryNetwork({ registry: svc })
+    const client = createRegistryClient(transport, { token: issuer.mint({ scope: ['registry:propose', 'registry:approve', 'registry:commit'] }) })
+    const commit = async (p: ReturnType<typeof payload>, by: typeof keys): Promise<void> => {
+      const r = await client.propose(p)
+      for (const a of approve(by, r.baseVersion, r.payloadB3)) await client.approve(r.proposalId, a)
+      await client.commit(r.proposalId)
+    }
+    await commit({ schemaVersion: 1, items: [{ kind: 'signer-set', ...setOf(next, 2) }] }, [...keys.slice(0, 2), ...next])
+    for (let i = 2; i <= 6; i++) await commit(payload(i), next)
+    await svc.checkpoint()
+    await commit(payload(7), next)
+    await svc.prune()
+    expect(svc.log.oldest()).toBe(7) // [1,2], [3,4], [5,6] covered by the checkpoint of size 6
+    await svc.close()
+    await transport.close()
+    const report = await verifyLog(t.dir)
+    expect(report).toMatchObject({ ok: true, head: 7, oldest: 7, entries: 1, problems: [] })
+  })
+
   it('never writes: a torn tail is a warning, not a repair', async () => {
     const t = await tempDir()
     cleanups.push(t.cleanup)
