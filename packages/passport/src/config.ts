@@ -69,9 +69,27 @@ export const passportConfigSchema = z
       .object({
         /** Deadline of every KMS call. @default 3000 */
         timeoutMs: positiveInt.default(3000),
+        /**
+         * Breaker on the sign path: opens when at least `minCalls` signs in `windowMs` failed at
+         * `errorRatio` or more; issuance then fails fast (503 `BreakerOpen`) until a probe after
+         * `cooldownMs` succeeds. `false` turns it off. @default `{ windowMs: 60000, minCalls: 10, errorRatio: 0.5, cooldownMs: 10000 }`
+         */
+        breaker: z
+          .union([
+            z.literal(false),
+            z
+              .object({
+                windowMs: positiveInt.default(60_000),
+                minCalls: positiveInt.default(10),
+                errorRatio: z.number().gt(0).lte(1).default(0.5),
+                cooldownMs: positiveInt.default(10_000),
+              })
+              .strict(),
+          ])
+          .default({ windowMs: 60_000, minCalls: 10, errorRatio: 0.5, cooldownMs: 10_000 }),
       })
       .strict()
-      .default({ timeoutMs: 3000 }),
+      .default({ timeoutMs: 3000, breaker: { windowMs: 60_000, minCalls: 10, errorRatio: 0.5, cooldownMs: 10_000 } }),
     rotation: z
       .object({
         /** Minimum time a key that stopped signing keeps verifying. @default 600000 (10 min) */

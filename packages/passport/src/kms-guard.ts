@@ -6,7 +6,7 @@
  * @module
  */
 
-import { NotReadyError, TimeoutError, isRonError, type Clock, type MetricsSink } from '@ron/core'
+import { CircuitBreaker, NotReadyError, TimeoutError, isRonError, type Clock, type MetricsSink } from '@ron/core'
 import type { Kms } from './kms.js'
 
 /** KMS operations, the `op` label of `kms_call_latency_seconds`. */
@@ -21,6 +21,12 @@ export interface KmsGuardOptions {
   metrics: MetricsSink
   /** Told after every call whether the KMS is healthy (a timeout or failure → false). */
   onHealth?: (ok: boolean, reason?: string) => void
+  /**
+   * Breaker on the sign path (seed section 5, optional): after enough failures or timeouts in
+   * its window it opens, and issuance fails fast with 503 `BreakerOpen` instead of waiting out
+   * the deadline; half-open probes close it again. `undefined` = no breaker.
+   */
+  breaker?: { windowMs: number; minCalls: number; errorRatio: number; cooldownMs: number } | undefined
 }
 
 /** The KMS behind a deadline. @internal */
@@ -30,6 +36,7 @@ export class KmsGuard {
   readonly #clock: Clock
   readonly #metrics: MetricsSink
   readonly #onHealth: ((ok: boolean, reason?: string) => void) | undefined
+  readonly #breaker: CircuitBreaker | undefined
 
   constructor(o: KmsGuardOptions) {
     this.kms = o.kms
@@ -37,15 +44,39 @@ export class KmsGuard {
     this.#clock = o.clock
     this.#metrics = o.metrics
     this.#onHealth = o.onHealth
+    if (o.breaker !== undefined) {
+      this.#breaker = new CircuitBreaker({
+        name: 'kms',
+        ...o.breaker,
+        clock: o.clock,
+        metrics: o.metrics,
+        // An unknown kid is the caller's problem, not the KMS failing.
+        isFailure: (e) => !isRonError(e, 'NotFound') && !isRonError(e, 'Canceled'),
+      })
+      this.#breaker.onStateChange((e) => {
+        if (e.to === 'open') this.#onHealth?.(false, 'kms_breaker_open')
+      })
+    }
+  }
+
+  /** State of the sign-path breaker (`closed` without one). */
+  get breakerState(): 'closed' | 'open' | 'half-open' {
+    return this.#breaker?.state ?? 'closed'
   }
 
   /**
    * Runs one KMS call under the deadline. Never retries.
    * @throws {@link TimeoutError} (504, `details.op: 'kms'`) past the deadline
    * @throws {@link NotReadyError} (503, `details.reason: 'kms_failing'`) when the KMS fails
+   * @throws {@link BreakerOpenError} (503) for `sign` while the breaker is open
    * @throws the caller's abort reason when `signal` aborts first
    */
-  async call<T>(op: KmsOp, fn: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  call<T>(op: KmsOp, fn: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (op === 'sign' && this.#breaker !== undefined) return this.#breaker.execute(() => this.#call(op, fn, signal), signal)
+    return this.#call(op, fn, signal)
+  }
+
+  async #call<T>(op: KmsOp, fn: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
     const ac = new AbortController()
     const started = this.#clock.now()
     let timedOut = false

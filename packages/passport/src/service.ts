@@ -152,6 +152,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
   const guard = new KmsGuard({
     kms,
     timeoutMs: o.kms.timeoutMs,
+    breaker: o.kms.breaker === false ? undefined : o.kms.breaker,
     clock,
     metrics: sink,
     onHealth(ok, reason) {

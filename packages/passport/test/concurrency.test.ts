@@ -203,3 +203,32 @@ describe('topology', () => {
     expect(() => resolvePassportConfig({ kms: { timeoutMs: 0 } })).toThrow(/kms\.timeoutMs/)
   })
 })
+
+describe('KMS breaker', () => {
+  it('opens after repeated failures: issuance fails fast with 503 BreakerOpen without calling the KMS, then a probe closes it', async () => {
+    const kms = controllableKms()
+    let signs = 0
+    const counting: Kms = { ...kms, sign: (kid, data, s) => (signs++, kms.sign(kid, data, s)) }
+    const { client, clock, passport, close } = await setup({ keystore: counting, kms: { breaker: { minCalls: 3, errorRatio: 0.5, windowMs: 60_000, cooldownMs: 10_000 } } })
+    try {
+      kms.fail = true
+      const req = { sub: 'x', aud: ['storage'], scope: ['storage:write'] }
+      const codes: string[] = []
+      for (let i = 0; i < 5 && codes.at(-1) !== 'BreakerOpen'; i++) codes.push((await rejection(client.issue(req))).code)
+      // Failures reach the KMS until the error ratio over at least minCalls signs opens the breaker.
+      expect(codes[0]).toBe('NotReady')
+      expect(codes.at(-1)).toBe('BreakerOpen')
+      signs = 0
+      const e = await rejection(client.issue(req))
+      expect([e.status, e.code]).toEqual([503, 'BreakerOpen'])
+      expect(signs).toBe(0)
+      expect(passport.health().paths).toMatchObject({ issue: false, verify: true })
+      kms.fail = false
+      await clock.advance(10_000)
+      await expect(client.issue(req)).resolves.toBeDefined()
+      expect(passport.health().paths).toEqual({ issue: true, verify: true })
+    } finally {
+      await close()
+    }
+  })
+})
