@@ -66,6 +66,11 @@ export interface CachingTokenVerifier extends TokenVerifier {
   readonly cacheHits: number
   /** Drops every cached token (e.g. after the key set changed). */
   clearCache(): void
+  /**
+   * True while the revocation source is stale (write and admin scopes are then refused). A host
+   * reports it in readiness as a write-gating dependency (`revocations`, reason `revocation_stale`).
+   */
+  revocationsStale(): boolean
 }
 
 /** Options of {@link createTokenVerifier}. */
@@ -347,5 +352,6 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
     clearCache() {
       cache.clear()
     },
+    revocationsStale: () => revocations?.isStale?.() === true,
   }
 }

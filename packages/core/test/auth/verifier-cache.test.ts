@@ -133,7 +133,9 @@ describe('revocation staleness', () => {
     await expect(v.verify(t, { audience: 'storage' })).resolves.toBeDefined()
     // Cached tokens are gated too.
     expect(await reason(v.verify(t, need))).toEqual(['NotReady', 'revocation_stale'])
+    expect(v.revocationsStale()).toBe(true)
     stale = false
+    expect(v.revocationsStale()).toBe(false)
     await expect(v.verify(t, need)).resolves.toBeDefined()
   })
 
