@@ -2,7 +2,7 @@
  * The admin listener of a node, on core's HTTP handler (the SPEC error envelope, `X-Corr-ID`,
  * `Allow` on 405, Prometheus content type): merged `/metrics` of every hosted service, aggregated
  * `/healthz` and `/readyz`, `/status` (JSON), `/version`, `/keys` (the node's issuer keys, JWKS)
- * and `POST /admin/reload` (scope `node:admin`).
+ * `POST /admin/reload` (scope `node:admin`) and the dashboard at `/`.
  *
  * @module
  */
@@ -26,6 +26,7 @@ import {
   type Route,
   type TokenVerifier,
 } from '@ron/core'
+import { DASHBOARD_HTML } from './dashboard.js'
 
 /** A hosted service as the admin listener sees it. */
 export interface HostedService {
@@ -204,6 +205,16 @@ export function createAdminHandler(options: AdminHandlerOptions): HttpHandler {
   }
 
   const routes: Route[] = [
+    {
+      method: 'GET',
+      path: '/',
+      name: 'dashboard',
+      handler: () => ({
+        status: 200,
+        headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src *; img-src 'self' data:" },
+        body: DASHBOARD_HTML,
+      }),
+    },
     { method: 'GET', path: '/status', handler: async () => ({ status: 200, headers: { 'cache-control': 'no-store' }, json: await nodeStatus(options) }) },
     { method: 'GET', path: '/keys', handler: () => ({ status: 200, headers: { 'cache-control': 'max-age=60' }, json: { keys: options.keys() } }) },
     {
