@@ -95,6 +95,12 @@ export interface ServerProcess extends ServerInfo {
   memStop(): Promise<MemSample>
   /** Current RSS after `idleMs` of doing nothing (no forced GC: what an operator would see). */
   idleRss(idleMs?: number): Promise<number>
+  /**
+   * `process.memoryUsage()` of the server after `idleMs` (what the RSS is made of: heap, external,
+   * array buffers), and again after a full GC when `gc` is asked and the server runs with
+   * `--expose-gc` (garbage not yet collected vs memory really held).
+   */
+  memoryUsage(idleMs?: number, gc?: boolean): Promise<{ before: NodeJS.MemoryUsage; afterGc?: NodeJS.MemoryUsage }>
   /** Starts the V8 CPU profiler in the server process (only what happens from now on). */
   profStart(): Promise<void>
   /** Stops it and writes the `.cpuprofile` (Chrome DevTools format) to `path`. */
@@ -122,6 +128,7 @@ export async function spawnServer(name: string, factory: string, options: Record
     memStart: () => rpc.call({ cmd: 'memStart' }),
     memStop: () => rpc.call<MemSample>({ cmd: 'memStop' }),
     idleRss: (idleMs = 1000) => rpc.call<number>({ cmd: 'idleRss', idleMs }),
+    memoryUsage: (idleMs = 0, gc = false) => rpc.call({ cmd: 'memoryUsage', idleMs, gc }),
     profStart: () => rpc.call({ cmd: 'profStart' }),
     profStop: (path) => rpc.call<string>({ cmd: 'profStop', path }),
     stop: () => rpc.stop(),

@@ -31,7 +31,7 @@ const rss = (): number => process.memoryUsage.rss()
 
 let profiler: Session | undefined
 
-async function handle(m: { cmd: string; idleMs?: number; path?: string }): Promise<unknown> {
+async function handle(m: { cmd: string; idleMs?: number; path?: string; gc?: boolean }): Promise<unknown> {
   switch (m.cmd) {
     case 'start': {
       const mod = (await import(pathToFileURL(factoryPath!).href)) as { default: ServerFactory }
@@ -69,6 +69,14 @@ async function handle(m: { cmd: string; idleMs?: number; path?: string }): Promi
       profiler = undefined
       await writeFile(m.path!, JSON.stringify(profile))
       return m.path
+    }
+    case 'memoryUsage': {
+      await new Promise((r) => setTimeout(r, m.idleMs ?? 0))
+      const before = process.memoryUsage()
+      const gc = (globalThis as { gc?: () => void }).gc
+      if (m.gc !== true || gc === undefined) return { before }
+      gc()
+      return { before, afterGc: process.memoryUsage() }
     }
     case 'idleRss':
       await new Promise((r) => setTimeout(r, m.idleMs ?? 1000))

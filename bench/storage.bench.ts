@@ -21,7 +21,7 @@ const ROUNDS = FULL ? 7 : 5
 
 const P = FULL
   ? { getBig: 4, getBig4: 8, rateSec: 5, range: 16 * 40, put1: 60, put16: 16 * 8, bigSize: GiB, bigRounds: 5, slowRate: 128 * MiB, soak: 30 }
-  : { getBig: 2, getBig4: 4, rateSec: 0.5, range: 16 * 8, put1: 20, put16: 16 * 3, bigSize: 64 * MiB, bigRounds: 5, slowRate: 64 * MiB, soak: 0 }
+  : { getBig: 2, getBig4: 4, rateSec: 0.5, range: 16 * 6, put1: 12, put16: 16 * 2, bigSize: 32 * MiB, bigRounds: 5, slowRate: 64 * MiB, soak: 0 }
 
 const mib = (b: number): string => `${(b / MiB).toFixed(0)} MiB`
 
@@ -46,7 +46,6 @@ export async function run(): Promise<void> {
     const sh = await spawnServer('serve-handler', './servers/serve-handler.ts', { dir: bareDir })
     started.push(sh)
     const tokenOf = (s: ServerProcess): Record<string, string> => ({ authorization: `Bearer ${String(s.extra.token)}` })
-    const auth = tokenOf(ron)
     const headersOf = (s: ServerProcess): Record<string, string> => (s.extra.token === undefined ? {} : tokenOf(s))
 
     // Seed the same bytes on both stores (bare names the file after the address).
@@ -142,13 +141,22 @@ export async function run(): Promise<void> {
     for (const row of memRows) console.log(row)
 
     if (P.soak > 0) {
+      // A fresh server (so earlier cases do not blur the picture), with --expose-gc so the end of
+      // the soak can tell garbage from memory really held.
+      const soakRon = await spawnServer('storage service (soak)', './servers/ron-storage.ts', { dir: join(root, 'soak') }, ['--expose-gc'])
+      started.push(soakRon)
+      const ron = soakRon
+      const auth = tokenOf(soakRon)
       const idle: number[] = [await ron.idleRss(500)]
       for (let i = 1; i <= P.soak; i++) {
         checkOk('storage', await load.run({ kind: 'put-stream', url: ron.url, path: '/o', size: 64 * MiB, seed: 1000 + i, headers: auth }), 'soak')
         if (i % 5 === 0) idle.push(await ron.idleRss(1000))
       }
       console.log(`\n## Soak: ${P.soak} PUTs of fresh 64 MiB objects; storage idle RSS every 5: ${idle.map(mib).join(' → ')}`)
-      console.log(`(median of the last half: ${mib(median(idle.slice(idle.length >> 1)))})`)
+      const { before: u, afterGc: g } = await ron.memoryUsage(500, true)
+      const show = (m: NodeJS.MemoryUsage): string => `rss ${mib(m.rss)}, V8 heap used ${mib(m.heapUsed)} of ${mib(m.heapTotal)}, external ${mib(m.external)} (array buffers ${mib(m.arrayBuffers)})`
+      console.log(`median of the last half: ${mib(median(idle.slice(idle.length >> 1)))}`)
+      console.log(`the plateau holds: ${show(u)}${g === undefined ? '' : `; after a full GC: ${show(g)}`}`)
     }
   } finally {
     for (const s of started.reverse()) await s.stop().catch(() => undefined)
