@@ -78,6 +78,11 @@ export const interopConfigSchema = z.strictObject({
       capabilityTtlSec: positiveInt.max(60).default(60),
       /** Chunk size of the stream to storage. @default 64 KiB */
       chunkBytes: sizeSchema.default(64 * KiB),
+      /**
+       * Deadline of the upload call to storage: the longest silence while streaming, and the time
+       * from the last byte to storage's answer (its commit and fsync). @default 30000
+       */
+      timeoutMs: durationSchema.default(30_000),
     })
     .prefault({}),
   /** Capacity of the `work` queue. @default 512 */

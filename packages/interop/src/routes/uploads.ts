@@ -114,7 +114,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
         path: '/o',
         headers,
         body: rechunk(ctx.stream(), cfg.uploads.chunkBytes),
-        timeoutMs: cfg.storage.timeoutMs,
+        timeoutMs: cfg.uploads.timeoutMs,
         // A streamed body cannot be replayed.
         idempotent: false,
         signal,
