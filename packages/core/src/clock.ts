@@ -5,7 +5,9 @@
  * @module
  */
 
-import { CanceledError } from './errors.js'
+import { abortReason, waitUnlessAborted } from './concurrency/abort.js'
+
+export { abortReason }
 
 /** An opaque timer handle returned by {@link Clock.setTimeout}. */
 export interface TimerHandle {
@@ -30,25 +32,10 @@ export interface Clock {
 
 /** Builds `sleep` from `setTimeout`/`clearTimeout`; shared by the real and virtual clocks. */
 export function sleepWith(clock: Pick<Clock, 'setTimeout' | 'clearTimeout'>, ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(abortReason(signal))
-  return new Promise<void>((resolve, reject) => {
-    const onAbort = (): void => {
-      clock.clearTimeout(handle)
-      reject(abortReason(signal!))
-    }
-    const handle = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort)
-      resolve()
-    }, Math.max(0, ms))
-    signal?.addEventListener('abort', onAbort, { once: true })
+  return waitUnlessAborted<void>(signal, (w) => {
+    const handle = clock.setTimeout(() => w.resolve(), Math.max(0, ms))
+    return () => clock.clearTimeout(handle)
   })
-}
-
-/** The error to reject with when `signal` aborted: its reason if it is an Error, else a CanceledError. */
-export function abortReason(signal: AbortSignal): Error {
-  const r: unknown = signal.reason
-  if (r instanceof Error && r.name !== 'AbortError') return r
-  return new CanceledError('operation canceled', r === undefined ? {} : { cause: r })
 }
 
 /** The real clock: `Date.now()` and unref'ed Node timers. */

@@ -82,7 +82,20 @@ export { noopMetrics } from './metrics-sink.js'
 export type { Labels, MetricsSink } from './metrics-sink.js'
 
 // Concurrency.
-export { BoundedQueue, Broadcast, Subscription, Watch, Supervisor, WorkPool, backoffDelay } from './concurrency/index.js'
+export {
+  BoundedQueue,
+  Broadcast,
+  Subscription,
+  Watch,
+  Supervisor,
+  WorkPool,
+  WakeableSleep,
+  backoffDelay,
+  waitUnlessAborted,
+  raceAbort,
+  onAbort,
+  signalOf,
+} from './concurrency/index.js'
 export type {
   BoundedQueueOptions,
   OverflowPolicy,
@@ -99,6 +112,8 @@ export type {
   TaskState,
   WorkPoolOptions,
   Jitter,
+  WaitSettlers,
+  SignalOption,
 } from './concurrency/index.js'
 
 // Resilience.

@@ -11,6 +11,7 @@
 import { randomBytes, sign } from 'node:crypto'
 import { abortReason, systemClock, type Clock } from '../clock.js'
 import { ClosedError, MalformedError, RonUsageError } from '../errors.js'
+import { raceAbort } from '../concurrency/abort.js'
 import { decodeBase64url, encodeBase64url } from './base64url.js'
 import type { IssuerKey } from './issuer-key.js'
 import { signToken } from './sign.js'
@@ -171,7 +172,7 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
     const minting = e.pending ?? renew(key, e, req)
     const stillValid = e.token !== undefined && now < e.expiresAt - EXPIRY_MARGIN_MS ? e.token : undefined
     try {
-      return await (signal === undefined ? minting : raceSignal(minting, signal))
+      return await raceAbort(minting, signal)
     } catch (err) {
       if (stillValid !== undefined && !signal?.aborted && !closed) return stillValid
       throw err
@@ -195,13 +196,6 @@ export function createTokenProvider(options: TokenProviderOptions): TokenProvide
   }
 }
 
-function raceSignal<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(abortReason(signal))
-    signal.addEventListener('abort', onAbort, { once: true })
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
-  })
-}
 
 /** Options of {@link signClientAssertion}. */
 export interface ClientAssertionOptions {

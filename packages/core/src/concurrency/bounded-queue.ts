@@ -4,7 +4,7 @@
  * @module
  */
 
-import { abortReason } from '../clock.js'
+import { abortReason, signalOf, waitUnlessAborted, type SignalOption, type WaitSettlers } from './abort.js'
 import { BusyError, ClosedError } from '../errors.js'
 import { noopMetrics } from '../metrics-sink.js'
 import type { MetricsSink } from '../metrics-sink.js'
@@ -27,12 +27,7 @@ export interface BoundedQueueOptions {
   metrics?: MetricsSink
 }
 
-interface Waiter<T> {
-  resolve(item: T): void
-  reject(e: Error): void
-  signal: AbortSignal | undefined
-  onAbort: (() => void) | undefined
-}
+type Waiter<T> = WaitSettlers<T>
 
 /**
  * A fixed-capacity FIFO queue. Producers never wait: {@link BoundedQueue.trySend} either enqueues,
@@ -111,9 +106,8 @@ export class BoundedQueue<T> {
   trySend(item: T): T | undefined {
     if (this.#closed) throw new ClosedError(`queue ${this.#name} is closed`, { details: { queue: this.#name } })
     for (const w of this.#waiters) {
+      // An aborted waiter has already left the set (its abort listener runs synchronously).
       this.#waiters.delete(w)
-      if (w.signal?.aborted) continue
-      this.#detach(w)
       w.resolve(item)
       return undefined
     }
@@ -148,20 +142,14 @@ export class BoundedQueue<T> {
    *   is consumed in that case.
    * @throws {@link ClosedError} when the queue is closed and empty.
    */
-  recv(signal?: AbortSignal): Promise<T> {
+  recv(options?: SignalOption): Promise<T> {
+    const signal = signalOf(options)
     if (signal?.aborted) return Promise.reject(abortReason(signal))
     if (this.#ring.size > 0) return Promise.resolve(this.tryRecv() as T)
     if (this.#closed) return Promise.reject(this.#closedError())
-    return new Promise<T>((resolve, reject) => {
-      const w: Waiter<T> = { resolve, reject, signal, onAbort: undefined }
-      if (signal) {
-        w.onAbort = () => {
-          this.#waiters.delete(w)
-          reject(abortReason(signal))
-        }
-        signal.addEventListener('abort', w.onAbort, { once: true })
-      }
+    return waitUnlessAborted<T>(signal, (w) => {
       this.#waiters.add(w)
+      return () => this.#waiters.delete(w)
     })
   }
 
@@ -173,10 +161,7 @@ export class BoundedQueue<T> {
     if (this.#closed) return
     this.#closed = true
     // Waiters only exist while the queue is empty, so they will never get an item.
-    for (const w of this.#waiters) {
-      this.#detach(w)
-      w.reject(this.#closedError())
-    }
+    for (const w of this.#waiters) w.reject(this.#closedError())
     this.#waiters.clear()
   }
 
@@ -185,12 +170,14 @@ export class BoundedQueue<T> {
     this.close()
   }
 
-  #closedError(): ClosedError {
-    return new ClosedError(`queue ${this.#name} is closed`, { details: { queue: this.#name } })
+  /** Same as {@link BoundedQueue.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.close()
+    return Promise.resolve()
   }
 
-  #detach(w: Waiter<T>): void {
-    if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort)
+  #closedError(): ClosedError {
+    return new ClosedError(`queue ${this.#name} is closed`, { details: { queue: this.#name } })
   }
 
   #gauge(): void {

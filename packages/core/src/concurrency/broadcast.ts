@@ -4,7 +4,7 @@
  * @module
  */
 
-import { abortReason } from '../clock.js'
+import { abortReason, signalOf, waitUnlessAborted, type SignalOption, type WaitSettlers } from './abort.js'
 import { ClosedError, RonUsageError } from '../errors.js'
 import { noopMetrics } from '../metrics-sink.js'
 import type { MetricsSink } from '../metrics-sink.js'
@@ -29,12 +29,7 @@ export interface SubscribeOptions {
 /** One result of {@link Subscription.recv}: a value, or how many events were missed. */
 export type BroadcastRecv<T> = { value: T } | { lagged: number }
 
-interface Waiter<T> {
-  resolve(r: BroadcastRecv<T>): void
-  reject(e: Error): void
-  signal: AbortSignal | undefined
-  onAbort: (() => void) | undefined
-}
+type Waiter<T> = WaitSettlers<BroadcastRecv<T>>
 
 /**
  * One subscriber of a {@link Broadcast}: a private ring of the most recent events. When the
@@ -73,7 +68,6 @@ export class Subscription<T> implements AsyncIterable<T> {
     const w = this.#waiter
     if (w !== undefined && this.#lagged === 0) {
       this.#waiter = undefined
-      this.#unlisten(w)
       w.resolve({ value })
       return
     }
@@ -91,7 +85,6 @@ export class Subscription<T> implements AsyncIterable<T> {
     const w = this.#waiter
     if (w !== undefined) {
       this.#waiter = undefined
-      this.#unlisten(w)
       w.reject(new ClosedError('broadcast closed'))
     }
   }
@@ -114,22 +107,18 @@ export class Subscription<T> implements AsyncIterable<T> {
    * @throws {@link CanceledError} (or the signal's reason) when `signal` aborts first.
    * @throws {@link RonUsageError} `RON_RECV_PENDING` when another `recv` is already waiting on this subscription.
    */
-  recv(signal?: AbortSignal): Promise<BroadcastRecv<T>> {
+  recv(options?: SignalOption): Promise<BroadcastRecv<T>> {
+    const signal = signalOf(options)
     if (signal?.aborted) return Promise.reject(abortReason(signal))
     const ready = this.tryRecv()
     if (ready !== undefined) return Promise.resolve(ready)
     if (this.#closed) return Promise.reject(new ClosedError('broadcast subscription closed'))
     if (this.#waiter !== undefined) return Promise.reject(new RonUsageError('RON_RECV_PENDING', 'Subscription.recv: a recv is already pending'))
-    return new Promise<BroadcastRecv<T>>((resolve, reject) => {
-      const w: Waiter<T> = { resolve, reject, signal, onAbort: undefined }
-      if (signal) {
-        w.onAbort = () => {
-          if (this.#waiter === w) this.#waiter = undefined
-          reject(abortReason(signal))
-        }
-        signal.addEventListener('abort', w.onAbort, { once: true })
-      }
+    return waitUnlessAborted<BroadcastRecv<T>>(signal, (w) => {
       this.#waiter = w
+      return () => {
+        if (this.#waiter === w) this.#waiter = undefined
+      }
     })
   }
 
@@ -148,6 +137,12 @@ export class Subscription<T> implements AsyncIterable<T> {
   /** Same as {@link Subscription.close}, for `using sub = bus.subscribe()`. */
   [Symbol.dispose](): void {
     this.close()
+  }
+
+  /** Same as {@link Subscription.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.close()
+    return Promise.resolve()
   }
 
   /**
@@ -170,10 +165,6 @@ export class Subscription<T> implements AsyncIterable<T> {
     } finally {
       this.close()
     }
-  }
-
-  #unlisten(w: Waiter<T>): void {
-    if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort)
   }
 }
 
@@ -260,5 +251,16 @@ export class Broadcast<T> {
     this.#closed = true
     for (const s of this.#subs) s.end()
     this.#subs.clear()
+  }
+
+  /** Same as {@link Broadcast.close}, for `using`. */
+  [Symbol.dispose](): void {
+    this.close()
+  }
+
+  /** Same as {@link Broadcast.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.close()
+    return Promise.resolve()
   }
 }

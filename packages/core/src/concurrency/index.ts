@@ -23,4 +23,7 @@ export type {
 export { WorkPool } from './work-pool.js'
 export type { WorkPoolOptions } from './work-pool.js'
 export { backoffDelay } from './backoff.js'
+export { abortReason, waitUnlessAborted, raceAbort, onAbort, signalOf } from './abort.js'
+export type { WaitSettlers, SignalOption } from './abort.js'
+export { WakeableSleep } from './wakeable-sleep.js'
 export type { Jitter } from './backoff.js'

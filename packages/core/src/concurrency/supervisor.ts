@@ -222,7 +222,15 @@ export class Supervisor {
     return this.#shutdown
   }
 
-  /** Shuts down with a zero deadline, for `await using`. */
+  /**
+   * The close verb: {@link Supervisor.shutdown} with `deadlineMs` (default 0: abort everything at
+   * once and wait for the tasks to end). Idempotent; joins an earlier shutdown.
+   */
+  async close(deadlineMs = 0): Promise<void> {
+    await this.shutdown(deadlineMs)
+  }
+
+  /** Same as {@link Supervisor.close}, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.shutdown(0)
   }

@@ -4,15 +4,10 @@
  * @module
  */
 
-import { abortReason } from '../clock.js'
+import { abortReason, signalOf, waitUnlessAborted, type SignalOption, type WaitSettlers } from './abort.js'
 import { ClosedError } from '../errors.js'
 
-interface Waiter<T> {
-  resolve(v: T): void
-  reject(e: Error): void
-  signal: AbortSignal | undefined
-  onAbort: (() => void) | undefined
-}
+type Waiter<T> = WaitSettlers<T>
 
 /**
  * A last-write-wins cell for config snapshots and shutdown flags. Readers take the current snapshot
@@ -64,10 +59,7 @@ export class Watch<T> {
     this.#version++
     const waiters = [...this.#waiters]
     this.#waiters.clear()
-    for (const w of waiters) {
-      if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort)
-      w.resolve(value)
-    }
+    for (const w of waiters) w.resolve(value)
     let first: { e: unknown } | undefined
     for (const fn of [...this.#listeners]) {
       try {
@@ -84,19 +76,13 @@ export class Watch<T> {
    * @throws {@link CanceledError} (or the signal's reason) when `signal` aborts first.
    * @throws {@link ClosedError} when the watch is or becomes closed.
    */
-  changed(signal?: AbortSignal): Promise<T> {
+  changed(options?: SignalOption): Promise<T> {
+    const signal = signalOf(options)
     if (signal?.aborted) return Promise.reject(abortReason(signal))
     if (this.#closed) return Promise.reject(new ClosedError('watch is closed'))
-    return new Promise<T>((resolve, reject) => {
-      const w: Waiter<T> = { resolve, reject, signal, onAbort: undefined }
-      if (signal) {
-        w.onAbort = () => {
-          this.#waiters.delete(w)
-          reject(abortReason(signal))
-        }
-        signal.addEventListener('abort', w.onAbort, { once: true })
-      }
+    return waitUnlessAborted<T>(signal, (w) => {
       this.#waiters.add(w)
+      return () => this.#waiters.delete(w)
     })
   }
 
@@ -118,11 +104,19 @@ export class Watch<T> {
   close(): void {
     if (this.#closed) return
     this.#closed = true
-    for (const w of this.#waiters) {
-      if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort)
-      w.reject(new ClosedError('watch is closed'))
-    }
+    for (const w of this.#waiters) w.reject(new ClosedError('watch is closed'))
     this.#waiters.clear()
     this.#listeners.clear()
+  }
+
+  /** Same as {@link Watch.close}, for `using`. */
+  [Symbol.dispose](): void {
+    this.close()
+  }
+
+  /** Same as {@link Watch.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.close()
+    return Promise.resolve()
   }
 }

@@ -149,6 +149,20 @@ export class WorkPool {
     this.#checkDrained()
   }
 
+  /**
+   * Stops intake and resolves once every queued and running job has finished: `stop()` then
+   * `drained()`. Idempotent. (To abort running jobs, shut down the supervisor.)
+   */
+  close(): Promise<void> {
+    this.stop()
+    return this.drained()
+  }
+
+  /** Same as {@link WorkPool.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
+  }
+
   /** Resolves when the queue is empty and no job is running. */
   drained(): Promise<void> {
     if (this.#isDrained()) return Promise.resolve()

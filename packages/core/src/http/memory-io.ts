@@ -8,7 +8,7 @@
 
 import { CORR_ID_HEADER } from './corr-id.js'
 import type { Exchange } from './exchange.js'
-import { closeIterable, closeIterator } from './iter.js'
+import { closeIterable, closeIterator, once } from './iter.js'
 import type { RonResponse } from './types.js'
 
 const EMPTY: AsyncIterable<Uint8Array> = {
@@ -48,20 +48,6 @@ export function toRonResponse(ex: Exchange): RonResponse {
   return { status: ex.status, headers, body: out }
 }
 
-function once(buf: Uint8Array): AsyncIterable<Uint8Array> {
-  return {
-    [Symbol.asyncIterator]() {
-      let sent = false
-      return {
-        next: () => {
-          if (sent) return Promise.resolve({ done: true, value: undefined })
-          sent = true
-          return Promise.resolve({ done: false, value: buf })
-        },
-      }
-    },
-  }
-}
 
 /**
  * A streamed body that finishes its exchange when iteration ends for any reason. Not a generator:

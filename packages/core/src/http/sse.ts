@@ -8,6 +8,7 @@
 
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { abortReason, systemClock, type Clock, type TimerHandle } from '../clock.js'
+import { onAbort } from '../concurrency/abort.js'
 import { BusyError, ClosedError, MalformedError, OverLimitError, RonUsageError } from '../errors.js'
 import { noopMetrics, type MetricsSink } from '../metrics-sink.js'
 import type { Reply, RouteContext } from './types.js'
@@ -166,11 +167,7 @@ export class SseHub<T = unknown> {
     this.#heartbeatMs = hb
     this.#metrics.set('sse_clients', { stream: options.name }, 0)
     this.#metrics.inc('bus_lagged_total', { topic: options.name }, 0)
-    const s = options.signal
-    if (s !== undefined) {
-      if (s.aborted) this.close()
-      else s.addEventListener('abort', () => this.close(), { once: true })
-    }
+    if (options.signal !== undefined) onAbort(options.signal, () => this.close())
   }
 
   /** Connected clients. */
@@ -215,15 +212,14 @@ export class SseHub<T = unknown> {
     const raw = ctx.req.headers['last-event-id']
     const lastEventId = Array.isArray(raw) ? raw[0] : raw
     const replay = lastEventId !== undefined && this.#o.replay !== undefined ? this.#o.replay(lastEventId) : undefined
-    const signal = ctx.signal
+    let unlisten = (): void => {}
     const detach = (): void => {
       if (!this.#clients.delete(client)) return
       client.end()
-      signal.removeEventListener('abort', detach)
+      unlisten()
       this.#gauge()
     }
-    if (signal.aborted) detach()
-    else signal.addEventListener('abort', detach, { once: true })
+    unlisten = onAbort(ctx.signal, detach)
     const clock = this.#clock
     const heartbeatMs = this.#heartbeatMs
     async function* frames(): AsyncGenerator<Uint8Array> {

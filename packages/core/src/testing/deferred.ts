@@ -7,8 +7,8 @@
 /** A promise plus the functions that settle it. */
 export interface Deferred<T> {
   readonly promise: Promise<T>
-  resolve(value: T): void
-  reject(reason: unknown): void
+  readonly resolve: (value: T) => void
+  readonly reject: (reason: unknown) => void
   /** True once `resolve` or `reject` was called. */
   readonly settled: boolean
 }
@@ -36,11 +36,11 @@ export function deferred<T = void>(): Deferred<T> {
   })
   return {
     promise,
-    resolve(value: T) {
+    resolve: (value: T) => {
       settled = true
       resolve(value)
     },
-    reject(reason: unknown) {
+    reject: (reason: unknown) => {
       settled = true
       reject(reason)
     },

@@ -218,6 +218,11 @@ export class HttpTransport implements Transport {
   }
 
   /** Closes every pool (waiting for in-flight responses). Idempotent; later calls fail with {@link ClosedError}. */
+  /** Same as `close()`, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
+  }
+
   close(): Promise<void> {
     this.#closed ??= Promise.all([...this.#pools.values()].map((p) => p.close())).then(() => undefined)
     return this.#closed

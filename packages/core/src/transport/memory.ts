@@ -10,6 +10,8 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { abortReason, systemClock, type Clock } from '../clock.js'
 import { ClosedError, TimeoutError, toRonError } from '../errors.js'
 import type { RonRequest, RonResponse } from '../http/types.js'
+import { closeIterator } from '../http/iter.js'
+import { raceAbort } from '../concurrency/abort.js'
 import { StreamResponse } from './response.js'
 import type { Transport, TransportRequest, TransportResponse } from './types.js'
 import { bodyIterable, callDeadline, guardBody, unreachable, withProgress } from './util.js'
@@ -128,7 +130,8 @@ export class MemoryTransport implements Transport {
     let res: RonResponse
     try {
       const pending = mounted.target.dispatch(ronReq)
-      res = await raceAbort(pending, ac.signal)
+      // If the signal wins, the late response's body is discarded so its producer is released.
+      res = await raceAbort(pending, ac.signal, discard)
     } catch (e) {
       release()
       throw ac.signal.aborted ? abortReason(ac.signal) : toRonError(e)
@@ -152,6 +155,11 @@ export class MemoryTransport implements Transport {
   }
 
   /** Unmounts everything; later calls fail with {@link ClosedError}. Idempotent. */
+  /** Same as `close()`, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
+  }
+
   close(): Promise<void> {
     this.#closed = true
     this.#targets.clear()
@@ -159,35 +167,6 @@ export class MemoryTransport implements Transport {
   }
 }
 
-/** Settles with `p`, or rejects with the signal's reason when it aborts first (then discards `p`'s body). */
-function raceAbort(p: Promise<RonResponse>, signal: AbortSignal): Promise<RonResponse> {
-  if (signal.aborted) {
-    discardLater(p)
-    return Promise.reject(abortReason(signal))
-  }
-  return new Promise<RonResponse>((resolve, reject) => {
-    const onAbort = (): void => {
-      discardLater(p)
-      reject(abortReason(signal))
-    }
-    signal.addEventListener('abort', onAbort, { once: true })
-    p.then(
-      (r) => {
-        signal.removeEventListener('abort', onAbort)
-        if (signal.aborted) return
-        resolve(r)
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(e instanceof Error ? e : new Error(String(e)))
-      },
-    )
-  })
-}
-
-function discardLater(p: Promise<RonResponse>): void {
-  p.then(
-    (r) => r.body[Symbol.asyncIterator]().return?.(),
-    () => undefined,
-  ).catch(() => undefined)
+function discard(r: RonResponse): void {
+  closeIterator(r.body[Symbol.asyncIterator]())
 }

@@ -49,4 +49,6 @@ export interface Transport {
   request(target: string, req: TransportRequest): Promise<TransportResponse>
   /** Releases pools and pending calls. Idempotent. */
   close(): Promise<void>
+  /** Same as `close()`, for `await using` (the core transports implement it). */
+  [Symbol.asyncDispose]?(): Promise<void>
 }

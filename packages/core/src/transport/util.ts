@@ -6,6 +6,7 @@
 
 import { abortReason, type Clock } from '../clock.js'
 import { NotReadyError } from '../errors.js'
+import { once } from '../http/iter.js'
 import type { TransportRequest } from './types.js'
 
 const EMPTY: AsyncIterable<Uint8Array> = {
@@ -20,20 +21,6 @@ export function bodyIterable(body: TransportRequest['body']): AsyncIterable<Uint
   return body
 }
 
-function once(chunk: Uint8Array): AsyncIterable<Uint8Array> {
-  return {
-    [Symbol.asyncIterator]() {
-      let done = false
-      return {
-        next: () => {
-          if (done) return Promise.resolve({ done: true, value: undefined })
-          done = true
-          return Promise.resolve({ done: false, value: chunk })
-        },
-      }
-    },
-  }
-}
 
 /**
  * Wraps a response body so that reading it fails with the signal's reason when the call is

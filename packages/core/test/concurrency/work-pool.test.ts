@@ -1,14 +1,8 @@
 import { getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { abortReason, BusyError, CanceledError, DrainingError, Supervisor, WorkPool } from '@ron/core'
-import { VirtualClock } from '@ron/core/testing'
+import { VirtualClock, deferred } from '@ron/core/testing'
 import { RecordingMetrics } from '../testing/recording-metrics.js'
-
-function deferred<T = void>() {
-  let resolve!: (v: T) => void
-  const promise = new Promise<T>((r) => (resolve = r))
-  return { promise, resolve }
-}
 
 function setup(capacity = 2, concurrency = 1) {
   const clock = new VirtualClock()

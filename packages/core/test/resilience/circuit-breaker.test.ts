@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { BreakerOpenError, CanceledError, CircuitBreaker } from '@ron/core'
 import type { BreakerStateChange } from '@ron/core'
-import { VirtualClock } from '@ron/core/testing'
+import { VirtualClock, deferred, type Deferred } from '@ron/core/testing'
 import { RecordingMetrics } from '../testing/recording-metrics.js'
 
 const ok = (): Promise<string> => Promise.resolve('ok')
@@ -10,16 +10,6 @@ const fail = (): Promise<never> => Promise.reject(new Error('down'))
 
 async function run(b: CircuitBreaker, outcomes: boolean[]): Promise<void> {
   for (const good of outcomes) await b.execute(good ? ok : fail).catch(() => undefined)
-}
-
-function deferred() {
-  let resolve!: () => void
-  let reject!: (e: Error) => void
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
 }
 
 describe('CircuitBreaker', () => {
@@ -210,7 +200,7 @@ describe('CircuitBreaker properties', () => {
         b.onStateChange((e) => {
           if (e.type === 'breaker:half-opened') episode++
         })
-        const pending: { d: ReturnType<typeof deferred>; episode: number | undefined; done: Promise<unknown> }[] = []
+        const pending: { d: Deferred<void>; episode: number | undefined; done: Promise<unknown> }[] = []
         for (const o of ops) {
           if (o.t === 'call') {
             const halfOpen = b.state === 'half-open'

@@ -13,7 +13,7 @@ import {
   type Topology,
   type TransportResponse,
 } from '@ron/core'
-import { VirtualClock, createTestIssuer } from '@ron/core/testing'
+import { VirtualClock, createTestIssuer, deferred } from '@ron/core/testing'
 import { sampleValue } from '../metrics/prom-text.js'
 
 const topology = (capacity = 1, concurrency = 1): Topology => ({
@@ -24,12 +24,6 @@ const topology = (capacity = 1, concurrency = 1): Topology => ({
     { name: 'events', kind: 'broadcast', capacity: 8, producers: ['work-worker'], consumers: ['sse'], overflow: 'drop-oldest' },
   ],
 })
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void
-  const promise = new Promise<void>((r) => (resolve = r))
-  return { promise, resolve }
-}
 
 /** A queued route whose handler reports that it started and waits for its gate (ignoring its signal). */
 function gatedJob(): { route: Route; started: Array<Promise<void>>; gates: Array<() => void> } {

@@ -1,0 +1,119 @@
+/**
+ * Waiting unless aborted, in one place (as cockatiel's `common/abort.ts`): every primitive that
+ * waits (`BoundedQueue.recv`, `Subscription.recv`, `Watch.changed`, `Clock.sleep`,
+ * {@link WakeableSleep}, the transports) goes through these helpers, so each one checks the signal
+ * first, rejects with the same error, and removes its listener in exactly one place.
+ *
+ * @module
+ */
+
+import { CanceledError } from '../errors.js'
+
+/** The error to reject with when `signal` aborted: its reason if it is an Error, else a CanceledError. */
+export function abortReason(signal: AbortSignal): Error {
+  const r: unknown = signal.reason
+  if (r instanceof Error && r.name !== 'AbortError') return r
+  return new CanceledError('operation canceled', r === undefined ? {} : { cause: r })
+}
+
+/** Settles a wait started by {@link waitUnlessAborted}. */
+export interface WaitSettlers<T> {
+  readonly resolve: (value: T) => void
+  readonly reject: (reason: Error) => void
+}
+
+/**
+ * Starts a wait that also ends when `signal` aborts. `start` receives the settlers and returns an
+ * optional `cancel` function, called (once) only if the signal wins, to undo the registration
+ * (remove the waiter from a set, clear a timer). The abort listener is removed however the wait
+ * ends. An already-aborted signal rejects at once without calling `start`.
+ *
+ * @returns a promise settled by the first of: `resolve`, `reject`, the signal's abort.
+ * @example
+ * ```ts
+ * recv(signal?: AbortSignal): Promise<T> {
+ *   return waitUnlessAborted<T>(signal, (w) => {
+ *     this.#waiters.add(w)
+ *     return () => this.#waiters.delete(w)
+ *   })
+ * }
+ * ```
+ */
+export function waitUnlessAborted<T>(signal: AbortSignal | undefined, start: (w: WaitSettlers<T>) => (() => void) | void): Promise<T> {
+  if (signal?.aborted) return Promise.reject(abortReason(signal))
+  return new Promise<T>((resolve, reject) => {
+    let done = false
+    let cancel: (() => void) | void = undefined
+    const onAbort = (): void => {
+      if (done) return
+      done = true
+      cancel?.()
+      reject(abortReason(signal!))
+    }
+    const finish = (): boolean => {
+      if (done) return false
+      done = true
+      signal?.removeEventListener('abort', onAbort)
+      return true
+    }
+    cancel = start({
+      resolve: (v) => {
+        if (finish()) resolve(v)
+      },
+      reject: (e) => {
+        if (finish()) reject(e)
+      },
+    })
+    if (!done) signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+/**
+ * Settles with `p`, or rejects with the signal's reason when it aborts first. `onLoser` receives
+ * `p`'s value if it arrives after the abort (to release what it holds, e.g. a response body).
+ * The listener is removed when `p` settles.
+ */
+export function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined, onLoser?: (value: T) => void): Promise<T> {
+  if (signal === undefined) return p
+  if (signal.aborted) {
+    p.then(onLoser ?? (() => undefined), () => undefined)
+    return Promise.reject(abortReason(signal))
+  }
+  let aborted = false
+  const result = waitUnlessAborted<T>(signal, (w) => {
+    p.then(
+      (v) => {
+        if (aborted) onLoser?.(v)
+        else w.resolve(v)
+      },
+      (e: unknown) => w.reject(e instanceof Error ? e : new Error(String(e))),
+    )
+    return () => {
+      aborted = true
+    }
+  })
+  return result
+}
+
+/**
+ * Calls `fn` once when `signal` aborts (at once if it already has).
+ * @returns a disposer that removes the listener.
+ */
+export function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  if (signal.aborted) {
+    fn()
+    return () => {}
+  }
+  signal.addEventListener('abort', fn, { once: true })
+  return () => signal.removeEventListener('abort', fn)
+}
+
+/** What a waiting method accepts: a signal, or an options object carrying one. */
+export type SignalOption = AbortSignal | { signal?: AbortSignal | undefined } | undefined
+
+/** The signal in a {@link SignalOption}. */
+export function signalOf(o: SignalOption): AbortSignal | undefined {
+  if (o === undefined) return undefined
+  if (o instanceof AbortSignal) return o
+  return o.signal
+}
