@@ -6,8 +6,8 @@
  * @module
  */
 
-import { InvalidReferenceError, NotReadyError, addressOf, isRonError, throwIfError } from '@ron/core'
-import type { Address, Transport } from '@ron/core'
+import { InvalidReferenceError, NotReadyError, TimeoutError, addressOf, isRonError, throwIfError } from '@ron/core'
+import type { Address, Clock, Transport } from '@ron/core'
 import { manifestSchema, type Manifest } from './contracts.js'
 
 /** What {@link fetchManifest} needs. */
@@ -15,8 +15,10 @@ export interface ManifestFetchEnv {
   transport: Transport | undefined
   /** Transport target of storage. */
   storage: string
+  /** Deadline of the whole fetch (head and body). */
   timeoutMs: number
   maxBytes: number
+  clock: Clock
   /** Counts a manifest whose bytes do not hash to its address. */
   onIntegrityFail(): void
 }
@@ -31,11 +33,26 @@ export async function fetchManifest(env: ManifestFetchEnv, address: Address, sig
   if (env.transport === undefined) {
     throw new NotReadyError('no transport configured to reach storage', { details: { target: env.storage, reason: 'no_transport' } })
   }
-  const res = await env.transport.request(env.storage, {
+  // One deadline for head and body: a storage node that trickles the body cannot hold the write.
+  const deadline = new AbortController()
+  const timer = env.clock.setTimeout(() => deadline.abort(new TimeoutError('manifest fetch deadline exceeded', { details: { target: env.storage } })), env.timeoutMs)
+  timer.unref?.()
+  try {
+    return await fetchChecked(env, env.transport, address, signal === undefined ? deadline.signal : AbortSignal.any([signal, deadline.signal]))
+  } catch (e) {
+    if (deadline.signal.aborted && !(signal?.aborted ?? false)) throw deadline.signal.reason as TimeoutError
+    throw e
+  } finally {
+    env.clock.clearTimeout(timer)
+  }
+}
+
+async function fetchChecked(env: ManifestFetchEnv, transport: Transport, address: Address, signal: AbortSignal): Promise<Manifest> {
+  const res = await transport.request(env.storage, {
     method: 'GET',
     path: `/o/${address}`,
     timeoutMs: env.timeoutMs,
-    ...(signal === undefined ? {} : { signal }),
+    signal,
   })
   if (res.status === 404) {
     await res.dump()

@@ -112,6 +112,7 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
         return cfg.get().maxManifestBytes
       },
       onIntegrityFail: () => metrics.integrityFail.inc(),
+      clock,
     },
   }
   host.routes(indexRoutes(ctx))

@@ -129,6 +129,8 @@ export function settle<T>(p: Promise<T>): Promise<{ ok: true; value: T } | { ok:
 export class FakeStorage implements DispatchTarget {
   readonly objects = new Map<string, Uint8Array>()
   reads = 0
+  /** When set, bodies send their first byte and then stall until the request is aborted. */
+  stall: Clock | undefined
 
   put(body: string | Uint8Array): Address {
     const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : body
@@ -143,11 +145,16 @@ export class FakeStorage implements DispatchTarget {
     const bytes = req.method === 'GET' ? this.objects.get(a) : undefined
     const status = bytes === undefined ? 404 : 200
     const body = bytes ?? new TextEncoder().encode(JSON.stringify({ error: { code: 'NotFound', message: 'no', retryable: false, corr_id: 'x', details: {} } }))
+    const stall = this.stall
     return Promise.resolve({
       status,
       headers: { 'content-type': status === 200 ? 'application/octet-stream' : 'application/json', 'content-length': String(body.byteLength) },
       body: (async function* () {
-        yield body
+        if (stall !== undefined && status === 200) {
+          yield body.subarray(0, 1)
+          await stall.sleep(1e9, req.signal)
+          yield body.subarray(1)
+        } else yield body
       })(),
     })
   }

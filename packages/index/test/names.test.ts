@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { ConflictError, InvalidReferenceError, NotFoundError } from '@ron/core'
-import { addr, manifestFor, setup, type Env } from './helpers.js'
+import { VirtualClock } from '@ron/core/testing'
+import { addr, manifestFor, settle, setup, type Env } from './helpers.js'
 
 let env: Env | undefined
 afterEach(async () => {
@@ -67,6 +68,19 @@ describe('names', () => {
     env.storage.objects.set(a, new TextEncoder().encode(JSON.stringify(manifestFor(2))))
     await expect(env.client.setName('n.x', a)).rejects.toMatchObject({ code: 'InvalidReference', details: { reason: 'integrity' } })
     expect(await env.index.metrics.metrics()).toMatch(/index_integrity_fail_total\{[^}]*\} 1/)
+  })
+
+  it('a storage node that stalls mid-body cannot hold a name write past storageTimeoutMs (504)', async () => {
+    const clock = new VirtualClock(1_000_000)
+    env = await setup({ storageTimeoutMs: 500 }, { clock })
+    const a = await env.put(manifestFor(1))
+    env.storage.stall = clock
+    const out = settle(env.client.setName('slow.x', a))
+    await clock.advance(499)
+    await clock.advance(1)
+    const r = await out
+    expect(r.ok ? undefined : r.error).toMatchObject({ code: 'Timeout' })
+    expect(await env.index.metrics.metrics()).toMatch(/io_timeouts_total\{op="storage"[^}]*\} 1/)
   })
 
   it('needs index:write and refuses announce-only tokens', async () => {
