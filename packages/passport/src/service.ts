@@ -19,10 +19,12 @@ import {
   noopLogger,
   systemClock,
   type CachingTokenVerifier,
+  type Clock,
   type KeySource,
   type RevocationCheck,
   type RevocationFeedItem,
   type RonService,
+  type ServiceHost,
   type Transport,
 } from '@ron/core'
 import { IMMUTABLE_KEYS, passportConfigSchema, resolvePassportConfig, type PassportConfig, type Policy, type ResolvedPassportConfig } from './config.js'
@@ -124,6 +126,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
   if (o.dataDir !== undefined) await mkdir(o.dataDir, { recursive: true, mode: 0o700 })
   const kms: Kms = o.keystore ?? (o.dataDir !== undefined ? createFileKeystore({ dir: join(o.dataDir, 'keys') }) : createMemoryKeystore())
   const topology = passportTopology(o)
+  const verifierRef: { current?: CachingTokenVerifier } = {}
   const host = createServiceHost<ResolvedPassportConfig>({
     id: o.id,
     version: o.version,
@@ -134,7 +137,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
     ...(o.random === undefined ? {} : { random: o.random }),
     logger: o.logger ?? noopLogger,
     // Verified lazily through the ring built below (the host only calls it on requests).
-    auth: { verifier: { verify: (t, r) => verifier.verify(t, r) } },
+    auth: { verifier: { verify: (t, r) => verifierRef.current!.verify(t, r) } },
     config: { schema: passportConfigSchema, input: config, immutable: IMMUTABLE_KEYS },
   })
   const sink = host.metrics.sink
@@ -162,6 +165,26 @@ export async function createPassportService(config: PassportConfig = {}, transpo
     },
   })
 
+  try {
+    return await build(o, host, guard, kms, clock, updateIssueReadiness, verifierRef)
+  } catch (e) {
+    // A KMS or data directory failure at startup: release what the host started.
+    await host.service.close()
+    await kms.close?.()
+    throw e
+  }
+}
+
+async function build(
+  o: ResolvedPassportConfig,
+  host: ServiceHost<ResolvedPassportConfig>,
+  guard: KmsGuard,
+  kms: Kms,
+  clock: Clock,
+  updateIssueReadiness: () => void,
+  verifierRef: { current?: CachingTokenVerifier },
+): Promise<PassportService> {
+  const sink = host.metrics.sink
   const log = await RevocationLog.open(clock, o.dataDir)
   const nodes = await NodeRegistry.open(clock, o.dataDir)
   const keyring = await Keyring.open({
@@ -175,6 +198,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
     isRevoked: (jti) => log.isRevoked(jti),
   })
   const verifier = createTokenVerifier({ keys: keyring.keySource, revocations: log, clock, clockToleranceSec: o.rotation.clockToleranceSec })
+  verifierRef.current = verifier
   const issuer = new Issuer({ iss: o.issuer, keyring, guard, log, clock, metrics: sink })
   const policyBus = host.broadcast<PolicyEvent>(CHANNELS.policy)
   const hub = new SseHub<RevocationFeedItem>({

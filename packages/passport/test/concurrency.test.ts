@@ -232,3 +232,10 @@ describe('KMS breaker', () => {
     }
   })
 })
+
+describe('startup', () => {
+  it('a KMS that fails at startup fails the factory with a typed error and leaves nothing running', async () => {
+    const broken: Kms = { ...createMemoryKeystore(), generate: () => Promise.reject(new Error('no hsm')) }
+    await expect(createPassportService({ keystore: broken })).rejects.toMatchObject({ code: 'NotReady', details: { reason: 'kms_failing' } })
+  })
+})
