@@ -66,6 +66,27 @@ describe('/registry/stream over a real socket', () => {
   })
 })
 
+describe('stream limits and liveness', () => {
+  const open = (): Promise<import('@ron/core').RonResponse> =>
+    h.svc.dispatch({ method: 'GET', url: '/registry/stream', headers: {}, body: (async function* () {})(), remoteAddress: 'memory', signal: new AbortController().signal })
+
+  it('caps clients (one more gets 429 Busy) and sends a heartbeat after 5 s of silence', async () => {
+    h = await harness({ sse: { maxClients: 1 } })
+    const first = await open()
+    expect(first.status).toBe(200)
+    const second = await open()
+    expect(second.status).toBe(429)
+    for await (const _ of second.body) void _
+    const it = first.body[Symbol.asyncIterator]()
+    const hello = await it.next()
+    expect(Buffer.from(hello.value as Uint8Array).toString()).toMatch(/^: /)
+    const beat = it.next()
+    await h.clock.advance(5000)
+    expect(Buffer.from((await beat).value as Uint8Array).toString()).toMatch(/^: hb/)
+    await it.return?.()
+  })
+})
+
 describe('slow consumers never slow the Committer', () => {
   it('a stalled SSE client is dropped to the latest HEAD (counted) while commits go on', async () => {
     h = await harness({ sse: { bufferPerClient: 4 } })
