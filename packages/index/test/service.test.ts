@@ -96,6 +96,25 @@ describe('service lifecycle', () => {
     await closing
   })
 
+  it('drain shorter than the budget: in-flight resolves are aborted at the drain deadline and counted', async () => {
+    const clock = new VirtualClock(1_000_000)
+    env = await setup({ peers: { targets: ['peer-1'] }, drainDeadlineMs: 300 }, { clock })
+    const p = new FakePeer(clock)
+    p.reply = () => ({ hang: true })
+    env.transport.mount('peer-1', p)
+    const inflight = settle(env.request('GET', `/resolve/${addr(5)}`))
+    await clock.flush()
+    const closing = env.index.close()
+    await clock.advance(300)
+    await closing
+    const out = await inflight
+    expect(out.ok && out.value.status).toBe(503)
+    if (out.ok) await out.value.dump()
+    expect(p.aborted).toBe(1)
+    // Core's host ends the pool's worker through its signal: counted as a canceled worker task.
+    expect(await env.index.metrics.metrics()).toMatch(/tasks_canceled_total\{kind="work-worker"[^}]*\} [1-9]/)
+  })
+
   it('reload swaps the snapshot atomically: new peers are used, immutable fields and bad values are refused and roll back', async () => {
     const clock = new VirtualClock(1_000_000)
     env = await setup({}, { clock })
