@@ -73,7 +73,7 @@ describe('raceAbort', () => {
     const ac = new AbortController()
     ac.abort()
     const got = deferred<string>()
-    await expect(raceAbort(Promise.resolve('x'), ac.signal, (v) => got.resolve(v))).rejects.toBeDefined()
+    await expect(raceAbort(Promise.resolve('x'), ac.signal, (v) => got.resolve(v))).rejects.toSatisfy((e) => isRonError(e, 'Canceled'))
     expect(await got.promise).toBe('x')
   })
 })

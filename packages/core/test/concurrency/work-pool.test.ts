@@ -27,9 +27,12 @@ describe('WorkPool', () => {
   it('rejects with Busy immediately when the queue is full, and never waits for space', async () => {
     const { pool, supervisor } = setup(2, 1)
     const gate = deferred()
-    const running = pool.submit(() => gate.promise)
-    await Promise.resolve()
-    await new Promise((r) => setImmediate(r))
+    const started = deferred()
+    const running = pool.submit(async () => {
+      started.resolve()
+      await gate.promise
+    })
+    await started.promise
     expect(pool.inFlight).toBe(1)
     const q1 = pool.submit(() => Promise.resolve(1))
     const q2 = pool.submit(() => Promise.resolve(2))
@@ -77,10 +80,14 @@ describe('WorkPool', () => {
   it('stop drains queued jobs, then rejects new ones with Draining; drained() resolves when idle', async () => {
     const { pool, supervisor } = setup(4, 1)
     const gate = deferred()
+    const started = deferred()
     const done: number[] = []
     const jobs = [0, 1, 2].map((i) =>
       pool.submit(async () => {
-        if (i === 0) await gate.promise
+        if (i === 0) {
+          started.resolve()
+          await gate.promise
+        }
         done.push(i)
       }),
     )
@@ -91,25 +98,31 @@ describe('WorkPool', () => {
     const d = pool.drained().then(() => {
       drained = true
     })
-    await new Promise((r) => setImmediate(r))
+    await started.promise
+    // Job 0 holds the only worker and two jobs are queued: not drained yet.
+    expect(pool.inFlight + pool.depth).toBe(3)
     expect(drained).toBe(false)
     gate.resolve()
     await Promise.all(jobs)
     await d
     expect(done).toEqual([0, 1, 2])
     // Workers exit once the queue is closed and empty.
-    await new Promise((r) => setImmediate(r))
-    expect(supervisor.describe()).toEqual([])
+    await expect.poll(() => supervisor.describe()).toEqual([])
     expect(await supervisor.shutdown(0)).toEqual({ drained: [], aborted: [] })
   })
 
   it('supervisor shutdown aborts the in-flight job and rejects queued ones with CanceledError', async () => {
     const { pool, supervisor, clock } = setup(4, 1)
+    const started = deferred()
     const inflight = pool.submit(
-      (signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new CanceledError('aborted')), { once: true })),
+      (signal) =>
+        new Promise((_, reject) => {
+          started.resolve()
+          signal.addEventListener('abort', () => reject(new CanceledError('aborted')), { once: true })
+        }),
     )
     const queued = pool.submit(() => Promise.resolve('never'))
-    await new Promise((r) => setImmediate(r))
+    await started.promise
     const report = await supervisor.shutdown(1000)
     await expect(inflight).rejects.toBeInstanceOf(CanceledError)
     await expect(queued).rejects.toBeInstanceOf(CanceledError)
