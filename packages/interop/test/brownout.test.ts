@@ -40,6 +40,8 @@ describe('brownout', () => {
     expect(read.status).toBe(200)
     expect(new TextDecoder().decode(await collectBytes(read.body))).toBe('readable during brownout')
 
+    const readyz = await s.request('GET', '/readyz')
+    expect(await readJson(readyz)).toMatchObject({ paths: { webhooks: false, uploads: false, reads: true } })
     const health = s.interop.health()
     expect(health.paths).toEqual({ webhooks: false, uploads: false, reads: true })
     expect(health.ready).toBe(true)

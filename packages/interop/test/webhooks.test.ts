@@ -35,13 +35,15 @@ describe('POST /webhooks/:provider', () => {
   it('a repeated delivery answers 200 with the same receipt and stores nothing new', async () => {
     sys = await system()
     const w = signWebhook({ provider: 'github', secret: SECRETS.github, body: '{"a":1}', nowMs: T0, deliveryId: 'dup-1' })
-    const first = await readJson<{ receipt: string }>(await send(sys, w))
+    const first = await readJson<{ receipt: string }>(await sys.request(w.method, w.path, { ...w.headers, 'x-corr-id': 'corr-webhook-1' }, w.body))
     const again = await send(sys, w)
     expect(again.status).toBe(200)
     expect(await readJson(again)).toEqual({ accepted: true, receipt: first.receipt, duplicate: true })
     await sys.clock.flush()
     const events = (sys.interop.auditSink as MemoryAuditSink).events()
     expect(events.map((e) => e.decision)).toEqual(['accept', 'duplicate'])
+    expect(events[0]).toMatchObject({ seq: 1, kind: 'webhook', provider: 'github', requestId: 'corr-webhook-1', receipt: first.receipt, payloadB3: addressOf(w.body) })
+    expect(events[1]?.seq).toBe(2)
   })
 
   it('refuses tampered bodies, wrong secrets, stale and future timestamps and missing headers with 401 and the reason, counted per provider', async () => {
