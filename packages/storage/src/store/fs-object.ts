@@ -1,10 +1,11 @@
 /**
  * Reading an object file of the filesystem backend (format 2: bytes, table trailer, footer), and
- * the bounded cache of hot small objects.
+ * the bounded cache of hot small objects and of the tables of hot large ones.
  *
  * Opening costs `open` + `fstat` + one `pread` of the file's tail (the footer and, for tables up
  * to a few KiB, the whole table; small objects are read whole in that same `pread`). A cached
- * small object costs one `stat`: its entry is used only while the file's identity (inode, size,
+ * small object costs one `stat`; a large object whose table is cached costs `open` + `fstat`
+ * (then only its data is read). An entry is used only while the file's identity (inode, size,
  * mtime, ctime) is unchanged, so anything that rewrites the file (a bit-flip test, a heal, a
  * delete and re-put) sends the next read back to disk. Cached bytes were verified when read and
  * are verified again on every read, so the cache can serve stale-but-correct bytes of an object
@@ -57,10 +58,18 @@ export interface UnusableObject {
  * Reads the footer and table of the open file `fh` (and the whole object when small).
  * `readWhole: false` never reads more than the tail.
  */
-export async function readObject(fh: FileHandle, address: Address, readWhole: boolean, checkOpen: () => void): Promise<OpenedObject | UnusableObject> {
+export async function readObject(
+  fh: FileHandle,
+  address: Address,
+  readWhole: boolean,
+  checkOpen: () => void,
+  cache?: SmallObjectCache,
+): Promise<OpenedObject | UnusableObject> {
   const st = await fh.stat({ bigint: true })
   const identity: FileIdentity = { ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs }
   const fileSize = Number(st.size)
+  const known = cache?.tableFor(address, identity)
+  if (known !== undefined && !(readWhole && fileSize <= SMALL_OBJECT_BYTES + TAIL_BYTES)) return { table: known, identity, whole: undefined }
   if (fileSize < FOOTER_BYTES) return { problem: 'table_corrupt', fileSize }
   const small = readWhole && fileSize <= SMALL_OBJECT_BYTES + TAIL_BYTES
   const tailLen = small ? fileSize : Math.min(fileSize, TAIL_BYTES)
@@ -76,6 +85,7 @@ export async function readObject(fh: FileHandle, address: Address, readWhole: bo
   if (tableBytes.length !== tlen) return { problem: 'table_corrupt', fileSize }
   const table = decodeTable(tableBytes, { address, size: objectSize })
   if (typeof table === 'string') return { problem: table, fileSize }
+  if (!small) cache?.addTable(address, table, identity)
   return { table, identity, whole: small ? tail.subarray(0, objectSize) : undefined }
 }
 
@@ -85,6 +95,7 @@ export async function openObject(
   address: Address,
   readWhole: boolean,
   checkOpen: () => void,
+  cache?: SmallObjectCache,
 ): Promise<{ fh: FileHandle; opened: OpenedObject | UnusableObject } | undefined> {
   let fh: FileHandle
   try {
@@ -94,7 +105,7 @@ export async function openObject(
     throw e
   }
   try {
-    return { fh, opened: await readObject(fh, address, readWhole, checkOpen) }
+    return { fh, opened: await readObject(fh, address, readWhole, checkOpen, cache) }
   } catch (e) {
     await fh.close()
     throw e
@@ -113,7 +124,8 @@ export async function objectSizeOf(fh: FileHandle): Promise<number | undefined> 
 interface CacheEntry {
   identity: FileIdentity
   table: ChunkTable
-  whole: Uint8Array
+  /** The verified bytes of a small object; undefined for a large object (table only). */
+  whole: Uint8Array | undefined
   cost: number
 }
 
@@ -121,7 +133,8 @@ interface CacheEntry {
 const ENTRY_OVERHEAD = 256
 
 /**
- * A least-recently-used cache of small objects (their bytes and tables), bounded in bytes.
+ * A least-recently-used cache, bounded in bytes, of small objects (their verified bytes and
+ * tables) and of the tables of large objects.
  * @internal
  */
 export class SmallObjectCache {
@@ -150,7 +163,7 @@ export class SmallObjectCache {
    */
   lookup(address: Address, path: string): OpenedObject | undefined {
     const e = this.#entries.get(address)
-    if (e === undefined) return undefined
+    if (e === undefined || e.whole === undefined) return undefined
     let st
     try {
       st = statSync(path, { bigint: true, throwIfNoEntry: false })
@@ -167,16 +180,36 @@ export class SmallObjectCache {
     return { table: e.table, identity: e.identity, whole: e.whole }
   }
 
+  /** The cached table of `address` if it was read from a file of this `identity` (any entry). */
+  tableFor(address: Address, identity: FileIdentity): ChunkTable | undefined {
+    const e = this.#entries.get(address)
+    if (e === undefined) return undefined
+    if (!sameIdentity(e.identity, identity)) {
+      this.delete(address)
+      return undefined
+    }
+    this.#entries.delete(address)
+    this.#entries.set(address, e)
+    return e.table
+  }
+
   /** Remembers a small object whose every chunk just verified. */
   add(address: Address, o: OpenedObject): void {
-    if (o.whole === undefined || this.#max <= 0) return
-    const cost = o.whole.byteLength + o.table.count * 32 + ENTRY_OVERHEAD
-    if (cost > this.#max / 4) return
-    this.delete(address)
+    if (o.whole === undefined) return
     // A copy: the read buffer may be larger than the object (it held the trailer too).
-    const whole = o.whole.slice()
-    this.#entries.set(address, { identity: o.identity, table: o.table, whole, cost })
-    this.#bytes += cost
+    this.#put(address, { identity: o.identity, table: o.table, whole: o.whole.slice(), cost: o.whole.byteLength + o.table.count * 32 + ENTRY_OVERHEAD })
+  }
+
+  /** Remembers the (checksum-verified) table of a large object. */
+  addTable(address: Address, table: ChunkTable, identity: FileIdentity): void {
+    this.#put(address, { identity, table, whole: undefined, cost: table.count * 32 + ENTRY_OVERHEAD })
+  }
+
+  #put(address: Address, e: CacheEntry): void {
+    if (this.#max <= 0 || e.cost > this.#max / 4) return
+    this.delete(address)
+    this.#entries.set(address, e)
+    this.#bytes += e.cost
     for (const [k, v] of this.#entries) {
       if (this.#bytes <= this.#max) break
       this.#entries.delete(k)

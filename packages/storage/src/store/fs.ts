@@ -241,7 +241,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     const p = pathsOf(address)
     const hit = cache.lookup(address, p.data)
     if (hit !== undefined) return memoryReader(address, hit, hit.whole!)
-    const found = await openObject(p.data, address, true, checkOpen)
+    const found = await openObject(p.data, address, true, checkOpen, cache)
     if (found === undefined) return undefined
     const { fh: handle, opened } = found
     if (!('table' in opened)) {

@@ -8,8 +8,8 @@ import { join } from 'node:path'
 import { isRonError } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createFsStore } from '../../src/store/index.js'
-import { objectPath, smallObjectCache } from '../../src/store/testing.js'
-import { bytes, collect, flipByte, once, readUntilError } from './helpers.js'
+import { corruptStoredBytes, corruptStoredTable, objectPath, smallObjectCache } from '../../src/store/testing.js'
+import { bytes, collect, flipByte, once, readUntilError, rejection } from './helpers.js'
 
 describe('fs store small-object cache', () => {
   let dir: string
@@ -85,17 +85,46 @@ describe('fs store small-object cache', () => {
     }
     expect(smallObjectCache(store).size).toBeGreaterThan(0)
     expect(smallObjectCache(store).size).toBeLessThan(12)
-    // Objects bigger than the cacheable size are never cached.
+    // Of an object bigger than the cacheable size only the table is kept, never the bytes.
     const big = await store.put(once(bytes(200 * 1024, 40)))
-    const before = smallObjectCache(store).size
     await readAll(store, big.address)
-    expect(smallObjectCache(store).size).toBe(before)
+    expect(smallObjectCache(store).bytes).toBeLessThanOrEqual(budget)
+    await readAll(store, addresses[11]!) // most recent small object, still cached
+    const before = smallObjectCache(store).bytes
+    await readAll(store, big.address)
+    expect(smallObjectCache(store).bytes).toBe(before)
     await store.close()
 
     const off = await createFsStore({ dir, cacheBytes: 0 })
     await readAll(off, addresses[0]!)
     expect(smallObjectCache(off).size).toBe(0)
     await off.close()
+  })
+
+  it('keeps the table of a large object (not its bytes), and drops it when the file changes', async () => {
+    const store = await createFsStore({ dir, chunkSize: 1024 })
+    const data = bytes(300 * 1024, 7)
+    const { address } = await store.put(once(data))
+    expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
+    const held = smallObjectCache(store)
+    expect(held.size).toBe(1)
+    expect(held.bytes).toBeLessThan(300 * 32 + 1024) // the table (32 B per chunk), not the bytes
+    expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
+    // A corrupt table on disk is seen at the next open: the file changed, the cached table is dropped.
+    expect(await corruptStoredTable(store, address, 70)).toBe(true)
+    const e = await rejection(store.open(address))
+    expect(isRonError(e, 'IntegrityFailed')).toBe(true)
+    expect(smallObjectCache(store).size).toBe(0)
+    // And a bit flip in the bytes is still caught chunk by chunk with a cached table.
+    expect(await corruptStoredTable(store, address, 70)).toBe(true)
+    await readAll(store, address)
+    expect(await corruptStoredBytes(store, address, 200 * 1024 + 3)).toBe(true)
+    const r = (await store.open(address))!
+    const { data: got, error } = await readUntilError(r.read())
+    await r.close()
+    expect((error as { details: unknown }).details).toEqual({ address, chunk: 200 })
+    expect(Buffer.from(got).equals(Buffer.from(data.subarray(0, 200 * 1024)))).toBe(true)
+    await store.close()
   })
 
   it('a delete racing an open either finds nothing or serves the whole object from the handle it opened', async () => {
