@@ -32,6 +32,12 @@ export interface RepairPlannerOptions {
   metrics: MetricsSink
   logger: Logger
   now(): number
+  /**
+   * Sleeps on the service clock (aborts with `signal`). Used once per peer and tick to wait out
+   * an open circuit breaker (at most {@link BREAKER_WAIT_MAX_MS}), so a peer that just came back
+   * is probed on the first tick after it is back rather than skipped as down until the next.
+   */
+  sleep(ms: number, signal: AbortSignal): Promise<void>
 }
 
 /** Computes repair plans and feeds the repair queue. */
@@ -57,11 +63,20 @@ export class RepairPlanner {
     const o = this.#o
     const plan: RepairPlan = { ...emptyPlan(o.nodeId), computedAt: o.now(), dryRun }
     const down = new Set<string>()
+    const waited = new Set<string>()
     const probe = async (peer: string, address: Address): Promise<PeerProbe> => {
       if (down.has(peer)) return 'down'
-      const r = await this.#head(peer, address, signal)
-      if (r === 'down') down.add(peer)
-      return r
+      let r = await this.#head(peer, address, signal)
+      if (typeof r === 'object' && !waited.has(peer)) {
+        // The transport's breaker is still open from when the peer was gone: wait its cooldown
+        // out once, then ask again (a half-open probe), instead of writing the peer off.
+        waited.add(peer)
+        await o.sleep(Math.min(r.retryAfterMs, BREAKER_WAIT_MAX_MS), signal)
+        r = await this.#head(peer, address, signal)
+      }
+      const p = typeof r === 'object' ? 'down' : r
+      if (p === 'down') down.add(peer)
+      return p
     }
     const urgent: RepairItem[] = []
     const rebalance: RepairItem[] = []
@@ -182,7 +197,7 @@ export class RepairPlanner {
    * HEAD on a peer. Only a transport failure (the request threw: not ready, timeout, connection
    * refused) means `down`; any HTTP answer is about this object only.
    */
-  async #head(peer: string, address: Address, signal: AbortSignal): Promise<PeerProbe> {
+  async #head(peer: string, address: Address, signal: AbortSignal): Promise<PeerProbe | { retryAfterMs: number }> {
     let status: number
     try {
       const headers = await bearerHeaders(this.#o.token, signal)
@@ -198,11 +213,15 @@ export class RepairPlanner {
     } catch (e) {
       signal.throwIfAborted()
       this.#o.logger.debug({ err: e, peer }, 'peer probe failed')
+      if (isRonError(e, 'BreakerOpen')) return { retryAfterMs: Math.max(0, e.retryAfterMs ?? 0) }
       return 'down'
     }
     return probeOf(status)
   }
 }
+
+/** Longest wait for a peer's open breaker within one planner tick. */
+export const BREAKER_WAIT_MAX_MS = 5000
 
 /** Classifies a peer's answer to `HEAD /o/:addr`. */
 export function probeOf(status: number): Exclude<PeerProbe, 'down'> {

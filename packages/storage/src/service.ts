@@ -256,6 +256,7 @@ async function build(
     metrics: sink,
     logger,
     now: () => clock.now(),
+    sleep: (ms, signal) => clock.sleep(ms, signal),
   })
   let bucket = new TokenBucket({ capacity: o.repair.burst, refillPerSec: o.repair.bytesPerSec, clock })
   let rate = o.repair.bytesPerSec

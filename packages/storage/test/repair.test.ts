@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { providerAnnouncementSchema } from '@ron/core'
+import { BreakerOpenError, MemoryTransport, providerAnnouncementSchema } from '@ron/core'
+import type { Transport } from '@ron/core'
+import { createTestIssuer } from '@ron/core/testing'
 import type { Address } from '@ron/core'
-import { placement } from '../src/index.js'
+import { createStorageService, placement } from '../src/index.js'
 import { addressOfBytes, bytes, cluster, metricValue, once, tempDir, type Cluster } from './helpers.js'
 import { corruptStoredBytes, flipByte, objectPath } from '@ron/storage/testing'
 
@@ -204,6 +206,42 @@ describe('a node that comes back', () => {
     expect(back.unreachable).not.toContain('storage-b')
     await a.svc.repairIdle()
     for (const address of missed) expect(await c.node('storage-b').svc.store.stat(address)).toMatchObject({ size: 3000 })
+  })
+})
+
+describe('a node that comes back behind an open breaker', () => {
+  it("waits the transport breaker's cooldown out once and repairs on that same run", async () => {
+    const transport = new MemoryTransport()
+    const issuer = createTestIssuer()
+    const token = issuer.mint({ scope: 'storage:replicate', aud: 'storage' })
+    let breakerOpen = true
+    // What HttpTransport does after a peer was gone: BreakerOpen until the cooldown passed.
+    const viaBreaker: Transport = {
+      request(target, req) {
+        if (target === 'storage-b' && breakerOpen) {
+          breakerOpen = false // the next call is the half-open probe
+          return Promise.reject(new BreakerOpenError('breaker open', { retryAfterMs: 50 }))
+        }
+        return transport.request(target, req)
+      },
+      close: () => Promise.resolve(),
+    }
+    const opts = { rf: 2, chunkSize: 1024, auth: { keys: issuer.keys }, tokens: { token: () => token }, repair: { auto: false }, shutdown: { writesFirstMs: 0 } }
+    const a = await createStorageService({ ...opts, nodeId: 'storage-a', peers: ['storage-b', 'storage-c'] }, viaBreaker)
+    const b = await createStorageService({ ...opts, nodeId: 'storage-b', peers: ['storage-a', 'storage-c'] }, transport)
+    const cc = await createStorageService({ ...opts, nodeId: 'storage-c', peers: ['storage-a', 'storage-b'] }, transport)
+    for (const [n, s] of [['storage-a', a], ['storage-b', b], ['storage-c', cc]] as const) transport.mount(n, s)
+    try {
+      const data = payloadPlacedOn(['storage-a', 'storage-b'])
+      const { address } = await a.store.put(once(data))
+      const plan = await a.runRepair()
+      expect(plan.unreachable).toEqual([])
+      await a.repairIdle()
+      expect(await b.store.stat(address)).toEqual({ size: data.byteLength })
+    } finally {
+      for (const s of [a, b, cc]) await s.close()
+      await transport.close()
+    }
   })
 })
 
