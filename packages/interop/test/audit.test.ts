@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { Supervisor, createServiceMetrics } from '@ron/core'
-import { VirtualClock } from '@ron/core/testing'
-import { AuditLog, JsonlFileAuditSink, MemoryAuditSink, createInteropService, latencyBucket, parseInteropConfig, redactCapabilityId, type AuditEvent, type AuditSink } from '../src/index.js'
+import { VirtualClock, memoryRequest } from '@ron/core/testing'
+import { AuditLog, JsonlFileAuditSink, MemoryAuditSink, createInteropService, latencyBucket, parseInteropConfig, redactCapabilityId, signWebhook, type AuditEvent, type AuditSink } from '../src/index.js'
 
 /** A sink whose writes wait until released (a stalled disk or pipe). */
 class StalledSink implements AuditSink {
@@ -108,5 +108,35 @@ describe('audit sink supervision', () => {
     expect(sup.health().live).toBe(true)
     audit.close()
     await sup.shutdown(1000)
+  })
+})
+
+describe('crash-loop escalation', () => {
+  it('a sink task that keeps crashing (more than 5 restarts in 60 s) turns the service not-live and says why', async () => {
+    const clock = new VirtualClock(1_750_000_000_000)
+    const broken: AuditSink = {
+      kind: 'broken',
+      write() {
+        throw new Error('sink unavailable')
+      },
+    }
+    const svc = await createInteropService({ webhooks: { providers: { github: { secrets: ['k'] } } } }, undefined, { clock, auditSink: broken })
+    try {
+      const forged = signWebhook({ provider: 'github', secret: 'not-k', body: '{}' })
+      for (let i = 0; i < 8 && svc.health().live; i++) {
+        const res = await memoryRequest(svc, { method: forged.method, path: forged.path, headers: forged.headers, body: forged.body })
+        expect(res.status).toBe(401)
+        await res.dump()
+        await clock.advance(5_000) // past the restart backoff (cap 5 s)
+      }
+      const h = svc.health()
+      expect(h.live).toBe(false)
+      expect(h.reason).toMatch(/audit-sink/)
+      expect((await (await memoryRequest(svc, { method: 'GET', path: '/healthz' })).json<{ live: boolean }>()).live).toBe(false)
+    } finally {
+      const closing = svc.close()
+      for (let i = 0; i < 100; i++) await clock.advance(50)
+      await closing
+    }
   })
 })
