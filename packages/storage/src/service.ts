@@ -304,11 +304,15 @@ async function build(
   let slowUntil = 0
   let writesClosed = false
   host.readiness.declare('disk', 'write', true)
+  // Per path (SPEC 3.3a): uploads shed first, reads stay up.
+  host.readiness.setPath('get', true)
+  host.readiness.setPath('put', true)
   const setDisk = (ok: boolean, reason?: string): void => {
     disk.ok = ok
     if (ok) delete disk.reason
     else disk.reason = reason ?? 'not_writable'
     host.readiness.set('disk', ok, disk.reason)
+    host.readiness.setPath('put', ok, 'disk')
   }
   // Usage (objects, bytes, free space) is sampled by the probe task, a full count at most every
   // USAGE_EVERY_MS, so /status never walks the store.

@@ -57,7 +57,7 @@ describe('shutdown', () => {
     const { address } = await node.client.put('kept')
     const closing = node.svc.close()
     await clock.flush()
-    expect(node.svc.health()).toMatchObject({ ready: true, writeReady: false })
+    expect(node.svc.health()).toMatchObject({ ready: true, writeReady: false, paths: { get: true, put: false } })
     await expect(node.client.put('refused')).rejects.toMatchObject({ code: 'NotReady', details: { reason: 'draining' } })
     expect(new TextDecoder().decode(await node.anon.getBytes(address))).toBe('kept')
     await clock.advance(1000)
