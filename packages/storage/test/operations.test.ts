@@ -145,18 +145,24 @@ describe('admin listing and usage', () => {
 
   it('GET /status reports the node, its endpoint and usage (objects, bytes, free space)', async () => {
     const transport = new MemoryTransport()
-    const svc = await createStorageService({ nodeId: 'n1', advertise: 'http://n1:7701', repair: { auto: false } }, transport)
+    const clock = new VirtualClock()
+    const svc = await createStorageService(
+      { nodeId: 'n1', advertise: 'http://n1:7701', clock, repair: { auto: false }, shutdown: { writesFirstMs: 0 }, writeReadiness: { probeIntervalMs: 1000 } },
+      transport,
+    )
     extra.push(svc)
+    // Usage is sampled by the disk probe; the first sample ran at startup (empty store).
+    expect(svc.usage()).toMatchObject({ objects: 0, bytes: 0 })
     await svc.store.put(
       (async function* () {
         yield bytes(1234, 3)
       })(),
     )
-    // Usage is sampled by the disk probe; the first sample ran at startup (empty store).
-    expect(svc.usage()).toMatchObject({ objects: 0, bytes: 0 })
+    // Objects and bytes are counted again at most once a minute.
+    await clock.advance(61_000)
     transport.mount('storage', svc)
     const res = await transport.request('storage', { method: 'GET', path: '/status' })
-    expect(await res.json()).toMatchObject({ node: 'n1', endpoint: 'http://n1:7701', usage: { objects: 0, bytes: 0 } })
+    expect(await res.json()).toMatchObject({ node: 'n1', endpoint: 'http://n1:7701', usage: { objects: 1, bytes: 1234 } })
   })
 })
 
