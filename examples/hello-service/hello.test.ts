@@ -68,6 +68,23 @@ describe('hello-service example', () => {
     await svc.close()
   })
 
+  it('reloads its greeting live, refuses to resize its queue live, and rejects invalid config naming the field', async () => {
+    const svc = await createHelloService({ greeting: 'RON' })
+    const transport = new MemoryTransport()
+    transports.push(transport)
+    transport.mount('hello', svc)
+    await svc.reload({ greeting: 'again' })
+    expect(await (await transport.request('hello', { method: 'GET', path: '/hello' })).json()).toEqual({ hello: 'again' })
+    const immutable = await svc.reload({ echoQueue: 99 }).catch((e: unknown) => e)
+    expect(isRonError(immutable, 'Malformed')).toBe(true)
+    expect((immutable as { details: unknown }).details).toEqual({ path: 'echoQueue', reason: 'immutable' })
+    const invalid = await svc.reload({ greeting: '' }).catch((e: unknown) => e)
+    expect((invalid as { details: { path: string } }).details.path).toBe('greeting')
+    expect(await (await transport.request('hello', { method: 'GET', path: '/hello' })).json()).toEqual({ hello: 'again' })
+    await expect(createHelloService({ echoQueue: 0 })).rejects.toSatisfy((e) => isRonError(e, 'Malformed'))
+    await svc.close()
+  })
+
   it('reports its topology and stops serving after close', async () => {
     const svc = await createHelloService({ echoQueue: 4, echoWorkers: 1 })
     expect(svc.describe().channels).toEqual([expect.objectContaining({ name: 'echo', kind: 'mpsc', capacity: 4, overflow: 'reject-new' })])

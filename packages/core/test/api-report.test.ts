@@ -76,6 +76,23 @@ function report(): string {
 }
 
 describe('API report', () => {
+  it('every export of @ron/core and @ron/core/testing has TSDoc', () => {
+    const files = ['src/index.ts', 'src/testing/index.ts'].map((f) => join(root, 'packages/core', f))
+    const config = ts.readConfigFile(join(root, 'tsconfig.json'), (p) => ts.sys.readFile(p))
+    const parsed = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
+    const program = ts.createProgram(files, { ...parsed.options, noEmit: true })
+    const checker = program.getTypeChecker()
+    const undocumented: string[] = []
+    for (const f of files) {
+      const sym = checker.getSymbolAtLocation(program.getSourceFile(f)!)!
+      for (const s of checker.getExportsOfModule(sym)) {
+        const target = s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s
+        if (ts.displayPartsToString(target.getDocumentationComment(checker)).trim() === '') undocumented.push(s.name)
+      }
+    }
+    expect(undocumented).toEqual([])
+  }, 60_000)
+
   it('docs/api-report.md lists the exported names of every package entry', () => {
     const actual = report()
     if (process.env.UPDATE_API_REPORT === '1') writeFileSync(reportPath, actual)
