@@ -38,6 +38,7 @@ function optionalInt(ctx: RouteContext, name: string, min: number): number | und
 /** The read routes. */
 export function readRoutes(d: RouteDeps): Route[] {
   const { log } = d
+  let headCache: { key: string; body: string } | undefined
   return [
     {
       method: 'GET',
@@ -46,26 +47,29 @@ export function readRoutes(d: RouteDeps): Route[] {
         const head = log.head()
         const etag = `"${head.hash}"`
         if (notModified(ctx, etag)) return { status: 304, headers: { 'cache-control': 'no-cache', etag } }
-        const read = head.version === 0 ? undefined : await log.read(head.version)
-        const entry = read !== undefined && 'entry' in read ? read.entry : undefined
-        const set = log.signerSetAt(head.version)
-        return {
-          status: 200,
-          headers: { 'cache-control': 'no-cache', etag },
-          json: {
+        // One serialisation per HEAD (HEAD polling is the hot read): the snapshot never changes.
+        // (Pruning moves `oldest` without moving HEAD: it is part of the key.)
+        const key = `${head.hash}/${log.oldest()}`
+        if (headCache?.key !== key) {
+          const read = head.version === 0 ? undefined : await log.read(head.version)
+          const entry = read !== undefined && 'entry' in read ? read.entry : undefined
+          const set = log.signerSetAt(head.version)
+          const body = JSON.stringify({
             version: head.version,
             hash: head.hash,
             payloadB3: entry?.payloadB3 ?? null,
             committedAt: entry?.committedAt ?? null,
-            treeSize: log.tree.size,
-            root: log.rootHex(),
+            treeSize: head.version,
+            root: log.rootHex(head.version),
             treeHash: log.genesis.treeHash,
             origin: log.origin,
             logKey: log.genesis.logKey,
             oldest: log.oldest(),
             signers: { threshold: set.threshold, signers: set.signers },
-          },
+          })
+          headCache = { key, body }
         }
+        return { status: 200, headers: { 'content-type': 'application/json', 'cache-control': 'no-cache', etag }, body: headCache.body }
       },
     },
     {
