@@ -35,6 +35,11 @@ export interface NameResolution {
   key: string
   manifestAddress: Address
   manifest: Manifest
+  /**
+   * The manifest's exact text, sent only in answers to peer indexes (`x-ron-peer: 1`), which check
+   * that it hashes to `manifestAddress` before they use the answer.
+   */
+  manifestText?: string | undefined
   /** Providers of the manifest's content. */
   providers: RankedProvider[]
   source: AnswerSource
@@ -64,6 +69,7 @@ export const resolutionSchema = z.union([
     key: z.string(),
     manifestAddress: addressSchema,
     manifest: manifestSchema,
+    manifestText: z.string().max(1024 * 1024).optional(),
     providers: z.array(rankedProviderSchema).max(256),
     source: z.enum(['cache', 'local', 'peer']),
     ttlSec: z.number().nonnegative(),

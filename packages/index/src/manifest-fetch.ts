@@ -29,7 +29,7 @@ export interface ManifestFetchEnv {
  *   `not_a_manifest`) when it is not a usable manifest.
  * @throws {@link NotReadyError} when storage cannot be reached (retryable), or storage's own error.
  */
-export async function fetchManifest(env: ManifestFetchEnv, address: Address, signal?: AbortSignal): Promise<Manifest> {
+export async function fetchManifest(env: ManifestFetchEnv, address: Address, signal?: AbortSignal): Promise<{ manifest: Manifest; text: string }> {
   if (env.transport === undefined) {
     throw new NotReadyError('no transport configured to reach storage', { details: { target: env.storage, reason: 'no_transport' } })
   }
@@ -47,7 +47,7 @@ export async function fetchManifest(env: ManifestFetchEnv, address: Address, sig
   }
 }
 
-async function fetchChecked(env: ManifestFetchEnv, transport: Transport, address: Address, signal: AbortSignal): Promise<Manifest> {
+async function fetchChecked(env: ManifestFetchEnv, transport: Transport, address: Address, signal: AbortSignal): Promise<{ manifest: Manifest; text: string }> {
   const res = await transport.request(env.storage, {
     method: 'GET',
     path: `/o/${address}`,
@@ -84,15 +84,43 @@ async function fetchChecked(env: ManifestFetchEnv, transport: Transport, address
     env.onIntegrityFail()
     throw invalid(address, 'integrity', 'the bytes storage returned do not hash to the address')
   }
+  let text: string
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+  } catch {
+    throw invalid(address, 'not_a_manifest', 'the object is not UTF-8 JSON')
+  }
+  return { manifest: parseManifestText(address, text), text }
+}
+
+/**
+ * Parses the text of a manifest.
+ * @throws {@link InvalidReferenceError} (`not_a_manifest`) when it is not JSON or not a manifest.
+ */
+export function parseManifestText(address: Address, text: string): Manifest {
   let value: unknown
   try {
-    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
+    value = JSON.parse(text)
   } catch {
     throw invalid(address, 'not_a_manifest', 'the object is not JSON')
   }
   const parsed = manifestSchema.safeParse(value)
   if (!parsed.success) throw invalid(address, 'not_a_manifest', `the object is not a manifest: ${parsed.error.issues[0]?.message ?? 'invalid'}`)
   return parsed.data
+}
+
+/**
+ * Checks a manifest a peer index sent with its exact text: the text must hash to
+ * `manifestAddress` and parse as a manifest. @returns the manifest parsed from the text, or
+ * `undefined` when the check fails.
+ */
+export function verifyManifestText(manifestAddress: Address, text: string | undefined): Manifest | undefined {
+  if (text === undefined || addressOf(new TextEncoder().encode(text)) !== manifestAddress) return undefined
+  try {
+    return parseManifestText(manifestAddress, text)
+  } catch {
+    return undefined
+  }
 }
 
 function invalid(address: Address, reason: string, message: string): InvalidReferenceError {

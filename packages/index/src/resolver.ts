@@ -14,6 +14,7 @@ import { jitteredTtl, type TtlCache } from './cache.js'
 import type { ResolvedIndexConfig } from './config.js'
 import { hedgedLookup } from './hedge.js'
 import type { IndexMetrics } from './metrics.js'
+import { verifyManifestText } from './manifest-fetch.js'
 import { checkName } from './names.js'
 import { queryPeer } from './peer-client.js'
 import type { ProviderTable } from './providers.js'
@@ -95,8 +96,9 @@ export class Resolver {
     if (o.fresh === true) return undefined
     const started = o.startedAt ?? this.#d.clock.now()
     const r = this.#cached(parsed)
-    if (r !== undefined) this.#latency('cache').observe(Math.max(0, this.#d.clock.now() - started) / 1000)
-    return r
+    if (r === undefined) return undefined
+    this.#latency('cache').observe(Math.max(0, this.#d.clock.now() - started) / 1000)
+    return forCaller(r, o)
   }
 
   /**
@@ -111,7 +113,7 @@ export class Resolver {
     try {
       const r = (o.fresh === true ? undefined : this.#cached(parsed)) ?? (await this.#resolve(parsed, o, started))
       source = r.source
-      return r
+      return forCaller(r, o)
     } finally {
       this.#latency(source).observe(Math.max(0, this.#d.clock.now() - started) / 1000)
     }
@@ -184,7 +186,7 @@ export class Resolver {
     const rec = this.#d.store.get(name)
     if (rec === undefined) return undefined
     const providers = await this.#contentProviders(rec.manifest.content, [], cfg, o, deadlineAt)
-    return { key: name, manifestAddress: rec.manifestAddress, manifest: rec.manifest, providers }
+    return { key: name, manifestAddress: rec.manifestAddress, manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), providers }
   }
 
   /**
@@ -227,6 +229,16 @@ export class Resolver {
           // Only an answer for the key asked, of the kind asked for, satisfies the lookup.
           if (r === undefined || r.key !== p.key) return undefined
           if (p.kind === 'name' ? !isNameResolution(r) : isNameResolution(r) || r.providers.length === 0) return undefined
+          if (isNameResolution(r)) {
+            // A name answer is used only with the manifest's exact text, and only if that text
+            // hashes to the manifest address: a peer cannot hand out a manifest of its own making.
+            const manifest = verifyManifestText(r.manifestAddress, r.manifestText)
+            if (manifest === undefined) {
+              d.metrics.integrityFail.inc()
+              return undefined
+            }
+            return { ...r, manifest }
+          }
           return r
         },
         onHedge: (result) => d.metrics.hedged.inc({ result }),
@@ -236,7 +248,7 @@ export class Resolver {
       if (isNameResolution(out.value)) {
         const v = out.value
         const providers = await this.#contentProviders(v.manifest.content, peerProviders, cfg, o, deadlineAt)
-        return { key: p.key, manifestAddress: v.manifestAddress, manifest: v.manifest, providers }
+        return { key: p.key, manifestAddress: v.manifestAddress, manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), providers }
       }
       return { key: p.key as Address, providers: rank([peerProviders], cfg.maxProviders) }
     } catch (e) {
@@ -266,6 +278,13 @@ export class Resolver {
     if (p95 === undefined) return cfg.peers.hedgeMs
     return Math.min(cfg.peers.hedgeMs * 4, Math.max(cfg.peers.hedgeMs / 4, p95))
   }
+}
+
+/** The manifest's text travels to peer indexes only; other callers get the parsed manifest. */
+function forCaller(r: Resolution, o: ResolveOptions): Resolution {
+  if (o.peer === true || !isNameResolution(r) || r.manifestText === undefined) return r
+  const { manifestText: _text, ...rest } = r
+  return rest
 }
 
 function notFound(key: string, reason: string): NotFoundError {

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { NotFoundError, TimeoutError } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
-import { FakePeer, addr, addressAnswer, settle, setup, type Env } from './helpers.js'
+import { addressOf } from '@ron/core'
+import { FakePeer, addr, addressAnswer, manifestFor, settle, setup, type Env, type PeerReply } from './helpers.js'
 
 let env: Env | undefined
 afterEach(async () => {
@@ -174,5 +175,29 @@ describe('peer answers', () => {
     peers[2]!.reply = () => ({ status: 200, json: addressAnswer(a, ['node-right']) })
     const r = await env.anon.resolve(a, { fresh: true })
     expect(r.providers.map((p) => p.node)).toEqual(['node-right'])
+  })
+})
+
+describe('manifests from peers', () => {
+  it('a name answer is used only if the manifest text hashes to its address; clients never see the text', async () => {
+    const { env, peers } = await withPeers(3)
+    const real = manifestFor('real')
+    const text = JSON.stringify(real)
+    const ma = addressOf(new TextEncoder().encode(text))
+    const forged = { ...real, size: 999 }
+    const answer = (manifest: unknown, manifestText: string | undefined): PeerReply => ({
+      status: 200,
+      json: { key: 'site.x', manifestAddress: ma, manifest, ...(manifestText === undefined ? {} : { manifestText }), providers: [], source: 'local', ttlSec: 10 },
+    })
+    peers[0]!.reply = () => answer(forged, JSON.stringify(forged))
+    peers[1]!.reply = () => answer(forged, undefined)
+    peers[2]!.reply = () => answer(forged, text)
+    const r = await env.anon.resolve('site.x')
+    expect(r).toMatchObject({ manifestAddress: ma, manifest: real, source: 'peer' })
+    expect('manifestText' in r).toBe(false)
+    expect(await metric(env, 'index_integrity_fail_total')).toMatch(/\} 2$/)
+    // A peer query gets the text, so the next index can check it in turn.
+    const res = await env.request('GET', '/resolve/site.x', { 'x-ron-peer': '1' })
+    expect(await res.json()).toMatchObject({ manifestText: text })
   })
 })

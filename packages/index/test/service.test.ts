@@ -145,7 +145,7 @@ describe('service lifecycle', () => {
     env = env0
     // a second index over the same transport with the name bound at a peer
     const p = new FakePeer(clock)
-    p.reply = (k) => (k === 'warm.up' ? { status: 200, json: { key: 'warm.up', manifestAddress: m, manifest: manifestFor(9), providers: [], source: 'local', ttlSec: 10 } } : { status: 404 })
+    p.reply = (k) => (k === 'warm.up' ? { status: 200, json: { key: 'warm.up', manifestAddress: m, manifest: manifestFor(9), manifestText: JSON.stringify(manifestFor(9)), providers: [], source: 'local', ttlSec: 10 } } : { status: 404 })
     env.transport.mount('peer-w', p)
     const svc = await createIndexService({ amnesia: true, clock, warmupKeys: ['warm.up'], peers: { targets: ['peer-w'] } }, env.transport)
     try {

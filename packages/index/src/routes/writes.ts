@@ -36,8 +36,8 @@ export function writeRoutes(s: IndexContext): Route[] {
         const name = checkName(ctx.params.name ?? '')
         const body = await ctx.json(nameWriteSchema)
         try {
-          const manifest = await fetchManifest(s.manifests, body.manifestAddress, ctx.signal)
-          const { previous } = await s.store.put(name, { manifestAddress: body.manifestAddress, manifest, updatedAt: s.clock.now() }, body.expectedPrevious)
+          const { manifest, text } = await fetchManifest(s.manifests, body.manifestAddress, ctx.signal)
+          const { previous } = await s.store.put(name, { manifestAddress: body.manifestAddress, manifest, manifestText: text, updatedAt: s.clock.now() }, body.expectedPrevious)
           s.resolver.invalidate(name)
           s.metrics.nameWrites.inc({ result: 'ok' })
           s.metrics.names.set(s.store.count())

@@ -11,6 +11,8 @@ import type { Manifest } from '../contracts.js'
 export interface NameRecord {
   manifestAddress: Address
   manifest: Manifest
+  /** The manifest's exact text (it hashes to `manifestAddress`): sent to peer indexes so they can check it. */
+  manifestText?: string
   /** When the binding was written, Unix ms. */
   updatedAt: number
 }
