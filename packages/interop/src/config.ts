@@ -83,6 +83,8 @@ export const interopConfigSchema = z.strictObject({
        * from the last byte to storage's answer (its commit and fsync). @default 30000
        */
       timeoutMs: durationSchema.default(30_000),
+      /** Uploads one API-key client may have in flight; more → 429 `Busy` (SPEC §4 slow clients). @default 8 */
+      maxConcurrentPerClient: positiveInt.default(8),
     })
     .prefault({}),
   /** Capacity of the `work` queue. @default 512 */

@@ -159,6 +159,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
   const busy = metrics.counter('busy_rejections_total', '', ['endpoint', 'queue'])
   busy.inc({ endpoint: '', queue: CHANNELS.work }, 0)
   for (const endpoint of ['POST /webhooks/:provider', 'POST /put']) busy.inc({ endpoint, queue: 'rate' }, 0)
+  busy.inc({ endpoint: 'POST /put', queue: 'client' }, 0)
 
   const upstreams = new Upstreams({
     transport: transport ?? unreachableTransport,
@@ -222,6 +223,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     pool,
     events,
     clients: () => clients,
+    uploadsInFlight: new Map(),
     verifyCounter: cachedChildren(verify),
   }
   host.routes([...webhookRoutes(ctx), ...uploadRoutes(ctx), ...objectRoutes(ctx)])

@@ -72,6 +72,28 @@ describe('POST /put', () => {
   })
 })
 
+describe('slow clients', () => {
+  it('one client cannot hold more than maxConcurrentPerClient uploads: the next one is 429 Busy', async () => {
+    sys = await system({ uploads: { maxConcurrentPerClient: 1 } })
+    const s = sys
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    async function* slowBody(): AsyncGenerator<Uint8Array> {
+      yield new Uint8Array(10)
+      await gate
+      yield new Uint8Array(10)
+    }
+    const first = s.request('POST', '/put', { 'x-api-key': API_KEY }, slowBody())
+    await s.clock.flush()
+    const second = await s.request('POST', '/put', { 'x-api-key': API_KEY }, 'x')
+    expect(second.status).toBe(429)
+    expect(await readJson(second)).toMatchObject({ error: { code: 'Busy', details: { reason: 'per_client' } } })
+    release()
+    expect((await first).status).toBe(201)
+    expect((await s.request('POST', '/put', { 'x-api-key': API_KEY }, 'y')).status).toBe(201)
+  })
+})
+
 describe('rechunk', () => {
   it('yields fixed-size chunks whatever the input sizes, holding at most two', async () => {
     async function* src(): AsyncGenerator<Uint8Array> {

@@ -37,6 +37,8 @@ export interface InteropContext {
   events: Broadcast<InteropEvent>
   /** API-key hash → client. */
   clients(): ReadonlyMap<string, { client: string; maxBytes: number | undefined }>
+  /** Uploads in flight per API-key client (single writer: the upload route). */
+  uploadsInFlight: Map<string, number>
   /** Counts webhook verification outcomes. */
   verifyCounter: { inc(labels: { provider: string; result: string }): void }
 }

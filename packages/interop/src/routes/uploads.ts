@@ -6,7 +6,7 @@
  * @module
  */
 
-import { InternalError, NotReadyError, OverLimitError, UnauthorizedError, errorFromResponse, isRonError, type Reply, type Route, type RouteContext } from '@ron/core'
+import { BusyError, InternalError, NotReadyError, OverLimitError, UnauthorizedError, errorFromResponse, isRonError, type Reply, type Route, type RouteContext } from '@ron/core'
 import { latencyBucket, redactCapabilityId } from '../audit.js'
 import { hashApiKey } from '../config.js'
 import { admitWrite, recordOutcome, type InteropContext } from './context.js'
@@ -90,6 +90,12 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   const limit = Math.min(found.maxBytes ?? cfg.uploads.maxBytes, cfg.uploads.maxBytes)
   const declared = Number(ctx.req.headers['content-length'])
   if (Number.isFinite(declared) && declared > limit) throw new OverLimitError(`upload exceeds the limit of ${limit} bytes`, { details: { limit, declared } })
+  const inFlight = s.uploadsInFlight.get(found.client) ?? 0
+  if (inFlight >= cfg.uploads.maxConcurrentPerClient) {
+    s.metrics.inc('busy_rejections_total', { endpoint: ENDPOINT, queue: 'client' })
+    throw new BusyError(`client ${found.client} has ${inFlight} uploads in flight`, { details: { endpoint: ENDPOINT, reason: 'per_client', limit: cfg.uploads.maxConcurrentPerClient }, retryAfterMs: 1000 })
+  }
+  s.uploadsInFlight.set(found.client, inFlight + 1)
   let capabilityId: string | undefined
   const audit = (decision: 'accept' | 'deny' | 'error', extra: { reason?: string; payloadB3?: string } = {}): void => {
     s.audit.emit({
@@ -132,6 +138,10 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
     if (isRonError(e) && e.status >= 500) recordOutcome(s, e.status)
     audit(isRonError(e) && e.status < 500 ? 'deny' : 'error', { reason: isRonError(e) ? e.code : 'Internal' })
     throw e
+  } finally {
+    const n = (s.uploadsInFlight.get(found.client) ?? 1) - 1
+    if (n <= 0) s.uploadsInFlight.delete(found.client)
+    else s.uploadsInFlight.set(found.client, n)
   }
 }
 
