@@ -5,11 +5,11 @@
 import { readFile } from 'node:fs/promises'
 import { afterEach, describe, expect, it } from 'vitest'
 import { MemoryTransport, collectBytes } from '@ron/core'
-import { VirtualClock, createTestIssuer } from '@ron/core/testing'
-import { createStorageClient, createStorageService } from '../src/index.js'
+import { VirtualClock } from '@ron/core/testing'
+import { createStorageService } from '../src/index.js'
 import type { StorageService } from '../src/index.js'
 import { STORAGE_METRICS } from '../src/metrics.js'
-import { addressOfBytes, bytes, cluster, type Cluster } from './helpers.js'
+import { bytes, cluster, type Cluster } from './helpers.js'
 
 let c: Cluster | undefined
 const extra: StorageService[] = []
@@ -191,8 +191,5 @@ describe('CORS (header level)', () => {
     const refused = await c.request('storage', 'OPTIONS', '/o', { origin: 'https://evil.example', 'access-control-request-method': 'PUT' })
     expect(refused.status).toBe(403)
     await refused.dump()
-    void addressOfBytes
-    void createTestIssuer
-    void createStorageClient
   })
 })
