@@ -28,6 +28,8 @@ function runFresh(code: string, args: string[] = []): Promise<number> {
     const t0 = performance.now()
     const child = spawn(process.execPath, ['--input-type=module', '-e', code, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
     let out = ''
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+    child.on('exit', () => clearTimeout(timer))
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString()
       const m = /READY (\d+(?:\.\d+)?)/.exec(out)
@@ -85,8 +87,12 @@ export async function run(): Promise<void> {
     }
     const base = await medianOf(cases[0]![1])
     for (const [name, code] of cases) {
-      const t = name === cases[0]![0] ? base : await medianOf(code)
-      console.log(`${name.padEnd(44)} ${t.toFixed(0).padStart(6)} ms  (+${(t - base).toFixed(0)} ms over bare)`)
+      try {
+        const t = name === cases[0]![0] ? base : await medianOf(code)
+        console.log(`${name.padEnd(44)} ${t.toFixed(0).padStart(6)} ms  (+${(t - base).toFixed(0)} ms over bare)`)
+      } catch (e) {
+        console.log(`${name.padEnd(44)} (failed: ${String(e).split('\n')[0]}; built? npm run build -w @ron/core -w @ron/storage)`)
+      }
     }
   } finally {
     await rm(dir, { recursive: true, force: true })
