@@ -9,7 +9,7 @@
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { durationSchema, validateConfig } from '@ron/core'
-import type { Clock, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
+import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
 
 const positiveInt = z.number().int().positive()
 const duration = durationSchema
@@ -140,6 +140,10 @@ export interface IndexRuntimeOptions {
   random?: Random
   /** @default noopLogger */
   logger?: Logger
+  /** CORS of the host (SPEC §6b): reads from `readOrigins`, writes from `writeOrigins`. @default reads from any origin, no cross-origin writes */
+  cors?: CorsOptions
+  /** HTTP limits (timeouts, JSON body cap, decompression caps) of the host. @default the host's defaults */
+  limits?: HttpLimits
 }
 
 /** What `createIndexService` accepts: every field optional, with the documented defaults. */
@@ -150,8 +154,10 @@ export type ResolvedIndexConfig = z.output<typeof indexConfigSchema>
 
 /** Splits the runtime dependencies from the data configuration. */
 export function splitConfig(config: IndexConfig): { data: z.input<typeof indexConfigSchema>; runtime: IndexRuntimeOptions } {
-  const { auth, clock, random, logger, ...data } = config
+  const { auth, clock, random, logger, cors, limits, ...data } = config
   const runtime: IndexRuntimeOptions = {}
+  if (cors !== undefined) runtime.cors = cors
+  if (limits !== undefined) runtime.limits = limits
   if (auth !== undefined) runtime.auth = auth
   if (clock !== undefined) runtime.clock = clock
   if (random !== undefined) runtime.random = random

@@ -70,6 +70,8 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
     ...(transport === undefined ? {} : { transport }),
     ...(runtime.auth === undefined ? {} : { auth: runtime.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),
     drainDeadlineMs: probe.drainDeadlineMs,
+    ...(runtime.cors === undefined ? {} : { cors: runtime.cors }),
+    ...(runtime.limits === undefined ? {} : { limits: runtime.limits }),
     admission: { maxConcurrentPerIp: probe.maxConcurrentPerIp, ...(probe.ratePerIp === undefined ? {} : { ratePerIp: probe.ratePerIp }) },
     // The config snapshot (seed `cfg_watch`): `reload(partial)` validates, swaps it atomically and
     // rolls back on failure; readers take `cfg.get()` once per job.

@@ -158,6 +158,18 @@ describe('service lifecycle', () => {
   })
 })
 
+describe('host options', () => {
+  it('passes CORS and HTTP limits to the host', async () => {
+    env = await setup({ cors: { readOrigins: ['https://app.example'], writeOrigins: ['https://admin.example'] }, limits: { jsonBodyLimit: 256 } })
+    const read = await env.request('GET', `/resolve/${addr(1)}`, { origin: 'https://app.example' })
+    expect(read.headers['access-control-allow-origin']).toBe('https://app.example')
+    await read.dump()
+    const big = await env.request('POST', '/providers', { 'content-type': 'application/json', authorization: `Bearer ${env.tokens.announce}` }, JSON.stringify({ address: addr(1), node: 'n', endpoint: 'x'.repeat(300), ttlSec: 1 }))
+    expect(big.status).toBe(413)
+    await big.dump()
+  })
+})
+
 describe('janitors', () => {
   it('leave no timers or waiters behind: after close() the virtual clock has nothing pending', async () => {
     const clock = new VirtualClock(1_000_000)
