@@ -161,6 +161,18 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
   for (const endpoint of ['POST /webhooks/:provider', 'POST /put']) busy.inc({ endpoint, queue: 'rate' }, 0)
   busy.inc({ endpoint: 'POST /put', queue: 'client' }, 0)
 
+  // Supervisor, queue and bus counters appear at zero too, one sample per task kind / queue.
+  const zero = (name: string, labels: Record<string, string>): void => {
+    sink.inc(name, labels, 0)
+    metrics.counter(name, '', Object.keys(labels)).inc(labels, 0)
+  }
+  for (const kind of [TASKS.worker, TASKS.auditSink, TASKS.sentinel]) {
+    for (const name of ['tasks_aborted_total', 'tasks_canceled_total', 'tasks_panicked_total']) zero(name, { kind })
+  }
+  zero('tasks_aborted_total', { kind: 'request' })
+  for (const queue of [CHANNELS.work, CHANNELS.audit]) zero('queue_dropped_total', { queue })
+  zero('bus_lagged_total', { topic: CHANNELS.events })
+
   const upstreams = new Upstreams({
     transport: transport ?? unreachableTransport,
     clock,

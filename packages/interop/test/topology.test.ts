@@ -39,6 +39,10 @@ describe('interop metrics', () => {
         'rejected_total{reason="BACKPRESSURE",service="interop"} 0',
         'io_timeouts_total{op="webhook.ack",service="interop"} 0',
         'backoff_retries_total{op="storage.put",service="interop"} 0',
+        'tasks_aborted_total{kind="work-worker",service="interop"} 0',
+        'tasks_panicked_total{kind="audit-sink",service="interop"} 0',
+        'queue_dropped_total{queue="audit",service="interop"} 0',
+        'bus_lagged_total{topic="events",service="interop"} 0',
       ]) {
         expect(text).toContain(line)
       }
