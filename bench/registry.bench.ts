@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
+import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { HttpTransport, serve } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
@@ -73,6 +73,8 @@ function payload(i: number): DescriptorSet {
 }
 
 export async function run(): Promise<void> {
+  // Ratios are only comparable on a quiet machine: say how quiet this one was.
+  console.log(`(load average at start: ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${cpus().length} cores)`)
   const dir = mkdtempSync(join(tmpdir(), 'ron-bench-registry-'))
   const stops: Array<{ stop(): Promise<void> }> = []
   try {
