@@ -117,11 +117,16 @@ export const storageConfigSchema = z.strictObject({
   /** This node's id: its name in placement, announcements and replica tokens (`sub: node:<id>`). @default 'storage' */
   nodeId: z.string().min(1).default('storage'),
   /**
-   * The storage URL (or transport name) peers and the index reach this node at; announced as the
-   * provider `endpoint`. @default nodeId
+   * The storage URL (or transport name) peers and the index reach this node at: announced as the
+   * provider `endpoint`, and this node's name in placement (peers list it the same way).
+   * @default nodeId
    */
   advertise: z.string().min(1).optional(),
-  /** The other storage nodes: transport target names or storage URLs. @default [] */
+  /**
+   * The other storage nodes: transport target names or storage URLs, spelled exactly as each of
+   * them `advertise`s itself (placement names nodes by that string, so every node computes the
+   * same placement). This node's own entry, if listed, is ignored. @default []
+   */
   peers: z.array(z.string().min(1)).default([]),
   /** Copies kept of every object. @default 2 with peers, 1 alone */
   rf: positiveInt.optional(),
@@ -210,13 +215,16 @@ export const storageOptionsSchema = storageConfigSchema
     logger: z.custom<Logger>(isObject, 'expected a Logger').optional(),
   })
   .superRefine((o, ctx) => {
-    const peers = o.peers.filter((p) => p !== o.nodeId)
+    const self = o.advertise ?? o.nodeId
+    const peers = o.peers.filter((p) => p !== self)
     const rf = o.rf ?? (peers.length > 0 ? 2 : 1)
     if (rf > peers.length + 1) ctx.addIssue({ code: 'custom', path: ['rf'], message: `${rf} copies need at least ${rf - 1} peers` })
     if (o.writeQuorum > rf) ctx.addIssue({ code: 'custom', path: ['writeQuorum'], message: `${o.writeQuorum} exceeds rf ${rf}` })
   })
   .transform((o) => {
-    const peers = [...new Set(o.peers.filter((p) => p !== o.nodeId))]
+    // A node listed among its own peers (one shared peer list for the whole cluster) is itself.
+    const self = o.advertise ?? o.nodeId
+    const peers = [...new Set(o.peers.filter((p) => p !== self))]
     return {
       ...o,
       peers,

@@ -193,7 +193,9 @@ async function build(
   const events = host.broadcast<StorageEvent>(CHANNELS.events)
   const guard = new ObjectGuard()
   const repair = new RepairState()
-  const ranking = (address: Address): string[] => placement(address, [o.nodeId, ...o.peers], o.peers.length + 1)
+  // Placement names a node by how its peers list it: its advertised storage URL (or transport
+  // name), the same string on every node, so all nodes compute the same placement.
+  const ranking = (address: Address): string[] => placement(address, [o.advertise, ...o.peers], o.peers.length + 1)
   const net: Transport = transport ?? unreachableTransport
   const peerToken = tokenFor(o.tokens, o.id, REPLICATE_SCOPE)
   const gate = new RequestGate({ maxInflight: o.http.maxInflight, maxRps: o.http.maxRps }, clock)
@@ -221,7 +223,7 @@ async function build(
     transport: net,
     token: peerToken,
     timeoutMs: o.peerTimeoutMs,
-    nodeId: o.nodeId,
+    nodeId: o.advertise,
     get peers() {
       return o.peers
     },
@@ -238,7 +240,7 @@ async function build(
   })
   const repairQueue = new BoundedQueue<RepairItem>({ name: CHANNELS.repair, capacity: o.repair.queue, metrics: sink })
   const planner = new RepairPlanner({
-    nodeId: o.nodeId,
+    nodeId: o.advertise,
     get peers() {
       return o.peers
     },
@@ -261,7 +263,7 @@ async function build(
   let bucket = new TokenBucket({ capacity: o.repair.burst, refillPerSec: o.repair.bytesPerSec, clock })
   let rate = o.repair.bytesPerSec
   const workers = new RepairWorkers({
-    nodeId: o.nodeId,
+    nodeId: o.advertise,
     store,
     transport: net,
     token: peerToken,

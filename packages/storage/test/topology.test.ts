@@ -90,6 +90,33 @@ describe('storage options', () => {
   })
 })
 
+describe('placement names nodes by their advertised endpoint', () => {
+  it('a shared peer list may include the node itself; every node computes the same placement', async () => {
+    expect(resolveOptions({ nodeId: 'n1', advertise: 'http://a:7701', peers: ['http://a:7701', 'http://b:7701'] })).toMatchObject({
+      peers: ['http://b:7701'],
+      rf: 2,
+    })
+    const transport = new MemoryTransport()
+    const names = ['storage-a', 'storage-b', 'storage-c']
+    const svcs = await Promise.all(
+      names.map((name, i) =>
+        createStorageService({ nodeId: `node-${i}`, advertise: name, peers: names, repair: { auto: false }, shutdown: { writesFirstMs: 0 } }, transport),
+      ),
+    )
+    try {
+      for (let i = 0; i < 20; i++) {
+        const address = addressOfBytes(bytes(64, 900 + i))
+        const first = svcs[0]!.placement(address)
+        expect(first).toHaveLength(2)
+        for (const svc of svcs) expect(svc.placement(address)).toEqual(first)
+      }
+    } finally {
+      for (const svc of svcs) await svc.close()
+      await transport.close()
+    }
+  })
+})
+
 describe('placement', () => {
   const nodes = ['a', 'b', 'c', 'd']
   it('is deterministic, independent of node order, and picks rf distinct nodes', () => {
