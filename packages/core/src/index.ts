@@ -249,7 +249,7 @@ export type {
 } from './http/index.js'
 
 // Transports.
-export { MemoryTransport, HttpTransport, StreamResponse, throwIfError, expectOk, errorFromResponse, parseRetryAfter } from './transport/index.js'
+export { MemoryTransport, HttpTransport, RoutingTransport, StreamResponse, throwIfError, expectOk, errorFromResponse, parseRetryAfter } from './transport/index.js'
 export type {
   Transport,
   TransportRequest,
@@ -257,6 +257,7 @@ export type {
   DispatchTarget,
   MemoryTransportOptions,
   HttpTransportOptions,
+  RoutingTransportOptions,
   StreamResponseInit,
 } from './transport/index.js'
 
