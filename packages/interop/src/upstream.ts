@@ -71,6 +71,8 @@ export interface UpstreamCall extends Omit<TransportRequest, 'signal' | 'timeout
   /** Retry on retryable failures. Only for idempotent operations. */
   idempotent: boolean
   signal?: AbortSignal
+  /** The caller's correlation id, carried downstream as `X-Corr-ID` (SPEC §4). */
+  corrId?: string
 }
 
 /**
@@ -121,7 +123,8 @@ export class Upstreams {
    *   {@link CanceledError}, transport errors; after the retries for idempotent calls.
    */
   async call(target: string, call: UpstreamCall): Promise<TransportResponse> {
-    const { op, timeoutMs, idempotent, signal, ...req } = call
+    const { op, timeoutMs, idempotent, signal, corrId, ...rest } = call
+    const req = corrId === undefined ? rest : { ...rest, headers: { ...rest.headers, 'x-corr-id': corrId } }
     const tries = idempotent ? Math.max(1, this.#o.retry.tries) : 1
     // Reads and writes of one upstream trip separately: a storage refusing writes (full disk)
     // still serves reads, and reads must keep working through a write brownout.

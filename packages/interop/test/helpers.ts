@@ -47,7 +47,7 @@ export function passportDouble(issuer: TestIssuer, log: unknown[] = []): HttpHan
 }
 
 /** An index stand-in: every `b3:` address resolves to the storage target (the shape of index's resolve answer). */
-export function indexDouble(calls: string[] = []): DispatchTarget {
+export function indexDouble(calls: string[] = [], corrIds: string[] = []): DispatchTarget {
   const h = createHttpHandler({
     serviceId: 'index',
     routes: [
@@ -56,6 +56,7 @@ export function indexDouble(calls: string[] = []): DispatchTarget {
         path: '/resolve/:key',
         handler: (ctx) => {
           calls.push(ctx.params.key ?? '')
+          corrIds.push(String(ctx.req.headers['x-corr-id']))
           return { status: 200, json: { key: ctx.params.key, providers: [{ node: 'n1', endpoint: 'storage', score: 1 }], source: 'local', ttlSec: 10 } }
         },
       },
@@ -119,6 +120,8 @@ export interface System {
   interop: InteropService
   issued: unknown[]
   resolves: string[]
+  /** X-Corr-ID of each resolve call index received. */
+  resolveCorrIds: string[]
   request(method: string, path: string, headers?: Record<string, string>, body?: Uint8Array | string | AsyncIterable<Uint8Array>): Promise<TransportResponse>
   close(): Promise<void>
 }
@@ -134,7 +137,8 @@ export async function system(config: InteropConfigInput = {}, opts: { withPasspo
   const issued: unknown[] = []
   if (opts.withPassport !== false) transport.mount('passport', passportDouble(issuer, issued))
   const resolves: string[] = []
-  transport.mount('index', indexDouble(resolves))
+  const resolveCorrIds: string[] = []
+  transport.mount('index', indexDouble(resolves, resolveCorrIds))
   const serviceToken = issuer.mint({ sub: 'node:test', scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'], ttlSec: 86_400 * 30 })
   const interop = await createInteropService(
     {
@@ -155,6 +159,7 @@ export async function system(config: InteropConfigInput = {}, opts: { withPasspo
     interop,
     issued,
     resolves,
+    resolveCorrIds,
     request(method, path, headers = {}, body) {
       return transport.request('interop', { method, path, headers, ...(body === undefined ? {} : { body }) })
     },

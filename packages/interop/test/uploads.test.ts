@@ -26,8 +26,9 @@ describe('POST /put', () => {
     const [event] = (sys.interop.auditSink as MemoryAuditSink).events()
     expect(event).toMatchObject({ kind: 'put', client: 'alice', decision: 'accept', payloadB3: addressOf(body), capabilityId: 'jti-1-…' })
     // Reads come back through index and storage, verified.
-    const got = await sys.request('GET', `/o/${out.address}`)
+    const got = await sys.request('GET', `/o/${out.address}`, { 'x-corr-id': 'read-corr-1' })
     expect(got.status).toBe(200)
+    expect(sys.resolveCorrIds).toEqual(['read-corr-1']) // the correlation id travels downstream
     expect(new TextDecoder().decode(await collectBytes(got.body))).toBe('hello from the outside')
     expect(sys.resolves).toEqual([out.address])
   })

@@ -12,10 +12,10 @@ import type { InteropContext } from './context.js'
 const MAX_PROVIDERS = 3
 
 /** Provider endpoints of `address` from index; empty when index does not know it or is unavailable. */
-async function providers(s: InteropContext, address: Address, signal: AbortSignal): Promise<string[]> {
+async function providers(s: InteropContext, address: Address, signal: AbortSignal, corrId: string): Promise<string[]> {
   const cfg = s.cfg()
   try {
-    const res = await s.upstreams.call(cfg.index.target, { op: 'index.resolve', method: 'GET', path: `/resolve/${address}`, timeoutMs: cfg.index.timeoutMs, idempotent: true, signal })
+    const res = await s.upstreams.call(cfg.index.target, { op: 'index.resolve', method: 'GET', path: `/resolve/${address}`, timeoutMs: cfg.index.timeoutMs, idempotent: true, signal, corrId })
     if (res.status >= 400) {
       await res.dump()
       return []
@@ -39,17 +39,17 @@ async function* verified(body: AsyncIterable<Uint8Array>, address: Address): Asy
   if (toAddress(h.digest()) !== address) throw new IntegrityFailedError('bytes from storage do not match the address', { details: { address } })
 }
 
-async function getObject(s: InteropContext, addrParam: string, signal: AbortSignal): Promise<Reply> {
+async function getObject(s: InteropContext, addrParam: string, signal: AbortSignal, corrId: string): Promise<Reply> {
   const address = parseAddress(addrParam)
   const cfg = s.cfg()
-  const targets = [...new Set([...(await providers(s, address, signal)), cfg.storage.target])]
+  const targets = [...new Set([...(await providers(s, address, signal, corrId)), cfg.storage.target])]
   let last: unknown
   for (const [i, target] of targets.entries()) {
     let res: TransportResponse
     try {
       // With another provider left to try, moving on beats backing off; the last one is retried.
       const last = i === targets.length - 1
-      res = await s.upstreams.call(target, { op: 'storage.get', method: 'GET', path: `/o/${address}`, timeoutMs: cfg.storage.timeoutMs, idempotent: last, signal })
+      res = await s.upstreams.call(target, { op: 'storage.get', method: 'GET', path: `/o/${address}`, timeoutMs: cfg.storage.timeoutMs, idempotent: last, signal, corrId })
     } catch (e) {
       if (signal.aborted) throw e
       last = e
@@ -70,5 +70,5 @@ async function getObject(s: InteropContext, addrParam: string, signal: AbortSign
 
 /** The read route (public, not queued: reads stay up in brownout). */
 export function objectRoutes(s: InteropContext): Route[] {
-  return [{ method: 'GET', path: '/o/:addr', name: 'GET /o/:addr', handler: (ctx) => getObject(s, ctx.params.addr ?? '', ctx.signal) }]
+  return [{ method: 'GET', path: '/o/:addr', name: 'GET /o/:addr', handler: (ctx) => getObject(s, ctx.params.addr ?? '', ctx.signal, ctx.corrId) }]
 }

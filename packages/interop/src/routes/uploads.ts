@@ -57,7 +57,7 @@ interface Capability {
 }
 
 /** Asks passport for the upload capability (not retried: issuing is not idempotent). */
-async function issueCapability(s: InteropContext, client: string, maxBytes: number, signal: AbortSignal): Promise<Capability> {
+async function issueCapability(s: InteropContext, client: string, maxBytes: number, signal: AbortSignal, corrId: string): Promise<Capability> {
   const cfg = s.cfg()
   const serviceToken = await s.tokens.token({ aud: cfg.passportAudience, scope: ['passport:issue'] }, signal)
   const res = await s.upstreams.call(cfg.passport.target, {
@@ -69,6 +69,7 @@ async function issueCapability(s: InteropContext, client: string, maxBytes: numb
     timeoutMs: cfg.passport.timeoutMs,
     idempotent: false,
     signal,
+    corrId,
   })
   if (res.status >= 400) {
     const err = await errorFromResponse(res)
@@ -110,7 +111,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   }
   try {
     const reply = await s.pool.submit(async (signal) => {
-      const cap = await issueCapability(s, found.client, limit, signal)
+      const cap = await issueCapability(s, found.client, limit, signal, ctx.corrId)
       capabilityId = redactCapabilityId(cap.jti)
       const headers: Record<string, string> = { authorization: `Bearer ${cap.token}`, 'content-type': 'application/octet-stream' }
       if (Number.isFinite(declared)) headers['content-length'] = String(declared)
@@ -124,6 +125,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
         // A streamed body cannot be replayed.
         idempotent: false,
         signal,
+        corrId: ctx.corrId,
       })
       if (res.status >= 400) throw await errorFromResponse(res)
       const out = await res.json<{ address: string; size: number }>()

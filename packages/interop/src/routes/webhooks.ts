@@ -28,7 +28,7 @@ import { admitWrite, recordOutcome, type InteropContext } from './context.js'
 const ENDPOINT = 'POST /webhooks/:provider'
 
 /** Stores receipt bytes in storage: an idempotent, content-addressed `PUT /o` (retried safely). */
-export async function storeReceipt(s: InteropContext, bytes: Uint8Array, signal: AbortSignal): Promise<Address> {
+export async function storeReceipt(s: InteropContext, bytes: Uint8Array, signal: AbortSignal, corrId?: string): Promise<Address> {
   const cfg = s.cfg()
   const expected = addressOf(bytes)
   const token = await s.tokens.token({ aud: cfg.storageAudience, scope: ['storage:write'] }, signal)
@@ -44,6 +44,7 @@ export async function storeReceipt(s: InteropContext, bytes: Uint8Array, signal:
       // Content-addressed with the bytes in hand: a repeated store is a no-op, so retries are safe.
       idempotent: true,
       signal,
+      ...(corrId === undefined ? {} : { corrId }),
     })
   } catch (e) {
     // A storage failure is a 503 to the provider (retry later), never a 500 of ours.
@@ -102,7 +103,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
         s.dedupe.track(
           key,
           s.pool.submit(async (jobSignal) => {
-            const address = await storeReceipt(s, bytes, jobSignal)
+            const address = await storeReceipt(s, bytes, jobSignal, ctx.corrId)
             audit('accept', { receipt: address })
             s.events.publish({ type: 'webhook:accepted', provider, deliveryId: v.deliveryId, receipt: address })
             return address
