@@ -43,14 +43,20 @@ function kindOf(f: ts.SymbolFlags): string {
   return 'other'
 }
 
-function report(): string {
+let shared: { list: Entry[]; program: ts.Program } | undefined
+
+/** One TypeScript program over every entry, shared by both tests (building it is the slow part). */
+function programOf(): { list: Entry[]; program: ts.Program } {
+  if (shared !== undefined) return shared
   const list = entries()
   const config = ts.readConfigFile(join(root, 'tsconfig.json'), (p) => ts.sys.readFile(p))
   const parsed = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
-  const program = ts.createProgram(
-    list.map((e) => e.file),
-    { ...parsed.options, noEmit: true },
-  )
+  shared = { list, program: ts.createProgram(list.map((e) => e.file), { ...parsed.options, noEmit: true }) }
+  return shared
+}
+
+function report(): string {
+  const { list, program } = programOf()
   const checker = program.getTypeChecker()
   const lines = [
     '# API report',
@@ -78,9 +84,7 @@ function report(): string {
 describe('API report', () => {
   it('every export of @ron/core and @ron/core/testing has TSDoc', () => {
     const files = ['src/index.ts', 'src/testing/index.ts'].map((f) => join(root, 'packages/core', f))
-    const config = ts.readConfigFile(join(root, 'tsconfig.json'), (p) => ts.sys.readFile(p))
-    const parsed = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
-    const program = ts.createProgram(files, { ...parsed.options, noEmit: true })
+    const { program } = programOf()
     const checker = program.getTypeChecker()
     const undocumented: string[] = []
     for (const f of files) {
