@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest'
+import { isRonError } from '@ron/core'
+import { setup } from './helpers.js'
+
+const metric = (text: string, name: string, label: string): number => {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label))
+  return line === undefined ? NaN : Number(line.split(' ').at(-1))
+}
+
+describe('revoke queue', () => {
+  it('a full revoke queue refuses at once with Busy (429), counted in queue_dropped_total{queue="revoke"}; accepted ones all apply', async () => {
+    const { passport, client, close } = await setup({ revokeQueue: 1 })
+    try {
+      const tokens = await Promise.all([0, 1, 2, 3].map((i) => client.issue({ sub: `t${i}`, aud: ['storage'], scope: ['storage:read'] })))
+      // Sent in one turn: one worker, one slot → at most two are taken, the others are refused without waiting.
+      const results = await Promise.allSettled(tokens.map((t) => passport.revoke(t.jti)))
+      const busy = results.filter((r) => r.status === 'rejected' && isRonError(r.reason, 'Busy'))
+      const ok = results.filter((r) => r.status === 'fulfilled')
+      expect(busy.length + ok.length).toBe(4)
+      expect(busy.length).toBeGreaterThanOrEqual(2)
+      expect((busy[0] as PromiseRejectedResult).reason).toMatchObject({ status: 429 })
+      expect(metric(await passport.metrics.metrics(), 'queue_dropped_total', 'queue="revoke"')).toBe(busy.length)
+      results.forEach((r, i) => expect(passport.revocations.isRevoked(tokens[i]!.jti)).toBe(r.status === 'fulfilled'))
+    } finally {
+      await close()
+    }
+  })
+})
+
+describe('shutdown', () => {
+  it('close() turns issuance unready and refuses new work with 503; a second close() is harmless', async () => {
+    const { passport, client, close } = await setup()
+    try {
+      await passport.close()
+      expect(passport.health()).toMatchObject({ ready: false })
+      await expect(client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:read'] })).rejects.toMatchObject({ status: 503 })
+      await expect(passport.close()).resolves.toBeUndefined()
+    } finally {
+      await close()
+    }
+  })
+})
