@@ -24,6 +24,7 @@ import { AuditLog, JsonlFileAuditSink, MemoryAuditSink, StdoutAuditSink, type Au
 import { BrownoutSentinel, type BrownoutThresholds } from './brownout.js'
 import { interopConfigSchema, parseInteropConfig, type InteropConfig, type InteropConfigInput } from './config.js'
 import { DedupeStore } from './dedupe.js'
+import { registerInteropMetrics } from './metrics.js'
 import type { InteropContext, InteropEvent } from './routes/context.js'
 import { objectRoutes } from './routes/objects.js'
 import { uploadRoutes } from './routes/uploads.js'
@@ -31,7 +32,6 @@ import { webhookRoutes } from './routes/webhooks.js'
 import { toServiceTokens, type ServiceTokenSource, type ServiceTokens } from './tokens.js'
 import { CHANNELS, TASKS, interopTopology } from './topology.js'
 import { Upstreams, breakerName } from './upstream.js'
-import { WEBHOOK_PROVIDERS } from './webhooks/verify.js'
 
 /** Things that are not configuration data: injected by the host (ron-node) or a test. */
 export interface InteropRuntime {
@@ -136,42 +136,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
   const metrics = host.metrics
   const sink = metrics.sink
 
-  // Every metric the service emits, registered at startup (a fresh /metrics shows them at zero).
-  const verify = metrics.counter('webhook_verify_total', 'Webhook verifications by provider and result (ok or the refusal reason).', ['provider', 'result'])
-  for (const provider of WEBHOOK_PROVIDERS) for (const result of ['ok', 'bad_signature', 'stale_timestamp', 'missing_header']) verify.inc({ provider, result }, 0)
-  metrics.counter('audit_drop_total', 'Audit events dropped (drop-oldest under a stalled sink, or after close).').inc(0)
-  metrics.counter('audit_emitted_total', 'Audit events emitted into the audit queue.').inc(0)
-  const brownoutGauge = metrics.gauge('brownout_active', 'Brownout state per component (1 = shedding).', ['component'])
-  for (const component of ['webhooks', 'uploads']) brownoutGauge.set({ component }, 0)
-  const rejected = metrics.counter('rejected_total', 'Requests refused before any work, by reason.', ['reason'])
-  for (const reason of ['BACKPRESSURE', 'RATE_LIMIT']) rejected.inc({ reason }, 0)
-  const ops = ['storage.put', 'storage.get', 'passport.issue', 'index.resolve', 'webhook.ack']
-  const timeouts = metrics.counter('io_timeouts_total', 'Operations that exceeded their deadline.', ['op'])
-  const retries = metrics.counter('backoff_retries_total', 'Retries of idempotent upstream calls after a backoff.', ['op'])
-  for (const op of ops) {
-    timeouts.inc({ op }, 0)
-    retries.inc({ op }, 0)
-  }
-  const opened = metrics.counter('breaker_open_total', 'Times a breaker opened, per upstream and direction.', ['target'])
-  const upstreamSeconds = metrics.histogram('upstream_rpc_seconds', 'Latency of calls to storage, passport and index.', [], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5])
-  // Created through the sink first so it carries core's label set {endpoint, queue}.
-  sink.inc('busy_rejections_total', { endpoint: '', queue: CHANNELS.work }, 0)
-  const busy = metrics.counter('busy_rejections_total', '', ['endpoint', 'queue'])
-  busy.inc({ endpoint: '', queue: CHANNELS.work }, 0)
-  for (const endpoint of ['POST /webhooks/:provider', 'POST /put']) busy.inc({ endpoint, queue: 'rate' }, 0)
-  busy.inc({ endpoint: 'POST /put', queue: 'client' }, 0)
-
-  // Supervisor, queue and bus counters appear at zero too, one sample per task kind / queue.
-  const zero = (name: string, labels: Record<string, string>): void => {
-    sink.inc(name, labels, 0)
-    metrics.counter(name, '', Object.keys(labels)).inc(labels, 0)
-  }
-  for (const kind of [TASKS.worker, TASKS.auditSink, TASKS.sentinel]) {
-    for (const name of ['tasks_aborted_total', 'tasks_canceled_total', 'tasks_panicked_total']) zero(name, { kind })
-  }
-  zero('tasks_aborted_total', { kind: 'request' })
-  for (const queue of [CHANNELS.work, CHANNELS.audit]) zero('queue_dropped_total', { queue })
-  zero('bus_lagged_total', { topic: CHANNELS.events })
+  const { verify, brownoutGauge, upstreamSeconds, opened } = registerInteropMetrics(metrics)
 
   const upstreams = new Upstreams({
     transport: transport ?? unreachableTransport,
