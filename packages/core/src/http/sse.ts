@@ -7,8 +7,9 @@
  */
 
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import { abortReason, systemClock, type Clock, type TimerHandle } from '../clock.js'
-import { onAbort } from '../concurrency/abort.js'
+import { systemClock, type Clock, type TimerHandle } from '../clock.js'
+import { onAbort, raceAbort } from '../concurrency/abort.js'
+import { closeIterator } from './iter.js'
 import { BusyError, ClosedError, MalformedError, OverLimitError, RonUsageError } from '../errors.js'
 import { noopMetrics, type MetricsSink } from '../metrics-sink.js'
 import type { Reply, RouteContext } from './types.js'
@@ -268,7 +269,7 @@ export class SseHub<T = unknown> {
 
 /** Options of {@link sseEvents}. */
 export interface SseEventsOptions {
-  /** Stops reading (the iteration rejects with the signal's reason) when it aborts. */
+  /** Stops reading at once (the iteration rejects with the signal's reason and the body is released) when it aborts. */
   signal?: AbortSignal
   /** Largest event accepted, in characters. @default 1 MiB */
   maxEventSize?: number
@@ -302,11 +303,20 @@ export async function* sseEvents(body: AsyncIterable<Uint8Array>, options: SseEv
   })
   const decoder = new TextDecoder()
   const signal = options.signal
-  for await (const chunk of body) {
-    if (signal?.aborted) throw abortReason(signal)
-    parser.feed(decoder.decode(chunk, { stream: true }))
-    if (failure !== undefined) throw failure
-    while (queue.length > 0) yield queue.shift()!
+  const it = body[Symbol.asyncIterator]()
+  let finished = false
+  try {
+    for (;;) {
+      // A stream can stay silent for long: the signal ends the wait, not just the next chunk.
+      const r = await raceAbort(it.next(), signal)
+      if (r.done === true) break
+      parser.feed(decoder.decode(r.value, { stream: true }))
+      if (failure !== undefined) throw failure
+      while (queue.length > 0) yield queue.shift()!
+    }
+    finished = true
+  } finally {
+    if (!finished) closeIterator(it)
   }
   parser.feed(decoder.decode())
   while (queue.length > 0) yield queue.shift()!

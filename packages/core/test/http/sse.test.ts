@@ -30,6 +30,24 @@ describe('sseEvents', () => {
     expect(got).toEqual([{ id: '1', event: 'head', data: '{"v":1}' }, { data: 'a\nb' }])
   })
 
+  it('stops waiting on a silent stream when its signal aborts, and releases the body', async () => {
+    let released = false
+    const silent: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]: () => ({
+        next: () => new Promise<IteratorResult<Uint8Array>>(() => {}),
+        return: () => {
+          released = true
+          return Promise.resolve({ done: true, value: undefined })
+        },
+      }),
+    }
+    const ac = new AbortController()
+    const next = sseEvents(silent, { signal: ac.signal }).next()
+    ac.abort()
+    await expect(next).rejects.toSatisfy((e) => isRonError(e, 'Canceled'))
+    expect(released).toBe(true)
+  })
+
   it('fails with OverLimit on an event over maxEventSize', async () => {
     const it = sseEvents(chunks(`data: ${'x'.repeat(100)}`), { maxEventSize: 10 })
     await expect(it.next()).rejects.toSatisfy((e) => isRonError(e, 'OverLimit'))
