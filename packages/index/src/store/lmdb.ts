@@ -1,9 +1,12 @@
 /**
  * The durable name store on LMDB (the `lmdb` package: an embedded, memory-mapped, copy-on-write
  * B+tree; no server to run). Crash safety comes from LMDB itself: a write transaction commits by
- * flipping one meta page after the data pages are synced (`noSync: false`, the default), so a
- * crash leaves either the old or the new binding, never a torn one. Compare-and-set runs inside
- * one write transaction, so concurrent writers (even from other processes) serialise.
+ * flipping one meta page, so a crash leaves either the old or the new binding, never a torn one.
+ * Durability: `lmdb` commits with `overlappingSync` by default (Linux, macOS), so a write's own
+ * promise resolves when it is committed and visible, and the fsync lands later; every write here
+ * also awaits `db.flushed`, so it answers only once it is on disk. Concurrent writers share those
+ * flushes. Compare-and-set runs inside one write transaction, so concurrent writers (even from
+ * other processes) serialise.
  *
  * @module
  */
@@ -34,7 +37,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     name: 'names',
     compression: false,
     mapSize: options.mapSize ?? 1024 ** 3,
-    // Durability: every committed write is synced before its promise resolves.
+    // Durability: never skip the sync (each write also awaits `db.flushed` before it answers).
     noSync: false,
     encoding: 'msgpack',
   })
@@ -56,6 +59,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
         checkPut(name, previous, expected)
         void db.put(name, record)
       })
+      await db.flushed
       return { previous: previous ?? null }
     },
     async delete(name, expected): Promise<WriteResult> {
@@ -65,6 +69,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
         previous = checkDelete(name, db.get(name)?.manifestAddress, expected)
         void db.remove(name)
       })
+      await db.flushed
       return { previous: previous ?? null }
     },
     count() {

@@ -1,0 +1,111 @@
+/**
+ * Durability of the LMDB name store, checked where it is decided: a write must not answer before
+ * LMDB reports it flushed to disk. `lmdb` commits with `overlappingSync` by default on Linux and
+ * macOS: the write promise resolves at commit, and the fsync lands later (`db.flushed`). These
+ * tests hold `flushed` back and check that the store's answer waits for it.
+ *
+ * It also confirms that `lmdb` loads its prebuilt addon from its npm platform package
+ * (`@lmdb/lmdb-<platform>-<arch>`), the way a fresh `npm ci --ignore-scripts` clone gets it.
+ */
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join, sep } from 'node:path'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { openLmdbNameStore } from '../src/index.js'
+import { addr, manifestFor } from './helpers.js'
+
+/** What the tests control: the flush gate of the next database opened. */
+const hooks: { gate: Promise<void> | undefined; real: { committed: PromiseLike<unknown> } | undefined } = { gate: undefined, real: undefined }
+
+vi.mock('lmdb', async (importOriginal) => {
+  const real = await importOriginal<typeof import('lmdb')>()
+  const open = ((...args: Parameters<typeof real.open>) => {
+    const db = real.open(...args)
+    hooks.real = db
+    const gate = hooks.gate
+    if (gate === undefined) return db
+    return new Proxy(db, {
+      get(target, prop) {
+        // `flushed` resolves only once the test opens the gate (and LMDB has really flushed).
+        if (prop === 'flushed') return gate.then(() => target.flushed)
+        const v: unknown = Reflect.get(target, prop, target)
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+      },
+    })
+  }) as typeof real.open
+  return { ...real, open }
+})
+
+const dirs: string[] = []
+afterEach(async () => {
+  hooks.gate = undefined
+  hooks.real = undefined
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true })
+})
+
+const rec = (n: number) => ({ manifestAddress: addr(n), manifest: manifestFor(n), updatedAt: 1 })
+
+/** A promise's state after the committed write and every microtask and immediate have run. */
+async function isSettled(p: Promise<unknown>): Promise<boolean> {
+  let settled = false
+  void p.then(
+    () => (settled = true),
+    () => (settled = true),
+  )
+  await hooks.real?.committed
+  await new Promise((r) => setImmediate(r))
+  return settled
+}
+
+describe('LMDB name store durability', () => {
+  it('a put and a delete answer only after LMDB reports them flushed to disk', async () => {
+    let open!: () => void
+    hooks.gate = new Promise<void>((r) => (open = r))
+    const dir = await mkdtemp(join(tmpdir(), 'ron-index-sync-'))
+    dirs.push(dir)
+    const store = await openLmdbNameStore({ dir })
+    try {
+      const put = store.put('a.b', rec(1), null)
+      expect(await isSettled(put)).toBe(false)
+      // Committed (visible to readers) but not yet durable: the writer is still waiting.
+      expect(store.get('a.b')?.manifestAddress).toBe(addr(1))
+      open()
+      await expect(put).resolves.toEqual({ previous: null })
+
+      let open2!: () => void
+      hooks.gate = new Promise<void>((r) => (open2 = r))
+      // The gate is read when the database opens: reopen to arm the new one.
+      await store.close()
+      const again = await openLmdbNameStore({ dir })
+      try {
+        const del = again.delete('a.b', addr(1))
+        expect(await isSettled(del)).toBe(false)
+        open2()
+        await expect(del).resolves.toEqual({ previous: addr(1) })
+      } finally {
+        await again.close()
+      }
+    } finally {
+      open()
+      await store.close()
+    }
+  })
+
+  it('lmdb loads its prebuilt addon from its npm platform package, not from an install-script build', async () => {
+    const require = createRequire(import.meta.url)
+    const lmdbDir = dirname(dirname(require.resolve('lmdb')))
+    // The resolver lmdb itself uses (node-gyp-build-optional-packages), asked from lmdb's directory.
+    const loader = createRequire(join(lmdbDir, 'package.json'))('node-gyp-build-optional-packages') as { path(dir: string): string }
+    const addon = loader.path(lmdbDir)
+    expect(addon.split(sep)).toContain(`lmdb-${process.platform}-${process.arch}`)
+    expect(existsSync(join(lmdbDir, 'build'))).toBe(false)
+    const dir = await mkdtemp(join(tmpdir(), 'ron-index-load-'))
+    dirs.push(dir)
+    const store = await openLmdbNameStore({ dir })
+    await store.put('x.y', rec(2), null)
+    expect(store.count()).toBe(1)
+    await store.close()
+  })
+})
