@@ -127,6 +127,12 @@ export function exitCodeFor(e: unknown): ExitCodeValue {
 /** The one-line message printed for an error: its message, plus the network code when there is one. */
 export function describeError(e: unknown): string {
   if (e instanceof CliError) return e.message
+  const code = (e as { code?: unknown } | null)?.code
+  const text = e instanceof Error ? e.message : String(e)
+  // Run from the sources of an unbuilt clone (bin/ron-node.js): a package's dist is missing.
+  if (code === 'ERR_MODULE_NOT_FOUND' && /[/\\]dist[/\\]/.test(text)) {
+    return 'the RON packages are not built: run `npm run build` in the repository root (or `npm start`), then try again'
+  }
   const net = networkCode(e)
   const msg = e instanceof Error ? e.message : String(e)
   if (net !== undefined && !msg.includes(net)) return `${msg} (${net})`
