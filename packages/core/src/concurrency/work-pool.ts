@@ -5,6 +5,7 @@
  */
 
 import { abortReason } from '../clock.js'
+import { signalOf, type SignalOption } from './abort.js'
 import type { Clock } from '../clock.js'
 import { CanceledError, DrainingError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
@@ -104,13 +105,14 @@ export class WorkPool {
 
   /**
    * Queues `job` and settles with its result once a worker ran it. The job's signal aborts when the
-   * caller's `signal` aborts or the supervisor shuts down.
+   * caller's signal (given directly or as `{ signal }`) aborts or the supervisor shuts down.
    *
    * @throws {@link BusyError} (as an immediate rejection) when the queue is full.
    * @throws {@link DrainingError} after {@link WorkPool.stop}.
    * @throws {@link CanceledError} when `signal` aborts while the job is queued (it never runs).
    */
-  submit<T>(job: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  submit<T>(job: (signal: AbortSignal) => Promise<T>, options?: SignalOption): Promise<T> {
+    const signal = signalOf(options)
     if (this.#stopped) return Promise.reject(new DrainingError(`pool ${this.#name} is draining`, { details: { queue: this.#name } }))
     if (signal?.aborted) return Promise.reject(abortReason(signal))
     return new Promise<T>((resolve, reject) => {
