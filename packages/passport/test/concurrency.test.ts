@@ -6,12 +6,18 @@ import { createMemoryKeystore, createPassportService, passportTopology, resolveP
 import { rejection, setup } from './helpers.js'
 
 /** A memory keystore whose `sign` can be held (stalled) or made to fail. */
-function controllableKms(): Kms & { hold(): void; release(): void; fail: boolean } {
+function controllableKms(): Kms & { hold(): void; release(): void; fail: boolean; held: number } {
   const inner = createMemoryKeystore()
   let gate: { promise: Promise<void>; resolve: () => void } | undefined
+  // Counted in a closure, read through a getter.
+  let held = 0
   const k = {
     ...inner,
     fail: false,
+    /** Sign calls waiting at the gate. */
+    get held() {
+      return held
+    },
     hold() {
       let resolve!: () => void
       const promise = new Promise<void>((r) => (resolve = r))
@@ -23,12 +29,28 @@ function controllableKms(): Kms & { hold(): void; release(): void; fail: boolean
     },
     async sign(kid: string, data: Uint8Array, signal: AbortSignal) {
       // A stalled KMS that ignores its signal: the guard's deadline must still hold.
-      if (gate !== undefined) await gate.promise
+      if (gate !== undefined) {
+        held++
+        await gate.promise
+        held--
+      }
       if (k.fail) throw new Error('hsm unplugged')
       return inner.sign(kid, data, signal)
     },
   }
   return k
+}
+
+/**
+ * Lets the event loop turn until `cond` holds: waits for a state, not for a number of turns, so
+ * it does not depend on how many hops a request takes to reach the pool (bounded: fails instead of hanging).
+ */
+async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 10_000; i++) {
+    if (await cond()) return
+    await new Promise((r) => setImmediate(r))
+  }
+  throw new Error(`never happened: ${what}`)
 }
 
 const metric = (text: string, name: string, label: string): number => {
@@ -45,7 +67,8 @@ describe('backpressure', () => {
       kms.hold()
       const req = { sub: 'x', aud: ['storage'], scope: ['storage:write'] }
       const inflight = [client.issue(req), client.issue(req), client.issue(req)] // 1 running + 2 queued
-      await new Promise((r) => setImmediate(r))
+      await until(() => kms.held === 1, 'one issuance signing')
+      await until(async () => metric(await passport.metrics.metrics(), 'queue_depth', 'queue="issue"') === 2, 'two issuances queued')
       expect(passport.health().paths).toEqual({ issue: false, verify: true })
       const res = await transport.request('passport', {
         method: 'POST',
@@ -78,6 +101,8 @@ describe('KMS deadline', () => {
     try {
       kms.hold()
       const pending = client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'] }).catch((e: unknown) => e)
+      // The deadline is armed before the KMS is called: once the sign is held, time may run.
+      await until(() => kms.held === 1, 'the sign call reached the KMS')
       await clock.advance(2999)
       let settled = false
       void pending.then(() => (settled = true))
