@@ -138,7 +138,9 @@ export async function createPassportService(config: PassportConfig = {}, transpo
     logger: o.logger ?? noopLogger,
     // Verified lazily through the ring built below (the host only calls it on requests).
     auth: { verifier: { verify: (t, r) => verifierRef.current!.verify(t, r) } },
-    config: { schema: passportConfigSchema, input: config, immutable: IMMUTABLE_KEYS },
+    // Only the data part is the reloadable snapshot: the host deep-freezes it, and runtime objects
+    // (a plugged-in KMS, the clock, random, the logger) must stay mutable.
+    config: { schema: passportConfigSchema, input: dataPart(config), immutable: IMMUTABLE_KEYS },
   })
   const sink = host.metrics.sink
   registerPassportMetrics(host.metrics)
@@ -173,6 +175,12 @@ export async function createPassportService(config: PassportConfig = {}, transpo
     await kms.close?.()
     throw e
   }
+}
+
+/** `config` without its runtime objects (they never go into the frozen config snapshot). */
+function dataPart(config: PassportConfig): PassportConfig {
+  const { keystore: _k, clock: _c, random: _r, logger: _l, ...data } = config
+  return data
 }
 
 async function build(

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { isRonError } from '@ron/core'
+import { isRonError, noopLogger } from '@ron/core'
+import { createMemoryKeystore, type Kms } from '../src/index.js'
 import { setup } from './helpers.js'
 
 const metric = (text: string, name: string, label: string): number => {
@@ -35,6 +36,36 @@ describe('shutdown', () => {
       expect(passport.health()).toMatchObject({ ready: false })
       await expect(client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:read'] })).rejects.toMatchObject({ status: 503 })
       await expect(passport.close()).resolves.toBeUndefined()
+    } finally {
+      await close()
+    }
+  })
+})
+
+describe('runtime objects in the config', () => {
+  it('a host-supplied KMS with mutable state, and the logger, are not frozen into the config snapshot', async () => {
+    const inner = createMemoryKeystore()
+    // A plugged-in KMS as a class with a public field it updates on every call (an HSM session, a counter…).
+    class CountingKms implements Kms {
+      signs = 0
+      generate: Kms['generate'] = (epoch, s) => inner.generate(epoch, s)
+      import: Kms['import'] = (key, s) => inner.import(key, s)
+      list: Kms['list'] = (s) => inner.list(s)
+      destroy: Kms['destroy'] = (kid, s) => inner.destroy(kid, s)
+      sign: Kms['sign'] = (kid, data, s) => {
+        this.signs++
+        return inner.sign(kid, data, s)
+      }
+    }
+    const kms = new CountingKms()
+    const logger = { ...noopLogger, child: () => logger }
+    const { client, close } = await setup({ keystore: kms, logger })
+    try {
+      expect(Object.isFrozen(kms)).toBe(false)
+      expect(Object.isFrozen(logger)).toBe(false)
+      const before = kms.signs
+      await client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:read'] })
+      expect(kms.signs).toBe(before + 1)
     } finally {
       await close()
     }
