@@ -29,8 +29,13 @@ describe('POST /put', () => {
     const got = await sys.request('GET', `/o/${out.address}`, { 'x-corr-id': 'read-corr-1' })
     expect(got.status).toBe(200)
     expect(sys.resolveCorrIds).toEqual(['read-corr-1']) // the correlation id travels downstream
+    const head = await sys.request('HEAD', `/o/${out.address}`)
+    expect(head.status).toBe(200)
+    expect(head.headers['content-length']).toBe(String(body.byteLength))
+    expect(head.headers.etag).toBe(`"${out.address}"`)
+    expect((await collectBytes(head.body)).byteLength).toBe(0)
     expect(new TextDecoder().decode(await collectBytes(got.body))).toBe('hello from the outside')
-    expect(sys.resolves).toEqual([out.address])
+    expect(sys.resolves).toEqual([out.address, out.address])
   })
 
   it('streams a 3 MiB upload to storage in 64 KiB chunks, never holding it whole', async () => {

@@ -1,5 +1,5 @@
 /**
- * `GET /o/:addr`: reads through index (which storage nodes hold it) and storage, streaming and
+ * `GET|HEAD /o/:addr`: reads through index (which storage nodes hold it) and storage, streaming and
  * verifying the bytes against the address as they pass. Reads keep working during brownout and
  * do not take a `work` slot.
  *
@@ -39,7 +39,7 @@ async function* verified(body: AsyncIterable<Uint8Array>, address: Address): Asy
   if (toAddress(h.digest()) !== address) throw new IntegrityFailedError('bytes from storage do not match the address', { details: { address } })
 }
 
-async function getObject(s: InteropContext, addrParam: string, signal: AbortSignal, corrId: string): Promise<Reply> {
+async function getObject(s: InteropContext, method: 'GET' | 'HEAD', addrParam: string, signal: AbortSignal, corrId: string): Promise<Reply> {
   const address = parseAddress(addrParam)
   const cfg = s.cfg()
   const targets = [...new Set([...(await providers(s, address, signal, corrId)), cfg.storage.target])]
@@ -49,7 +49,7 @@ async function getObject(s: InteropContext, addrParam: string, signal: AbortSign
     try {
       // With another provider left to try, moving on beats backing off; the last one is retried.
       const last = i === targets.length - 1
-      res = await s.upstreams.call(target, { op: 'storage.get', method: 'GET', path: `/o/${address}`, timeoutMs: cfg.storage.timeoutMs, idempotent: last, signal, corrId })
+      res = await s.upstreams.call(target, { op: 'storage.get', method, path: `/o/${address}`, timeoutMs: cfg.storage.timeoutMs, idempotent: last, signal, corrId })
     } catch (e) {
       if (signal.aborted) throw e
       last = e
@@ -62,13 +62,22 @@ async function getObject(s: InteropContext, addrParam: string, signal: AbortSign
     const headers: Record<string, string> = { 'content-type': res.headers['content-type'] ?? 'application/octet-stream', etag: `"${address}"`, 'cache-control': 'public, max-age=31536000, immutable' }
     const len = res.headers['content-length']
     if (len !== undefined) headers['content-length'] = len
+    if (method === 'HEAD') {
+      await res.dump()
+      return { status: 200, headers }
+    }
     return { status: 200, headers, body: verified(res.body, address) }
   }
   if (last !== undefined && isRonError(last)) throw last
   throw new NotFoundError('no provider has this object', { details: { address } })
 }
 
-/** The read route (public, not queued: reads stay up in brownout). */
+/** The read routes, GET and HEAD (public, not queued: reads stay up in brownout). */
 export function objectRoutes(s: InteropContext): Route[] {
-  return [{ method: 'GET', path: '/o/:addr', name: 'GET /o/:addr', handler: (ctx) => getObject(s, ctx.params.addr ?? '', ctx.signal, ctx.corrId) }]
+  return (['GET', 'HEAD'] as const).map((method) => ({
+    method,
+    path: '/o/:addr',
+    name: `${method} /o/:addr`,
+    handler: (ctx) => getObject(s, method, ctx.params.addr ?? '', ctx.signal, ctx.corrId),
+  }))
 }
