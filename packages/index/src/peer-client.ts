@@ -8,13 +8,20 @@
  */
 
 import { CanceledError, InternalError, TimeoutError, isRonError, retry, throwIfError } from '@ron/core'
-import type { Clock, MetricsSink, Random, Transport } from '@ron/core'
+import type { Clock, MetricsSink, Random, Transport, TransportResponse } from '@ron/core'
 import { resolutionSchema, type Resolution } from './answer.js'
 import type { PeerHealth } from './breakers.js'
 import type { ResolvedIndexConfig } from './config.js'
 
 /** Header marking a query from a peer index (answer from cache and store only). */
 export const PEER_HEADER = 'x-ron-peer'
+
+/**
+ * Largest peer answer read, in bytes. The largest well-formed answer (a 1 MiB manifest text and
+ * 256 providers) stays under it; a peer that sends more is cut off and counted as failed, so a
+ * broken or hostile peer cannot make this index buffer an unbounded body.
+ */
+const MAX_ANSWER_BYTES = 2 * 1024 * 1024
 
 /** Errors worth retrying against the same peer: it was briefly unreachable or busy. */
 export function isTransient(e: unknown): boolean {
@@ -64,7 +71,7 @@ export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string
           return undefined
         }
         await throwIfError(res)
-        const body = await res.json()
+        const body = await readAnswer(res, peer.target)
         peer.observe(clock.now() - started)
         const parsed = resolutionSchema.safeParse(body)
         // A peer that answers garbage is unhealthy.
@@ -84,4 +91,32 @@ export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string
       shouldRetry: (e) => isTransient(e) && peer.breaker.state === 'closed' && deadlineAt - clock.now() > cfg.peers.retryMaxMs,
     },
   )
+}
+
+/**
+ * Reads a peer's answer as JSON within {@link MAX_ANSWER_BYTES}: a declared length over it is
+ * refused before reading, a body that grows past it is abandoned (leaving the loop closes the
+ * stream).
+ * @throws {@link InternalError} when the answer is too large or not JSON.
+ */
+async function readAnswer(res: TransportResponse, target: string): Promise<unknown> {
+  const tooLarge = (): InternalError => new InternalError(`peer ${target} sent an answer over ${MAX_ANSWER_BYTES} bytes`, { details: { target, reason: 'too_large' } })
+  const declared = Number(res.headers['content-length'])
+  if (Number.isFinite(declared) && declared > MAX_ANSWER_BYTES) {
+    // Close the body unread (draining it would read what we refuse to read).
+    await res.body[Symbol.asyncIterator]().return?.()
+    throw tooLarge()
+  }
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const c of res.body) {
+    size += c.byteLength
+    if (size > MAX_ANSWER_BYTES) throw tooLarge()
+    chunks.push(c)
+  }
+  try {
+    return JSON.parse(new TextDecoder().decode(Buffer.concat(chunks, size))) as unknown
+  } catch {
+    throw new InternalError(`peer ${target} sent an answer that is not JSON`, { details: { target, reason: 'not_json' } })
+  }
 }
