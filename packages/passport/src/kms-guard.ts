@@ -108,8 +108,9 @@ export class KmsGuard {
         throw ac.signal.reason as Error
       }
       if (signal?.aborted) throw e
-      this.#onHealth?.(false, 'kms_failing')
+      // An unknown kid is the caller's problem, not the KMS failing (as the breaker counts it).
       if (isRonError(e, 'NotFound')) throw e
+      this.#onHealth?.(false, 'kms_failing')
       throw new NotReadyError(`KMS ${op} failed`, { details: { reason: 'kms_failing', call: op }, cause: e, retryAfterMs: 1000 })
     } finally {
       this.#clock.clearTimeout(timer)

@@ -1,0 +1,16 @@
+import { describe, expect, it } from 'vitest'
+import { NotFoundError, noopMetrics } from '@ron/core'
+import { VirtualClock } from '@ron/core/testing'
+import { createMemoryKeystore } from '../src/index.js'
+import { KmsGuard } from '../src/kms-guard.js'
+
+describe('KmsGuard health', () => {
+  it('an unknown kid (NotFound) is the caller’s problem: it passes through and does not mark the KMS unhealthy', async () => {
+    const health: Array<[boolean, string | undefined]> = []
+    const kms = createMemoryKeystore()
+    const guard = new KmsGuard({ kms, timeoutMs: 3000, clock: new VirtualClock(0), metrics: noopMetrics, onHealth: (ok, reason) => health.push([ok, reason]) })
+    await expect(guard.call('sign', (s) => kms.sign('no-such-kid', new Uint8Array(1), s))).rejects.toBeInstanceOf(NotFoundError)
+    expect(health.filter(([ok]) => !ok)).toEqual([])
+  })
+
+})
