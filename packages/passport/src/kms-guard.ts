@@ -6,7 +6,7 @@
  * @module
  */
 
-import { CircuitBreaker, NotReadyError, TimeoutError, isRonError, type Clock, type MetricsSink } from '@ron/core'
+import { CircuitBreaker, NotReadyError, TimeoutError, abortReason, isRonError, type Clock, type MetricsSink } from '@ron/core'
 import type { Kms } from './kms.js'
 
 /** KMS operations, the `op` label of `kms_call_latency_seconds`. */
@@ -77,6 +77,8 @@ export class KmsGuard {
   }
 
   async #call<T>(op: KmsOp, fn: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    // A caller that already gave up costs no KMS call.
+    if (signal?.aborted) throw abortReason(signal)
     const ac = new AbortController()
     const started = this.#clock.now()
     let timedOut = false
@@ -95,8 +97,7 @@ export class KmsGuard {
       ac.abort(signal?.reason)
       rejectRace?.(signal?.reason)
     }
-    if (signal?.aborted) onAbort()
-    else signal?.addEventListener('abort', onAbort, { once: true })
+    signal?.addEventListener('abort', onAbort, { once: true })
     try {
       const result = await Promise.race([fn(ac.signal), race])
       this.#onHealth?.(true)

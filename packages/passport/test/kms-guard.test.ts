@@ -13,4 +13,12 @@ describe('KmsGuard health', () => {
     expect(health.filter(([ok]) => !ok)).toEqual([])
   })
 
+  it('does not call the KMS for a caller that already gave up', async () => {
+    let calls = 0
+    const guard = new KmsGuard({ kms: createMemoryKeystore(), timeoutMs: 3000, clock: new VirtualClock(0), metrics: noopMetrics })
+    const ac = new AbortController()
+    ac.abort(new Error('gone'))
+    await expect(guard.call('sign', () => (calls++, Promise.resolve(new Uint8Array(64))), ac.signal)).rejects.toThrow('gone')
+    expect(calls).toBe(0)
+  })
 })
