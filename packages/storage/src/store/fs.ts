@@ -402,6 +402,10 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
   }
   // Test reach-ins go through `@ron/storage/testing`, not through the store object.
   const flipAt = async (address: Address, offset: number, mask: number, region: 'bytes' | 'table'): Promise<boolean> => {
+    // The cache would notice the rewrite through the file's identity only where the kernel's file
+    // timestamps are finer than the time since the cached read (coarse, jiffy-based timestamps
+    // on many kernels): forget the object so the next read goes to disk on every kernel.
+    cache.delete(address)
     let fh: FileHandle
     try {
       fh = await open(pathsOf(address).data, 'r+')

@@ -74,7 +74,10 @@ export function smallObjectCache(store: BlobStore): { bytes: number; size: numbe
 }
 
 /**
- * Flips bits (`mask`) of byte `offset` of the file at `path`, in place.
+ * Flips bits (`mask`) of byte `offset` of the file at `path`, in place, and moves the file's
+ * mtime one second back, so anything keyed by the file's identity (the fs store's small-object
+ * cache) sees the change even where file timestamps are coarser than the time since the last
+ * read (jiffy-based timestamps on many kernels).
  * @throws the file system's error when the file cannot be opened; RangeError when it is shorter.
  */
 export async function flipByte(path: string, offset: number, mask = 0x01): Promise<void> {
@@ -84,7 +87,9 @@ export async function flipByte(path: string, offset: number, mask = 0x01): Promi
     const { bytesRead } = await fh.read(b, 0, 1, offset)
     if (bytesRead !== 1) throw new RangeError(`flipByte: ${path} has no byte at offset ${offset}`)
     b[0] = b[0]! ^ mask
+    const before = await fh.stat()
     await fh.write(b, 0, 1, offset)
+    await fh.utimes(before.atime, new Date(before.mtimeMs - 1000))
   } finally {
     await fh.close()
   }

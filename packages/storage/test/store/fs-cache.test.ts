@@ -2,7 +2,7 @@
  * The fs store's cache of hot small objects: used while the file is unchanged, dropped as soon as
  * it changes (bit flip, delete, re-put), bounded in bytes, and never a way to serve a wrong byte.
  */
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isRonError } from '@ron/core'
@@ -61,6 +61,33 @@ describe('fs store small-object cache', () => {
     await store.put(once(data))
     expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
     expect(smallObjectCache(store).size).toBe(1)
+    await store.close()
+  })
+
+  it('forgets an object corrupted through the testing hooks at once, whatever the file timestamps say', async () => {
+    const store = await createFsStore({ dir, chunkSize: 1024 })
+    const data = bytes(4096, 4)
+    const { address } = await store.put(once(data))
+    await readAll(store, address)
+    expect(smallObjectCache(store).size).toBe(1)
+    expect(await corruptStoredBytes(store, address, 1024 + 1)).toBe(true)
+    // Not left to the file's mtime/ctime, which may not move on a kernel with coarse timestamps.
+    expect(smallObjectCache(store).size).toBe(0)
+    const r = (await store.open(address))!
+    const { error } = await readUntilError(r.read())
+    await r.close()
+    expect((error as { details: unknown }).details).toEqual({ address, chunk: 1 })
+    await store.close()
+  })
+
+  it('flipByte changes the file identity the cache checks (mtime), not only its bytes', async () => {
+    const store = await createFsStore({ dir })
+    const { address } = await store.put(once(bytes(100, 5)))
+    const path = objectPath(store, address)
+    const before = await stat(path, { bigint: true })
+    await flipByte(path, 7)
+    const after = await stat(path, { bigint: true })
+    expect(after.mtimeNs).not.toBe(before.mtimeNs)
     await store.close()
   })
 
