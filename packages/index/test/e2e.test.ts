@@ -38,14 +38,17 @@ describe('index over real sockets', () => {
 
     const tb = new HttpTransport({ targets: { storage: storageUrl } })
     closers.push(() => tb.close())
-    const b = await createIndexService({ amnesia: true, auth: { keys: issuer.keys } }, tb)
+    // Real sockets and real time: budgets far above what a loaded CI machine can take, so only
+    // behaviour decides the outcome (the budgets themselves are tested on virtual time).
+    const budgets = { deadlineMs: 30_000, storageTimeoutMs: 30_000 }
+    const b = await createIndexService({ amnesia: true, auth: { keys: issuer.keys }, ...budgets }, tb)
     closers.push(() => b.close())
     const sb = await serve(b)
     closers.push(() => sb.close())
 
     const ta = new HttpTransport({ targets: { storage: storageUrl } })
     closers.push(() => ta.close())
-    const a = await createIndexService({ amnesia: true, peers: { targets: [sb.url] } }, ta)
+    const a = await createIndexService({ amnesia: true, peers: { targets: [sb.url] }, cache: { ttlMs: 600_000 }, ...budgets }, ta)
     closers.push(() => a.close())
     const sa = await serve(a)
     closers.push(() => sa.close())

@@ -11,7 +11,8 @@ afterEach(async () => {
 
 describe('names', () => {
   it('binds a name to a manifest and resolves it with the providers of its content', async () => {
-    env = await setup()
+    // Virtual time: the score (freshness) and the cache hit must not depend on how loaded the machine is.
+    env = await setup({}, { clock: new VirtualClock(1_000_000) })
     const m = manifestFor(1)
     const ma = await env.put(m)
     await env.client.announce({ address: m.content, node: 'node-a', endpoint: 'http://node-a:7701', ttlSec: 60 })
@@ -40,7 +41,7 @@ describe('names', () => {
   })
 
   it('a write invalidates the cached answer', async () => {
-    env = await setup()
+    env = await setup({}, { clock: new VirtualClock(1_000_000) })
     const a = await env.put(manifestFor(1))
     const b = await env.put(manifestFor(2))
     await env.client.setName('n.x', a)
