@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Agent, request } from 'undici'
 import { serve, type RonServer } from '@ron/core'
-import { createTestIssuer, type TestIssuer } from '@ron/core/testing'
+import { VirtualClock, createTestIssuer, type TestIssuer } from '@ron/core/testing'
 import { createMemoryStore, createStorageService } from '../src/index.js'
 import type { BlobStore, PutOptions, StorageService, StorageServiceOptions } from '../src/index.js'
 import { bytes, deferred, metricValue } from './helpers.js'
@@ -80,36 +80,41 @@ function countingStore(): BlobStore & { max: number } {
 describe('upload admission over real sockets', () => {
   it('20 trickling uploads by one principal do not stop another principal, and the rate rule cuts them (408)', async () => {
     // 8 writers, 4 per principal; the rate rule needs 4 KiB/s over 200 ms windows; the gap timeout is long.
-    const r = await start({ writers: 8, upload: { minBytesPerSec: 4096, rateWindowMs: 200 }, http: { readTimeoutMs: 30_000 } })
+    // Virtual time: the rate rule fires only when the test moves the clock, so the queue's
+    // "4 writing, 16 waiting" state holds however slowly a loaded machine sets up the 20 sockets.
+    const clock = new VirtualClock(Date.now())
+    const r = await start({ clock, writers: 8, upload: { minBytesPerSec: 4096, rateWindowMs: 200 }, http: { readTimeoutMs: 30_000 } })
     const alice = r.token('alice')
-    const trickles: { socket: Socket; done: Promise<string> }[] = []
+    const trickles: { socket: Socket; answered: boolean; done: Promise<string> }[] = []
     for (let i = 0; i < 20; i++) {
       const socket = await rawSocket(r.srv)
-      const done = reply(socket)
+      const t = { socket, answered: false, done: reply(socket) }
+      void t.done.then(() => (t.answered = true))
       socket.write(`PUT /o HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${alice}\r\ncontent-length: 1000000\r\n\r\nx`)
-      trickles.push({ socket, done })
+      trickles.push(t)
     }
-    // One byte every 20 ms per connection: 50 B/s, far under the minimum rate.
-    const timer = setInterval(() => {
+    // Alice holds her 4 writers; her other 16 uploads wait in the queue.
+    await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(16)
+    await expect.poll(() => metricValue(r.svc.metrics, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(4)
+    const bob = await request(`${r.srv.url}/o`, { method: 'PUT', body: bytes(256 * 1024, 7), headers: { authorization: `Bearer ${r.token('bob')}` } })
+    expect(bob.statusCode).toBe(201)
+    await bob.body.dump()
+    // Bob was not held back: every one of alice's uploads was still being read or waiting.
+    expect(trickles.filter((t) => t.answered)).toHaveLength(0)
+    // One byte per 20 virtual ms per connection (50 B/s, far under the minimum rate); the real
+    // pause only lets the sockets carry it, the outcome does not depend on its length.
+    while (trickles.some((t) => !t.answered)) {
       for (const t of trickles) if (!t.socket.destroyed) t.socket.write('x')
-    }, 20)
-    try {
-      // Alice holds her 4 writers; her other 16 uploads wait in the queue.
-      await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' })).toBe(16)
-      const bob = await request(`${r.srv.url}/o`, { method: 'PUT', body: bytes(256 * 1024, 7), headers: { authorization: `Bearer ${r.token('bob')}` } })
-      expect(bob.statusCode).toBe(201)
-      await bob.body.dump()
-      // Bob was not held back: alice's uploads were still being read or waiting when he finished.
-      const answered = await Promise.all(trickles.map((t) => t.done))
-      for (const a of answered) {
-        expect(a).toMatch(/^HTTP\/1\.1 408/)
-        expect(a).toContain('"code":"RequestTimeout"')
-        expect(a).toContain('"reason":"min_rate"')
-      }
-      expect(await metricValue(r.svc.metrics, 'io_timeouts_total', { op: 'upload_rate' })).toBe(20)
-    } finally {
-      clearInterval(timer)
+      await clock.advance(20)
+      await new Promise((resolve) => setTimeout(resolve, 1))
     }
+    const answered = await Promise.all(trickles.map((t) => t.done))
+    for (const a of answered) {
+      expect(a).toMatch(/^HTTP\/1\.1 408/)
+      expect(a).toContain('"code":"RequestTimeout"')
+      expect(a).toContain('"reason":"min_rate"')
+    }
+    expect(await metricValue(r.svc.metrics, 'io_timeouts_total', { op: 'upload_rate' })).toBe(20)
   })
 
   it('64 concurrent 1 MiB PUTs from one client all succeed; no more than the per-principal writers run at once', async () => {
@@ -158,9 +163,9 @@ describe('upload admission over real sockets', () => {
     }
     try {
       const writing = [put('p1', '127.0.0.2'), put('p2', '127.0.0.2')]
-      await expect.poll(() => metricValue(r.svc.metrics, 'work_active', { kind: 'write' })).toBe(2)
+      await expect.poll(() => metricValue(r.svc.metrics, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(2)
       const queued = [put('p3', '127.0.0.3'), put('p4', '127.0.0.3'), put('p5', '127.0.0.4'), put('p6', '127.0.0.4')]
-      await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' })).toBe(4)
+      await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(4)
       const busy = await put('p7', '127.0.0.5')
       expect(busy.status).toBe(429)
       expect(Number(busy.retryAfter)).toBeGreaterThanOrEqual(1)

@@ -27,7 +27,7 @@ describe('background work', () => {
     const other = placement(address, NODES, 2)[1]!
     const res = await c.node('storage-a').client.put(data)
     expect(res.created).toBe(true)
-    await expect.poll(() => c!.node(other).svc.store.stat(address), { timeout: 5000, interval: 5 }).toEqual({ size: 4000 })
+    await expect.poll(() => c!.node(other).svc.store.stat(address), { timeout: 20_000, interval: 5 }).toEqual({ size: 4000 })
     expect(await metricValue(c.node('storage-a').svc.metrics, 'replicas_written_total')).toBe(1)
   })
 
@@ -45,9 +45,9 @@ describe('background work', () => {
     })
     const one = await c.node().client.put('one')
     const two = await c.node().client.put('two')
-    await expect.poll(() => seen.length, { timeout: 5000, interval: 5 }).toBe(2)
+    await expect.poll(() => seen.length, { timeout: 20_000, interval: 5 }).toBe(2)
     await clock.advance(10_000)
-    await expect.poll(() => seen.length, { timeout: 5000, interval: 5 }).toBe(4)
+    await expect.poll(() => seen.length, { timeout: 20_000, interval: 5 }).toBe(4)
     expect(seen.slice(2).sort()).toEqual([one.address, two.address].sort())
   })
 

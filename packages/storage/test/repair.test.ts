@@ -89,7 +89,7 @@ describe('replication and repair across three nodes', () => {
     const { address } = await a.client.put(data)
     expect(await corruptStoredBytes(a.svc.store, address, 100)).toBe(true)
     await expect(a.anon.getBytes(address)).rejects.toMatchObject({ code: 'IntegrityFailed' })
-    await expect.poll(async () => (await a.anon.status(address)).repair?.state, { timeout: 5000, interval: 5 }).toBe('done')
+    await expect.poll(async () => (await a.anon.status(address)).repair?.state, { timeout: 20_000, interval: 5 }).toBe('done')
     expect(Buffer.from(await a.anon.getBytes(address)).equals(Buffer.from(data))).toBe(true)
   })
 
@@ -258,7 +258,7 @@ describe('announcements', () => {
       })
       const res = await c.node().client.put('announce me')
       expect(res.created).toBe(true)
-      await expect.poll(() => metricValue(c.node().svc.metrics, 'announce_failures_total'), { timeout: 5000, interval: 5 }).toBeGreaterThanOrEqual(1)
+      await expect.poll(() => metricValue(c.node().svc.metrics, 'announce_failures_total'), { timeout: 20_000, interval: 5 }).toBeGreaterThanOrEqual(1)
       expect(calls).toBeGreaterThanOrEqual(1)
     } finally {
       await c.close()
@@ -289,7 +289,7 @@ describe('announcements', () => {
         },
       })
       const { address } = await c.node().client.put('provided')
-      await expect.poll(() => seen.length, { timeout: 5000, interval: 5 }).toBe(1)
+      await expect.poll(() => seen.length, { timeout: 20_000, interval: 5 }).toBe(1)
       expect(seen[0]).toEqual({
         method: 'POST',
         url: '/providers',
