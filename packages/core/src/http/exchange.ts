@@ -74,7 +74,9 @@ export class Exchange {
     this.replyHeaders = undefined
     this.body = JSON.stringify(err.toEnvelope(this.corrId))
     this.contentType = 'application/json'
-    if (err.status === 429 || err.status === 503) {
+    // SPEC.md 4: 429 and 503 always say when to come back; any other error that carries a hint
+    // (a 504 from a slow dependency) passes it on too.
+    if (err.retryAfterMs !== undefined || err.status === 429 || err.status === 503) {
       this.retryAfter = Math.max(1, Math.ceil((err.retryAfterMs ?? 1000) / 1000))
     }
     if (err.code === 'MethodNotAllowed') {

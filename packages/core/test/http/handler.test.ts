@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { BusyError, DrainingError, ForbiddenError, RonError } from '../../src/errors.js'
+import { BusyError, DrainingError, ForbiddenError, RonError, TimeoutError } from '../../src/errors.js'
 import { createHttpHandler, RouteConfigError, type HttpHooks, type Reply, type Route } from '../../src/http/index.js'
 import type { Claims } from '../../src/auth/types.js'
 import { expectEnvelope, mkReq, readBody, readJson } from './helpers.js'
@@ -239,6 +239,21 @@ describe('auth and hooks', () => {
     expect(res.status).toBe(503)
     expect(res.headers['retry-after']).toBe('1')
     expectEnvelope(await readJson(res), 'Draining')
+  })
+
+  it('any error carrying retryAfterMs (a 504 Timeout) gets Retry-After; one without it does not', async () => {
+    const h = handler({}, [
+      { method: 'GET', path: '/slow', handler: () => Promise.reject(new TimeoutError('dependency too slow', { retryAfterMs: 2500 })) },
+      { method: 'GET', path: '/plain', handler: () => Promise.reject(new TimeoutError('dependency too slow')) },
+    ])
+    const slow = await h.dispatch(mkReq('GET', '/slow'))
+    expect(slow.status).toBe(504)
+    expect(slow.headers['retry-after']).toBe('3')
+    expectEnvelope(await readJson(slow), 'Timeout')
+    const plain = await h.dispatch(mkReq('GET', '/plain'))
+    expect(plain.status).toBe(504)
+    expect(plain.headers['retry-after']).toBeUndefined()
+    expectEnvelope(await readJson(plain), 'Timeout')
   })
 
   it('admission is released once, after the response body was consumed', async () => {
