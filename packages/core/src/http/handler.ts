@@ -55,8 +55,12 @@ export interface HttpHooks {
   submit?(queue: string, job: (signal: AbortSignal) => Promise<void>, signal: AbortSignal): Promise<void>
   /** Called once per finished request for metrics (route = route.name ?? route.path, or 'builtin'/'unmatched'). */
   observe?(route: string, method: string, status: number, seconds: number): void
-  /** Called with every error turned into an error response (for logs); never throws. */
-  onError?(err: RonError, corrId: string, req: RonRequest): void
+  /**
+   * Called with every error turned into an error response (for logs and metrics); never throws.
+   * `route` is the matched route's metric label (`route.name ?? route.path`), or
+   * `'builtin'`/`'unmatched'` when the request never reached a route.
+   */
+  onError?(err: RonError, corrId: string, req: RonRequest, route: string): void
 }
 
 /** Options of {@link createHttpHandler}. */
@@ -133,7 +137,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   const reportError = (err: RonError, ex: Exchange): void => {
     if (hooks.onError === undefined) return
     try {
-      hooks.onError(err, ex.corrId, ex.req)
+      hooks.onError(err, ex.corrId, ex.req, ex.label)
     } catch {
       // onError must never throw; if it does, the response still goes out
     }

@@ -343,12 +343,13 @@ class Host<C> implements ServiceHost<C> {
       authenticate: (req, route) => this.authenticate(req, route.scope),
       submit: (queue, job, signal) => this.pool(queue).submit(job, signal),
       observe: (route, method, status, seconds) => this.metrics.observeHttp(route, method, status, seconds),
-      onError: (err: RonError, corrId: string, req: RonRequest) => {
-        // SPEC.md 4: every 429 is counted, whichever limit answered it.
+      onError: (err: RonError, corrId: string, req: RonRequest, route: string) => {
+        // SPEC.md 4: every 429 is counted, whichever limit answered it. A full work queue does
+        // not know the route it serves: the endpoint is the route the request matched.
         if (err.status === 429) {
           const d = err.details
           this.metrics.sink.inc('busy_rejections_total', {
-            endpoint: typeof d.endpoint === 'string' ? d.endpoint : '',
+            endpoint: typeof d.endpoint === 'string' ? d.endpoint : route === 'unmatched' || route === 'builtin' ? '' : route,
             queue: typeof d.queue === 'string' ? d.queue : '',
           })
         }
