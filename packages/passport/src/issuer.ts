@@ -71,7 +71,7 @@ export class Issuer {
     o.metrics.observe('passport_issue_latency_seconds', undefined, (o.clock.now() - started) / 1000)
     o.log.noteIssued(jti, plan.exp)
     // Admin tokens are tracked as long-lived tokens (revocable holds on their key) instead.
-    if (kind !== 'admin') o.keyring.noteSigned(key.kid, plan.exp)
+    if (kind !== 'admin') await o.keyring.noteSigned(key.kid, plan.exp)
     o.metrics.inc('tokens_issued_total', { kind })
     return { token: `${input}.${Buffer.from(sig).toString('base64url')}`, jti, kid: key.kid, exp: plan.exp }
   }

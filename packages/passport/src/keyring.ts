@@ -64,6 +64,8 @@ interface Persisted {
   version: 1
   keys: Array<Omit<EpochKey, 'publicKey'>>
   longLived: LongLived[]
+  /** Latest exp (JWT seconds) per kid of tokens that outlive the policy's max ttl (children of long-lived tokens). */
+  maxExp?: Record<string, number>
 }
 
 /** Options of {@link Keyring.open}. */
@@ -101,13 +103,18 @@ export class Keyring {
   #longLived: LongLived[]
   readonly #o: KeyringOptions
   #writer: Promise<unknown> = Promise.resolve()
-  /** Latest `exp` (JWT seconds) signed by each key since start: a lowered max ttl never retires a key early. */
-  readonly #maxExp = new Map<string, number>()
+  /**
+   * Latest `exp` (JWT seconds) signed by each key: a lowered max ttl never retires a key early.
+   * Entries beyond what the max ttl covers (attenuated children of a long-lived token) are
+   * persisted, so a restart does not forget them.
+   */
+  readonly #maxExp: Map<string, number>
 
-  private constructor(o: KeyringOptions, snap: KeyringSnapshot, longLived: LongLived[]) {
+  private constructor(o: KeyringOptions, snap: KeyringSnapshot, longLived: LongLived[], maxExp: Record<string, number> = {}) {
     this.#o = o
     this.#snap = snap
     this.#longLived = longLived
+    this.#maxExp = new Map(Object.entries(maxExp))
   }
 
   /**
@@ -129,7 +136,7 @@ export class Keyring {
         const current = keys.find((k) => k.status === 'current')
         const next = keys.find((k) => k.status === 'next')
         if (current === undefined || next === undefined) throw new MalformedError('keyring.json has no current or next key', { details: { field: 'keys' } })
-        return new Keyring(o, { current, next, previous: keys.filter((k) => k.status === 'previous') }, p.longLived ?? [])
+        return new Keyring(o, { current, next, previous: keys.filter((k) => k.status === 'previous') }, p.longLived ?? [], p.maxExp)
       }
     }
     const now = o.clock.now()
@@ -178,13 +185,24 @@ export class Keyring {
     }
   }
 
-  /** Records that `kid` signed a token expiring at `exp`. */
-  noteSigned(kid: string, exp: number): void {
+  /**
+   * Records that `kid` signed a token expiring at `exp`. Resolves at once, unless `exp` lies beyond
+   * what the policy's max ttl keeps the key for: then once that is on disk.
+   */
+  async noteSigned(kid: string, exp: number): Promise<void> {
     if (exp <= (this.#maxExp.get(kid) ?? -Infinity)) return
     this.#maxExp.set(kid, exp)
-    // A token signed by a key that already stopped signing (an issuance that took the snapshot
-    // just before a rotation) may push its retirement out.
-    if (kid !== this.#snap.current.kid) void this.refresh().catch(() => undefined)
+    const longLived = exp * 1000 > this.#o.clock.now() + this.#o.maxTtlSec() * 1000 + this.#o.guard.timeoutMs
+    if (longLived && this.#o.dataDir !== undefined) {
+      await this.#serial(async () => {
+        this.#retirements()
+        await this.#persist()
+      })
+    } else if (kid !== this.#snap.current.kid) {
+      // A token signed by a key that already stopped signing (an issuance that took the snapshot
+      // just before a rotation) may push its retirement out.
+      void this.refresh().catch(() => undefined)
+    }
   }
 
   /** Records a long-lived token (above the policy's max ttl): its key verifies until it expires or is revoked. */
@@ -230,6 +248,7 @@ export class Keyring {
       const gone = s.previous.filter((k) => k.retiresAt !== undefined && now >= k.retiresAt)
       if (gone.length === 0) return []
       this.#snap = Object.freeze({ ...s, previous: Object.freeze(s.previous.filter((k) => !gone.includes(k))) })
+      for (const k of gone) this.#maxExp.delete(k.kid)
       await this.#persist()
       for (const k of gone) await this.#o.guard.call('destroy', (sig) => this.#o.guard.kms.destroy(k.kid, sig))
       return gone.map((k) => k.kid)
@@ -269,7 +288,10 @@ export class Keyring {
     if (dir === undefined) return
     const s = this.#snap
     const strip = ({ publicKey: _pk, ...rest }: EpochKey): Omit<EpochKey, 'publicKey'> => rest
-    const body: Persisted = { version: 1, keys: [s.current, s.next, ...s.previous].map(strip), longLived: this.#longLived }
+    // Only what outlives the max ttl needs to survive a restart (the rest is covered by the max ttl).
+    const horizonSec = (this.#o.clock.now() + this.#o.maxTtlSec() * 1000 + this.#o.guard.timeoutMs) / 1000
+    const maxExp = Object.fromEntries([...this.#maxExp].filter(([, exp]) => exp > horizonSec))
+    const body: Persisted = { version: 1, keys: [s.current, s.next, ...s.previous].map(strip), longLived: this.#longLived, maxExp }
     await writeFileAtomic(join(dir, 'keyring.json'), `${JSON.stringify(body, null, 2)}\n`, dir)
   }
 }
