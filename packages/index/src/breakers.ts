@@ -66,6 +66,8 @@ export function isPeerFailure(e: unknown): boolean {
 /** The table of peer breakers. */
 export class BreakerTable {
   #entries = new Map<string, PeerHealth>()
+  /** The breaker settings the current entries were built with (`cfg.breaker`, serialised). */
+  #settings: string | undefined
   readonly #clock: Clock
   readonly #metrics: MetricsSink
 
@@ -87,11 +89,16 @@ export class BreakerTable {
   /**
    * Janitor only: makes the table match `cfg.peers.targets` (existing breakers keep their state;
    * breakers of removed peers are retired and their gauge reset), then publishes every gauge.
+   * Changed breaker settings (`cfg.breaker`, on reload) rebuild every breaker with them, closed:
+   * a core breaker's thresholds are fixed when it is made.
    */
   sync(cfg: ResolvedIndexConfig): void {
+    const settings = JSON.stringify(cfg.breaker)
+    const keep = settings === this.#settings
+    this.#settings = settings
     const next = new Map<string, PeerHealth>()
     for (const target of cfg.peers.targets) {
-      next.set(target, this.#entries.get(target) ?? this.#create(target, cfg))
+      next.set(target, (keep ? this.#entries.get(target) : undefined) ?? this.#create(target, cfg))
     }
     for (const [target] of this.#entries) {
       if (!next.has(target)) this.#metrics.set('breaker_state', { target }, BREAKER_GAUGE.closed)

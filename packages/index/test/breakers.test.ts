@@ -88,3 +88,22 @@ describe('per-peer circuit breakers', () => {
     expect(await metricLine(env, 'backoff_retries_total', 'op="peer"')).toBe(0)
   })
 })
+
+describe('breaker settings on reload', () => {
+  it('a reloaded breaker setting applies to the peers already in the table, not only to new ones', async () => {
+    const clock = new VirtualClock(5_000_000)
+    env = await setup({ peers: { targets: ['peer-1'] }, breaker: { minCalls: 100 } }, { clock })
+    const p = new FakePeer(clock)
+    env.transport.mount('peer-1', p)
+    p.reply = () => ({ status: 500 })
+    for (let i = 0; i < 3; i++) await expect(env.anon.resolve(addr(`r${i}`))).rejects.toMatchObject({ code: 'NotFound' })
+    expect(await metricLine(env, 'breaker_state', 'target="peer-1"')).toBe(0)
+    await env.index.reload({ breaker: { minCalls: 2 } })
+    await clock.advance(1_000) // the breaker janitor applies the new settings
+    for (let i = 0; i < 2; i++) await expect(env.anon.resolve(addr(`s${i}`))).rejects.toMatchObject({ code: 'NotFound' })
+    expect(await metricLine(env, 'breaker_state', 'target="peer-1"')).toBe(1)
+    const calls = p.calls.length
+    await expect(env.anon.resolve(addr('skipped'))).rejects.toMatchObject({ code: 'NotFound' })
+    expect(p.calls.length).toBe(calls)
+  })
+})
