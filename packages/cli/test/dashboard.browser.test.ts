@@ -78,13 +78,13 @@ describe('admin dashboard in headless chromium', () => {
     const { address } = (await res.json()) as { address: string }
     const objectUrl = `${node.services['storage']}/o/${address}`
     other = createServer((_req, r) => {
-      r.writeHead(200, { 'content-type': 'text/html' })
-      r.end(`<!doctype html><p id="out">…</p><script>fetch(${JSON.stringify(objectUrl)}).then((r) => r.text()).then((t) => { document.getElementById('out').textContent = t }, (e) => { document.getElementById('out').textContent = 'failed: ' + e })</script>`)
+      r.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+      r.end(`<!doctype html><p id="out">pending</p><script>fetch(${JSON.stringify(objectUrl)}).then((r) => r.text()).then((t) => { document.getElementById('out').textContent = t }, (e) => { document.getElementById('out').textContent = 'failed: ' + e })</script>`)
     })
     await new Promise<void>((r) => other.listen(0, '127.0.0.1', r))
     const page = await browser.newPage()
     await page.goto(`http://127.0.0.1:${(other.address() as { port: number }).port}/`)
-    await page.waitForFunction(() => document.getElementById('out')?.textContent !== '…', undefined, { timeout: 15_000 })
+    await page.waitForFunction(() => document.getElementById('out')?.textContent !== 'pending', undefined, { timeout: 15_000 })
     expect(await page.locator('#out').textContent()).toBe('shared across origins')
     await page.close()
   }, 60_000)
