@@ -10,6 +10,7 @@
 import {
   BreakerOpenError,
   CircuitBreaker,
+  NotReadyError,
   errorFromResponse,
   isRonError,
   type Clock,
@@ -47,6 +48,18 @@ export function upstreamBackoff(n: number, r: UpstreamRetry, random: Random): nu
 export function breakerName(target: string, method: string): string {
   const m = method.toUpperCase()
   return `${target}/${m === 'GET' || m === 'HEAD' ? 'read' : 'write'}`
+}
+
+/**
+ * Maps an upstream's failure to what interop answers its own caller. An upstream's 500, or the
+ * upstream refusing interop's own credentials (401/403: a capability or service token interop
+ * obtained), is interop's problem, not the caller's request: 503 `NotReady` naming the upstream,
+ * with `Retry-After`. Every other error (Busy, Timeout, BreakerOpen, OverLimit, Malformed…) passes
+ * as it is.
+ */
+export function upstreamFailure(e: unknown, upstream: string): unknown {
+  if (!isRonError(e) || (e.status !== 500 && e.status !== 401 && e.status !== 403)) return e
+  return new NotReadyError(`${upstream} failed: ${e.code}`, { details: { upstream, code: e.code }, cause: e, retryAfterMs: 1000 })
 }
 
 /** Options of {@link Upstreams}. */

@@ -72,6 +72,10 @@ export class SlowStorage implements DispatchTarget {
   putsWaiting = 0
   /** While true, every PUT answers 500 Internal (an upstream 5xx burst). */
   failPuts = false
+  /** While true, every GET answers 500 Internal. */
+  failGets = false
+  /** While set, every PUT answers this status with an `Unauthorized` (401) or `Forbidden` (403) envelope. */
+  refusePuts: 401 | 403 | undefined
   /** Sizes of the body chunks of the last PUT, as storage received them. */
   putChunks: number[] = []
   constructor(readonly inner: DispatchTarget) {}
@@ -93,11 +97,10 @@ export class SlowStorage implements DispatchTarget {
         this.putsWaiting--
       }
     }
+    if (req.method === 'GET' && this.failGets) return errorAnswer(500, 'Internal')
     if (req.method !== 'PUT') return this.inner.dispatch(req)
-    if (this.failPuts) {
-      const body = new TextEncoder().encode(JSON.stringify({ error: { code: 'Internal', message: 'boom', retryable: false, corr_id: 'x', details: {} } }))
-      return { status: 500, headers: { 'content-type': 'application/json' }, body: (async function* () { yield body })() }
-    }
+    if (this.failPuts) return errorAnswer(500, 'Internal')
+    if (this.refusePuts !== undefined) return errorAnswer(this.refusePuts, this.refusePuts === 401 ? 'Unauthorized' : 'Forbidden')
     const chunks: number[] = []
     this.putChunks = chunks
     const body = req.body
@@ -109,6 +112,11 @@ export class SlowStorage implements DispatchTarget {
     }
     return this.inner.dispatch({ ...req, body: recorded() })
   }
+}
+
+function errorAnswer(status: number, code: string): RonResponse {
+  const body = new TextEncoder().encode(JSON.stringify({ error: { code, message: 'boom', retryable: false, corr_id: 'x', details: {} } }))
+  return { status, headers: { 'content-type': 'application/json' }, body: (async function* () { yield body })() }
 }
 
 export interface System {

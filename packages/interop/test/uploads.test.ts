@@ -71,6 +71,37 @@ describe('POST /put', () => {
     expect(await readJson(res)).toMatchObject({ error: { code: 'NotReady' } })
   })
 
+  it('storage failing (500) or refusing the capability (401, 403) is a 503 NotReady to the client, never a 500 or a misleading 401', async () => {
+    sys = await system({ retry: { tries: 1 } })
+    sys.slow.failPuts = true
+    const failed = await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'x')
+    expect(failed.status).toBe(503)
+    expect(await readJson(failed)).toMatchObject({ error: { code: 'NotReady', details: { upstream: 'storage', code: 'Internal' } } })
+    sys.slow.failPuts = false
+    for (const status of [401, 403] as const) {
+      sys.slow.refusePuts = status
+      const refused = await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'x')
+      expect(refused.status).toBe(503)
+      expect(await readJson(refused)).toMatchObject({ error: { code: 'NotReady', details: { upstream: 'storage' } } })
+    }
+    sys.slow.refusePuts = undefined
+    // Passport answering 500 is the same: interop's upstream is down, not the client's fault.
+    sys.transport.mount('passport', { dispatch: () => Promise.resolve({ status: 500, headers: { 'content-type': 'application/json' }, body: (async function* () { yield new TextEncoder().encode('{"error":{"code":"Internal","message":"kms","retryable":false,"corr_id":"x","details":{}}}') })() }) })
+    const noPassport = await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'x')
+    expect(noPassport.status).toBe(503)
+    expect(await readJson(noPassport)).toMatchObject({ error: { code: 'NotReady', details: { upstream: 'passport' } } })
+  })
+
+  it('GET /o with storage answering 500 is a 503 NotReady, never a 500', async () => {
+    sys = await system({ retry: { tries: 1 } })
+    const put = await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'kept')
+    const { address } = await readJson<{ address: string }>(put)
+    sys.slow.failGets = true
+    const res = await sys.request('GET', `/o/${address}`)
+    expect(res.status).toBe(503)
+    expect(await readJson(res)).toMatchObject({ error: { code: 'NotReady', details: { upstream: 'storage', code: 'Internal' } } })
+  })
+
   it('GET /o of an unknown address is 404, a bad address 400', async () => {
     sys = await system()
     expect((await sys.request('GET', `/o/${addressOf(new Uint8Array([9]))}`)).status).toBe(404)

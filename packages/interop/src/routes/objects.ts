@@ -7,6 +7,7 @@
  */
 
 import { IntegrityFailedError, NotFoundError, createBlake3, isRonError, parseAddress, toAddress, type Address, type Reply, type Route, type TransportResponse } from '@ron/core'
+import { upstreamFailure } from '../upstream.js'
 import type { InteropContext } from './context.js'
 
 const MAX_PROVIDERS = 3
@@ -68,7 +69,8 @@ async function getObject(s: InteropContext, method: 'GET' | 'HEAD', addrParam: s
     }
     return { status: 200, headers, body: verified(res.body, address) }
   }
-  if (last !== undefined && isRonError(last)) throw last
+  // An upstream's 500 is a 503 of ours (retry later), never a 500.
+  if (last !== undefined && isRonError(last)) throw upstreamFailure(last, 'storage')
   throw new NotFoundError('no provider has this object', { details: { address } })
 }
 

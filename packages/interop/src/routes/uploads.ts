@@ -9,6 +9,7 @@
 import { BusyError, InternalError, NotReadyError, OverLimitError, UnauthorizedError, errorFromResponse, isRonError, type Reply, type Route, type RouteContext } from '@ron/core'
 import { latencyBucket, redactCapabilityId } from '../audit.js'
 import { hashApiKey } from '../config.js'
+import { upstreamFailure } from '../upstream.js'
 import { admitWrite, recordOutcome, type InteropContext } from './context.js'
 
 const ENDPOINT = 'POST /put'
@@ -111,23 +112,31 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   }
   try {
     const reply = await s.pool.submit(async (signal) => {
-      const cap = await issueCapability(s, found.client, limit, signal, ctx.corrId)
+      const cap = await issueCapability(s, found.client, limit, signal, ctx.corrId).catch((e: unknown) => {
+        throw upstreamFailure(e, 'passport')
+      })
       capabilityId = redactCapabilityId(cap.jti)
       const headers: Record<string, string> = { authorization: `Bearer ${cap.token}`, 'content-type': 'application/octet-stream' }
       if (Number.isFinite(declared)) headers['content-length'] = String(declared)
-      const res = await s.upstreams.call(cfg.storage.target, {
-        op: 'storage.put',
-        method: 'PUT',
-        path: '/o',
-        headers,
-        body: rechunk(ctx.stream(), cfg.uploads.chunkBytes),
-        timeoutMs: cfg.uploads.timeoutMs,
-        // A streamed body cannot be replayed.
-        idempotent: false,
-        signal,
-        corrId: ctx.corrId,
-      })
-      if (res.status >= 400) throw await errorFromResponse(res)
+      const res = await s.upstreams
+        .call(cfg.storage.target, {
+          op: 'storage.put',
+          method: 'PUT',
+          path: '/o',
+          headers,
+          body: rechunk(ctx.stream(), cfg.uploads.chunkBytes),
+          timeoutMs: cfg.uploads.timeoutMs,
+          // A streamed body cannot be replayed.
+          idempotent: false,
+          signal,
+          corrId: ctx.corrId,
+        })
+        .catch((e: unknown) => {
+          throw upstreamFailure(e, 'storage')
+        })
+      // Storage refusing the capability interop just obtained is interop's failure (503), not a
+      // bad API key; OverLimit (the caveat), Malformed and Busy are the client's to see.
+      if (res.status >= 400) throw upstreamFailure(await errorFromResponse(res), 'storage')
       const out = await res.json<{ address: string; size: number }>()
       audit('accept', { payloadB3: out.address })
       s.events.publish({ type: 'upload:stored', client: found.client, address: out.address, size: out.size })
