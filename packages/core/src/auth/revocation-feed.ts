@@ -96,6 +96,8 @@ export interface RevocationFeed extends RevocationCheck {
   start(): void
   /** Stops {@link RevocationFeed.start}'s polling. Idempotent. */
   close(): Promise<void>
+  /** Same as {@link RevocationFeed.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 /**
@@ -264,6 +266,12 @@ export function createRevocationFeed(opts: RevocationFeedOptions): RevocationFee
     }
   }
 
+  async function close(): Promise<void> {
+    if (own === undefined) return
+    own.abort.abort()
+    await own.done
+  }
+
   return {
     isRevoked: (jti) => set.isRevoked(jti),
     isStale,
@@ -281,10 +289,7 @@ export function createRevocationFeed(opts: RevocationFeedOptions): RevocationFee
       const abort = new AbortController()
       own = { abort, done: run(abort.signal) }
     },
-    async close() {
-      if (own === undefined) return
-      own.abort.abort()
-      await own.done
-    },
+    close,
+    [Symbol.asyncDispose]: close,
   }
 }

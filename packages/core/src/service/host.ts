@@ -16,7 +16,7 @@ import type { RonRequest, RonResponse, Reply, Route } from '../http/types.js'
 import { createHttpHandler, type HttpHandler, type HttpHooks, type HttpLimits } from '../http/index.js'
 import type { Transport } from '../transport/types.js'
 import type { Claims, TokenVerifier } from '../auth/types.js'
-import { bearerToken, checkCaveats, createTokenVerifier, staticKeySource, type KeySource, type Jwk } from '../auth/index.js'
+import { bearerToken, checkCaveats, createTokenVerifier, staticKeySource, type CachingTokenVerifier, type KeySource, type Jwk } from '../auth/index.js'
 import { Supervisor, WorkPool, Broadcast } from '../concurrency/index.js'
 import { Admission } from '../resilience/index.js'
 import { createServiceMetrics, type ServiceMetrics } from '../metrics/service-metrics.js'
@@ -190,6 +190,8 @@ class Host<C> implements ServiceHost<C> {
   readonly #admission: Admission
   readonly #verifier: TokenVerifier | undefined
   readonly #limits: HttpLimits | undefined
+  readonly #revocationsStale: (() => boolean) | undefined
+  #revocationsDeclared = false
   #handler: HttpHandler | undefined
   #state: 'running' | 'draining' | 'closed' = 'running'
   #closePromise: Promise<void> | undefined
@@ -216,6 +218,8 @@ class Host<C> implements ServiceHost<C> {
       clock: this.clock,
     })
     this.#verifier = o.auth?.verifier ?? buildVerifier(o.auth?.keys, this.clock)
+    const v = this.#verifier as Partial<Pick<CachingTokenVerifier, 'revocationsStale'>> | undefined
+    this.#revocationsStale = typeof v?.revocationsStale === 'function' ? v.revocationsStale.bind(v) : undefined
     this.#cors = createCorsPolicy(o.cors)
     this.metrics.histogram(RELOAD_METRICS.duration, 'Duration of config reloads (validation, swap and hooks), in seconds.')
     this.#reloader = new ConfigReloader<C>(o.config, { clock: this.clock, metrics: this.metrics.sink, logger: this.logger, service: o.id })
@@ -302,7 +306,27 @@ class Host<C> implements ServiceHost<C> {
   }
 
   health(): HealthReport {
+    this.#checkRevocations()
     return this.readiness.report(this.supervisor.health())
+  }
+
+  /**
+   * SPEC.md 5: while the verifier's revocation feed is stale, writes are refused, and readiness
+   * says so (`revocations`, write-gating, reason `revocation_stale`). Staleness is a function of
+   * time since the last sync, so it is read when readiness is reported (health(), /readyz)
+   * rather than on every request or on the feed's poll-driven change callback.
+   */
+  #checkRevocations(): void {
+    const stale = this.#revocationsStale?.() === true
+    if (stale) {
+      if (!this.#revocationsDeclared) {
+        this.readiness.declare('revocations', 'write')
+        this.#revocationsDeclared = true
+      }
+      this.readiness.set('revocations', false, 'revocation_stale')
+    } else if (this.#revocationsDeclared) {
+      this.readiness.set('revocations', true)
+    }
   }
 
   close(): Promise<void> {
@@ -367,6 +391,7 @@ class Host<C> implements ServiceHost<C> {
       case '/healthz':
         return this.readiness.healthzReply(this.supervisor.health())
       case '/readyz':
+        this.#checkRevocations()
         return this.readiness.readyzReply(this.supervisor.health())
       case '/metrics':
         return this.metrics.text().then((body) => ({ status: 200, headers: { 'content-type': METRICS_CONTENT_TYPE }, body }))

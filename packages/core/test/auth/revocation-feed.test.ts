@@ -122,4 +122,19 @@ describe('remoteKeySource retirement', () => {
     expect(await keys.getKey(k.kid)).toBeUndefined()
     expect(keys.fetches).toBe(1)
   })
+
+  it('stops its own polling on await using (Symbol.asyncDispose), leaving no timer behind', async () => {
+    const clock = new VirtualClock(T0)
+    const feed = new FakeFeed()
+    {
+      await using f = createRevocationFeed({ transport: feed, clock, pollIntervalMs: 100 })
+      f.start()
+      await clock.advance(250)
+      expect(f.isStale()).toBe(false)
+    }
+    expect(clock.pending).toBe(0)
+    const polls = feed.paths.length
+    await clock.advance(1000)
+    expect(feed.paths.length).toBe(polls)
+  })
 })

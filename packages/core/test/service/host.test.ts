@@ -283,6 +283,23 @@ describe('createServiceHost', () => {
     expect(await down.json()).toMatchObject({ ready: false, writeReady: false, missing: ['disk', 'peers'] })
   })
 
+  it('reports a stale revocation feed in readiness: write-gating `revocations`, reason revocation_stale, and ready again once synced', async () => {
+    const clock = new VirtualClock(1_800_000_000_000)
+    const issuer = createTestIssuer({ clock })
+    let stale = true
+    const revocations = { isRevoked: () => false, isStale: () => stale }
+    const { host, t } = setup({ clock, auth: { verifier: issuer.verifier({ revocations }) } })
+    cleanups.push(() => host.service.close())
+    expect(host.service.health()).toMatchObject({ ready: true, writeReady: false, missing: ['revocations'], reason: 'revocations: revocation_stale' })
+    const res = await t.request('svc', { method: 'GET', path: '/readyz' })
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ ready: true, writeReady: false, missing: ['revocations'] })
+    stale = false
+    const fresh = await t.request('svc', { method: 'GET', path: '/readyz' })
+    expect(await fresh.json()).toMatchObject({ ready: true, writeReady: true, missing: [] })
+    expect(host.service.health()).toMatchObject({ writeReady: true, missing: [] })
+  })
+
   it('validates queue names and refuses new routes after the first request', async () => {
     const { host, t } = setup()
     cleanups.push(() => host.service.close())
