@@ -11,6 +11,7 @@ import {
   toRonError,
   type ErrorCode,
 } from '../src/errors.js'
+import type { UnauthorizedReason } from '../src/auth/verifier.js'
 
 const doc = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8')
 const rows = [...doc.matchAll(/^\| `(\w+)` \| (\d{3}) \| (yes|no) \| `(\w+)` \| (yes|no) \|/gm)].map((m) => ({
@@ -66,6 +67,36 @@ describe('error catalog', () => {
   it("docs/errors.md marks exactly SPEC.md's codes, each with SPEC's status", () => {
     expect(rows.filter((r) => r.spec).map((r) => r.code).sort()).toEqual(Object.keys(SPEC_CODES).sort())
     for (const [code, status] of Object.entries(SPEC_CODES)) expect(ErrorCodes[code as ErrorCode], code).toBe(status)
+  })
+
+  it('docs/errors.md lists the details.reason values the core answers with (every UnauthorizedReason, revocation_stale, per_ip, ...)', () => {
+    const reasons = new Set([...doc.matchAll(/^\| `(\w+)` \| `(\w+)` \|/gm)].map((m) => `${m[1]}:${m[2]}`))
+    const unauthorized: Record<UnauthorizedReason | 'no_verifier', true> = {
+      missing: true,
+      malformed: true,
+      bad_alg: true,
+      unknown_kid: true,
+      bad_signature: true,
+      expired: true,
+      not_yet_valid: true,
+      wrong_audience: true,
+      revoked: true,
+      unknown_caveat: true,
+      no_verifier: true,
+    }
+    const expected = [
+      ...Object.keys(unauthorized).map((r) => `Unauthorized:${r}`),
+      'Forbidden:missing_scope',
+      'Forbidden:caveat',
+      'Forbidden:cors_origin',
+      'NotReady:revocation_stale',
+      'NotReady:unreachable',
+      'Busy:per_ip',
+      'Busy:per_ip_rate',
+      'Busy:too_many_keys',
+      'Busy:sse_clients',
+    ]
+    expect([...reasons].sort()).toEqual(expected.sort())
   })
 
   it('each class carries its code, name and status and is a RonError', () => {
