@@ -151,10 +151,15 @@ async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, do
           await drop(oldData, oldTable)
           report.objects++
         } else if (name.endsWith(LEGACY_TABLE_SUFFIX) && HEX64.test(name.slice(0, -LEGACY_TABLE_SUFFIX.length)) && !names.has(name.slice(0, -LEGACY_TABLE_SUFFIX.length))) {
-          // A table whose object never arrived.
+          // A table without its data file: either its object never arrived (format 1 would have
+          // removed it), or an interrupted earlier run migrated the object and removed its data
+          // file but not yet this table. Only the first is a leftover.
+          const hex = name.slice(0, -LEGACY_TABLE_SUFFIX.length)
+          const current = await openObject(join(target, hex), `b3:${hex}`, false, () => undefined)
+          if (current !== undefined) await current.fh.close()
           await keep(name)
           await drop(oldData)
-          report.unusable++
+          if (current === undefined || !('table' in current.opened)) report.unusable++
         }
       }
       await rmdir(shard).catch(() => undefined) // only when empty: unknown files stay

@@ -105,6 +105,22 @@ describe('fs store format', () => {
     await again.close()
   })
 
+  it('resumes a migration interrupted between removing an object\'s old data file and its old table, reporting nothing unusable', async () => {
+    const objects = await manifest()
+    const store = await createFsStore({ dir })
+    await store.close()
+    await rm(join(dir, 'FORMAT'))
+    const o = objects.find((x) => x.size > 0)!
+    const v1 = join('objects', o.address.slice(3, 5), o.address.slice(5, 7), o.address.slice(3))
+    await mkdir(join(dir, v1, '..'), { recursive: true })
+    await link(join(dir, 'backup-format-1', `${v1}.b3t`), join(dir, `${v1}.b3t`))
+    const again = await createFsStore({ dir })
+    expect(fsRecovery(again).migrated).toMatchObject({ from: 1, objects: 0, unusable: 0 })
+    expect(await again.verify(o.address)).toEqual({ ok: true, size: o.size, badChunks: [] })
+    expect((await walk(dir)).filter((f) => f.startsWith('objects/') && f.endsWith('.b3t'))).toEqual([])
+    await again.close()
+  })
+
   it('moves format-1 leftovers without a usable table to the backup instead of migrating them', async () => {
     const objects = await manifest()
     const victim = objects.find((o) => o.size === 3000)!
