@@ -113,7 +113,11 @@ export const indexConfigSchema = z.strictObject({
   maxConcurrentPerIp: positiveInt.default(256),
   /** Optional per-IP token bucket. */
   ratePerIp: z.strictObject({ capacity: positiveInt, refillPerSec: z.number().positive() }).optional(),
-  /** How long `close()` lets in-flight work finish (the seed's drain = min(budget, 1–5 s) is applied). */
+  /**
+   * How long `close()` lets in-flight work finish before aborting it (fixed at start: not
+   * reloadable). The seed's drain = min(request budget, 1–5 s) holds with the defaults: every job
+   * ends by its own budget (`deadlineMs` for resolves, `storageTimeoutMs` for name writes) first.
+   */
   drainDeadlineMs: duration.default(3_000),
   /** Period of the breaker janitor (gauges, pruning breakers of removed peers). */
   breakerJanitorMs: duration.default(1_000),
@@ -174,4 +178,4 @@ export function resolveIndexConfig(config: IndexConfig = {}): ResolvedIndexConfi
 }
 
 /** Config paths that cannot change through `reload()` (they shape storage, queues and identity). */
-export const IMMUTABLE_PATHS: readonly string[] = ['id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'eventsCapacity', 'maxConcurrentPerIp', 'ratePerIp']
+export const IMMUTABLE_PATHS: readonly string[] = ['id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'eventsCapacity', 'maxConcurrentPerIp', 'ratePerIp', 'drainDeadlineMs']

@@ -22,11 +22,16 @@ export interface ProviderRecord {
 /** The provider table (one writer: the request that announces, in one synchronous step). */
 export class ProviderTable {
   readonly #byAddress = new Map<Address, Map<string, ProviderRecord>>()
-  readonly #max: number
+  #max: number
   #size = 0
 
   /** @param maxRecords - records kept at most; an announcement of a new record beyond it is refused. */
   constructor(maxRecords: number) {
+    this.#max = maxRecords
+  }
+
+  /** Changes the bound (reload): records beyond a lowered bound stay until they expire; new ones are refused meanwhile. */
+  resize(maxRecords: number): void {
     this.#max = maxRecords
   }
 

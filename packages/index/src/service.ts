@@ -176,6 +176,7 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
     const next = cfg.get()
     cache.resize(next.cache.maxEntries)
     negative.resize(next.cache.negativeMaxEntries)
+    providers.resize(next.maxProviderRecords)
     peersChanged = true
     wakeBreakerJanitor.set(wakeBreakerJanitor.get() + 1)
   })

@@ -182,3 +182,16 @@ describe('janitors', () => {
     expect(clock.pending).toBe(0)
   })
 })
+
+describe('reload reaches every setting it accepts', () => {
+  it('a lowered maxProviderRecords refuses new records at once; drainDeadlineMs (fixed at start) is refused as immutable', async () => {
+    const clock = new VirtualClock(1_000_000)
+    env = await setup({}, { clock })
+    await env.client.announce({ address: addr(1), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })
+    await env.index.reload({ maxProviderRecords: 1 })
+    await expect(env.client.announce({ address: addr(2), node: 'n2', endpoint: 'http://n2', ttlSec: 60 })).rejects.toMatchObject({ code: 'Busy', details: { reason: 'provider_table_full' } })
+    // A refresh of a known record is still accepted.
+    await expect(env.client.announce({ address: addr(1), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })).resolves.toMatchObject({ node: 'n1' })
+    await expect(env.index.reload({ drainDeadlineMs: 100 })).rejects.toMatchObject({ code: 'Malformed', details: { reason: 'immutable' } })
+  })
+})
