@@ -56,7 +56,9 @@ function forbidden(message: string, field: string, extra: Record<string, unknown
  */
 export function checkIssue(policy: Policy | undefined, caller: string, req: IssueRequest): TokenPlan {
   if (policy === undefined) throw new NotReadyError('passport has no issuance policy', { details: { reason: 'no_policy' }, retryAfterMs: 1000 })
-  const rule = policy.callers[caller] ?? policy.callers['*']
+  // Own keys only: a caller named `constructor` or `__proto__` must not find Object.prototype's members.
+  const own = (k: string): Policy['callers'][string] | undefined => (Object.hasOwn(policy.callers, k) ? policy.callers[k] : undefined)
+  const rule = own(caller) ?? own('*')
   if (rule === undefined) throw forbidden(`the policy lets ${caller} issue nothing`, 'sub', { caller })
   const scope = uniq(req.scope)
   for (const s of scope) {
