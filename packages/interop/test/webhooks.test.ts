@@ -102,6 +102,24 @@ describe('POST /webhooks/:provider', () => {
     expect(retry.status).toBe(202)
   })
 
+  it('a replay that changes only unsigned parts (GitHub delivery id, hex case of the MAC) is still a duplicate', async () => {
+    sys = await system()
+    const gh = signWebhook({ provider: 'github', secret: SECRETS.github, body: '{"push":1}', nowMs: T0, deliveryId: 'gh-1' })
+    const first = await readJson<{ receipt: string }>(await send(sys, gh))
+    // X-GitHub-Delivery is not covered by the signature: an attacker replaying a captured delivery can change it.
+    const replayed = await send(sys, { ...gh, headers: { ...gh.headers, 'x-github-delivery': 'gh-forged' } })
+    expect(replayed.status).toBe(200)
+    expect(await readJson(replayed)).toEqual({ accepted: true, receipt: first.receipt, duplicate: true })
+    // Hex digits may be written in either case: the same MAC, the same delivery.
+    const upper = await send(sys, { ...gh, headers: { ...gh.headers, 'x-github-delivery': 'gh-forged-2', 'x-hub-signature-256': `sha256=${gh.headers['x-hub-signature-256']!.slice(7).toUpperCase()}` } })
+    expect(upper.status).toBe(200)
+    // A Slack slash command carries no event id: the same signed request under an upper-cased MAC is the same delivery.
+    const slash = signWebhook({ provider: 'slack', secret: SECRETS.slack, body: 'command=%2Fron&text=hi', nowMs: T0 })
+    expect((await send(sys, slash)).status).toBe(202)
+    const slashUpper = await send(sys, { ...slash, headers: { ...slash.headers, 'x-slack-signature': `v0=${slash.headers['x-slack-signature']!.slice(3).toUpperCase()}` } })
+    expect(slashUpper.status).toBe(200)
+  })
+
   it('a concurrent duplicate joins the pending store instead of storing twice', async () => {
     sys = await system()
     sys.slow.stall()

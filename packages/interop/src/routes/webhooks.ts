@@ -84,7 +84,9 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
       json: { error: { code: 'Unauthorized', message: `webhook refused: ${v.message}`, retryable: false, corr_id: ctx.corrId, details: { reason: v.reason, provider } } },
     }
   }
-  const key = `${provider}:${v.deliveryId}`
+  // Dedupe on what the signature covers: a replay may change anything else (GitHub's delivery
+  // header, the hex case of a MAC). Without a signed id, the verified body is the delivery.
+  const key = v.deliveryIdSigned ? `${provider}:${v.deliveryId}` : `${provider}:body:${payloadB3}`
   const duplicate = (receipt: Address): Reply => {
     audit('duplicate', { receipt })
     return { status: 200, json: { accepted: true, receipt, duplicate: true } }

@@ -53,6 +53,12 @@ export interface WebhookAccepted {
    * `webhook-id`), or `sig:` + the signature header when the delivery carries none.
    */
   deliveryId: string
+  /**
+   * Whether the signature covers `deliveryId` (`webhook-id`, Slack `event_id` and Stripe `id` in
+   * the body). `X-GitHub-Delivery` is not signed, and neither is the `sig:` fallback's spelling
+   * (hex case), so a replay could change them: dedupe those deliveries by their body instead.
+   */
+  deliveryIdSigned: boolean
   /** The signed timestamp (seconds), for schemes that have one. */
   timestampSec: number | undefined
   /** Index in `secrets` of the secret that verified. */
@@ -174,11 +180,13 @@ function accepted(
   timestampSec: number | undefined,
   deliveryId: string | undefined,
   signature: string,
+  deliveryIdSigned = deliveryId !== undefined,
 ): WebhookAccepted {
   return {
     ok: true,
     provider: input.provider,
     deliveryId: deliveryId ?? `sig:${signature}`,
+    deliveryIdSigned,
     timestampSec,
     secretIndex,
     signatureHeaders: collect(input.provider, input.headers),
@@ -205,7 +213,8 @@ function verifyGithub(input: VerifyWebhookInput): WebhookVerification {
   const i = match([candidate], lazyMacs(input.secrets, (s) => hmacSha256(s, input.body)))
   if (i < 0) return reject('github', 'bad_signature', 'signature does not match any active secret')
   const delivery = header(input.headers, 'x-github-delivery')
-  return accepted(input, i, undefined, typeof delivery === 'string' && delivery !== '' ? delivery : undefined, sig)
+  // X-GitHub-Delivery is outside the MAC: kept in the receipt, never trusted for dedupe.
+  return accepted(input, i, undefined, typeof delivery === 'string' && delivery !== '' ? delivery : undefined, sig, false)
 }
 
 function verifySlack(input: VerifyWebhookInput): WebhookVerification {
