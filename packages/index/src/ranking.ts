@@ -1,10 +1,10 @@
 /**
  * Provider ranking by health and observed latency. A provider record's score is
- * `freshness × health × speed`: `freshness` is the share of its TTL still left (a node that
- * announced recently is more likely up), `health` is 1 for records in the local table and the
- * health of the peer index that reported it otherwise (1 closed, 0.5 half-open), and `speed` is
- * `1 / (1 + latencyMs / 100)` of that peer (1 for local records). Ties break by node id, so the
- * order is deterministic.
+ * `freshness × health × speed`: `freshness` is `0.5 + 0.5 ×` the share of its TTL still left (1
+ * just announced, 0.5 at expiry: a node that announced recently is more likely up), `health` is 1
+ * for records in the local table and the health of the peer index that reported it otherwise (1
+ * closed, 0.5 half-open), and `speed` is `1 / (1 + latencyMs / 100)` of that peer (1 for local
+ * records). Ties break by node id, so the order is deterministic.
  *
  * @module
  */
