@@ -103,8 +103,8 @@ async function readAnswer(res: TransportResponse, target: string): Promise<unkno
   const tooLarge = (): InternalError => new InternalError(`peer ${target} sent an answer over ${MAX_ANSWER_BYTES} bytes`, { details: { target, reason: 'too_large' } })
   const declared = Number(res.headers['content-length'])
   if (Number.isFinite(declared) && declared > MAX_ANSWER_BYTES) {
-    // Close the body unread (draining it would read what we refuse to read).
-    await res.body[Symbol.asyncIterator]().return?.()
+    // Both transports' dump() stop the body rather than drain it, and release the request.
+    await res.dump()
     throw tooLarge()
   }
   const chunks: Uint8Array[] = []
