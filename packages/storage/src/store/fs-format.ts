@@ -21,7 +21,7 @@
  */
 
 import { constants } from 'node:fs'
-import { copyFile, link, mkdir, open, readFile, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises'
+import { copyFile, link, mkdir, open, readFile, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { MalformedError } from '@ron/core'
 import type { Address } from '@ron/core'
@@ -110,7 +110,7 @@ async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, do
       const names = new Set(await readdirSafe(shard))
       const keep = async (name: string): Promise<void> => {
         await mkdir(backupShard, { recursive: true })
-        await linkOrCopy(join(shard, name), join(backupShard, name))
+        await linkOrCopy(join(shard, name), join(backupShard, name), join(tmpDir, `backup-${name}`), doFsync)
       }
       const drop = async (...paths: string[]): Promise<void> => {
         for (const p of paths) await rm(p, { force: true })
@@ -170,15 +170,35 @@ async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, do
   return report
 }
 
-async function linkOrCopy(from: string, to: string): Promise<void> {
+/**
+ * Puts `from` at `to` as a hard link, or as a copy where the filesystem refuses links. The copy
+ * is written at `tmp` (in `tmp/`, emptied at every start), fsynced and renamed into place, so
+ * `to` never holds a partial copy: an existing `to` is always a whole one kept by an interrupted
+ * earlier run.
+ */
+async function linkOrCopy(from: string, to: string, tmp: string, doFsync: boolean): Promise<void> {
   try {
     await link(from, to)
   } catch (e) {
     if (hasCode(e, 'EEXIST')) return // an interrupted earlier run kept it already
     if (!hasCode(e, 'EXDEV', 'EPERM', 'ENOTSUP', 'EMLINK', 'ENOSYS')) throw e
-    await copyFile(from, to, constants.COPYFILE_EXCL).catch((err: unknown) => {
-      if (!hasCode(err, 'EEXIST')) throw err
-    })
+    try {
+      await stat(to)
+      return // kept whole by an interrupted earlier run
+    } catch (err) {
+      if (!hasCode(err, 'ENOENT')) throw err
+    }
+    await copyFile(from, tmp)
+    if (doFsync) {
+      // The old file is removed once its object is migrated: its copy must be on disk by then.
+      const fh = await open(tmp, 'r+')
+      try {
+        await fh.sync()
+      } finally {
+        await fh.close()
+      }
+    }
+    await rename(tmp, to)
   }
 }
 

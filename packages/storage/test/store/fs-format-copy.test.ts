@@ -1,0 +1,71 @@
+/**
+ * Migration from format 1 where the filesystem refuses hard links (the backup is then a copy):
+ * a run interrupted in the middle of copying a file to the backup never leaves a partial copy
+ * there that a resumed run would take for the whole file.
+ */
+import { cp, mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
+import * as realFs from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { createFsStore } from '../../src/store/index.js'
+
+const fault = vi.hoisted(() => ({ noLinks: false, crashOnBackupCopy: false }))
+
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const real = await importOriginal<typeof import('node:fs/promises')>()
+  return {
+    ...real,
+    link: (from: string, to: string): Promise<void> => {
+      if (fault.noLinks) return Promise.reject(Object.assign(new Error(`EXDEV: cross-device link '${from}' -> '${to}'`), { code: 'EXDEV' }))
+      return real.link(from, to)
+    },
+    copyFile: async (from: string, to: string, mode?: number): Promise<void> => {
+      const whole = await real.readFile(from)
+      if (fault.crashOnBackupCopy && !to.includes('migrate-') && whole.length >= 2) {
+        // The process dies half-way through the copy: half the bytes are at `to`.
+        fault.crashOnBackupCopy = false
+        await real.writeFile(to, whole.subarray(0, whole.length >> 1))
+        throw new Error('simulated crash while copying to the backup')
+      }
+      return real.copyFile(from, to, mode)
+    },
+  }
+})
+
+const FIXTURE = fileURLToPath(new URL('../fixtures/format-1', import.meta.url))
+
+async function files(dir: string): Promise<string[]> {
+  const out: string[] = []
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) out.push(join(e.parentPath, e.name).slice(dir.length + 1))
+  }
+  return out.sort()
+}
+
+describe('fs store format migration without hard links', () => {
+  let dir: string
+  beforeEach(async () => {
+    dir = join(await mkdtemp(join(tmpdir(), 'ron-fs-format-copy-')), 'data')
+    await cp(FIXTURE, dir, { recursive: true })
+    fault.noLinks = true
+  })
+  afterEach(async () => {
+    fault.noLinks = false
+    fault.crashOnBackupCopy = false
+    await rm(join(dir, '..'), { recursive: true, force: true })
+  })
+
+  it('resumes a migration interrupted mid-copy with a whole backup of every old file', async () => {
+    const before = await files(dir)
+    fault.crashOnBackupCopy = true
+    await expect(createFsStore({ dir })).rejects.toThrow('simulated crash')
+    expect(fault.crashOnBackupCopy).toBe(false) // the crash happened
+    const store = await createFsStore({ dir })
+    await store.close()
+    const backup = join(dir, 'backup-format-1')
+    expect(await files(backup)).toEqual(before)
+    for (const f of before) expect((await readFile(join(backup, f))).equals(await realFs.readFile(join(FIXTURE, f)))).toBe(true)
+  })
+})
