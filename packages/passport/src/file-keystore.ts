@@ -5,7 +5,7 @@
  * @module
  */
 
-import { createHash, sign } from 'node:crypto'
+import { createHash, randomBytes, sign } from 'node:crypto'
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { NotFoundError, abortReason, exportIssuerKey, generateIssuerKey, importIssuerKey, type IssuerKey } from '@ron/core'
@@ -24,7 +24,8 @@ const fileOf = (kid: string): string => `${createHash('sha256').update(kid).dige
  * written and fsynced, renamed over `path`, and the directory is fsynced.
  */
 export async function writeFileAtomic(path: string, text: string, dir: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`
+  // Unique per call: two writes of the same file at once must not collide on the temporary name.
+  const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
   const fh = await open(tmp, 'wx', 0o600)
   try {
     await fh.writeFile(text)

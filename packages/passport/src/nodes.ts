@@ -46,6 +46,8 @@ export class NodeRegistry {
   readonly #seen = new Map<string, number>() // assertion jti → exp (s)
   readonly #clock: Clock
   readonly #dir: string | undefined
+  /** Writes of nodes.json, one at a time, each with the state at its start (the last one has everything). */
+  #writes: Promise<void> = Promise.resolve()
 
   private constructor(clock: Clock, dir: string | undefined) {
     this.#clock = clock
@@ -77,8 +79,12 @@ export class NodeRegistry {
   async enrol(node: Omit<EnrolledNode, 'enrolledAt' | 'publicJwk'> & { publicJwk: { x: string } }): Promise<EnrolledNode> {
     const full: EnrolledNode = { ...node, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: node.publicJwk.x }, enrolledAt: this.#clock.now() }
     this.#put(full)
-    if (this.#dir !== undefined) {
-      await writeFileAtomic(join(this.#dir, 'nodes.json'), `${JSON.stringify({ nodes: this.list() }, null, 2)}\n`, this.#dir)
+    const dir = this.#dir
+    if (dir !== undefined) {
+      const write = async (): Promise<void> => writeFileAtomic(join(dir, 'nodes.json'), `${JSON.stringify({ nodes: this.list() }, null, 2)}\n`, dir)
+      const run = this.#writes.then(write, write)
+      this.#writes = run.catch(() => undefined)
+      await run
     }
     return full
   }
