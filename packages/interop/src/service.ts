@@ -25,7 +25,7 @@ import { BrownoutSentinel, type BrownoutThresholds } from './brownout.js'
 import { interopConfigSchema, parseInteropConfig, type InteropConfig, type InteropConfigInput } from './config.js'
 import { DedupeStore } from './dedupe.js'
 import { registerInteropMetrics } from './metrics.js'
-import type { InteropContext, InteropEvent } from './routes/context.js'
+import type { ApiKeyClient, InteropContext, InteropEvent } from './routes/context.js'
 import { objectRoutes } from './routes/objects.js'
 import { uploadRoutes } from './routes/uploads.js'
 import { webhookRoutes } from './routes/webhooks.js'
@@ -180,8 +180,8 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
   const audit = new AuditLog({ sink: auditSink, capacity: initial.audit.queue, clock, metrics: sink })
   const events = host.broadcast<InteropEvent>(CHANNELS.events)
 
-  const clientsOf = (c: InteropConfig): Map<string, { client: string; maxBytes: number | undefined }> =>
-    new Map(c.apiKeys.map((k) => [k.keyHash, { client: k.client, maxBytes: k.maxBytes }]))
+  const clientsOf = (c: InteropConfig): ApiKeyClient[] =>
+    c.apiKeys.map((k) => ({ hash: Buffer.from(k.keyHash.slice('sha256:'.length), 'hex'), client: k.client, maxBytes: k.maxBytes }))
   const bucketOf = (c: InteropConfig): TokenBucket | undefined => (c.rateLimit === false ? undefined : new TokenBucket({ capacity: c.rateLimit.burst, refillPerSec: c.rateLimit.rps, clock }))
   let clients = clientsOf(initial)
   let bucket = bucketOf(initial)

@@ -19,6 +19,13 @@ export type InteropEvent =
   | { type: 'upload:stored'; client: string; address: string; size: number }
   | { type: 'brownout:changed'; active: boolean; triggers: string[] }
 
+/** An API-key client: the SHA-256 of its key (32 bytes), its name and upload limit. */
+export interface ApiKeyClient {
+  hash: Uint8Array
+  client: string
+  maxBytes: number | undefined
+}
+
 /** Shared state of the routes. */
 export interface InteropContext {
   /** The current configuration snapshot (swapped whole on reload). */
@@ -35,8 +42,8 @@ export interface InteropContext {
   bucket(): TokenBucket | undefined
   pool: WorkPool
   events: Broadcast<InteropEvent>
-  /** API-key hash → client. */
-  clients(): ReadonlyMap<string, { client: string; maxBytes: number | undefined }>
+  /** The configured API-key clients (scanned in constant time, see the upload route). */
+  clients(): readonly ApiKeyClient[]
   /** Uploads in flight per API-key client (single writer: the upload route). */
   uploadsInFlight: Map<string, number>
   /** Counts webhook verification outcomes. */

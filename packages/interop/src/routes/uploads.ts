@@ -6,11 +6,12 @@
  * @module
  */
 
+import { createHash } from 'node:crypto'
 import { BusyError, InternalError, NotReadyError, OverLimitError, UnauthorizedError, errorFromResponse, isRonError, type Reply, type Route, type RouteContext } from '@ron/core'
 import { latencyBucket, redactCapabilityId } from '../audit.js'
-import { hashApiKey } from '../config.js'
+import { constantTimeEqual } from '../webhooks/hmac.js'
 import { upstreamFailure } from '../upstream.js'
-import { admitWrite, recordOutcome, type InteropContext } from './context.js'
+import { admitWrite, recordOutcome, type ApiKeyClient, type InteropContext } from './context.js'
 
 const ENDPOINT = 'POST /put'
 
@@ -52,6 +53,20 @@ function apiKeyOf(ctx: RouteContext): string | undefined {
   return undefined
 }
 
+/**
+ * The client whose key hashes to the SHA-256 of `key`. Every configured hash is compared in
+ * constant time, matched or not: no early exit and no hash-table lookup whose timing depends on
+ * how much of a stored hash a guess shares.
+ */
+function clientOf(s: InteropContext, key: string): ApiKeyClient | undefined {
+  const digest = createHash('sha256').update(key, 'utf8').digest()
+  let found: ApiKeyClient | undefined
+  for (const c of s.clients()) {
+    if (constantTimeEqual(c.hash, digest) && found === undefined) found = c
+  }
+  return found
+}
+
 interface Capability {
   token: string
   jti: string
@@ -86,7 +101,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   admitWrite(s, ENDPOINT)
   const key = apiKeyOf(ctx)
   if (key === undefined) throw new UnauthorizedError('missing API key (X-Api-Key)', { details: { reason: 'missing' } })
-  const found = s.clients().get(hashApiKey(key))
+  const found = clientOf(s, key)
   if (found === undefined) throw new UnauthorizedError('unknown API key', { details: { reason: 'bad_signature' } })
   const cfg = s.cfg()
   const limit = Math.min(found.maxBytes ?? cfg.uploads.maxBytes, cfg.uploads.maxBytes)
