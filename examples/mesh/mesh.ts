@@ -4,7 +4,7 @@
  * minted by passport through core's token provider; storage announces to index; interop calls
  * storage, passport and index. Run by `mesh.test.ts`.
  */
-import { MemoryTransport, createTokenProvider, createTokenVerifier, type RevocationCheck } from '@ron/core'
+import { MemoryTransport, createTokenProvider, createTokenVerifier } from '@ron/core'
 import { createIndexService } from '@ron/index'
 import { createInteropService } from '@ron/interop'
 import { createPassportService, passportMinter } from '@ron/passport'
