@@ -47,6 +47,13 @@ export interface TaskHandle {
   readonly done: Promise<void>
   /** Aborts this task's signal (no restart) and waits for it to end. */
   stop(): Promise<void>
+  /**
+   * Marks the task as busy with a unit of work (a request's job) or idle again. A task busy when
+   * `shutdown(0)` begins (the drain deadline already passed) is a straggler cut off at the
+   * deadline: counted in `tasks_aborted_total{kind}` and reported as aborted, even if it then ends
+   * promptly; an idle task ending on shutdown is an ordinary cancellation (`tasks_canceled_total`).
+   */
+  setBusy(busy: boolean): void
 }
 
 /** Events reported to `onEvent`, named `noun:verb`. */
@@ -98,6 +105,9 @@ class Task implements TaskHandle {
   readonly controller = new AbortController()
   readonly done: Promise<void>
   settled = false
+  busy = false
+  /** Cut off busy at a zero-deadline shutdown: already counted as aborted. */
+  abortedAtDeadline = false
   #resolveDone!: () => void
 
   constructor(
@@ -120,6 +130,10 @@ class Task implements TaskHandle {
   stop(): Promise<void> {
     if (!this.controller.signal.aborted) this.controller.abort(new CanceledError(`task ${this.kind} stopped`))
     return this.done
+  }
+
+  setBusy(busy: boolean): void {
+    this.busy = busy
   }
 }
 
@@ -185,7 +199,7 @@ export class Supervisor {
    *
    * @throws {@link ClosedError} after {@link Supervisor.shutdown}.
    */
-  spawn(kind: string, task: (signal: AbortSignal) => Promise<void>, options: SpawnOptions = {}): TaskHandle {
+  spawn(kind: string, task: (signal: AbortSignal, self: TaskHandle) => Promise<void>, options: SpawnOptions = {}): TaskHandle {
     if (this.#shutdown) throw new ClosedError(`supervisor ${this.#name} is shut down`, { details: { kind } })
     const t = new Task(kind, options.restart ?? 'on-failure', options.critical ?? true)
     this.#tasks.add(t)
@@ -238,6 +252,16 @@ export class Supervisor {
   async #doShutdown(deadlineMs: number): Promise<ShutdownReport> {
     // Escalated tasks stay listed for describe() but have already ended: not part of the report.
     const tasks = [...this.#tasks].filter((t) => !t.settled)
+    // With no time left, a task in the middle of a unit of work is a straggler of the drain
+    // deadline (SPEC.md 3.3), however promptly it honours the abort that follows.
+    if (deadlineMs <= 0) {
+      for (const t of tasks) {
+        if (!t.busy) continue
+        t.abortedAtDeadline = true
+        this.#metrics.inc('tasks_aborted_total', { kind: t.kind })
+        this.#emit({ type: 'task:aborted', kind: t.kind })
+      }
+    }
     for (const t of tasks) {
       if (!t.controller.signal.aborted) t.controller.abort(new CanceledError(`supervisor ${this.#name} shutting down`))
     }
@@ -254,7 +278,11 @@ export class Supervisor {
     }
     const report: ShutdownReport = { drained: [], aborted: [] }
     for (const t of tasks) {
-      if (t.settled) {
+      if (t.abortedAtDeadline) {
+        t.state = 'aborted'
+        report.aborted.push(t.kind)
+        if (!t.settled) this.#tasks.delete(t)
+      } else if (t.settled) {
         report.drained.push(t.kind)
       } else {
         t.state = 'aborted'
@@ -267,7 +295,7 @@ export class Supervisor {
     return report
   }
 
-  async #run(t: Task, task: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  async #run(t: Task, task: (signal: AbortSignal, self: TaskHandle) => Promise<void>): Promise<void> {
     const signal = t.controller.signal
     const crashes: number[] = []
     let final: TaskState = 'completed'
@@ -276,13 +304,13 @@ export class Supervisor {
         t.state = 'running'
         let threw = false
         try {
-          await task(signal)
+          await task(signal, t)
         } catch (e) {
           threw = true
           t.lastError = e
         }
         if (signal.aborted) {
-          this.#metrics.inc('tasks_canceled_total', { kind: t.kind })
+          if (!t.abortedAtDeadline) this.#metrics.inc('tasks_canceled_total', { kind: t.kind })
           final = 'canceled'
           return
         }

@@ -10,7 +10,7 @@ import type { Clock } from '../clock.js'
 import { CanceledError, DrainingError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
 import { BoundedQueue } from './bounded-queue.js'
-import type { Supervisor } from './supervisor.js'
+import type { Supervisor, TaskHandle } from './supervisor.js'
 
 /** Options of {@link WorkPool}. */
 export interface WorkPoolOptions {
@@ -69,7 +69,7 @@ export class WorkPool {
     if (options.retryAfterMs !== undefined) qopts.retryAfterMs = options.retryAfterMs
     this.#queue = new BoundedQueue<Job>(qopts)
     for (let i = 0; i < options.concurrency; i++) {
-      options.supervisor.spawn(`${options.name}-worker`, (signal) => this.#worker(signal), { restart: 'on-failure' })
+      options.supervisor.spawn(`${options.name}-worker`, (signal, self) => this.#worker(signal, self), { restart: 'on-failure' })
     }
   }
 
@@ -171,7 +171,7 @@ export class WorkPool {
     return new Promise<void>((r) => this.#drainWaiters.push(r))
   }
 
-  async #worker(signal: AbortSignal): Promise<void> {
+  async #worker(signal: AbortSignal, self: TaskHandle): Promise<void> {
     // One abort listener per worker lifetime instead of one per recv: the supervisor's abort
     // closes the queue, which wakes every idle worker.
     const onAbort = (): void => {
@@ -204,6 +204,7 @@ export class WorkPool {
           continue
         }
         this.#inFlight++
+        self.setBusy(true)
         const jobSignal = job.signal ? AbortSignal.any([signal, job.signal]) : signal
         try {
           job.resolve(await job.run(jobSignal))
@@ -211,6 +212,7 @@ export class WorkPool {
           job.reject(e)
         } finally {
           job.settled = true
+          self.setBusy(false)
           this.#inFlight--
           this.#checkDrained()
         }

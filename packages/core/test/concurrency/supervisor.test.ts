@@ -209,6 +209,20 @@ describe('Supervisor shutdown', () => {
     expect(clock.pending).toBe(0)
   })
 
+  it('shutdown(0) reports a task busy with work as aborted (not canceled) even when it ends at once; an idle one is canceled', async () => {
+    const { sup, metrics } = setup()
+    sup.spawn('worker', async (signal, self) => {
+      self.setBusy(true)
+      await untilAborted(signal)
+      self.setBusy(false)
+    })
+    sup.spawn('idle', untilAborted)
+    expect(await sup.shutdown(0)).toEqual({ drained: ['idle'], aborted: ['worker'] })
+    expect(metrics.counter('tasks_aborted_total', { kind: 'worker' })).toBe(1)
+    expect(metrics.counter('tasks_canceled_total', { kind: 'worker' })).toBe(0)
+    expect(metrics.counter('tasks_canceled_total', { kind: 'idle' })).toBe(1)
+  })
+
   it('resolves as soon as everything drained, without waiting for the deadline, and leaves no timer', async () => {
     const { clock, sup } = setup()
     sup.spawn('a', untilAborted)

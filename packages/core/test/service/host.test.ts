@@ -204,6 +204,38 @@ describe('createServiceHost', () => {
     await pending
   })
 
+  it('counts a queued request cut off at the drain deadline in tasks_aborted_total even when it honours the abort, not in tasks_canceled_total', async () => {
+    const clock = new VirtualClock()
+    const started = deferred()
+    const host = createServiceHost({ id: 'svc', version: '1', topology: topology(1, 2), clock, drainDeadlineMs: 500 })
+    host.routes([
+      {
+        method: 'POST',
+        path: '/job',
+        public: true,
+        queue: 'work',
+        handler: async (ctx) => {
+          started.resolve()
+          await new Promise<void>((r) => ctx.signal.addEventListener('abort', () => r(), { once: true }))
+          throw ctx.signal.reason
+        },
+      },
+    ])
+    const t = new MemoryTransport({ clock, timeoutMs: 60_000 })
+    t.mount('svc', host.service)
+    cleanups.push(() => t.close())
+    const pending = t.request('svc', { method: 'POST', path: '/job' }).then((r) => r.dump().then(() => r.status))
+    await started.promise
+    const closing = host.service.close()
+    await clock.advance(500)
+    await closing
+    expect(await pending).toBe(503)
+    const text = await host.metrics.text()
+    expect(sampleValue(text, 'tasks_aborted_total', { kind: 'work-worker' })).toBe(1)
+    // Not a cancellation (the idle worker ends when the stopped queue runs dry: completed).
+    expect(sampleValue(text, 'tasks_canceled_total', { kind: 'work-worker' }) ?? 0).toBe(0)
+  })
+
   it('keeps separate metrics for two instances of a service in one process, and merges them into one exposition', async () => {
     const a = setup({}, [{ method: 'GET', path: '/hello', handler: () => ({ status: 200, json: {} }) }])
     const b = createServiceHost({ id: 'svc-b', version: '1', topology: topology() })
