@@ -27,7 +27,8 @@ export interface ManifestFetchEnv {
  * Fetches and validates the manifest at `address`.
  * @throws {@link InvalidReferenceError} (`details.reason`: `missing`, `too_large`, `integrity`,
  *   `not_a_manifest`) when it is not a usable manifest.
- * @throws {@link NotReadyError} when storage cannot be reached (retryable), or storage's own error.
+ * @throws {@link NotReadyError} when storage cannot be reached, is busy (429) or fails (5xx):
+ *   retryable; storage's own 503 or 504 as it is.
  */
 export async function fetchManifest(env: ManifestFetchEnv, address: Address, signal?: AbortSignal): Promise<{ manifest: Manifest; text: string }> {
   if (env.transport === undefined) {
@@ -61,7 +62,17 @@ async function fetchChecked(env: ManifestFetchEnv, transport: Transport, address
   try {
     await throwIfError(res)
   } catch (e) {
-    if (isRonError(e) && e.status >= 500) throw e
+    // Storage's deadline and unavailability pass through (504, 503); a busy or failing storage
+    // is a retryable 503 of ours, never our own 500 and never a (final) 422 for a manifest that
+    // may well be there.
+    if (isRonError(e, 'Timeout') || (isRonError(e) && e.status === 503)) throw e
+    if (isRonError(e) && (e.status >= 500 || e.code === 'Busy')) {
+      throw new NotReadyError(`storage could not serve the manifest (${e.code})`, {
+        details: { target: env.storage, reason: e.code === 'Busy' ? 'storage_busy' : 'storage_error' },
+        ...(e.retryAfterMs === undefined ? {} : { retryAfterMs: e.retryAfterMs }),
+        cause: e,
+      })
+    }
     throw invalid(address, 'missing', 'storage refused the manifest read')
   }
   const declared = Number(res.headers['content-length'])

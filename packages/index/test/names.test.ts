@@ -84,6 +84,35 @@ describe('names', () => {
     expect(await env.index.metrics.metrics()).toMatch(/io_timeouts_total\{op="storage"[^}]*\} 1/)
   })
 
+  it('a busy or failing storage makes a name write a retryable 503, not a final 422 nor our own 500', async () => {
+    env = await setup()
+    const a = await env.put(manifestFor(1))
+    const envelope = (code: string): Uint8Array => new TextEncoder().encode(JSON.stringify({ error: { code, message: 'x', retryable: code === 'Busy', corr_id: 'x', details: {} } }))
+    for (const [status, code, reason] of [
+      [429, 'Busy', 'storage_busy'],
+      [500, 'Internal', 'storage_error'],
+    ] as const) {
+      env.transport.mount('storage', {
+        dispatch: () =>
+          Promise.resolve({
+            status,
+            headers: { 'content-type': 'application/json', 'retry-after': '2' },
+            body: (async function* () {
+              yield envelope(code)
+            })(),
+          }),
+      })
+      const res = await env.request('PUT', '/names/n.x', { 'content-type': 'application/json', authorization: `Bearer ${env.tokens.write}` }, JSON.stringify({ manifestAddress: a }))
+      expect(res.status, code).toBe(503)
+      expect(res.headers['retry-after'], code).toBeDefined()
+      const body = await res.json<{ error: { code: string; retryable: boolean; details: { reason: string } } }>()
+      expect(body.error, code).toMatchObject({ code: 'NotReady', retryable: true, details: { reason } })
+    }
+    // Storage back: the same write goes through.
+    env.transport.mount('storage', env.storage)
+    await expect(env.client.setName('n.x', a)).resolves.toMatchObject({ manifestAddress: a })
+  })
+
   it('needs index:write and refuses announce-only tokens', async () => {
     env = await setup()
     const a = await env.put(manifestFor(1))
