@@ -23,6 +23,14 @@ export const PASSPORT_METRICS = [
   'passport_revoke_latency_seconds',
 ] as const
 
+/** The routes that can answer 429 and the queue that refuses them (`busy_rejections_total{endpoint,queue}`). */
+const BUSY_ROUTES: ReadonlyArray<readonly [string, string]> = [
+  ['/v1/passport/issue', CHANNELS.issue],
+  ['/v1/passport/attenuate', CHANNELS.issue],
+  ['/v1/passport/token', CHANNELS.issue],
+  ['/v1/passport/revoke', CHANNELS.revoke],
+]
+
 /** Registers (and zeroes) every passport metric. @internal */
 export function registerPassportMetrics(m: ServiceMetrics): void {
   const queues = [CHANNELS.issue, CHANNELS.revoke]
@@ -32,8 +40,9 @@ export function registerPassportMetrics(m: ServiceMetrics): void {
   for (const q of queues) {
     depth.set({ queue: q }, 0)
     dropped.inc({ queue: q }, 0)
-    busy.inc({ endpoint: '', queue: q }, 0)
   }
+  // The host labels a full work queue's 429 with the route it matched.
+  for (const [endpoint, queue] of BUSY_ROUTES) busy.inc({ endpoint, queue }, 0)
   const kinds = [TASKS.issue, TASKS.revoke, TASKS.bus, TASKS.janitor, TASKS.rotation, 'request']
   for (const name of ['tasks_spawned_total', 'tasks_aborted_total', 'tasks_canceled_total']) {
     const c = m.counter(name, `${name.replace(/_total$/, '').replace(/_/g, ' ')} by kind.`, ['kind'])

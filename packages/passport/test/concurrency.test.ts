@@ -86,7 +86,7 @@ describe('backpressure', () => {
       expect(passport.health().paths).toEqual({ issue: true, verify: true })
       const text = await passport.metrics.metrics()
       expect(metric(text, 'queue_dropped_total', 'queue="issue"')).toBe(1)
-      expect(metric(text, 'busy_rejections_total', 'queue="issue"')).toBe(1)
+      expect(metric(text, 'busy_rejections_total', 'endpoint="/v1/passport/issue",queue="issue"')).toBe(1)
     } finally {
       kms.release()
       await close()
