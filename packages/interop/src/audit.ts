@@ -8,7 +8,7 @@
  */
 
 import { open, type FileHandle } from 'node:fs/promises'
-import { BoundedQueue, isRonError, type Clock, type MetricsSink } from '@ron/core'
+import { BoundedQueue, ClosedError, isRonError, type Clock, type MetricsSink } from '@ron/core'
 
 /** What was decided about a request. */
 export type AuditDecision = 'accept' | 'duplicate' | 'deny' | 'shed' | 'error'
@@ -118,6 +118,10 @@ export class JsonlFileAuditSink implements AuditSink {
   #fh: FileHandle | undefined
   #lastSync = 0
   #dirty = false
+  #closed = false
+  /** The write in progress: close() waits for it, so the file is closed once and nothing is lost. */
+  #tail: Promise<void> = Promise.resolve()
+  #closing: Promise<void> | undefined
 
   constructor(path: string, options: { fsyncIntervalMs?: number; clock: Clock }) {
     this.#path = path
@@ -125,9 +129,22 @@ export class JsonlFileAuditSink implements AuditSink {
     this.#clock = options.clock
   }
 
-  async write(event: AuditEvent): Promise<void> {
+  /**
+   * Appends one line (writes are serialised).
+   * @throws {@link ClosedError} after {@link JsonlFileAuditSink.close}: the file is never reopened.
+   */
+  write(event: AuditEvent): Promise<void> {
+    if (this.#closed) return Promise.reject(new ClosedError('the audit file sink is closed', { details: { path: this.#path } }))
+    const line = `${JSON.stringify(event)}\n`
+    const run = this.#tail.then(() => this.#append(line))
+    // The chain continues whatever this write's outcome; the caller sees its own error.
+    this.#tail = run.catch(() => undefined)
+    return run
+  }
+
+  async #append(line: string): Promise<void> {
     this.#fh ??= await open(this.#path, 'a', 0o600)
-    await this.#fh.appendFile(`${JSON.stringify(event)}\n`)
+    await this.#fh.appendFile(line)
     this.#dirty = true
     const now = this.#clock.now()
     if (now - this.#lastSync >= this.#fsyncIntervalMs) {
@@ -137,15 +154,20 @@ export class JsonlFileAuditSink implements AuditSink {
     }
   }
 
-  async close(): Promise<void> {
-    const fh = this.#fh
-    this.#fh = undefined
-    if (fh === undefined) return
-    try {
-      if (this.#dirty) await fh.sync()
-    } finally {
-      await fh.close()
-    }
+  /** Lets the write in progress finish, fsyncs if needed and closes the file. Idempotent. */
+  close(): Promise<void> {
+    this.#closed = true
+    this.#closing ??= this.#tail.then(async () => {
+      const fh = this.#fh
+      this.#fh = undefined
+      if (fh === undefined) return
+      try {
+        if (this.#dirty) await fh.sync()
+      } finally {
+        await fh.close()
+      }
+    })
+    return this.#closing
   }
 }
 

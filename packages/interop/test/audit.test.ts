@@ -64,6 +64,26 @@ describe('audit', () => {
     }
   })
 
+  it('the JSONL file sink closes its file once: a write racing close() lands before it, a write after it is refused and never reopens the file, a second close() is harmless', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ron-interop-audit-'))
+    try {
+      const file = join(dir, 'audit.jsonl')
+      const sink = new JsonlFileAuditSink(file, { clock: new VirtualClock(0), fsyncIntervalMs: 1000 })
+      await sink.write({ seq: 1, at: 0, ...event(1) })
+      // A write in flight when close() is called (the sink task abandoned at the drain deadline).
+      const racing = sink.write({ seq: 2, at: 0, ...event(2) })
+      const closing = sink.close()
+      await racing
+      await closing
+      await expect(sink.write({ seq: 3, at: 0, ...event(3) })).rejects.toMatchObject({ code: 'Closed' })
+      await sink.close()
+      const lines = (await readFile(file, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as AuditEvent)
+      expect(lines.map((e) => e.seq)).toEqual([1, 2])
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
   it('amnesia forbids the file sink; the file sink needs a path', async () => {
     expect(() => parseInteropConfig({ amnesia: true, audit: { sink: 'file', file: '/tmp/x' } })).toThrow(/audit\.sink: the file sink is forbidden in amnesia mode/)
     expect(() => parseInteropConfig({ audit: { sink: 'file' } })).toThrow(/audit\.file/)
