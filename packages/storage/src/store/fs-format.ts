@@ -11,7 +11,8 @@
  * Opening a format-1 directory migrates it in place, object by object: the old data file and
  * table are first hard-linked into `backup-format-1/` (same layout; copied when the filesystem
  * refuses links), then the new file (copy of the bytes + trailer) is written in `tmp/`, fsynced
- * and renamed to `objects/ab/<hex>`, and the old files are removed. `FORMAT` is written last, so
+ * and renamed to `objects/ab/<hex>`, and the old files are removed once the directories holding
+ * the new file and the backup are fsynced (per shard). `FORMAT` is written last, so
  * a crash mid-way resumes on the next start (an object already in place with a valid trailer is
  * not migrated twice). Objects format 1 would have removed as torn (no valid table) are moved to the
  * backup only. Delete `backup-format-1/` once the node runs well. A directory of a newer or
@@ -108,12 +109,17 @@ async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, do
       const shard = join(objectsDir, a, b)
       const backupShard = join(backup, 'objects', a, b)
       const names = new Set(await readdirSafe(shard))
+      let kept = false
+      let madeDirs = false
       const keep = async (name: string): Promise<void> => {
-        await mkdir(backupShard, { recursive: true })
+        if ((await mkdir(backupShard, { recursive: true })) !== undefined) madeDirs = true
         await linkOrCopy(join(shard, name), join(backupShard, name), join(tmpDir, `backup-${name}`), doFsync)
+        kept = true
       }
-      const drop = async (...paths: string[]): Promise<void> => {
-        for (const p of paths) await rm(p, { force: true })
+      // Old files are removed at the end of the shard, once what replaces them is durable.
+      const drops: string[] = []
+      const drop = (...paths: string[]): void => {
+        drops.push(...paths)
       }
       for (const name of [...names].sort()) {
         const oldData = join(shard, name)
@@ -128,13 +134,13 @@ async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, do
           const current = await openObject(newPath, address, false, () => undefined)
           if (current !== undefined) await current.fh.close()
           if (current !== undefined && 'table' in current.opened) {
-            await drop(oldData, oldTable)
+            drop(oldData, oldTable)
             continue
           }
           const table = hasTable ? decodeTable(await readFile(oldTable), { address }) : 'table_missing'
           if (typeof table === 'string') {
             // Format 1 would have removed this as a torn put: it stays in the backup only.
-            await drop(oldData, oldTable)
+            drop(oldData, oldTable)
             report.unusable++
             continue
           }
@@ -148,7 +154,7 @@ async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, do
             await fh.close()
           }
           await rename(tmp, newPath)
-          await drop(oldData, oldTable)
+          drop(oldData, oldTable)
           report.objects++
         } else if (name.endsWith(LEGACY_TABLE_SUFFIX) && HEX64.test(name.slice(0, -LEGACY_TABLE_SUFFIX.length)) && !names.has(name.slice(0, -LEGACY_TABLE_SUFFIX.length))) {
           // A table without its data file: either its object never arrived (format 1 would have
@@ -158,10 +164,18 @@ async function migrateFromV1(dir: string, objectsDir: string, tmpDir: string, do
           const current = await openObject(join(target, hex), `b3:${hex}`, false, () => undefined)
           if (current !== undefined) await current.fh.close()
           await keep(name)
-          await drop(oldData)
+          drop(oldData)
           if (current === undefined || !('table' in current.opened)) report.unusable++
         }
       }
+      if (doFsync && drops.length > 0) {
+        // Before an old file goes: the renames into objects/ab and the backup's entries (and any
+        // directory created for them) must survive a crash, or the object would be in neither place.
+        await fsyncDir(target)
+        if (kept) await fsyncDir(backupShard)
+        if (madeDirs) for (const d of [join(backup, 'objects', a), join(backup, 'objects'), backup, dir]) await fsyncDir(d)
+      }
+      for (const p of drops) await rm(p, { force: true })
       await rmdir(shard).catch(() => undefined) // only when empty: unknown files stay
     }
     // The renames into objects/ab must be durable before FORMAT says the migration is done.

@@ -1,7 +1,9 @@
 /**
- * Migration from format 1 where the filesystem refuses hard links (the backup is then a copy):
- * a run interrupted in the middle of copying a file to the backup never leaves a partial copy
- * there that a resumed run would take for the whole file.
+ * Migration from format 1 under injected file-system faults: where the filesystem refuses hard
+ * links (the backup is then a copy), a run interrupted in the middle of copying a file to the
+ * backup never leaves a partial copy there that a resumed run would take for the whole file; and
+ * an old file is removed only after the directories holding its replacement and its backup were
+ * fsynced.
  */
 import { cp, mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
 import * as realFs from 'node:fs/promises'
@@ -11,7 +13,7 @@ import { fileURLToPath } from 'node:url'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createFsStore } from '../../src/store/index.js'
 
-const fault = vi.hoisted(() => ({ noLinks: false, crashOnBackupCopy: false }))
+const fault = vi.hoisted(() => ({ noLinks: false, crashOnBackupCopy: false, log: undefined as string[] | undefined }))
 
 vi.mock('node:fs/promises', async (importOriginal) => {
   const real = await importOriginal<typeof import('node:fs/promises')>()
@@ -20,6 +22,14 @@ vi.mock('node:fs/promises', async (importOriginal) => {
     link: (from: string, to: string): Promise<void> => {
       if (fault.noLinks) return Promise.reject(Object.assign(new Error(`EXDEV: cross-device link '${from}' -> '${to}'`), { code: 'EXDEV' }))
       return real.link(from, to)
+    },
+    rm: (path: string, opts?: Parameters<typeof real.rm>[1]): Promise<void> => {
+      fault.log?.push(`rm ${path}`)
+      return real.rm(path, opts)
+    },
+    open: (path: string, flags?: string, mode?: number) => {
+      if (flags === 'r') fault.log?.push(`open ${path}`) // how fsyncDir opens a directory
+      return real.open(path, flags, mode)
     },
     copyFile: async (from: string, to: string, mode?: number): Promise<void> => {
       const whole = await real.readFile(from)
@@ -54,6 +64,7 @@ describe('fs store format migration without hard links', () => {
   afterEach(async () => {
     fault.noLinks = false
     fault.crashOnBackupCopy = false
+    fault.log = undefined
     await rm(join(dir, '..'), { recursive: true, force: true })
   })
 
@@ -67,5 +78,34 @@ describe('fs store format migration without hard links', () => {
     const backup = join(dir, 'backup-format-1')
     expect(await files(backup)).toEqual(before)
     for (const f of before) expect((await readFile(join(backup, f))).equals(await realFs.readFile(join(FIXTURE, f)))).toBe(true)
+  })
+})
+
+describe('fs store format migration durability', () => {
+  let dir: string
+  beforeEach(async () => {
+    dir = join(await mkdtemp(join(tmpdir(), 'ron-fs-format-order-')), 'data')
+    await cp(FIXTURE, dir, { recursive: true })
+  })
+  afterEach(async () => {
+    fault.log = undefined
+    await rm(join(dir, '..'), { recursive: true, force: true })
+  })
+
+  it('removes an old file only after fsyncing the directories of its replacement and of its backup', async () => {
+    const log: string[] = []
+    fault.log = log
+    const store = await createFsStore({ dir })
+    fault.log = undefined
+    await store.close()
+    const removals = log.map((e, i) => ({ e, i })).filter(({ e }) => e.startsWith(`rm ${join(dir, 'objects')}/`))
+    expect(removals.length).toBeGreaterThan(0)
+    for (const { e, i } of removals) {
+      const rel = e.slice(`rm ${join(dir, 'objects')}/`.length) // ab/cd/<name>
+      const [a, b] = rel.split('/')
+      const before = log.slice(0, i)
+      expect(before, rel).toContain(`open ${join(dir, 'objects', a!)}`)
+      expect(before, rel).toContain(`open ${join(dir, 'backup-format-1', 'objects', a!, b!)}`)
+    }
   })
 })
