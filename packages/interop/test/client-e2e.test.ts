@@ -6,6 +6,14 @@ import { createStorageService } from '@ron/storage'
 import { createInteropClient, createInteropService, fetchAndVerifyReceipt, hashApiKey } from '../src/index.js'
 import { passportDouble } from './helpers.js'
 
+/**
+ * Real sockets run on the wall clock: CI runs the whole suite in parallel on 2 cores, where the
+ * default 2 s receipt deadline (and 1.2–2 s upstream deadlines) can pass while the test is merely
+ * descheduled, turning a correct 202 into a 504. Deadlines are not what this test checks (the
+ * virtual-clock tests do), so they get room.
+ */
+const SLACK_MS = 20_000 // under the 30 s test timeout, so a real hang still fails with a typed error
+
 const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
   for (const c of cleanups.reverse()) await c()
@@ -22,7 +30,14 @@ describe('interop over real sockets', () => {
     const transport = new HttpTransport({ targets: { storage: base(storageServer), passport: base(passportServer) } })
     const token = issuer.mint({ scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'] })
     const interop = await createInteropService(
-      { webhooks: { providers: { github: { secrets: ['s3cret'] } } }, apiKeys: [{ client: 'bob', keyHash: hashApiKey('bob-key') }] },
+      {
+        webhooks: { providers: { github: { secrets: ['s3cret'] } }, ackDeadlineMs: SLACK_MS },
+        apiKeys: [{ client: 'bob', keyHash: hashApiKey('bob-key') }],
+        storage: { timeoutMs: SLACK_MS },
+        passport: { timeoutMs: SLACK_MS },
+        index: { timeoutMs: SLACK_MS },
+        uploads: { timeoutMs: SLACK_MS },
+      },
       transport,
       { tokens: token },
     )
@@ -37,7 +52,7 @@ describe('interop over real sockets', () => {
     })
     const outside = new HttpTransport({ targets: { interop: base(interopServer) } })
     cleanups.push(() => outside.close())
-    const client = createInteropClient(outside, { apiKey: 'bob-key' })
+    const client = createInteropClient(outside, { apiKey: 'bob-key', timeoutMs: SLACK_MS })
     const ack = await client.sendTestWebhook('github', 's3cret')
     expect(ack).toMatchObject({ status: 202, accepted: true })
     expect((await fetchAndVerifyReceipt(transport, 'storage', ack.receipt, () => ['s3cret'])).ok).toBe(true)
