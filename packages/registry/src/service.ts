@@ -71,11 +71,20 @@ function registerMetrics(host: ServiceHost<RegistryConfig>): void {
   for (const kind of ['torn_tail', 'empty_segment', 'leaves_rebuilt', 'leaves_truncated', 'torn_checkpoint']) {
     m.counter('registry_recoveries_total', '', ['kind']).labels({ kind }).inc(0)
   }
-  for (const q of [CHANNELS.proposals, CHANNELS.approvals]) {
-    m.sink.inc('busy_rejections_total', { endpoint: q, queue: q }, 0)
-    m.sink.set('queue_depth', { queue: q }, 0)
+  const depth = m.gauge('queue_depth', 'Items waiting in a bounded queue.', ['queue'])
+  for (const q of [CHANNELS.proposals, CHANNELS.approvals, CHANNELS.retention]) depth.labels({ queue: q }).set(0)
+  // The labels the Committer's Busy errors carry (endpoint = the command), so a 429 lands on a line listed at zero.
+  const busy = m.counter('busy_rejections_total', 'Requests rejected with Busy because a queue was full.', ['endpoint', 'queue'])
+  for (const [endpoint, queue] of [
+    ['propose', CHANNELS.proposals],
+    ['commit', CHANNELS.proposals],
+    ['approve', CHANNELS.approvals],
+    ['get', CHANNELS.approvals],
+  ] as const) {
+    busy.labels({ endpoint, queue }).inc(0)
   }
-  m.sink.inc('bus_lagged_total', { topic: CHANNELS.committed }, 0)
+  const lagged = m.counter('bus_lagged_total', 'Broadcast events a slow subscriber missed.', ['topic'])
+  for (const topic of [CHANNELS.committed, CHANNELS.stream]) lagged.labels({ topic }).inc(0)
 }
 
 /**
