@@ -97,6 +97,17 @@ export interface ServiceHost<C = unknown> {
    */
   onReload(fn: ReloadHook): void
   /**
+   * Replaces the CORS policy (the `cors` option) for every request from now on, so a service can
+   * make its CORS origins reloadable: call it from an `onReload` hook with the new snapshot's
+   * value (a reload rolled back runs the hook again with the previous value).
+   *
+   * @example
+   * ```ts
+   * host.onReload(() => host.setCors(host.config.get().cors))
+   * ```
+   */
+  setCors(cors: CorsOptions | undefined): void
+  /**
    * Checks the request's bearer token exactly as for a route declaring `scope`: verified for this
    * service's audience, scope and caveats. For routes that need a token only sometimes (an
    * admin-only variant of a public route).
@@ -176,7 +187,7 @@ class Host<C> implements ServiceHost<C> {
   readonly config: Watch<C>
 
   readonly #reloader: ConfigReloader<C>
-  readonly #cors: CorsPolicy
+  #cors: CorsPolicy
   readonly #draining = new AbortController()
   readonly #topology: Topology
   readonly #channels = new Map<string, ChannelSpec>()
@@ -242,6 +253,10 @@ class Host<C> implements ServiceHost<C> {
 
   onReload(fn: ReloadHook): void {
     this.#reloader.onReload(fn)
+  }
+
+  setCors(cors: CorsOptions | undefined): void {
+    this.#cors = createCorsPolicy(cors)
   }
 
   get closing(): boolean {

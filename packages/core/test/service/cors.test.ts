@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createServiceHost, serve, type RonServer, type RonService, type Route, type ServiceHostOptions, type Topology } from '@ron/core'
+import { z } from 'zod'
 import { mkReq, readJson } from '../http/helpers.js'
 
 const topology: Topology = { service: 'svc', tasks: [], channels: [] }
@@ -81,5 +82,30 @@ describe('host CORS (SPEC.md 6b)', () => {
     const svc = mk()
     const res = await svc.dispatch(mkReq('OPTIONS', '/thing'))
     expect(res.status).toBe(405)
+  })
+
+  it('setCors from an onReload hook makes the write origins reloadable, and a rolled-back reload restores them', async () => {
+    const schema = z.object({ cors: z.object({ writeOrigins: z.array(z.string()).default([]) }).default({ writeOrigins: [] }), fail: z.boolean().default(false) })
+    const host = createServiceHost({ id: 'svc', version: '1', topology, config: { schema, input: {} } })
+    host.routes(routes)
+    cleanups.push(() => host.service.close())
+    host.onReload(() => host.setCors(host.config.get().cors))
+    host.onReload(() => {
+      if (host.config.get().fail) throw new Error('refused')
+    })
+    const preflight = async (): Promise<number> => {
+      const res = await host.service.dispatch(
+        mkReq('OPTIONS', '/thing', { headers: { origin: 'https://admin.example', 'access-control-request-method': 'PUT' } }),
+      )
+      await readJson(res).catch(() => undefined)
+      return res.status
+    }
+    expect(await preflight()).toBe(403)
+    await host.service.reload({ cors: { writeOrigins: ['https://admin.example'] } })
+    expect(await preflight()).toBe(204)
+    await expect(host.service.reload({ cors: { writeOrigins: [] }, fail: true })).rejects.toMatchObject({ code: 'Internal' })
+    expect(await preflight()).toBe(204)
+    await host.service.reload({ cors: { writeOrigins: [] } })
+    expect(await preflight()).toBe(403)
   })
 })
