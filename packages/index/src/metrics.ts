@@ -7,7 +7,7 @@
 
 import type { Counter, Gauge, Histogram } from 'prom-client'
 import type { ServiceMetrics } from '@ron/core'
-import { CHANNELS } from './topology.js'
+import { CHANNELS, ROUTES } from './topology.js'
 
 /** Buckets of `resolve_latency_seconds`: around the 150 ms hedge and the 1200 ms budget. */
 export const RESOLVE_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 0.75, 1, 1.2, 2]
@@ -104,8 +104,10 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
   m.counter('retries_total', 'Retries of idempotent operations.', ['op']).labels({ op: 'peer' }).inc(0)
 
   const busy = m.counter('busy_rejections_total', 'Requests or items rejected with Busy because a queue or limit was full.', ['endpoint', 'queue'])
-  // The host labels a full work queue by queue, admission refusals by endpoint.
-  busy.labels({ endpoint: '', queue: CHANNELS.work }).inc(0)
+  // The host labels a full work queue by the route that met it and the queue, admission refusals
+  // by endpoint; a full provider table is a Busy of the announce route.
+  for (const endpoint of new Set(Object.values(ROUTES))) busy.labels({ endpoint, queue: CHANNELS.work }).inc(0)
+  busy.labels({ endpoint: ROUTES.announce, queue: '' }).inc(0)
   busy.labels({ endpoint: 'admission', queue: '' }).inc(0)
   const rejected = m.counter('rejected_total', 'Requests rejected by admission.', ['reason'])
   for (const reason of ['per_ip', 'rate']) rejected.labels({ reason }).inc(0)
@@ -114,9 +116,11 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
   const spawned = m.counter('tasks_spawned_total', 'Supervised tasks started (including restarts).', ['kind'])
   const aborted = m.counter('tasks_aborted_total', 'Tasks still running at the shutdown deadline and aborted.', ['kind'])
   const canceled = m.counter('tasks_canceled_total', 'Supervised tasks that ended because their signal aborted.', ['kind'])
-  for (const kind of ['request']) aborted.labels({ kind }).inc(0)
+  // Core's host: a request cut off at the drain deadline counts its pool worker as aborted; a
+  // worker ended by its signal otherwise counts as canceled.
+  for (const kind of ['request', 'work-worker']) aborted.labels({ kind }).inc(0)
+  canceled.labels({ kind: 'work-worker' }).inc(0)
   void spawned
-  void canceled
   m.counter('bus_lagged_total', 'Broadcast events a slow subscriber missed.', ['topic']).labels({ topic: CHANNELS.events }).inc(0)
   return out
 }

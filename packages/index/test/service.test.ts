@@ -60,6 +60,9 @@ describe('service lifecycle', () => {
     for (const name of INDEX_METRIC_NAMES) expect(text, name).toContain(`# TYPE ${name} `)
     expect(text).toMatch(/breaker_state\{target="peer-a"[^}]*\} 0/)
     expect(text).toMatch(/dht_hedged_requests_total\{result="won"[^}]*\} 0/)
+    // The series core's host emits on a drain and on a full queue, at zero from the start.
+    expect(text).toMatch(/tasks_aborted_total\{kind="work-worker"[^}]*\} 0/)
+    expect(text).toMatch(/busy_rejections_total\{endpoint="\/resolve\/:key",queue="work"[^}]*\} 0/)
     expect(text).toContain('config_reloads_total')
   })
 
@@ -111,8 +114,8 @@ describe('service lifecycle', () => {
     expect(out.ok && out.value.status).toBe(503)
     if (out.ok) await out.value.dump()
     expect(p.aborted).toBe(1)
-    // Core's host ends the pool's worker through its signal: counted as a canceled worker task.
-    expect(await env.index.metrics.metrics()).toMatch(/tasks_canceled_total\{kind="work-worker"[^}]*\} [1-9]/)
+    // A request cut off at the drain deadline counts its pool worker as aborted (SPEC §3.3).
+    expect(await env.index.metrics.metrics()).toMatch(/tasks_aborted_total\{kind="work-worker"[^}]*\} [1-9]/)
   })
 
   it('reload swaps the snapshot atomically: new peers are used, immutable fields and bad values are refused and roll back', async () => {
