@@ -183,6 +183,24 @@ describe('upload admission over real sockets', () => {
     }
   })
 
+  it('an upload whose client goes away while it waits in the queue leaves the queue at once', async () => {
+    const clock = new VirtualClock(Date.now()) // nothing times out unless the test moves it
+    const r = await start({ clock, writers: 1 })
+    const holder = await rawSocket(r.srv)
+    const held = reply(holder)
+    holder.write(`PUT /o HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer ${r.token('a')}\r\ncontent-length: 10\r\n\r\n01234`)
+    await expect.poll(() => metricValue(r.svc.metrics, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(1)
+    const waiter = await rawSocket(r.srv)
+    waiter.write(`PUT /o HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${r.token('b')}\r\ncontent-length: 10\r\n\r\n`)
+    await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(1)
+    waiter.destroy()
+    await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(0)
+    // The writer finishes; nothing of the departed upload is left to run.
+    holder.write('56789')
+    expect(await held).toMatch(/^HTTP\/1\.1 201/)
+    await expect.poll(() => metricValue(r.svc.metrics, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(0)
+  })
+
   it('a body that stalls past the gap timeout is 408 RequestTimeout (not 504) and frees its writer', async () => {
     const r = await start({ writers: 1, http: { readTimeoutMs: 100 } })
     const socket = await rawSocket(r.srv)
