@@ -64,6 +64,21 @@ describe('POST /put', () => {
     expect(sys.issued).toEqual([])
   })
 
+  it('refusals before any work (missing or unknown API key, declared size over the limit) are audited as deny, without the key', async () => {
+    sys = await system({ uploads: { maxBytes: 1000 } })
+    await sys.request('POST', '/put', { 'x-corr-id': 'no-key' }, 'x')
+    await sys.request('POST', '/put', { 'x-api-key': 'ronk_guess_1', 'x-corr-id': 'bad-key' }, 'x')
+    await sys.request('POST', '/put', { 'x-api-key': API_KEY, 'x-corr-id': 'too-big', 'content-length': '2000' }, new Uint8Array(2000))
+    await sys.clock.flush()
+    const events = (sys.interop.auditSink as MemoryAuditSink).events()
+    expect(events.map((e) => [e.requestId, e.decision, e.reason, e.client])).toEqual([
+      ['no-key', 'deny', 'missing', undefined],
+      ['bad-key', 'deny', 'bad_signature', undefined],
+      ['too-big', 'deny', 'OverLimit', 'alice'],
+    ])
+    expect(JSON.stringify(events)).not.toContain('ronk_')
+  })
+
   it('passport unavailable: 503 NotReady, nothing stored', async () => {
     sys = await system({}, { withPassport: false })
     const res = await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'x')

@@ -99,25 +99,13 @@ async function issueCapability(s: InteropContext, client: string, maxBytes: numb
 async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   const started = s.clock.now()
   admitWrite(s, ENDPOINT)
-  const key = apiKeyOf(ctx)
-  if (key === undefined) throw new UnauthorizedError('missing API key (X-Api-Key)', { details: { reason: 'missing' } })
-  const found = clientOf(s, key)
-  if (found === undefined) throw new UnauthorizedError('unknown API key', { details: { reason: 'bad_signature' } })
-  const cfg = s.cfg()
-  const limit = Math.min(found.maxBytes ?? cfg.uploads.maxBytes, cfg.uploads.maxBytes)
-  const declared = Number(ctx.req.headers['content-length'])
-  if (Number.isFinite(declared) && declared > limit) throw new OverLimitError(`upload exceeds the limit of ${limit} bytes`, { details: { limit, declared } })
-  const inFlight = s.uploadsInFlight.get(found.client) ?? 0
-  if (inFlight >= cfg.uploads.maxConcurrentPerClient) {
-    s.metrics.inc('busy_rejections_total', { endpoint: ENDPOINT, queue: 'client' })
-    throw new BusyError(`client ${found.client} has ${inFlight} uploads in flight`, { details: { endpoint: ENDPOINT, reason: 'per_client', limit: cfg.uploads.maxConcurrentPerClient }, retryAfterMs: 1000 })
-  }
-  s.uploadsInFlight.set(found.client, inFlight + 1)
+  const who: { client?: string } = {}
   let capabilityId: string | undefined
+  // Every refusal is audited, the unauthenticated ones too (key guessing shows up); never the key.
   const audit = (decision: 'accept' | 'deny' | 'error', extra: { reason?: string; payloadB3?: string } = {}): void => {
     s.audit.emit({
       kind: 'put',
-      client: found.client,
+      ...(who.client === undefined ? {} : { client: who.client }),
       requestId: ctx.corrId,
       decision,
       latency: latencyBucket(s.clock.now() - started),
@@ -125,6 +113,25 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
       ...extra,
     })
   }
+  const refuse = (e: UnauthorizedError | OverLimitError, reason: string): never => {
+    audit('deny', { reason })
+    throw e
+  }
+  const key = apiKeyOf(ctx)
+  if (key === undefined) return refuse(new UnauthorizedError('missing API key (X-Api-Key)', { details: { reason: 'missing' } }), 'missing')
+  const found = clientOf(s, key)
+  if (found === undefined) return refuse(new UnauthorizedError('unknown API key', { details: { reason: 'bad_signature' } }), 'bad_signature')
+  who.client = found.client
+  const cfg = s.cfg()
+  const limit = Math.min(found.maxBytes ?? cfg.uploads.maxBytes, cfg.uploads.maxBytes)
+  const declared = Number(ctx.req.headers['content-length'])
+  if (Number.isFinite(declared) && declared > limit) refuse(new OverLimitError(`upload exceeds the limit of ${limit} bytes`, { details: { limit, declared } }), 'OverLimit')
+  const inFlight = s.uploadsInFlight.get(found.client) ?? 0
+  if (inFlight >= cfg.uploads.maxConcurrentPerClient) {
+    s.metrics.inc('busy_rejections_total', { endpoint: ENDPOINT, queue: 'client' })
+    throw new BusyError(`client ${found.client} has ${inFlight} uploads in flight`, { details: { endpoint: ENDPOINT, reason: 'per_client', limit: cfg.uploads.maxConcurrentPerClient }, retryAfterMs: 1000 })
+  }
+  s.uploadsInFlight.set(found.client, inFlight + 1)
   try {
     const reply = await s.pool.submit(async (signal) => {
       const cap = await issueCapability(s, found.client, limit, signal, ctx.corrId).catch((e: unknown) => {
