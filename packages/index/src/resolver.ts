@@ -50,6 +50,9 @@ export interface ResolverDeps {
   metrics: IndexMetrics
 }
 
+/** What {@link Resolver} peer lookups answer when no peer could be asked or every one asked failed. */
+const UNAVAILABLE = Symbol('peers unavailable')
+
 /** A parsed resolve key. */
 export type ParsedKey = { kind: 'address'; key: Address } | { kind: 'name'; key: string }
 
@@ -149,11 +152,14 @@ export class Resolver {
 
     let answer: CachedAnswer | undefined
     let source: AnswerSource = 'local'
+    let unavailable = false
     try {
       answer = p.kind === 'address' ? this.#localAddress(p.key, cfg) : await this.#localName(p.key, cfg, o, deadlineAt)
       if (answer === undefined && o.peer !== true) {
         source = 'peer'
-        answer = await this.#fromPeers(p, cfg, o, deadlineAt)
+        const r = await this.#fromPeers(p, cfg, o, deadlineAt)
+        if (r === UNAVAILABLE) unavailable = true
+        else answer = r
       }
     } catch (e) {
       if (isRonError(e, 'Timeout')) {
@@ -165,9 +171,11 @@ export class Resolver {
     const negativeTtl = (): number => jitteredTtl(cfg.cache.negativeTtlMs, cfg.cache.negativeJitter, () => d.random.next())
     if (answer === undefined) {
       // A peer query only says "not here": remembering it would make this node's own clients
-      // skip the peers for that key.
-      if (o.peer !== true) d.negative.set(p.key, true, d.clock.now() + negativeTtl())
-      throw notFound(p.key, o.peer === true ? 'not_local' : 'not_found')
+      // skip the peers for that key. Nor is it remembered when no peer could answer (every one
+      // asked failed, or every breaker is open): that is an outage, not an answer, and the key
+      // must resolve as soon as the peers are back.
+      if (o.peer !== true && !unavailable) d.negative.set(p.key, true, d.clock.now() + negativeTtl())
+      throw notFound(p.key, o.peer === true ? 'not_local' : unavailable ? 'peers_unavailable' : 'not_found')
     }
     // A name whose content has no known provider yet is kept only as briefly as a NotFound, so
     // the providers show up soon after storage announces them.
@@ -200,19 +208,24 @@ export class Resolver {
     if (providers.length > 0 || o.peer === true || cfg.peers.targets.length === 0) return providers
     try {
       const a = await this.#fromPeers({ kind: 'address', key: content }, cfg, o, deadlineAt)
-      if (a !== undefined) providers = a.providers
+      if (a !== undefined && a !== UNAVAILABLE) providers = a.providers
     } catch (e) {
       if (!isRonError(e, 'Timeout') && !isRonError(e, 'NotFound')) throw e
     }
     return providers
   }
 
-  async #fromPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined> {
+  /**
+   * Asks the peers. @returns the answer, `undefined` when there are no peers or a peer said "not
+   * found", {@link UNAVAILABLE} when no peer could be asked (every breaker open) or every peer
+   * asked failed.
+   */
+  async #fromPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined | typeof UNAVAILABLE> {
     const d = this.#d
     const transport = d.transport
     if (transport === undefined || cfg.peers.targets.length === 0) return undefined
     const candidates = this.#candidates()
-    if (candidates.length === 0) return undefined
+    if (candidates.length === 0) return UNAVAILABLE
     const started = d.clock.now()
     const env = { transport, clock: d.clock, random: d.random, metrics: d.sink, cfg }
     try {
@@ -243,7 +256,7 @@ export class Resolver {
         },
         onHedge: (result) => d.metrics.hedged.inc({ result }),
       })
-      if (!out.found) return undefined
+      if (!out.found) return out.asked > 0 && out.errors === out.asked ? UNAVAILABLE : undefined
       const peerProviders = scoreFromPeer(out.value.providers, out.peer.health, out.peer.latencyMs)
       if (isNameResolution(out.value)) {
         const v = out.value
