@@ -7,8 +7,7 @@
  */
 
 import { Readable } from 'node:stream'
-import { Pool } from 'undici'
-import type { Dispatcher } from 'undici'
+import type { Dispatcher, Pool } from 'undici'
 import { abortReason, systemClock, type Clock } from '../clock.js'
 import { BreakerOpenError, ClosedError, RonError, TimeoutError, isRonError, toRonError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
@@ -123,7 +122,9 @@ export class HttpTransport implements Transport {
     }
     const origin = url.origin
     const path = url.pathname.replace(/\/+$/, '') + (req.path.startsWith('/') ? req.path : `/${req.path}`)
-    const pool = this.#pool(origin)
+    const PoolClass = undici?.Pool ?? (await loadUndici()).Pool
+    if (this.#closed !== undefined) throw new ClosedError('http transport closed')
+    const pool = this.#pool(origin, PoolClass)
     const breaker = this.#breaker(origin)
     const method = req.method.toUpperCase()
     const replayable = req.body === undefined || typeof req.body === 'string' || req.body instanceof Uint8Array
@@ -228,11 +229,11 @@ export class HttpTransport implements Transport {
     return this.#closed
   }
 
-  #pool(origin: string): Pool {
+  #pool(origin: string, PoolClass: typeof Pool): Pool {
     let p = this.#pools.get(origin)
     if (p === undefined) {
       const keepAlive = this.#o.keepAliveTimeoutMs ?? 4000
-      p = new Pool(origin, { connections: this.#o.connections ?? 64, keepAliveTimeout: keepAlive, keepAliveMaxTimeout: Math.max(keepAlive, 4000) })
+      p = new PoolClass(origin, { connections: this.#o.connections ?? 64, keepAliveTimeout: keepAlive, keepAliveMaxTimeout: Math.max(keepAlive, 4000) })
       this.#pools.set(origin, p)
     }
     return p
@@ -254,6 +255,16 @@ export class HttpTransport implements Transport {
     }
     return b
   }
+}
+
+// undici costs a large share of `@ron/core`'s import time (~200 ms on a loaded box) and only an
+// HttpTransport that sends something needs it: loaded on the first request, then held here.
+let undici: typeof import('undici') | undefined
+let undiciLoading: Promise<typeof import('undici')> | undefined
+
+function loadUndici(): Promise<typeof import('undici')> {
+  undiciLoading ??= import('undici').then((m) => (undici = m))
+  return undiciLoading
 }
 
 /** Carries an error raised by the caller's request body through the breaker without counting it. */
