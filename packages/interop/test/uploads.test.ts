@@ -107,6 +107,14 @@ describe('POST /put', () => {
     expect(await readJson(noPassport)).toMatchObject({ error: { code: 'NotReady', details: { upstream: 'passport' } } })
   })
 
+  it('storage answering the upload 2xx without JSON is a 503 NotReady, never a 500', async () => {
+    sys = await system()
+    sys.transport.mount('storage', { dispatch: () => Promise.resolve({ status: 201, headers: { 'content-type': 'text/html' }, body: (async function* () { yield new TextEncoder().encode('<html>proxy</html>') })() }) })
+    const res = await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'x')
+    expect(res.status).toBe(503)
+    expect(await readJson(res)).toMatchObject({ error: { code: 'NotReady', details: { upstream: 'storage' } } })
+  })
+
   it('GET /o with storage answering 500 is a 503 NotReady, never a 500', async () => {
     sys = await system({ retry: { tries: 1 } })
     const put = await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'kept')

@@ -120,6 +120,26 @@ describe('POST /webhooks/:provider', () => {
     expect(slashUpper.status).toBe(200)
   })
 
+  it('storage answering 2xx with another address or with no JSON is a 503 NotReady, never a 500, and nothing enters dedupe', async () => {
+    sys = await system()
+    const answers = [
+      { status: 201, body: JSON.stringify({ address: addressOf(new Uint8Array([1])), size: 1 }) },
+      { status: 201, body: '<html>proxy error</html>' },
+    ]
+    for (const a of answers) {
+      const unmount = sys.transport.mount('storage', { dispatch: () => Promise.resolve({ status: a.status, headers: { 'content-type': 'application/json' }, body: (async function* () { yield new TextEncoder().encode(a.body) })() }) })
+      const w = signWebhook({ provider: 'github', secret: SECRETS.github, body: '{"odd":1}', nowMs: T0 })
+      const res = await send(sys, w)
+      expect(res.status).toBe(503)
+      expect(await readJson(res)).toMatchObject({ error: { code: 'NotReady', details: { upstream: 'storage' } } })
+      unmount()
+    }
+    sys.transport.mount('storage', sys.slow)
+    // Nothing was remembered: the same delivery is stored for real now.
+    const w = signWebhook({ provider: 'github', secret: SECRETS.github, body: '{"odd":1}', nowMs: T0 })
+    expect((await send(sys, w)).status).toBe(202)
+  })
+
   it('a concurrent duplicate joins the pending store instead of storing twice', async () => {
     sys = await system()
     sys.slow.stall()

@@ -159,7 +159,13 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
       // Storage refusing the capability interop just obtained is interop's failure (503), not a
       // bad API key; OverLimit (the caveat), Malformed and Busy are the client's to see.
       if (res.status >= 400) throw upstreamFailure(await errorFromResponse(res), 'storage')
-      const out = await res.json<{ address: string; size: number }>()
+      const out = await res.json<{ address?: unknown; size?: unknown }>().catch((e: unknown) => {
+        if (signal.aborted) throw e
+        throw new NotReadyError('storage answered the upload without JSON', { details: { upstream: 'storage' }, cause: e, retryAfterMs: 1000 })
+      })
+      if (typeof out.address !== 'string' || typeof out.size !== 'number') {
+        throw new NotReadyError('storage answered the upload without an address', { details: { upstream: 'storage' }, retryAfterMs: 1000 })
+      }
       audit('accept', { payloadB3: out.address })
       s.events.publish({ type: 'upload:stored', client: found.client, address: out.address, size: out.size })
       return { status: res.status === 200 ? 200 : 201, json: { address: out.address, size: out.size } } satisfies Reply

@@ -7,7 +7,6 @@
  */
 
 import {
-  InternalError,
   NotFoundError,
   NotReadyError,
   TimeoutError,
@@ -56,8 +55,17 @@ export async function storeReceipt(s: InteropContext, bytes: Uint8Array, signal:
     // Storage refusing interop's own write is interop's problem, not the provider's request.
     throw new NotReadyError(`storage refused the receipt: ${err.code}`, { details: { upstream: 'storage', code: err.code }, cause: err, retryAfterMs: 1000 })
   }
-  const out = await res.json<{ address?: unknown }>()
-  if (out.address !== expected) throw new InternalError('storage stored the receipt under another address', { details: { expected, got: out.address } })
+  // Storage answering oddly is storage failing: a 503 to the provider (retry later), never a 500.
+  let out: { address?: unknown }
+  try {
+    out = await res.json<{ address?: unknown }>()
+  } catch (e) {
+    if (signal.aborted) throw e
+    throw new NotReadyError('storage answered the receipt store without JSON', { details: { upstream: 'storage' }, cause: e, retryAfterMs: 1000 })
+  }
+  if (out.address !== expected) {
+    throw new NotReadyError('storage stored the receipt under another address', { details: { upstream: 'storage', expected, got: String(out.address) }, retryAfterMs: 1000 })
+  }
   return expected
 }
 
