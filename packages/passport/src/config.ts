@@ -148,4 +148,4 @@ export function resolvePassportConfig(config: PassportConfig = {}): ResolvedPass
 }
 
 /** Keys of the config that cannot change with `reload()`. */
-export const IMMUTABLE_KEYS: readonly string[] = ['id', 'issuer', 'dataDir', 'issuerKeyFile', 'issueQueue', 'issueWorkers', 'revokeQueue', 'policyBroadcast', 'keystore']
+export const IMMUTABLE_KEYS: readonly string[] = ['id', 'issuer', 'dataDir', 'issuerKeyFile', 'issueQueue', 'issueWorkers', 'revokeQueue', 'policyBroadcast', 'keystore', 'clock', 'random', 'logger']

@@ -70,4 +70,18 @@ describe('runtime objects in the config', () => {
       await close()
     }
   })
+
+  it('reload() refuses runtime objects (they would be frozen into the snapshot and never used)', async () => {
+    const { passport, close } = await setup()
+    try {
+      for (const key of ['logger', 'clock', 'random', 'keystore']) {
+        const obj = { ...noopLogger }
+        await expect(passport.reload({ [key]: obj }), key).rejects.toMatchObject({ code: 'Malformed', details: { reason: 'immutable' } })
+        expect(Object.isFrozen(obj), key).toBe(false)
+      }
+    } finally {
+      await close()
+    }
+  })
 })
+
