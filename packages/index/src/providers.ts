@@ -19,6 +19,13 @@ export interface ProviderRecord {
   announcedAt: number
 }
 
+/**
+ * Providers kept per address. Ranking answers at most 32; a set this large is already abuse, and
+ * without a bound one address could take the whole table and make every resolve of it sort
+ * hundreds of thousands of records.
+ */
+export const MAX_PROVIDERS_PER_ADDRESS = 256
+
 /** The provider table (one writer: the request that announces, in one synchronous step). */
 export class ProviderTable {
   readonly #byAddress = new Map<Address, Map<string, ProviderRecord>>()
@@ -43,11 +50,24 @@ export class ProviderTable {
   /**
    * Adds or refreshes the record of `node` for `address`.
    * @returns true when the record is new (the address had no record from this node).
-   * @throws {@link BusyError} when the table is full and the record is new.
+   * @throws {@link BusyError} when the table is full, or the address already has
+   *   {@link MAX_PROVIDERS_PER_ADDRESS} live providers, and the record is new.
    */
   announce(address: Address, node: string, endpoint: string, expiresAt: number, now: number): boolean {
     let nodes = this.#byAddress.get(address)
     const existing = nodes?.get(node)
+    if (existing === undefined && nodes !== undefined && nodes.size >= MAX_PROVIDERS_PER_ADDRESS) {
+      // Expired records make room first (the janitor may not have run yet).
+      for (const [n, r] of nodes) {
+        if (r.expiresAt <= now) {
+          nodes.delete(n)
+          this.#size--
+        }
+      }
+      if (nodes.size >= MAX_PROVIDERS_PER_ADDRESS) {
+        throw new BusyError(`address ${address} has ${MAX_PROVIDERS_PER_ADDRESS} providers already`, { details: { reason: 'provider_set_full', address }, retryAfterMs: 1000 })
+      }
+    }
     if (existing === undefined && this.#size >= this.#max) {
       throw new BusyError('provider table is full', { details: { reason: 'provider_table_full' }, retryAfterMs: 1000 })
     }
