@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { addressOf, isRonError } from '@ron/core'
+import { CanceledError, addressOf, isRonError } from '@ron/core'
 import type { Address } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { BlobStore } from './types.js'
@@ -149,6 +149,23 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
       expectCode(await rejection(store.put(once(data), { expect: wrong, beforeCommit: () => void called++ })), 'IntegrityFailed')
       expectCode(await rejection(store.put(once(data), { maxBytes: CS, beforeCommit: () => void called++ })), 'OverLimit')
       expect(called).toBe(0)
+    })
+
+    it('keeps nothing when the put is cancelled while beforeCommit runs (e.g. waiting behind a delete)', async () => {
+      const data = bytes(2 * CS + 1, 25)
+      const ac = new AbortController()
+      const e = await rejection(
+        store.put(once(data), {
+          signal: ac.signal,
+          beforeCommit: () => {
+            ac.abort(new CanceledError('client went away'))
+            return Promise.resolve()
+          },
+        }),
+      )
+      expectCode(e, 'Canceled')
+      expect(await store.stat(addressOf(data))).toBeUndefined()
+      expect(await listAll(store.list())).toEqual([])
     })
 
     it('replace writes a new copy over an existing object', async () => {

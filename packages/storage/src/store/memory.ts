@@ -72,6 +72,8 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & As
       })
       if (o.beforeCommit !== undefined) await o.beforeCommit(table.address, table.size)
       checkOpen()
+      // Like the fs backend: a put cancelled before its commit keeps nothing.
+      if (signal.aborted) throw abortReason(signal)
       // Like the fs backend, a put always stores its freshly verified copy: an existing record may
       // be corrupt, and re-uploading the right bytes must heal it (content addressing: same bytes).
       // `created` is false only when a record with a usable table was already there.
