@@ -325,12 +325,26 @@ async function* replayAfter(log: RegistryLog, lastEventId: string, max: number):
 
 /**
  * Wraps `reload` so that at most 15 reloads wait in core's queue (of 16); later partials merge
- * into one pending reload (the latest value of each key wins), started when a slot frees.
+ * into one pending reload (the latest value of each key wins), started when a slot frees. When
+ * the merged reload is refused, its parts are applied one by one in order, so one invalid partial
+ * fails only its own caller and the latest valid values still win.
  */
 function coalescingReload(inner: (partial: unknown) => Promise<void>, onFail: () => void): (partial: unknown) => Promise<void> {
   const SLOTS = 15
   let waiting = 0
-  let merged: { partial: Record<string, unknown>; resolve: () => void; reject: (e: unknown) => void; promise: Promise<void> } | undefined
+  interface Part {
+    partial: unknown
+    resolve: () => void
+    reject: (e: unknown) => void
+  }
+  let merged: { partial: Record<string, unknown>; parts: Part[] } | undefined
+  const next = (): void => {
+    const m = merged
+    if (m !== undefined && waiting < SLOTS) {
+      merged = undefined
+      void runMerged(m)
+    }
+  }
   const run = (partial: unknown): Promise<void> => {
     waiting++
     return inner(partial)
@@ -340,26 +354,44 @@ function coalescingReload(inner: (partial: unknown) => Promise<void>, onFail: ()
       })
       .finally(() => {
         waiting--
-        const m = merged
-        if (m !== undefined && waiting < SLOTS) {
-          merged = undefined
-          run(m.partial).then(m.resolve, m.reject)
-        }
+        next()
       })
+  }
+  const runMerged = async (m: { partial: Record<string, unknown>; parts: Part[] }): Promise<void> => {
+    waiting++
+    try {
+      try {
+        await inner(m.partial)
+        for (const p of m.parts) p.resolve()
+        return
+      } catch (e) {
+        if (m.parts.length === 1) {
+          onFail()
+          m.parts[0]!.reject(e)
+          return
+        }
+      }
+      for (const p of m.parts) {
+        try {
+          await inner(p.partial)
+          p.resolve()
+        } catch (e) {
+          onFail()
+          p.reject(e)
+        }
+      }
+    } finally {
+      waiting--
+      next()
+    }
   }
   return (partial) => {
     if (waiting < SLOTS || typeof partial !== 'object' || partial === null) return run(partial)
-    if (merged === undefined) {
-      let resolve!: () => void
-      let reject!: (e: unknown) => void
-      const promise = new Promise<void>((res, rej) => {
-        resolve = res
-        reject = rej
-      })
-      merged = { partial: {}, resolve, reject, promise }
-    }
-    deepAssign(merged.partial, structuredClone(partial as Record<string, unknown>))
-    return merged.promise
+    const copy = structuredClone(partial as Record<string, unknown>)
+    merged ??= { partial: {}, parts: [] }
+    deepAssign(merged.partial, structuredClone(copy))
+    const m = merged
+    return new Promise<void>((resolve, reject) => m.parts.push({ partial: copy, resolve, reject }))
   }
 }
 
