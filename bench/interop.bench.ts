@@ -52,7 +52,7 @@ const start: ServerFactory = async (options) => {
         const text = ok ? '{"accepted":true}' : '{"error":{"code":"Unauthorized","details":{"reason":"bad_signature"}}}'
         res.writeHead(ok ? 202 : 401, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
         res.end(text)
-      })()
+      })().catch(() => res.destroy()) // a client gone mid-body must not crash the baseline server
     })
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
     return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => server.close(() => r())) }
@@ -93,7 +93,9 @@ const start: ServerFactory = async (options) => {
   transport.mount('storage', storage)
   transport.mount('passport', passport)
   const interop = await createInteropService(
-    { webhooks: { providers: { github: { secrets: [SECRET] } } }, apiKeys: [{ client: 'bench', keyHash: hashApiKey(API_KEY) }], rateLimit: false },
+    // Brownout off: fsync-bound storage on a loaded box can push the upstream p95 past 500 ms, and
+    // a shed (503) round would abort the measurement; shedding is tested, not benchmarked.
+    { webhooks: { providers: { github: { secrets: [SECRET] } } }, apiKeys: [{ client: 'bench', keyHash: hashApiKey(API_KEY) }], rateLimit: false, brownout: { enabled: false } },
     transport,
     { tokens: token },
   )
@@ -180,7 +182,7 @@ export async function run(): Promise<void> {
       { rounds },
     )
     printRounds(`Acknowledged webhooks/s (each receipt stored) vs storage PUT /o of the same bodies, c16 (goal >= 0.7x)`, 'req/s', [storage.name, interop.name], acked, {
-      note: 'Both on the filesystem backend (fsync per object). interop: rateLimit off (default 500 rps).',
+      note: 'Both on the filesystem backend (fsync per object). interop: rateLimit off (default 500 rps), brownout off.',
     })
 
     // 2. Refused forgeries.
@@ -192,7 +194,7 @@ export async function run(): Promise<void> {
         measure: async () => {
           const r = await autocannon({ url: `${s.url}/webhooks/github`, method: 'POST', connections: 50, duration: seconds, headers: forged.headers, body: Buffer.from(forged.body) })
           // Every answer must be a refusal (401): a 2xx would mean a forgery got through.
-          if (r.errors > 0 || r.non2xx === 0) throw new Error(`forgeries: ${r.errors} errors, ${r.non2xx} refused`)
+          if (r.errors > 0 || r['2xx'] > 0 || r.non2xx === 0) throw new Error(`forgeries: ${r.errors} errors, ${r['2xx']} accepted, ${r.non2xx} refused`)
           return r.requests.average
         },
       })),
