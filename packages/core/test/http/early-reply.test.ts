@@ -35,8 +35,9 @@ function rawUpload(port: number, bodyBytes: number): Promise<{ text: string; err
     sock.on('close', () => resolve({ text }))
     sock.write(`PUT /scoped HTTP/1.1\r\nhost: x\r\ncontent-length: ${bodyBytes * 4}\r\n\r\n`)
     sock.write(Buffer.alloc(bodyBytes, 1))
-    // Stop sending without finishing: the server must still deliver its reply before closing.
-    setTimeout(() => sock.end(), 300).unref()
+    // Stop sending without finishing once the reply starts arriving: the server must deliver its
+    // reply while the client is still mid-upload, and linger instead of resetting.
+    sock.once('data', () => sock.end())
   })
 }
 

@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { BusyError, DrainingError, ForbiddenError, RonError, TimeoutError } from '../../src/errors.js'
 import { createHttpHandler, RouteConfigError, type HttpHooks, type Reply, type Route } from '../../src/http/index.js'
 import type { Claims } from '../../src/auth/types.js'
+import { deferred } from '../../src/testing/deferred.js'
 import { expectEnvelope, mkReq, readBody, readJson } from './helpers.js'
 
 const Item = z.strictObject({ name: z.string(), size: z.number().int() })
@@ -272,18 +273,24 @@ describe('auth and hooks', () => {
   })
 
   it('a queued job keeps its worker slot until the streamed body is consumed', async () => {
-    let slotFreed = false
+    const events: string[] = []
+    const freed = deferred()
     let body: AsyncGenerator<Uint8Array> | undefined
     async function* gen() {
-      yield await Promise.resolve(Buffer.from('x'))
-      yield Buffer.from('y')
+      try {
+        yield await Promise.resolve(Buffer.from('x'))
+        yield Buffer.from('y')
+      } finally {
+        events.push('body consumed')
+      }
     }
     const rs: Route[] = [{ method: 'GET', path: '/s', queue: 'get', handler: () => ({ status: 200, body: (body = gen()) }) }]
     const h = handler(
       {
         submit: async (_q, job, signal) => {
           await job(signal)
-          slotFreed = true
+          events.push('slot freed')
+          freed.resolve()
         },
       },
       rs,
@@ -291,11 +298,10 @@ describe('auth and hooks', () => {
     const res = await h.dispatch(mkReq('GET', '/s'))
     expect(res.status).toBe(200)
     expect(body).toBeDefined()
-    await Promise.resolve()
-    expect(slotFreed).toBe(false)
+    expect(events).toEqual([])
     expect((await readBody(res)).toString()).toBe('xy')
-    await new Promise((r) => setImmediate(r))
-    expect(slotFreed).toBe(true)
+    await freed.promise
+    expect(events).toEqual(['body consumed', 'slot freed'])
   })
 
   it('a job whose handler throws frees its slot and answers with the error', async () => {
@@ -303,6 +309,7 @@ describe('auth and hooks', () => {
     const h = handler({ submit: (_q, job, signal) => job(signal) }, rs)
     const res = await h.dispatch(mkReq('GET', '/t'))
     expect(res.status).toBe(429)
+    expectEnvelope(await readJson(res), 'Busy')
   })
 })
 
