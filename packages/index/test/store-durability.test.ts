@@ -17,7 +17,7 @@ import { openLmdbNameStore } from '../src/index.js'
 import { addr, manifestFor } from './helpers.js'
 
 /** What the tests control: the flush gate of the next database opened. */
-const hooks: { gate: Promise<void> | undefined; real: { committed: PromiseLike<unknown> } | undefined } = { gate: undefined, real: undefined }
+const hooks: { gate: Promise<void> | undefined; real: { flushed: PromiseLike<unknown> } | undefined } = { gate: undefined, real: undefined }
 
 vi.mock('lmdb', async (importOriginal) => {
   const real = await importOriginal<typeof import('lmdb')>()
@@ -47,14 +47,17 @@ afterEach(async () => {
 
 const rec = (n: number) => ({ manifestAddress: addr(n), manifest: manifestFor(n), updatedAt: 1 })
 
-/** A promise's state after the committed write and every microtask and immediate have run. */
+/**
+ * A promise's state once LMDB has really committed and flushed the write (the unwrapped database's
+ * `flushed`, which the gate does not hold), and every microtask and immediate after it has run.
+ */
 async function isSettled(p: Promise<unknown>): Promise<boolean> {
   let settled = false
   void p.then(
     () => (settled = true),
     () => (settled = true),
   )
-  await hooks.real?.committed
+  await hooks.real?.flushed
   await new Promise((r) => setImmediate(r))
   return settled
 }
