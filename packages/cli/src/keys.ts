@@ -121,6 +121,16 @@ export async function tokenStillGood(
   }
 }
 
+/** The `kid` in a compact JWS header, or undefined. */
+function kidOf(token: string): string | undefined {
+  try {
+    const h = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8')) as { kid?: unknown }
+    return typeof h.kid === 'string' ? h.kid : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** Options of {@link ensureAdminToken}. */
 export interface EnsureAdminTokenOptions {
   /**
@@ -132,6 +142,11 @@ export interface EnsureAdminTokenOptions {
   keys?: KeySource
   /** Revocations the existing token must not be in. @default none */
   revocations?: RevocationCheck
+  /**
+   * The key id tokens are signed with now: an existing token signed by another key (rotated
+   * away, verify-only until it retires) is replaced. @default any key that verifies
+   */
+  currentKid?: () => string | undefined
   /** Token lifetime in seconds. @default {@link ADMIN_TOKEN_TTL_SEC} (30 days) */
   ttlSec?: number
   /** @default systemClock */
@@ -181,7 +196,9 @@ export async function ensureAdminToken(path: string, key: IssuerKey, options: En
   }
   const ttlSec = options.ttlSec ?? ADMIN_TOKEN_TTL_SEC
   const margin = Math.min(ADMIN_TOKEN_RENEW_SEC, Math.floor(ttlSec / 3))
-  if (existing !== undefined && (await tokenStillGood(existing, options.keys ?? key, ADMIN_SCOPES, ADMIN_AUDIENCES, nowSec, margin, options.revocations))) {
+  const current = options.currentKid?.()
+  const kidOk = current === undefined || existing === undefined || kidOf(existing) === current
+  if (existing !== undefined && kidOk && (await tokenStillGood(existing, options.keys ?? key, ADMIN_SCOPES, ADMIN_AUDIENCES, nowSec, margin, options.revocations))) {
     return { token: existing, minted: false, ...(fixedMode ? { fixedMode } : {}) }
   }
   const token =

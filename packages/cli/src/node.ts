@@ -68,6 +68,8 @@ export interface StartNodeOptions {
   drainDeadlineMs?: number
   /** Lifetime of a newly minted admin token, in seconds. @default 2592000 (30 days) */
   adminTokenTtlSec?: number
+  /** How often the running node checks its admin token (renewed under 10 days left or after a key rotation). @default 60000 */
+  adminTokenCheckMs?: number
   /** Storage settings. @default {} */
   storage?: NodeStorageOptions
   /** Each other service's own config section (passport, registry, index, interop), passed through. @default {} */
@@ -146,6 +148,16 @@ function parseReloadBody(body: unknown): NodeReloadable {
   const storage: NodeStorageOptions = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))
   const r = Object.fromEntries(Object.entries({ intervalMs: repair.interval, bytesPerSec: repair.bytesPerSec, burst: repair.burst }).filter(([, v]) => v !== undefined))
   return { ...sections, storage: Object.keys(r).length > 0 ? { ...storage, repair: r } : storage }
+}
+
+/** The `jti` claim of a compact JWS, or undefined. */
+function jtiOf(token: string): string | undefined {
+  try {
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti?: unknown }
+    return typeof claims.jti === 'string' ? claims.jti : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** The `node:http` listener of a handler. */
@@ -229,6 +241,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
 
   const shutdown = async (): Promise<void> => {
     accepting = false
+    if (adminTimer !== undefined) clearTimeout(adminTimer)
     peers?.close()
     // SPEC.md 3.3: each service flips readiness, answers new requests with 503 Draining and
     // Retry-After, drains and aborts stragglers, while its listener stays open to deliver those
@@ -254,7 +267,8 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let issuer: IssuerKey
   let nodeId: string
   let firstStart: boolean
-  let adminToken: string
+  let adminToken: string | undefined
+  let adminTimer: NodeJS.Timeout | undefined
   try {
     for (const name of wanted) {
       const listener = await listen(handlerOf(notReadyHandler(name)), { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS })
@@ -378,15 +392,43 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     if (layout === undefined) {
       adminToken = await mint(ttlSec)
     } else {
-      const t = await ensureAdminToken(layout.adminToken, issuer, {
-        clock,
-        ttlSec,
-        mint,
-        ...(p === undefined ? {} : { keys: p.keys, revocations: p.revocations as RevocationCheck }),
-      })
-      adminToken = t.token
-      if (t.fixedMode === true) logger.warn({ path: layout.adminToken }, 'admin token file was readable by others; changed its mode to 600')
-      if (t.minted) logger.info({ path: layout.adminToken }, 'wrote admin token')
+      const tokenFile = layout.adminToken
+      const ensure = async (): Promise<void> => {
+        const t = await ensureAdminToken(tokenFile, issuer, {
+          clock,
+          ttlSec,
+          mint,
+          ...(p === undefined
+            ? {}
+            : { keys: p.keys, revocations: p.revocations as RevocationCheck, currentKid: () => (p.jwks().keys as { kid: string; status?: string }[]).find((k) => k.status === 'current')?.kid }),
+        })
+        if (t.fixedMode === true) logger.warn({ path: tokenFile }, 'admin token file was readable by others; changed its mode to 600')
+        if (t.minted) {
+          logger.info({ path: tokenFile }, 'wrote admin token')
+          // SPEC §5: the replaced admin token is revoked (after a key rotation it would otherwise
+          // stay valid until its key retires).
+          const old = adminToken
+          const jti = old === undefined ? undefined : jtiOf(old)
+          if (p !== undefined && jti !== undefined && old !== t.token) {
+            await (p as unknown as { revoke(jti: string): Promise<unknown> }).revoke(jti).catch((e: unknown) => logger.warn({ err: e }, 'could not revoke the replaced admin token'))
+          }
+        }
+        adminToken = t.token
+      }
+      await ensure()
+      // Renewed while running too: when fewer than 10 days remain, or its key was rotated away.
+      const every = options.adminTokenCheckMs ?? 60_000
+      const tick = (): void => {
+        adminTimer = setTimeout(() => {
+          ensure()
+            .catch((e: unknown) => logger.warn({ err: e }, 'could not renew the admin token'))
+            .finally(() => {
+              if (accepting) tick()
+            })
+        }, every)
+        adminTimer.unref()
+      }
+      tick()
     }
 
     reloadCtx = ctx
@@ -429,7 +471,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     nodeId,
     admin: advertisedUrl(admin.url, options.advertise),
     services: Object.fromEntries(hosted.map((h) => [h.name, h.url])),
-    ...(layout === undefined ? { token: adminToken } : { tokenFile: layout.adminToken, dataDir: layout.root }),
+    ...(layout === undefined ? { token: adminToken! } : { tokenFile: layout.adminToken, dataDir: layout.root }),
   }
   let closing: Promise<void> | undefined
   const close = (): Promise<void> => {

@@ -126,3 +126,36 @@ describe('data directory format and node identity', () => {
     await expect(stat(join(dataDir, 'lock'))).rejects.toMatchObject({ code: 'ENOENT' })
   })
 })
+
+describe('admin token upkeep', () => {
+  let dir: string
+  let node: RonNode
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ron-cli-admin-token-'))
+    node = await startNode({ dataDir: join(dir, 'data'), portBase: 0, drainDeadlineMs: 500, adminTokenCheckMs: 50 })
+    await node.whenReady()
+  })
+  afterAll(async () => {
+    await node?.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  it('after a key rotation the running node writes a new admin token and revokes the old one', async () => {
+    const old = (await readFile(node.tokenFile!, 'utf8')).trim()
+    const rotated = await fetch(`${node.services['passport']}/v1/passport/rotate`, { method: 'POST', headers: { authorization: `Bearer ${old}` } })
+    expect(rotated.status).toBe(200)
+    // The old token's key stays verify-only for about an hour: less than the 10-day margin, so
+    // the next check (every 50 ms here) re-mints. Bounded poll for the file to change.
+    let current = old
+    for (let i = 0; i < 200 && current === old; i++) {
+      await new Promise((r) => setTimeout(r, 25))
+      current = (await readFile(node.tokenFile!, 'utf8')).trim()
+    }
+    expect(current).not.toBe(old)
+    const put = (token: string): Promise<Response> => fetch(`${node.services['storage']}/o`, { method: 'PUT', headers: { authorization: `Bearer ${token}` }, body: 'x' })
+    expect((await put(current)).status).toBe(201)
+    const refused = await put(old)
+    expect(refused.status).toBe(401)
+    expect(((await refused.json()) as { error: { details: { reason: string } } }).error.details.reason).toBe('revoked')
+  })
+})
