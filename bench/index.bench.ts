@@ -167,7 +167,7 @@ class ManifestStore implements DispatchTarget {
   }
 }
 
-async function nameWrites(): Promise<void> {
+export async function nameWrites(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'ron-index-bench-'))
   const issuer = createTestIssuer()
   const transport = new MemoryTransport()
