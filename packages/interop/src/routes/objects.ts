@@ -6,7 +6,7 @@
  * @module
  */
 
-import { IntegrityFailedError, NotFoundError, createBlake3, isRonError, parseAddress, toAddress, type Address, type Reply, type Route, type TransportResponse } from '@ron/core'
+import { IntegrityFailedError, NotFoundError, NotReadyError, addressOf, createBlake3, isRonError, parseAddress, toAddress, type Address, type Reply, type Route, type TransportResponse } from '@ron/core'
 import { upstreamFailure } from '../upstream.js'
 import type { InteropContext } from './context.js'
 
@@ -30,15 +30,27 @@ async function providers(s: InteropContext, address: Address, signal: AbortSigna
   }
 }
 
-/** Passes `body` through, hashing it; a mismatch at the end fails the stream (the client sees a truncated transfer). */
+/**
+ * Passes `body` through, hashing it, one chunk behind: the last chunk is released only once the
+ * whole body hashes to `address`. A mismatch then fails the stream with at least one chunk still
+ * unsent, so the client sees a short transfer — never a complete body (with its content-length
+ * satisfied) of the wrong bytes.
+ */
 async function* verified(body: AsyncIterable<Uint8Array>, address: Address): AsyncGenerator<Uint8Array> {
   const h = createBlake3()
+  let held: Uint8Array | undefined
   for await (const c of body) {
+    if (c.byteLength === 0) continue
     h.update(c)
-    yield c
+    if (held !== undefined) yield held
+    // A copy: the source may reuse its buffer for the next chunk while this one is held.
+    held = c.slice()
   }
   if (toAddress(h.digest()) !== address) throw new IntegrityFailedError('bytes from storage do not match the address', { details: { address } })
+  if (held !== undefined) yield held
 }
+
+const EMPTY = addressOf(new Uint8Array(0))
 
 async function getObject(s: InteropContext, method: 'GET' | 'HEAD', addrParam: string, signal: AbortSignal, corrId: string): Promise<Reply> {
   const address = parseAddress(addrParam)
@@ -62,6 +74,12 @@ async function getObject(s: InteropContext, method: 'GET' | 'HEAD', addrParam: s
     }
     const headers: Record<string, string> = { 'content-type': res.headers['content-type'] ?? 'application/octet-stream', etag: `"${address}"`, 'cache-control': 'public, max-age=31536000, immutable' }
     const len = res.headers['content-length']
+    if (len === '0' && address !== EMPTY) {
+      // Nothing would be held back to cut: refuse before any header is sent, try the next provider.
+      await res.dump()
+      last = new NotReadyError('storage answered an empty body for a non-empty address', { details: { upstream: 'storage', reason: 'integrity', address } })
+      continue
+    }
     if (len !== undefined) headers['content-length'] = len
     if (method === 'HEAD') {
       await res.dump()
