@@ -21,7 +21,10 @@ const MAGIC_BYTES = enc.encode(MAGIC)
 /** The JSON line of a receipt. */
 export interface ReceiptHeader {
   provider: WebhookProvider
-  /** The delivery id the dedupe store keys on. */
+  /**
+   * The provider's delivery id. The dedupe store keys on it only when the signature covers it
+   * (`webhook-id`, Slack `event_id`, Stripe `id`); GitHub deliveries are keyed by their body.
+   */
   deliveryId: string
   /** Signature and delivery headers as received (lower-case names, sorted). */
   headers: Record<string, string>
