@@ -1,4 +1,4 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { Readable } from 'node:stream'
 import { gzipSync } from 'node:zlib'
@@ -281,12 +281,17 @@ describe('serve: slow clients, per-IP cap, graceful close', () => {
 describe('serve: streaming replies', () => {
   it('respects backpressure and calls the iterator return() when the client goes away', async () => {
     let produced = 0
+    let pulledWhileFull = 0
+    let serverRes: ServerResponse | undefined
+    const blocked = deferred()
     const returned = deferred()
     const chunk = Buffer.alloc(64 * 1024, 1)
     const body: AsyncIterable<Uint8Array> = {
       [Symbol.asyncIterator]() {
         return {
           next: () => {
+            // Backpressure: never asked for more while the response's buffer is over its mark.
+            if (serverRes?.writableNeedDrain === true) pulledWhileFull++
             produced++
             return Promise.resolve({ done: false, value: chunk })
           },
@@ -298,6 +303,16 @@ describe('serve: streaming replies', () => {
       },
     }
     const srv = await start([{ method: 'GET', path: '/inf', handler: () => ({ status: 200, body }) }])
+    // Runs after serve's own listener, before anything is written: see every write's result.
+    srv.server.on('request', (_req: IncomingMessage, r: ServerResponse) => {
+      serverRes = r
+      const write = r.write.bind(r) as (chunk: unknown) => boolean
+      r.write = ((c: unknown) => {
+        const ok = write(c)
+        if (!ok) blocked.resolve()
+        return ok
+      }) as typeof r.write
+    })
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
       const r = httpRequest(`${srv.url}/inf`, resolve)
       r.once('error', reject)
@@ -305,17 +320,13 @@ describe('serve: streaming replies', () => {
     })
     expect(res.statusCode).toBe(200)
     res.pause()
-    // Wait (bounded) until the producer stops advancing: it must, since nobody reads.
-    let last = -1
-    for (let i = 0; i < 200 && produced !== last; i++) {
-      last = produced
-      await new Promise((r) => setTimeout(r, 20))
-    }
-    expect(produced).toBe(last)
-    // Socket buffers on loopback hold a few MB at most; without backpressure this would be unbounded.
-    expect(produced * chunk.byteLength).toBeLessThan(64 * 1024 * 1024)
+    // Nobody reads, so the socket fills and a write reports a full buffer.
+    await blocked.promise
     res.destroy()
     await returned.promise
+    expect(pulledWhileFull).toBe(0)
+    // Socket buffers on loopback hold a few MB at most; without backpressure this would be unbounded.
+    expect(produced * chunk.byteLength).toBeLessThan(64 * 1024 * 1024)
   })
 
   it('destroys the response when the iterator throws mid-stream (truncation, never wrong bytes)', async () => {
