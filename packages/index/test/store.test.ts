@@ -129,6 +129,19 @@ describe('name stores', () => {
     expect(await readdir(base)).toEqual([])
   })
 
+  it('both stores: close() is idempotent and every later call fails with Closed', async () => {
+    const stores = [createMemoryNameStore(), await openLmdbNameStore({ dir: await tmp() })]
+    for (const s of stores) {
+      await s.put('a.b', rec(addr(1)), null)
+      await s.close()
+      await s.close()
+      expect(() => s.get('a.b')).toThrow(expect.objectContaining({ code: 'Closed' }))
+      expect(() => s.count()).toThrow(expect.objectContaining({ code: 'Closed' }))
+      await expect(s.put('a.b', rec(addr(2)), undefined)).rejects.toMatchObject({ code: 'Closed' })
+      await expect(s.delete('a.b', undefined)).rejects.toMatchObject({ code: 'Closed' })
+    }
+  })
+
   it('concurrent create-only writes over HTTP: exactly one wins', async () => {
     env = await setup()
     const ms = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => env!.put(manifestFor(i))))

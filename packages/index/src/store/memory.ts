@@ -5,19 +5,28 @@
  * @module
  */
 
+import { ClosedError } from '@ron/core'
 import type { Expected, NameRecord, NameStore, WriteResult } from './types.js'
 import { checkDelete, checkPut } from './cas.js'
 
-/** Creates a memory {@link NameStore}. */
+/** Creates a memory {@link NameStore}. After `close()` every call fails with {@link ClosedError}, as with LMDB. */
 export function createMemoryNameStore(): NameStore {
   const names = new Map<string, NameRecord>()
+  let closed = false
+  const guard = (): void => {
+    if (closed) throw new ClosedError('name store is closed')
+  }
   return {
     durable: false,
-    get: (name) => names.get(name),
+    get: (name) => {
+      guard()
+      return names.get(name)
+    },
     // Check and write happen in one synchronous step (no await between them): no other write can
     // interleave.
     // eslint-disable-next-line @typescript-eslint/require-await
     async put(name: string, record: NameRecord, expected: Expected): Promise<WriteResult> {
+      guard()
       const previous = names.get(name)?.manifestAddress
       checkPut(name, previous, expected)
       names.set(name, record)
@@ -25,12 +34,17 @@ export function createMemoryNameStore(): NameStore {
     },
     // eslint-disable-next-line @typescript-eslint/require-await
     async delete(name, expected): Promise<WriteResult> {
+      guard()
       const previous = checkDelete(name, names.get(name)?.manifestAddress, expected)
       names.delete(name)
       return { previous }
     },
-    count: () => names.size,
+    count: () => {
+      guard()
+      return names.size
+    },
     close: () => {
+      closed = true
       names.clear()
       return Promise.resolve()
     },
