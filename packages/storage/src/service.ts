@@ -84,7 +84,6 @@ const IMMUTABLE = [
   'http.maxConcurrentPerIp',
   'http.maxRpsPerIp',
   'http.idleTimeoutMs',
-  'cors',
   'drainDeadlineMs',
 ] as const
 
@@ -406,6 +405,7 @@ async function build(
     ctx.o = next
     work.configure({ capacity: next.workQueue, readers: next.getConcurrency, writers: next.writers, writersPerPrincipal: next.writersPerPrincipal })
     gate.configure({ maxInflight: next.http.maxInflight, maxRps: next.http.maxRps })
+    host.setCors(next.cors === undefined ? undefined : corsOf(next.cors))
     if (bucket.capacity !== next.repair.burst || rate !== next.repair.bytesPerSec) {
       // Pacing changes for the next chunk; a take in progress finishes on the old bucket.
       bucket = new TokenBucket({ capacity: next.repair.burst, refillPerSec: next.repair.bytesPerSec, clock })
