@@ -140,6 +140,17 @@ describe('POST /webhooks/:provider', () => {
     expect((await send(sys, w)).status).toBe(202)
   })
 
+  it('Slack URL verification: the challenge is echoed with 200 (what Slack requires to accept the request URL), after the receipt is stored', async () => {
+    sys = await system()
+    const body = JSON.stringify({ token: 'legacy', challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P', type: 'url_verification' })
+    const w = signWebhook({ provider: 'slack', secret: SECRETS.slack, body, nowMs: T0 })
+    const res = await send(sys, w)
+    expect(res.status).toBe(200)
+    const out = await readJson<{ challenge: string; receipt: string; accepted: boolean }>(res)
+    expect(out).toMatchObject({ accepted: true, challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' })
+    expect((await fetchAndVerifyReceipt(sys.transport, 'storage', out.receipt, () => [SECRETS.slack])).ok).toBe(true)
+  })
+
   it('a concurrent duplicate joins the pending store instead of storing twice', async () => {
     sys = await system()
     sys.slow.stall()

@@ -95,9 +95,14 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   // Dedupe on what the signature covers: a replay may change anything else (GitHub's delivery
   // header, the hex case of a MAC). Without a signed id, the verified body is the delivery.
   const key = v.deliveryIdSigned ? `${provider}:${v.deliveryId}` : `${provider}:body:${payloadB3}`
+  // Slack checks a request URL by sending a signed url_verification and accepts it only if the
+  // answer is a 200 echoing the challenge: stored like any delivery, then echoed.
+  const challenge = provider === 'slack' ? slackChallenge(body) : undefined
+  const acked = (status: 200 | 202, receipt: Address, extra: { duplicate?: true } = {}): Reply =>
+    challenge === undefined ? { status, json: { accepted: true, receipt, ...extra } } : { status: 200, json: { accepted: true, receipt, ...extra, challenge } }
   const duplicate = (receipt: Address): Reply => {
     audit('duplicate', { receipt })
-    return { status: 200, json: { accepted: true, receipt, duplicate: true } }
+    return acked(200, receipt, { duplicate: true })
   }
   const hit = s.dedupe.lookup(key)
   if (hit.kind === 'stored') return duplicate(hit.receipt)
@@ -122,7 +127,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
       { clock: s.clock, op: 'webhook.ack', signal: ctx.signal, metrics: s.metrics },
     )
     recordOutcome(s, 202)
-    return { status: 202, json: { accepted: true, receipt } }
+    return acked(202, receipt)
   } catch (e) {
     if (isRonError(e, 'Busy')) throw e // 429: the queue is full; not the upstream's fault
     if (isRonError(e, 'Timeout')) {
@@ -140,6 +145,19 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
     if (isRonError(e) && e.status >= 500) recordOutcome(s, e.status)
     audit('error', { reason: isRonError(e) ? e.code : 'Internal' })
     throw e
+  }
+}
+
+/** The `challenge` of a Slack `url_verification` body, if it is one. */
+function slackChallenge(body: Uint8Array): string | undefined {
+  if (body.byteLength > 4096) return undefined
+  try {
+    const v = JSON.parse(new TextDecoder().decode(body)) as unknown
+    if (typeof v !== 'object' || v === null) return undefined
+    const { type, challenge } = v as { type?: unknown; challenge?: unknown }
+    return type === 'url_verification' && typeof challenge === 'string' && challenge.length <= 512 ? challenge : undefined
+  } catch {
+    return undefined
   }
 }
 
