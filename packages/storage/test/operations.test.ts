@@ -196,17 +196,18 @@ describe('CORS (header level)', () => {
 
 describe('CORS reload', () => {
   it('reload() changes the write allow-list for later preflights, and a rolled-back reload keeps the old one', async () => {
-    c = await cluster(['storage'], () => ({ cors: { writeOrigins: ['https://app.example'] } }))
+    const cl = await cluster(['storage'], () => ({ cors: { writeOrigins: ['https://app.example'] } }))
+    c = cl
     const preflight = async (origin: string): Promise<number> => {
-      const res = await c.request('storage', 'OPTIONS', '/o', { origin, 'access-control-request-method': 'PUT' })
+      const res = await cl.request('storage', 'OPTIONS', '/o', { origin, 'access-control-request-method': 'PUT' })
       await res.dump()
       return res.status
     }
     expect(await preflight('https://new.example')).toBe(403)
-    await c.node().svc.reload({ cors: { writeOrigins: ['https://new.example'] } })
+    await cl.node().svc.reload({ cors: { writeOrigins: ['https://new.example'] } })
     expect(await preflight('https://new.example')).toBeLessThan(300)
     expect(await preflight('https://app.example')).toBe(403)
-    await expect(c.node().svc.reload({ cors: { writeOrigins: ['https://x.example'] }, workQueue: -1 })).rejects.toMatchObject({ code: 'Malformed' })
+    await expect(cl.node().svc.reload({ cors: { writeOrigins: ['https://x.example'] }, workQueue: -1 })).rejects.toMatchObject({ code: 'Malformed' })
     expect(await preflight('https://new.example')).toBeLessThan(300)
   })
 })
