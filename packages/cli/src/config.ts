@@ -123,6 +123,12 @@ export const nodeConfigSchema = z
     peers: urlList.default([]),
     /** RAM only: memory stores, ephemeral keys, the admin token printed, nothing written to disk. @default false */
     amnesia: bool.default(false),
+    /**
+     * Serve every listener (admin and services) over HTTPS with this PEM certificate and key
+     * (`[tls]` in TOML, `RON_TLS__CERT`/`RON_TLS__KEY`, `--tls-cert`/`--tls-key`); both or neither.
+     * @default none (plain HTTP)
+     */
+    tls: z.object({ cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
     /** pino level. @default "info" */
     logLevel: z.enum(LOG_LEVELS).default('info'),
     /** How long shutdown lets in-flight requests finish. @default "3s" */

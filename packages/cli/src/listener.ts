@@ -1,17 +1,20 @@
 /**
- * Binding a listener with a clear one-line error when the port is taken, and closing it within a
- * drain deadline.
+ * Binding a listener (HTTP, or HTTPS with a certificate and key) with a clear one-line error when
+ * the port is taken or a TLS file is unreadable, and closing it within a drain deadline.
  *
  * @module
  */
 
+import { readFile } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import { createSecureContext, TLSSocket, type SecureContext } from 'node:tls'
 import { serve, type RonServer } from '@ron/core'
 import { CliError, ExitCode } from './exit-codes.js'
 
 /** A bound HTTP listener. */
 export interface Listener {
-  /** `http://host:port` (IPv6 hosts in brackets). */
+  /** `http://host:port`, or `https://host:port` with TLS (IPv6 hosts in brackets). */
   readonly url: string
   readonly port: number
   /**
@@ -25,10 +28,67 @@ export interface Listener {
 /** A `node:http` request listener. */
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 
-/** `http://host:port`, with IPv6 literals bracketed and wildcard hosts shown as loopback. */
-export function urlFor(host: string, port: number): string {
+/** `http://host:port` (or `https://`), with IPv6 literals bracketed and wildcard hosts shown as loopback. */
+export function urlFor(host: string, port: number, scheme: 'http' | 'https' = 'http'): string {
   const shown = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
-  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`
+  return `${scheme}://${shown.includes(':') ? `[${shown}]` : shown}:${port}`
+}
+
+/** Paths of a PEM certificate (chain) and its private key, as in the `tls` config section. */
+export interface TlsFiles {
+  /** PEM certificate, leaf first, followed by any intermediates. */
+  cert: string
+  /** PEM private key of the certificate. */
+  key: string
+}
+
+/** Loaded TLS credentials, shared by every listener of a node (see {@link loadTls}). */
+export interface TlsCredentials {
+  readonly context: SecureContext
+}
+
+/**
+ * Reads the certificate and key files and checks that they form a usable pair.
+ * @throws {@link CliError} (exit code 2) naming the file that cannot be read, or saying the pair is
+ *   unusable (not PEM, key does not match the certificate).
+ */
+export async function loadTls(files: TlsFiles): Promise<TlsCredentials> {
+  const read = async (path: string, what: string): Promise<Buffer> => {
+    try {
+      return await readFile(path)
+    } catch (e) {
+      const code = (e as { code?: unknown }).code
+      const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : e instanceof Error ? e.message : String(e)
+      throw new CliError(`cannot read the TLS ${what} ${path}: ${why}; check tls.${what === 'certificate' ? 'cert' : 'key'} (--tls-${what === 'certificate' ? 'cert' : 'key'})`, ExitCode.Usage, { cause: e })
+    }
+  }
+  const cert = await read(files.cert, 'certificate')
+  const key = await read(files.key, 'key')
+  try {
+    return { context: createSecureContext({ cert, key, minVersion: 'TLSv1.2' }) }
+  } catch (e) {
+    throw new CliError(
+      `unusable TLS certificate/key (${files.cert}, ${files.key}): ${e instanceof Error ? e.message : String(e)}; both must be PEM and the key must match the certificate`,
+      ExitCode.Usage,
+      { cause: e },
+    )
+  }
+}
+
+/**
+ * Turns a core `serve()` server into an HTTPS one: every accepted TCP socket is wrapped in a
+ * server-side TLS socket before the HTTP parser and core's connection accounting see it, so
+ * the per-IP cap, header timeout and draining close apply unchanged (the header timeout also
+ * bounds a slow handshake). This is what `node:https` does inside, on core's server.
+ */
+function terminateTls(server: RonServer, tls: TlsCredentials): void {
+  const http = server.server
+  const listeners = http.listeners('connection') as ((socket: Socket) => void)[]
+  http.removeAllListeners('connection')
+  http.on('connection', (raw: Socket) => {
+    const socket = new TLSSocket(raw, { isServer: true, secureContext: tls.context, ALPNProtocols: ['http/1.1'] })
+    for (const l of listeners) l.call(http, socket)
+  })
 }
 
 /** The one-line message for a bind failure of `port` for `what`. */
@@ -48,11 +108,13 @@ export interface ListenOptions {
   what: string
   /** How long `close()` lets in-flight requests finish before destroying their sockets. */
   drainDeadlineMs: number
+  /** Serve HTTPS with these credentials (see {@link loadTls}). @default plain HTTP */
+  tls?: TlsCredentials | undefined
 }
 
 /**
  * Listens through core `serve()` (header timeout, idle timeout, per-IP connection cap, draining
- * close). {@link Listener.attach} swaps the handler later (a node binds every port first with a
+ * close), over TLS when `options.tls` is given. {@link Listener.attach} swaps the handler later (a node binds every port first with a
  * handler answering 503 `NotReady`, then attaches each service).
  * @throws {@link CliError} naming the port and the listener when binding fails.
  */
@@ -64,8 +126,9 @@ export async function listen(handle: RequestHandler, options: ListenOptions): Pr
   } catch (e) {
     throw new CliError(bindErrorMessage(e, options.port, options.host, options.what), ExitCode.Error, { cause: e })
   }
+  if (options.tls !== undefined) terminateTls(server, options.tls)
   return {
-    url: urlFor(options.host, server.port),
+    url: urlFor(options.host, server.port, options.tls === undefined ? 'http' : 'https'),
     port: server.port,
     attach: (h) => {
       current = h

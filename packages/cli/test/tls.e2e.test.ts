@@ -1,0 +1,113 @@
+/**
+ * TLS listeners over real sockets: a self-signed certificate made by `openssl` for 127.0.0.1,
+ * trusted through an undici Agent's `connect.ca`.
+ */
+
+import { execFile, execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Agent, request } from 'undici'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { nodeConfigSchema } from '../src/config.js'
+import { listen, loadTls, type Listener } from '../src/listener.js'
+
+let dir: string
+let cert: string
+let key: string
+let agent: Agent
+const listeners: Listener[] = []
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'ron-tls-'))
+  cert = join(dir, 'cert.pem')
+  key = join(dir, 'key.pem')
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ed25519', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' })
+  agent = new Agent({ connect: { ca: readFileSync(cert) } })
+})
+
+afterAll(async () => {
+  await Promise.all(listeners.map((l) => l.close()))
+  await agent.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('TLS listeners', () => {
+  it('serves HTTPS with the same handler and reports an https:// URL', async () => {
+    const tls = await loadTls({ cert, key })
+    const l = await listen((req, res) => res.end(`hello ${req.url} ${(req.socket as { encrypted?: boolean }).encrypted === true}`), { port: 0, host: '127.0.0.1', what: 'admin', drainDeadlineMs: 500, tls })
+    listeners.push(l)
+    expect(l.url).toBe(`https://127.0.0.1:${l.port}`)
+    const res = await request(`${l.url}/readyz`, { dispatcher: agent })
+    expect(res.statusCode).toBe(200)
+    expect(await res.body.text()).toBe('hello /readyz true')
+    // attach() swaps the handler on the TLS listener too.
+    l.attach((_req, res2) => res2.end('attached'))
+    const again = await request(`${l.url}/x`, { dispatcher: agent })
+    expect(await again.body.text()).toBe('attached')
+  })
+
+  it('is refused by a client that does not trust the certificate', async () => {
+    const tls = await loadTls({ cert, key })
+    const l = await listen((_req, res) => res.end('x'), { port: 0, host: '127.0.0.1', what: 'storage', drainDeadlineMs: 500, tls })
+    listeners.push(l)
+    const untrusting = new Agent()
+    await expect(request(`${l.url}/`, { dispatcher: untrusting })).rejects.toMatchObject({ code: expect.stringMatching(/SELF_SIGNED|UNABLE_TO_VERIFY|DEPTH_ZERO/) })
+    await untrusting.close()
+  })
+
+  it('a Node client trusts the certificate through NODE_EXTRA_CA_CERTS (how the CLI client commands are pointed at a private CA)', async () => {
+    const tls = await loadTls({ cert, key })
+    const l = await listen((_req, res) => res.end('trusted'), { port: 0, host: '127.0.0.1', what: 'registry', drainDeadlineMs: 500, tls })
+    listeners.push(l)
+    const script = `fetch(${JSON.stringify(`${l.url}/readyz`)}).then(async (r) => process.stdout.write(await r.text()), (e) => { process.stdout.write(String(e.cause?.code ?? e)); process.exitCode = 1 })`
+    const run = (env: Record<string, string>): Promise<string> =>
+      new Promise((resolve) => {
+        execFile(process.execPath, ['-e', script], { env: { PATH: process.env['PATH'] ?? '', ...env } }, (_err, stdout) => resolve(stdout))
+      })
+    expect(await run({ NODE_EXTRA_CA_CERTS: cert })).toBe('trusted')
+    expect(await run({})).toMatch(/SELF_SIGNED|UNABLE_TO_VERIFY|DEPTH_ZERO/)
+  })
+
+  it('close() drains a TLS listener: an in-flight request finishes, then the port is released', async () => {
+    const tls = await loadTls({ cert, key })
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    let arrived!: () => void
+    const inFlight = new Promise<void>((r) => (arrived = r))
+    const l = await listen(
+      (_req, res) => {
+        arrived()
+        void gate.then(() => res.end('done'))
+      },
+      { port: 0, host: '127.0.0.1', what: 'index', drainDeadlineMs: 5000, tls },
+    )
+    const pending = request(`${l.url}/slow`, { dispatcher: agent })
+    await inFlight
+    const closed = l.close()
+    release()
+    const res = await pending
+    expect(await res.body.text()).toBe('done')
+    await closed
+    await expect(request(`${l.url}/`, { dispatcher: agent })).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+  })
+
+  it('names the unreadable file, and refuses a key that is not PEM', async () => {
+    await expect(loadTls({ cert: join(dir, 'missing.pem'), key })).rejects.toThrow(`cannot read the TLS certificate ${join(dir, 'missing.pem')}: no such file; check tls.cert (--tls-cert)`)
+    await expect(loadTls({ cert, key: dir })).rejects.toThrow(/cannot read the TLS key .*: is a directory; check tls.key/)
+    const junk = join(dir, 'junk.pem')
+    writeFileSync(junk, 'not a key')
+    await expect(loadTls({ cert, key: junk })).rejects.toThrow(/unusable TLS certificate\/key/)
+    await expect(loadTls({ cert, key: junk })).rejects.toMatchObject({ exitCode: 2 })
+  })
+})
+
+describe('tls config', () => {
+  it('takes cert and key together, from a file section or RON_TLS__CERT / RON_TLS__KEY', () => {
+    expect(nodeConfigSchema.parse({ tls: { cert: '/c.pem', key: '/k.pem' } }).tls).toEqual({ cert: '/c.pem', key: '/k.pem' })
+    expect(nodeConfigSchema.parse({}).tls).toBeUndefined()
+    const r = nodeConfigSchema.safeParse({ tls: { cert: '/c.pem' } })
+    expect(r.success).toBe(false)
+    expect(JSON.stringify(r.error?.issues)).toContain('key')
+  })
+})
