@@ -42,6 +42,8 @@ export interface AdminHandlerOptions {
   nodeId: string
   /** The hosted services (read on every request, so services attached later show up). */
   services: () => readonly HostedService[]
+  /** Services this node uses on another node (`passport.url`, `registry.url`): name → URL, listed with `remote: true`. */
+  remote?: () => Readonly<Record<string, string>>
   /** Services whose listener is bound but which are not attached yet: name → URL. */
   pending?: () => Readonly<Record<string, string>>
   /** ron-node's version. */
@@ -90,6 +92,8 @@ export interface ServiceStatus {
   paths?: Record<string, boolean>
   queues: QueueStatus[]
   tasks: { name: string; count: number; criticality: string }[]
+  /** True for a service this node uses on another node (`passport.url`, `registry.url`); not part of this node's readiness. */
+  remote?: boolean
 }
 
 /** The `/status` document. */
@@ -139,6 +143,10 @@ export async function nodeStatus(options: AdminHandlerOptions): Promise<NodeStat
       queues: topo.channels.map((c) => ({ name: c.name, kind: c.kind, capacity: c.capacity, overflow: c.overflow, depth: depths.get(c.name) ?? 0, dropped: dropped.get(c.name) ?? 0 })),
       tasks: topo.tasks.map((t) => ({ name: t.name, count: t.count, criticality: t.criticality })),
     }
+  }
+  for (const [name, url] of Object.entries(options.remote?.() ?? {})) {
+    if (services[name] !== undefined) continue
+    services[name] = { url, version: options.version, live: true, ready: true, writeReady: true, missing: [], queues: [], tasks: [], remote: true }
   }
   for (const [name, url] of Object.entries(options.pending?.() ?? {})) {
     if (services[name] !== undefined) continue

@@ -28,6 +28,8 @@ interface NodeFlags {
   drainDeadline?: string
   peers?: string
   advertise?: string
+  passportUrl?: string
+  registryUrl?: string
   amnesia?: boolean
   rf?: string
   writeQuorum?: string
@@ -54,6 +56,8 @@ function nodeFlags(a: NodeFlags): NodeConfigInput {
   if (a.drainDeadline !== undefined) out['drainDeadline'] = a.drainDeadline
   if (a.peers !== undefined) out['peers'] = a.peers
   if (a.advertise !== undefined) out['advertise'] = a.advertise
+  if (a.passportUrl !== undefined) out['passportUrl'] = a.passportUrl
+  if (a.registryUrl !== undefined) out['registryUrl'] = a.registryUrl
   if (a.amnesia !== undefined) out['amnesia'] = a.amnesia
   const storage: Record<string, unknown> = {}
   if (a.rf !== undefined) storage['rf'] = a.rf
@@ -71,6 +75,8 @@ const NODE_OPTIONS = {
   services: { type: 'string', describe: `services to host, comma-separated [default: all: ${AVAILABLE_SERVICES.join(', ')}]`, requiresArg: true },
   peers: { type: 'string', describe: "other nodes' admin URLs, comma-separated (their services are found via /status)", requiresArg: true },
   advertise: { type: 'string', describe: 'host name (or scheme://host) peers and clients reach this node at [default: --host]', requiresArg: true },
+  'passport-url': { type: 'string', describe: "another node's passport URL: run no passport, verify with its keys and revocations, get service tokens from it (enrol first: ron-node join)", requiresArg: true },
+  'registry-url': { type: 'string', describe: "another node's registry URL: run no registry; registry commands go there", requiresArg: true },
   amnesia: { type: 'boolean', describe: 'RAM only: memory stores, ephemeral keys, admin token printed; nothing written to disk' },
   rf: { type: 'string', describe: 'copies of every object across this node and its peers [default: 2 with peers, 1 alone]', requiresArg: true },
   'write-quorum': { type: 'string', describe: 'durable copies before a put is acknowledged [default: 1]', requiresArg: true },
@@ -173,6 +179,23 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
         const f = a as ClientFlags & { output?: string }
         const { getCommand } = await import('./commands/get.js')
         await getCommand({ address: a.address, output: unSentinel(f.output), node: f.node, token: f.token, dataDir: f.dataDir, progress: f.progress }, io.stdout)
+      },
+    )
+    .command(
+      'join <url>',
+      "enrol this node's key with another node's passport and write <data-dir>/config.json (passport.url, registry.url, that node as a peer)",
+      (y) =>
+        y
+          .positional('url', { type: 'string', describe: "the passport owner's admin URL", demandOption: true })
+          .option('token', { type: 'string', describe: "the owner's admin token (passport:admin) [default: RON_TOKEN]", requiresArg: true })
+          .option('data-dir', { type: 'string', describe: "this node's data directory [default: RON_DATA_DIR or the platform data dir]", requiresArg: true })
+          .option('json', { type: 'boolean', describe: 'print {"nodeId","passport","registry","peer","scopes","configFile"}' })
+          .example('$0 join http://10.0.0.1:7700 --token "$OWNER_TOKEN"', 'then: ron-node start (no flags needed)')
+          .epilog(EXIT_CODES_HELP),
+      async (a) => {
+        const f = a as { url: string; token?: string; dataDir?: string; json?: boolean }
+        const { joinCommand } = await import('./commands/join.js')
+        await joinCommand({ url: f.url, token: f.token, dataDir: f.dataDir, json: f.json }, io.stdout)
       },
     )
     .command('config', 'print or validate the effective configuration', (y) =>

@@ -5,8 +5,11 @@
  * @module
  */
 
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { z } from 'zod'
 import { ConfigError, durationSchema, isRonError, loadConfig, redactConfig, sizeSchema } from '@ron/core'
+import { defaultDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { LOG_LEVELS } from './logger.js'
 import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES } from './ports.js'
@@ -58,6 +61,16 @@ const urlList = z.preprocess(
     }, 'expected an http(s) URL such as http://10.0.0.2:7700'),
   ),
 )
+
+/** One http(s) URL. */
+const httpUrl = z.string().refine((u) => {
+  try {
+    const url = new URL(u)
+    return url.protocol === 'http:' || url.protocol === 'https:'
+  } catch {
+    return false
+  }
+}, 'expected an http(s) URL such as http://10.0.0.1:7703')
 
 /** A service's own config section, validated by that service when it is created or reloaded. */
 const section = z.record(z.string(), z.unknown())
@@ -121,6 +134,14 @@ export const nodeConfigSchema = z
     advertise: z.string().min(1).optional(),
     /** Other nodes' admin URLs (their service URLs are read from their `/status`). @default [] */
     peers: urlList.default([]),
+    /**
+     * Another node's passport URL (`passport.url` in a file, `RON_PASSPORT_URL`): this node runs no
+     * passport, verifies with that one's keys and revocations and gets its service tokens from it by
+     * client assertion (the node key must be enrolled: `ron-node join`). @default none
+     */
+    passportUrl: httpUrl.optional(),
+    /** Another node's registry URL (`registry.url` in a file, `RON_REGISTRY_URL`): this node runs no registry. @default none */
+    registryUrl: httpUrl.optional(),
     /** RAM only: memory stores, ephemeral keys, the admin token printed, nothing written to disk. @default false */
     amnesia: bool.default(false),
     /**
@@ -172,16 +193,50 @@ export interface LoadNodeConfigOptions {
   flags?: NodeConfigInput
 }
 
+/** The config file `ron-node join` writes in the data directory; used when no `--config` is given. */
+export const DATA_DIR_CONFIG_FILE = 'config.json'
+
+/** `<data dir>/config.json` when it exists (the data dir from the flags, `RON_DATA_DIR` or the platform default). */
+function dataDirConfigFile(options: LoadNodeConfigOptions): string | undefined {
+  const env = options.env ?? process.env
+  const flags = (options.flags ?? {}) as { dataDir?: unknown }
+  const dir = typeof flags.dataDir === 'string' && flags.dataDir !== '' ? flags.dataDir : defaultDataDir({ env })
+  const path = join(dir, DATA_DIR_CONFIG_FILE)
+  return existsSync(path) ? path : undefined
+}
+
 /**
- * Loads the effective node configuration: schema defaults < `file` < `RON_*` environment <
+ * The other node's passport and registry this node uses (`passportUrl` / `RON_PASSPORT_URL`, or
+ * `passport.url` in a file; the same for registry), and the service sections without those keys.
+ */
+export function remoteServices(config: NodeConfig): { passportUrl?: string; registryUrl?: string; passport?: Record<string, unknown>; registry?: Record<string, unknown> } {
+  const out: { passportUrl?: string; registryUrl?: string; passport?: Record<string, unknown>; registry?: Record<string, unknown> } = {}
+  for (const k of ['passport', 'registry'] as const) {
+    const { url, ...rest } = config[k] ?? {}
+    const flat = k === 'passport' ? config.passportUrl : config.registryUrl
+    const chosen = flat ?? (typeof url === 'string' ? url : undefined)
+    if (url !== undefined && typeof url !== 'string') throw new CliError(`invalid config: ${k}.url: expected an http(s) URL`, ExitCode.Usage)
+    if (chosen !== undefined) {
+      if (!httpUrl.safeParse(chosen).success) throw new CliError(`invalid config: ${k}.url: expected an http(s) URL, got ${JSON.stringify(chosen)}`, ExitCode.Usage)
+      out[k === 'passport' ? 'passportUrl' : 'registryUrl'] = chosen.replace(/\/+$/, '')
+    }
+    if (config[k] !== undefined) out[k] = rest
+  }
+  return out
+}
+
+/**
+ * Loads the effective node configuration: schema defaults < `file` (without one:
+ * `<data dir>/config.json`, which `ron-node join` writes, when it exists) < `RON_*` environment <
  * `flags`.
  * @throws {@link CliError} (exit code 2) with a one-line message naming the offending key, e.g.
  *   `invalid config: portBase: expected number, got "x"`.
  */
 export function loadNodeConfig(options: LoadNodeConfigOptions = {}): NodeConfig {
+  const file = options.file ?? dataDirConfigFile(options)
   try {
     return loadConfig(nodeConfigSchema, {
-      ...(options.file === undefined ? {} : { file: options.file }),
+      ...(file === undefined ? {} : { file }),
       env: options.env ?? process.env,
       envPrefix: 'RON_',
       overrides: options.flags ?? {},

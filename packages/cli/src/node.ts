@@ -10,11 +10,13 @@ import { join } from 'node:path'
 import {
   HttpTransport,
   MemoryTransport,
+  createRevocationFeed,
   createTokenProvider,
   createTokenVerifier,
   generateIssuerKey,
   localMinter,
   noopLogger,
+  remoteKeySource,
   signToken,
   staticKeySource,
   systemClock,
@@ -23,6 +25,7 @@ import {
   type IssuerKey,
   type Jwk,
   type Logger,
+  type RevocationFeed,
   type RonService,
   type RevocationCheck,
   type TokenProvider,
@@ -62,6 +65,15 @@ export interface StartNodeOptions {
   advertise?: string
   /** Other nodes' admin URLs. @default [] */
   peers?: readonly string[]
+  /**
+   * Another node's passport URL: this node hosts no passport; every service verifies with that
+   * passport's keys (`GET /v1/passport/keys`) and revocation feed (staleness bound 5 s), and the
+   * node's service tokens come from it by client assertion signed with the node key (which must be
+   * enrolled there: `ron-node join`). Needs a data directory. @default none (the node's own passport)
+   */
+  passportUrl?: string
+  /** Another node's registry URL: this node hosts no registry; `/status` lists that URL as `registry`. @default none */
+  registryUrl?: string
   /** How long start waits for peers it has never seen to answer `/status`. @default 10000 */
   peerWaitMs?: number
   /** How long shutdown lets in-flight requests finish. @default 3000 */
@@ -160,6 +172,19 @@ function jtiOf(token: string): string | undefined {
   }
 }
 
+/** The node's transport, with the services used on another node (`passport.url`, `registry.url`) routed to that node over HTTP. */
+class RemoteRoutingTransport extends NodeTransport {
+  readonly #remote: Partial<Record<string, string>>
+  constructor(memory: MemoryTransport, http: HttpTransport, remote: Partial<Record<string, string>>) {
+    super(memory, http)
+    this.#remote = remote
+  }
+  override request(target: string, req: Parameters<NodeTransport['request']>[1]): ReturnType<NodeTransport['request']> {
+    const url = this.#remote[target]
+    return url !== undefined ? this.http.request(url, req) : super.request(target, req)
+  }
+}
+
 /** The `node:http` listener of a handler. */
 function handlerOf(h: HttpHandler): RequestHandler {
   return (req, res) => h.handle(req, res)
@@ -201,7 +226,11 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   const host = options.host ?? '127.0.0.1'
   const portBase = options.portBase ?? DEFAULT_PORT_BASE
   const amnesia = options.amnesia === true
-  const wanted: ServiceName[] = KNOWN_SERVICES.filter((n) => (options.services ?? AVAILABLE_SERVICES).includes(n))
+  // A service used on another node (passport.url, registry.url) is not hosted here.
+  const remote: Partial<Record<ServiceName, string>> = {}
+  if (options.passportUrl !== undefined) remote.passport = options.passportUrl.replace(/\/+$/, '')
+  if (options.registryUrl !== undefined) remote.registry = options.registryUrl.replace(/\/+$/, '')
+  const wanted: ServiceName[] = KNOWN_SERVICES.filter((n) => (options.services ?? AVAILABLE_SERVICES).includes(n) && remote[n] === undefined)
   const unknownServices = (options.services ?? []).filter((n) => !KNOWN_SERVICES.includes(n))
   const drainDeadlineMs = options.drainDeadlineMs ?? 3000
   const logger = options.logger ?? noopLogger
@@ -216,6 +245,9 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     }
   }
   if (!amnesia && (options.dataDir === undefined || options.dataDir === '')) throw new CliError('a data directory is required (or amnesia mode)', ExitCode.Usage)
+  if (amnesia && remote.passport !== undefined) {
+    throw new CliError('passport.url needs a data directory: the node key enrolled with that passport (ron-node join) is kept there; drop --amnesia', ExitCode.Usage)
+  }
   let peerAdmins: string[]
   try {
     peerAdmins = [...new Set((options.peers ?? []).map(normalizeUrl))]
@@ -229,13 +261,14 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   const layout: PreparedDataDir | undefined = amnesia ? undefined : await prepareDataDir(options.dataDir!, { logger })
   const memory = new MemoryTransport()
   const http = new HttpTransport({ timeoutMs: 30_000, breaker: false })
-  const transport = new NodeTransport(memory, http)
+  const transport = new RemoteRoutingTransport(memory, http, remote)
   const slots: { name: ServiceName; listener: Listener; url: string; service?: RonService }[] = []
   const hosted: (HostedService & { listener: Listener })[] = []
   let accepting = true
   let admin: Listener | undefined
   let peers: PeerDirectory | undefined
   let tokens: TokenProvider | undefined
+  let feed: RevocationFeed | undefined
   let reloadCtx: ServiceContext | undefined
   let reloading: Promise<unknown> = Promise.resolve()
 
@@ -259,12 +292,14 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       }),
     )
     tokens?.close()
+    await feed?.close()
     await admin?.close()
     await transport.close()
     await layout?.release()
   }
 
   let issuer: IssuerKey
+  let nodeKey: IssuerKey | undefined
   let nodeId: string
   let firstStart: boolean
   let adminToken: string | undefined
@@ -284,6 +319,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     } else {
       const identity = await loadOrCreateIdentity(layout, clock.now())
       nodeId = identity.nodeId
+      nodeKey = identity.nodeKey
       firstStart = identity.created && identity.previousFormat === 0
       if (identity.previousFormat === 1) logger.info({ path: layout.nodeFile, nodeId }, 'migrated the data directory from format 1 (added node.json and the node key)')
       const loaded = await loadOrCreateIssuerKey(layout.issuerKey)
@@ -295,6 +331,17 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     // Until passport is up (or without it), the node's own issuer key signs and verifies.
     let passport: PassportHandles | undefined
     let verifier: TokenVerifier = createTokenVerifier({ keys: staticKeySource([issuer]), clock })
+    let serviceMinter = localMinter(issuer, { iss: `ron-node:${nodeId}`, sub: `node:${nodeId}`, clock })
+    if (remote.passport !== undefined) {
+      // Another node's passport: its key set and revocation feed (5 s staleness bound; while stale,
+      // writes answer 503 revocation_stale) over HTTP, and service tokens by client assertion.
+      const { remotePassportMinter } = await import('@ron/passport')
+      feed = createRevocationFeed({ transport: http, target: remote.passport, staleAfterMs: 5000, pollIntervalMs: 1000, clock })
+      await feed.sync().catch((e: unknown) => logger.warn({ url: remote.passport, err: e }, 'cannot read the revocation feed of the passport yet; writes wait until it answers'))
+      feed.start()
+      verifier = createTokenVerifier({ keys: remoteKeySource({ transport: http, target: remote.passport, cooldownMs: 1000, clock }), revocations: feed, clock })
+      serviceMinter = remotePassportMinter(http, { nodeId, nodeKey: nodeKey!, target: remote.passport, clock })
+    }
     const publicKeys = (): unknown[] => passport?.jwks().keys ?? [issuer.publicJwk]
     peers = new PeerDirectory({ admins: peerAdmins, file: layout?.peersFile, selfId: nodeId, http, logger, now: () => clock.now() })
     transport.usePeers(peers)
@@ -307,6 +354,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
           nodeId,
           services: () => hosted,
           pending,
+          remote: () => remote,
           version: cliVersion(),
           startedAt,
           accepting: () => accepting,
@@ -337,7 +385,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       amnesia,
       transport,
       verifier,
-      tokens: createTokenProvider({ minter: localMinter(issuer, { iss: `ron-node:${nodeId}`, sub: `node:${nodeId}`, clock }), clock }),
+      tokens: createTokenProvider({ minter: serviceMinter, clock }),
       peers,
       logger,
       drainDeadlineMs,

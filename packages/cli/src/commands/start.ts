@@ -5,7 +5,7 @@
  */
 
 import { defaultDataDir } from '../data-dir.js'
-import { loadNodeConfig, type NodeConfig, type NodeConfigInput } from '../config.js'
+import { loadNodeConfig, remoteServices, type NodeConfig, type NodeConfigInput } from '../config.js'
 import { createLogger } from '../logger.js'
 import { startNode, type NodeReloadable, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
 
@@ -70,10 +70,13 @@ function withoutUndefined<T extends object>(o: T): { [K in keyof T]?: Exclude<T[
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> }
 }
 
-/** The other services' own config sections. */
+/** The other services' own config sections (without `passport.url` / `registry.url`, which are the node's). */
 function serviceSections(config: NodeConfig): NodeReloadable {
   const out: NodeReloadable = {}
-  for (const k of ['passport', 'registry', 'index', 'interop'] as const) if (config[k] !== undefined) out[k] = config[k]
+  const remote = remoteServices(config)
+  for (const k of ['index', 'interop'] as const) if (config[k] !== undefined) out[k] = config[k]
+  if (remote.passport !== undefined) out.passport = remote.passport
+  if (remote.registry !== undefined) out.registry = remote.registry
   return out
 }
 
@@ -129,6 +132,7 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
       services: config.services,
       peers: config.peers,
       ...(config.advertise === undefined ? {} : { advertise: config.advertise }),
+      ...withoutUndefined({ passportUrl: remoteServices(config).passportUrl, registryUrl: remoteServices(config).registryUrl }),
       drainDeadlineMs: config.drainDeadline,
       adminTokenTtlSec: Math.max(60, Math.floor(config.adminTokenTtl / 1000)),
       storage: nodeStorageOptions(config),
