@@ -7,10 +7,12 @@
  */
 
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadNodeConfig, remoteServices } from '../src/config.js'
+import { CliError } from '../src/exit-codes.js'
 import { assertBuilt, firstJsonLine, killAll, runCli, spawnCli } from './helpers.js'
 
 interface Summary {
@@ -112,4 +114,34 @@ describe('nodes joined to another node’s passport and registry', () => {
     const exits = await Promise.all([a, b, c].map((p) => p.exited))
     expect(exits.map((e) => e.code)).toEqual([0, 0, 0])
   }, 60_000)
+})
+
+describe('passport.url / registry.url configuration', () => {
+  it('reads them from RON_PASSPORT_URL / RON_REGISTRY_URL, flags, or passport.url / registry.url in a file, and keeps them out of the service sections', async () => {
+    const fromEnv = loadNodeConfig({ env: { RON_PASSPORT_URL: 'http://10.0.0.1:7703/', RON_REGISTRY_URL: 'http://10.0.0.1:7702' }, flags: { dataDir: join(root, 'none') } })
+    expect(remoteServices(fromEnv)).toEqual({ passportUrl: 'http://10.0.0.1:7703', registryUrl: 'http://10.0.0.1:7702' })
+    const dir = join(root, 'cfg')
+    await mkdir(dir, { recursive: true })
+    await writeFile(join(dir, 'config.json'), JSON.stringify({ passport: { url: 'http://10.0.0.1:7703', policy: {} }, registry: { url: 'http://10.0.0.1:7702' } }))
+    // <data-dir>/config.json is read when no --config is given; a flag wins over it.
+    const fromFile = loadNodeConfig({ env: {}, flags: { dataDir: dir } })
+    expect(remoteServices(fromFile)).toEqual({ passportUrl: 'http://10.0.0.1:7703', registryUrl: 'http://10.0.0.1:7702', passport: { policy: {} }, registry: {} })
+    expect(remoteServices(loadNodeConfig({ env: {}, flags: { dataDir: dir, passportUrl: 'http://10.0.0.9:7703' } })).passportUrl).toBe('http://10.0.0.9:7703')
+  })
+
+  it('refuses a passport URL that is not http(s) with exit 2 naming the key', () => {
+    expect(() => loadNodeConfig({ env: { RON_PASSPORT_URL: 'ftp://x' }, flags: { dataDir: join(root, 'none') } })).toThrow(/passportUrl/)
+    const bad = loadNodeConfig({ env: {}, flags: { dataDir: join(root, 'none'), passport: { url: 'nope' } } })
+    expect(() => remoteServices(bad)).toThrow(CliError)
+    expect(() => remoteServices(bad)).toThrow(/passport\.url/)
+  })
+
+  it('join without a token exits 4 and says where to find one; start refuses --passport-url with --amnesia (exit 2)', async () => {
+    const r = await runCli(['join', 'http://127.0.0.1:1', '--data-dir', join(root, 'nojoin')])
+    expect(r.code).toBe(4)
+    expect(r.stderr).toMatch(/admin token/)
+    const s = await runCli(['start', '--amnesia', '--port-base', '0', '--passport-url', 'http://127.0.0.1:1'])
+    expect(s.code).toBe(2)
+    expect(s.stderr).toMatch(/passport\.url needs a data directory/)
+  })
 })
