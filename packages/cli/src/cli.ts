@@ -30,6 +30,8 @@ interface NodeFlags {
   advertise?: string
   passportUrl?: string
   registryUrl?: string
+  tlsCert?: string
+  tlsKey?: string
   amnesia?: boolean
   rf?: string
   writeQuorum?: string
@@ -59,6 +61,7 @@ function nodeFlags(a: NodeFlags): NodeConfigInput {
   if (a.passportUrl !== undefined) out['passportUrl'] = a.passportUrl
   if (a.registryUrl !== undefined) out['registryUrl'] = a.registryUrl
   if (a.amnesia !== undefined) out['amnesia'] = a.amnesia
+  if (a.tlsCert !== undefined || a.tlsKey !== undefined) out['tls'] = { ...(a.tlsCert === undefined ? {} : { cert: a.tlsCert }), ...(a.tlsKey === undefined ? {} : { key: a.tlsKey }) }
   const storage: Record<string, unknown> = {}
   if (a.rf !== undefined) storage['rf'] = a.rf
   if (a.writeQuorum !== undefined) storage['writeQuorum'] = a.writeQuorum
@@ -75,6 +78,8 @@ const NODE_OPTIONS = {
   services: { type: 'string', describe: `services to host, comma-separated [default: all: ${AVAILABLE_SERVICES.join(', ')}]`, requiresArg: true },
   peers: { type: 'string', describe: "other nodes' admin URLs, comma-separated (their services are found via /status)", requiresArg: true },
   advertise: { type: 'string', describe: 'host name (or scheme://host) peers and clients reach this node at [default: --host]', requiresArg: true },
+  'tls-cert': { type: 'string', describe: 'PEM certificate file: every listener serves HTTPS (with --tls-key)', requiresArg: true },
+  'tls-key': { type: 'string', describe: 'PEM private key file for --tls-cert', requiresArg: true },
   'passport-url': { type: 'string', describe: "another node's passport URL: run no passport, verify with its keys and revocations, get service tokens from it (enrol first: ron-node join)", requiresArg: true },
   'registry-url': { type: 'string', describe: "another node's registry URL: run no registry; registry commands go there", requiresArg: true },
   amnesia: { type: 'boolean', describe: 'RAM only: memory stores, ephemeral keys, admin token printed; nothing written to disk' },

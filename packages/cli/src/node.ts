@@ -38,7 +38,7 @@ import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { loadOrCreateIdentity, newNodeId } from './identity.js'
 import { ADMIN_AUDIENCES, ADMIN_SCOPES, ADMIN_TOKEN_TTL_SEC, ensureAdminToken, loadOrCreateIssuerKey } from './keys.js'
-import { listen, type Listener, type RequestHandler } from './listener.js'
+import { listen, loadTls, type Listener, type RequestHandler, type TlsFiles } from './listener.js'
 import { NodeTransport, PeerDirectory, normalizeUrl } from './peers.js'
 import { CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
 
@@ -63,6 +63,8 @@ export interface StartNodeOptions {
   services?: readonly ServiceName[]
   /** Host name (or `scheme://host`) reported in `/status` and announced. @default the bound host */
   advertise?: string
+  /** Serve every listener (admin and services) over HTTPS with this certificate and key. @default plain HTTP */
+  tls?: TlsFiles
   /** Other nodes' admin URLs. @default [] */
   peers?: readonly string[]
   /**
@@ -197,7 +199,8 @@ const LISTENER_GRACE_MS = 250
 export function advertisedUrl(boundUrl: string, advertise: string | undefined): string {
   if (advertise === undefined) return boundUrl
   const port = new URL(boundUrl).port
-  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(advertise) ? advertise : `http://${advertise.includes(':') && !advertise.startsWith('[') ? `[${advertise}]` : advertise}`
+  const scheme = new URL(boundUrl).protocol
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(advertise) ? advertise : `${scheme}//${advertise.includes(':') && !advertise.startsWith('[') ? `[${advertise}]` : advertise}`
   const u = new URL(withScheme)
   u.port = port
   return u.href.replace(/\/+$/, '')
@@ -305,11 +308,12 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let adminToken: string | undefined
   let adminTimer: NodeJS.Timeout | undefined
   try {
+    const tls = options.tls === undefined ? undefined : await loadTls(options.tls)
     for (const name of wanted) {
-      const listener = await listen(handlerOf(notReadyHandler(name)), { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS })
+      const listener = await listen(handlerOf(notReadyHandler(name)), { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS, tls })
       slots.push({ name, listener, url: advertisedUrl(listener.url, options.advertise) })
     }
-    admin = await listen(handlerOf(notReadyHandler('admin')), { port: portFor(portBase, 'admin'), host, what: 'admin', drainDeadlineMs: LISTENER_GRACE_MS })
+    admin = await listen(handlerOf(notReadyHandler('admin')), { port: portFor(portBase, 'admin'), host, what: 'admin', drainDeadlineMs: LISTENER_GRACE_MS, tls })
     const adminUrl = advertisedUrl(admin.url, options.advertise)
 
     if (layout === undefined) {

@@ -11,6 +11,7 @@ import { Agent, request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeConfigSchema } from '../src/config.js'
 import { listen, loadTls, type Listener } from '../src/listener.js'
+import { assertBuilt, firstJsonLine, runCli, spawnCli } from './helpers.js'
 
 let dir: string
 let cert: string
@@ -109,5 +110,35 @@ describe('tls config', () => {
     const r = nodeConfigSchema.safeParse({ tls: { cert: '/c.pem' } })
     expect(r.success).toBe(false)
     expect(JSON.stringify(r.error?.issues)).toContain('key')
+  })
+})
+
+describe('ron-node start over TLS (real binary)', () => {
+  it('--tls-cert/--tls-key: every listener reports and serves https://, and put/get work with the CA trusted', async () => {
+    assertBuilt()
+    const dataDir = join(dir, 'node')
+    const proc = spawnCli(['start', '--port-base', '0', '--json', '--data-dir', dataDir, '--log-level', 'warn', '--tls-cert', cert, '--tls-key', key])
+    try {
+      const summary = await firstJsonLine<{ admin: string; services: Record<string, string> }>(proc, 60_000)
+      expect(summary.admin).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/)
+      for (const url of Object.values(summary.services)) expect(url).toMatch(/^https:\/\//)
+      const ready = await request(`${summary.admin}/readyz`, { dispatcher: agent })
+      expect(ready.statusCode).toBe(200)
+      await ready.body.dump()
+      const file = join(dir, 'hello.txt')
+      writeFileSync(file, 'hello over tls')
+      const trusted = { NODE_EXTRA_CA_CERTS: cert }
+      const put = await runCli(['put', file, '--node', summary.admin, '--data-dir', dataDir], trusted)
+      expect(put.stderr).toBe('')
+      expect(put.code).toBe(0)
+      const address = put.stdout.trim()
+      expect(address).toMatch(/^b3:[0-9a-f]{64}$/)
+      const get = await runCli(['get', address, '-o', join(dir, 'hello.copy.txt'), '--node', summary.admin, '--data-dir', dataDir], trusted)
+      expect(get.code).toBe(0)
+      expect(readFileSync(join(dir, 'hello.copy.txt'), 'utf8')).toBe('hello over tls')
+    } finally {
+      proc.child.kill('SIGTERM')
+      await proc.exited
+    }
   })
 })

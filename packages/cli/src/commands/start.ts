@@ -132,6 +132,7 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
       services: config.services,
       peers: config.peers,
       ...(config.advertise === undefined ? {} : { advertise: config.advertise }),
+      ...(config.tls === undefined ? {} : { tls: config.tls }),
       ...withoutUndefined({ passportUrl: remoteServices(config).passportUrl, registryUrl: remoteServices(config).registryUrl }),
       drainDeadlineMs: config.drainDeadline,
       adminTokenTtlSec: Math.max(60, Math.floor(config.adminTokenTtl / 1000)),
