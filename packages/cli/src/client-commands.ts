@@ -246,6 +246,22 @@ export function registerClientCommands(y: Argv, io: CliIo): Argv {
         )
         .demandCommand(1, 'say which: webhook test'),
     )
+    .command('receipt', 'webhook receipts stored by interop', (c) =>
+      c
+        .command(
+          'verify <address>',
+          "re-verify a stored webhook receipt with the provider's secret (no replay window); exit 5 if it does not verify",
+          (w) =>
+            w
+              .positional('address', { type: 'string', demandOption: true })
+              .options(COMMON)
+              .option('secret', { type: 'string', describe: "the provider secret [default: the node's, from <data-dir>/interop/webhook-secrets.json]", requiresArg: true })
+              .example('$0 receipt verify b3:…', 'the receipt address printed by `webhook test` or returned in the 202')
+              .epilog(EXIT_CODES_HELP),
+          async (a) => (await import('./commands/registry.js')).receiptVerifyCommand({ ...common(a as Common), address: a.address, secret: a.secret }, out),
+        )
+        .demandCommand(1, 'say which: receipt verify'),
+    )
     .command(
       'status',
       'a table of every service of the node: readiness, queues, uptime, peers',

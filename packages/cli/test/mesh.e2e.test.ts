@@ -99,7 +99,13 @@ describe('ron-node start with every service (real binary)', () => {
     expect(JSON.parse(await ok('registry', 'watch', '--from', '0', '--count', '1', '--json'))).toMatchObject({ version: 1 })
 
     // Webhooks, status, doctor, completion.
-    expect(JSON.parse(await ok('webhook', 'test', 'github', '--json'))).toMatchObject({ receipt: expect.stringMatching(/^b3:/) })
+    const { receipt } = JSON.parse(await ok('webhook', 'test', 'github', '--json')) as { receipt: string }
+    expect(receipt).toMatch(/^b3:/)
+    // The receipt re-verifies from storage with the node's secret, and not with another one.
+    expect(JSON.parse(await ok('receipt', 'verify', receipt, '--json'))).toMatchObject({ ok: true, provider: 'github', receipt: { provider: 'github' } })
+    const forged = await cli('receipt', 'verify', receipt, '--secret', 'not-the-secret')
+    expect(forged.code).toBe(5)
+    expect(forged.stdout).toMatch(/NOT verified/)
     expect(Object.keys((JSON.parse(await ok('status', '--json')) as { services: object }).services)).toEqual(ALL)
     expect(await ok('status')).toMatch(/passport\s+ready/)
     const findings = JSON.parse(await ok('doctor', '--json')) as { status: string }[]

@@ -1,5 +1,5 @@
 /**
- * Registry commands: `registry propose|approve|commit|head|watch|fsck`, and `webhook test`.
+ * Registry commands: `registry propose|approve|commit|head|watch|fsck`, `webhook test` and `receipt verify`.
  *
  * @module
  */
@@ -136,6 +136,38 @@ export async function registryFsckCommand(args: RegistryArgs & { dir?: string | 
   if (!report.ok) throw new CliError(`registry log ${dir} failed verification`, ExitCode.Integrity)
 }
 
+/** The node's webhook secrets (`<data-dir>/interop/webhook-secrets.json`), by provider. */
+async function nodeWebhookSecrets(args: RegistryArgs): Promise<{ file: string; secrets: Record<string, string> }> {
+  const file = join(args.dataDir ?? defaultDataDir({ env: args.env ?? process.env }), 'interop', 'webhook-secrets.json')
+  try {
+    return { file, secrets: JSON.parse(await readFile(file, 'utf8')) as Record<string, string> }
+  } catch (e) {
+    throw new CliError(`cannot read the node's webhook secrets ${file}: ${errnoText(e)}; pass --secret`, ExitCode.Error, { cause: e })
+  }
+}
+
+/**
+ * `receipt verify <address>`: fetches a stored webhook receipt from storage and recomputes its
+ * signature over the stored body and headers with the provider's secret (`--secret`, or the
+ * node's). No replay window applies: a receipt is old by design. Exit 5 when it does not verify.
+ */
+export async function receiptVerifyCommand(args: RegistryArgs & { address: string; secret?: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
+  const secrets = args.secret === undefined ? (await nodeWebhookSecrets(args)).secrets : undefined
+  const { fetchAndVerifyReceipt } = await import('@ron/interop')
+  const conn = await connectTo(args, 'storage', false)
+  try {
+    const r = await fetchAndVerifyReceipt(conn.transport, 'storage', args.address, (provider) => {
+      const s = args.secret ?? secrets?.[provider]
+      return s === undefined ? [] : [s]
+    }, conn.token === undefined ? {} : { token: conn.token })
+    const head = `${r.receipt.provider} delivery ${r.receipt.deliveryId}, body ${r.receipt.bodyB3} (${r.receipt.bodySize} bytes)`
+    output(out, args.json, r, r.ok ? `verified: ${head}` : `NOT verified (${r.reason}): ${head}`)
+    if (!r.ok) throw new CliError(`receipt ${args.address} does not verify: ${r.message}`, ExitCode.Integrity)
+  } finally {
+    await conn.close()
+  }
+}
+
 /**
  * `webhook test <provider>`: sends a signed test delivery to the node's interop, with the node's
  * secret for that provider (`<data-dir>/interop/webhook-secrets.json`) or `--secret`.
@@ -143,12 +175,8 @@ export async function registryFsckCommand(args: RegistryArgs & { dir?: string | 
 export async function webhookTestCommand(args: RegistryArgs & { provider: string; secret?: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
   let secret = args.secret
   if (secret === undefined) {
-    const file = join(args.dataDir ?? defaultDataDir({ env: args.env ?? process.env }), 'interop', 'webhook-secrets.json')
-    try {
-      secret = (JSON.parse(await readFile(file, 'utf8')) as Record<string, string>)[args.provider]
-    } catch (e) {
-      throw new CliError(`cannot read the node's webhook secrets ${file}: ${errnoText(e)}; pass --secret`, ExitCode.Error, { cause: e })
-    }
+    const { file, secrets } = await nodeWebhookSecrets(args)
+    secret = secrets[args.provider]
     if (secret === undefined) throw new CliError(`no secret for ${args.provider} in ${file}; pass --secret`, ExitCode.Usage)
   }
   const { createInteropClient } = await import('@ron/interop')
