@@ -7,7 +7,7 @@
  */
 
 import { join } from 'node:path'
-import { BoundedQueue, ConfigError, MalformedError, TokenBucket, abortReason, createServiceHost, noopLogger, systemClock } from '@ron/core'
+import { BoundedQueue, ConfigError, MalformedError, TokenBucket, WakeableSleep, createServiceHost, noopLogger, systemClock } from '@ron/core'
 import type { Address, Clock, CorsOptions, RonService, Subscription, Transport } from '@ron/core'
 import { RequestGate, WorkScheduler } from './admission.js'
 import { Announcer } from './announcer.js'
@@ -471,52 +471,6 @@ async function build(
   return service
 }
 
-/** A sleep on the injected clock that {@link WakeableSleep.wake} can cut short. */
-class WakeableSleep {
-  readonly #clock: Clock
-  #wake: (() => void) | undefined
-  #pending = false
-
-  constructor(clock: Clock) {
-    this.#clock = clock
-  }
-
-  /** Ends the current sleep now (or the next one at once, when nobody sleeps). */
-  wake(): void {
-    if (this.#wake !== undefined) this.#wake()
-    else this.#pending = true
-  }
-
-  /** Sleeps `ms`, or less when woken. @throws the abort reason when `signal` aborts. */
-  sleep(ms: number, signal: AbortSignal): Promise<void> {
-    signal.throwIfAborted()
-    if (this.#pending) {
-      this.#pending = false
-      return Promise.resolve()
-    }
-    return new Promise<void>((resolve, reject) => {
-      const done = (): void => {
-        this.#clock.clearTimeout(timer)
-        signal.removeEventListener('abort', onAbort)
-        this.#wake = undefined
-      }
-      const onAbort = (): void => {
-        done()
-        reject(abortReason(signal))
-      }
-      const timer = this.#clock.setTimeout(() => {
-        done()
-        resolve()
-      }, ms)
-      timer.unref?.()
-      this.#wake = () => {
-        done()
-        resolve()
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-    })
-  }
-}
 
 /** Stand-in when no transport was given (then there are no peers and no index to reach). */
 const unreachableTransport: Transport = {
