@@ -13,7 +13,7 @@
  * @module
  */
 
-import { BoundedQueue, CircuitBreaker, isRonError, providerAnnouncementSchema, throwIfError } from '@ron/core'
+import { BoundedQueue, CircuitBreaker, isRonError, providerAnnouncementSchema, retry, throwIfError } from '@ron/core'
 import type { Address, Clock, Logger, MetricsSink, ProviderAnnouncement, Transport } from '@ron/core'
 import { bearerHeaders, type TokenFor } from './peer-auth.js'
 import type { BlobStore } from './store/types.js'
@@ -103,7 +103,9 @@ export class Announcer {
     // Checked against the shared contract, so a drift is our bug here rather than a 400 there.
     const dto: ProviderAnnouncement = providerAnnouncementSchema.parse({ address, node: o.nodeId, endpoint: o.endpoint, ttlSec: o.ttlSec })
     try {
-      await this.#breaker.execute(async () => {
+      // An announcement is idempotent: a retryable failure (timeout, busy or not-ready index) is
+      // retried with jittered backoff instead of waiting for the next full refresh (ttlSec / 2).
+      await retry(() => this.#breaker.execute(async () => {
         const headers = { 'content-type': 'application/json', ...(await bearerHeaders(o.token, signal)) }
         const res = await o.transport.request(o.target, {
           method: 'POST',
@@ -115,7 +117,7 @@ export class Announcer {
         })
         await throwIfError(res)
         await res.dump()
-      })
+      }), { clock: o.clock, signal, metrics: o.metrics, op: 'announce' })
       o.metrics.inc('announcements_total', undefined)
       return true
     } catch (e) {
