@@ -1,7 +1,7 @@
 /**
  * `docs/metrics.md` lists every metric each service registers at startup: each service is created
  * with its defaults in memory mode on a `MemoryTransport`, and its `metricsText()` (name, type,
- * help) and registry (label names) are read. The test fails when the file is out of date;
+ * help) and the label names it declared (`metricLabelNames` from `@ron/core/testing`) are read. The test fails when the file is out of date;
  * regenerate with `UPDATE_DOCS=1 npx vitest run docs/metrics.test.ts`.
  */
 
@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { MemoryTransport, type RonService } from '@ron/core'
+import { metricLabelNames } from '@ron/core/testing'
 import { createIndexService } from '@ron/index'
 import { createInteropService } from '@ron/interop'
 import { createPassportService } from '@ron/passport'
@@ -24,7 +25,7 @@ interface MetricRow {
   help: string
 }
 
-/** name/type/help from the exposition text, label names from the registry (unlabelled children print no sample). */
+/** name/type/help from the exposition text, label names as declared (a metric with no sample yet shows none in the text). */
 async function metricsOf(service: RonService): Promise<MetricRow[]> {
   const text = await service.metricsText()
   const help = new Map<string, string>()
@@ -35,11 +36,7 @@ async function metricsOf(service: RonService): Promise<MetricRow[]> {
     const t = /^# TYPE (\S+) (\S+)$/.exec(line)
     if (t) type.set(t[1]!, t[2]!)
   }
-  const labels = new Map<string, string[]>()
-  for (const m of service.metrics.getMetricsAsArray()) {
-    const names = (m as unknown as { labelNames?: readonly string[] }).labelNames ?? []
-    labels.set(m.name, names.filter((l) => l !== 'service'))
-  }
+  const labels = metricLabelNames(service)
   return [...type.keys()].sort().map((name) => ({ name, type: type.get(name)!, labels: labels.get(name) ?? [], help: help.get(name) ?? '' }))
 }
 

@@ -17,6 +17,7 @@ import {
   createHttpHandler,
   createServiceMetrics,
   mergeExpositions,
+  metricSamples,
   systemClock,
   type Clock,
   type HttpHandler,
@@ -108,14 +109,12 @@ export interface NodeStatus {
   peers?: unknown
 }
 
-async function counterValues(svc: RonService, name: string, label: string): Promise<Map<string, number>> {
+/** Sums the samples of `name` in a service's exposition text by the value of `label`. */
+function counterValues(text: string, name: string, label: string): Map<string, number> {
   const out = new Map<string, number>()
-  const metric = (svc.metrics as { getSingleMetric?(n: string): { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> } | undefined } | undefined)?.getSingleMetric?.(name)
-  if (metric === undefined) return out
-  const data = await metric.get()
-  for (const v of data.values) {
+  for (const v of metricSamples(text, name)) {
     const q = v.labels[label]
-    if (typeof q === 'string') out.set(q, (out.get(q) ?? 0) + v.value)
+    if (q !== undefined) out.set(q, (out.get(q) ?? 0) + v.value)
   }
   return out
 }
@@ -128,8 +127,9 @@ export async function nodeStatus(options: AdminHandlerOptions): Promise<NodeStat
   for (const h of options.services()) {
     const health = h.service.health()
     const topo = h.service.describe()
-    const depths = await counterValues(h.service, 'queue_depth', 'queue')
-    const dropped = await counterValues(h.service, 'queue_dropped_total', 'queue')
+    const text = await h.service.metricsText()
+    const depths = counterValues(text, 'queue_depth', 'queue')
+    const dropped = counterValues(text, 'queue_dropped_total', 'queue')
     ready &&= health.ready
     services[h.name] = {
       url: h.url,

@@ -262,8 +262,8 @@ export type {
 } from './transport/index.js'
 
 // Metrics and health.
-export { createServiceMetrics, METRICS_CONTENT_TYPE, mergeExpositions } from './metrics/index.js'
-export type { ServiceMetrics, ServiceMetricsOptions } from './metrics/index.js'
+export { createServiceMetrics, METRICS_CONTENT_TYPE, mergeExpositions, metricSamples, metricValue } from './metrics/index.js'
+export type { ServiceMetrics, ServiceMetricsOptions, MetricSample } from './metrics/index.js'
 export { Readiness } from './health/index.js'
 export type { Gate, DependencySpec, Liveness, ReadinessOptions } from './health/index.js'
 

@@ -9,7 +9,7 @@ afterEach(async () => {
 })
 
 async function metricLine(e: Env, name: string, label: string): Promise<number | undefined> {
-  const text = await e.index.metrics.metrics()
+  const text = await e.index.metricsText()
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label))
   return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1))
 }

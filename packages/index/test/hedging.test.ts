@@ -23,7 +23,7 @@ async function withPeers(n: number, config: Parameters<typeof setup>[0] = {}): P
 }
 
 async function metric(e: Env, name: string): Promise<string> {
-  const text = await e.index.metrics.metrics()
+  const text = await e.index.metricsText()
   return text
     .split('\n')
     .filter((l) => l.startsWith(name))

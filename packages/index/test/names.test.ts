@@ -68,7 +68,7 @@ describe('names', () => {
     const a = await env.put(manifestFor(1))
     env.storage.objects.set(a, new TextEncoder().encode(JSON.stringify(manifestFor(2))))
     await expect(env.client.setName('n.x', a)).rejects.toMatchObject({ code: 'InvalidReference', details: { reason: 'integrity' } })
-    expect(await env.index.metrics.metrics()).toMatch(/index_integrity_fail_total\{[^}]*\} 1/)
+    expect(await env.index.metricsText()).toMatch(/index_integrity_fail_total\{[^}]*\} 1/)
   })
 
   it('a storage node that stalls mid-body cannot hold a name write past storageTimeoutMs (504)', async () => {
@@ -81,7 +81,7 @@ describe('names', () => {
     await clock.advance(1)
     const r = await out
     expect(r.ok ? undefined : r.error).toMatchObject({ code: 'Timeout' })
-    expect(await env.index.metrics.metrics()).toMatch(/io_timeouts_total\{op="storage"[^}]*\} 1/)
+    expect(await env.index.metricsText()).toMatch(/io_timeouts_total\{op="storage"[^}]*\} 1/)
   })
 
   it('a busy or failing storage makes a name write a retryable 503, not a final 422 nor our own 500', async () => {

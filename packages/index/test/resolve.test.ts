@@ -33,7 +33,7 @@ describe('resolve sources and the provider set', () => {
     await clock.advance(3_000)
     await expect(env.anon.resolve(a, { fresh: true })).rejects.toBeInstanceOf(NotFoundError)
     await clock.advance(2_000)
-    expect(await env.index.metrics.metrics()).toMatch(/index_provider_records\{[^}]*\} 0/)
+    expect(await env.index.metricsText()).toMatch(/index_provider_records\{[^}]*\} 0/)
   })
 
   it('ranks providers (fresher first) and honours ?limit= 1..32 (default 5)', async () => {

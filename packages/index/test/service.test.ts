@@ -56,7 +56,7 @@ describe('config', () => {
 describe('service lifecycle', () => {
   it('registers every metric at startup', async () => {
     env = await setup({ peers: { targets: ['peer-a'] } })
-    const text = await env.index.metrics.metrics()
+    const text = await env.index.metricsText()
     for (const name of INDEX_METRIC_NAMES) expect(text, name).toContain(`# TYPE ${name} `)
     expect(text).toMatch(/breaker_state\{target="peer-a"[^}]*\} 0/)
     expect(text).toMatch(/dht_hedged_requests_total\{result="won"[^}]*\} 0/)
@@ -115,7 +115,7 @@ describe('service lifecycle', () => {
     if (out.ok) await out.value.dump()
     expect(p.aborted).toBe(1)
     // A request cut off at the drain deadline counts its pool worker as aborted (SPEC §3.3).
-    expect(await env.index.metrics.metrics()).toMatch(/tasks_aborted_total\{kind="work-worker"[^}]*\} [1-9]/)
+    expect(await env.index.metricsText()).toMatch(/tasks_aborted_total\{kind="work-worker"[^}]*\} [1-9]/)
   })
 
   it('reload swaps the snapshot atomically: new peers are used, immutable fields and bad values are refused and roll back', async () => {
@@ -134,7 +134,7 @@ describe('service lifecycle', () => {
     await expect(env.index.reload({ workQueue: 3 })).rejects.toMatchObject({ code: 'Malformed', details: { reason: 'immutable' } })
     await expect(env.index.reload({ deadlineMs: -1 })).rejects.toSatisfy((e: unknown) => isRonError(e, 'Malformed'))
     expect(env.index.config()).toBe(before)
-    const text = await env.index.metrics.metrics()
+    const text = await env.index.metricsText()
     expect(text).toMatch(/config_reloads_total\{[^}]*\} 1/)
     expect(text).toMatch(/config_reload_errors_total\{[^}]*\} 2/)
   })

@@ -68,7 +68,7 @@ describe('backpressure', () => {
       const req = { sub: 'x', aud: ['storage'], scope: ['storage:write'] }
       const inflight = [client.issue(req), client.issue(req), client.issue(req)] // 1 running + 2 queued
       await until(() => kms.held === 1, 'one issuance signing')
-      await until(async () => metric(await passport.metrics.metrics(), 'queue_depth', 'queue="issue"') === 2, 'two issuances queued')
+      await until(async () => metric(await passport.metricsText(), 'queue_depth', 'queue="issue"') === 2, 'two issuances queued')
       expect(passport.health().paths).toEqual({ issue: false, verify: true })
       const res = await transport.request('passport', {
         method: 'POST',
@@ -84,7 +84,7 @@ describe('backpressure', () => {
       kms.release()
       expect(await Promise.all(inflight)).toHaveLength(3)
       expect(passport.health().paths).toEqual({ issue: true, verify: true })
-      const text = await passport.metrics.metrics()
+      const text = await passport.metricsText()
       expect(metric(text, 'queue_dropped_total', 'queue="issue"')).toBe(1)
       expect(metric(text, 'busy_rejections_total', 'endpoint="/v1/passport/issue",queue="issue"')).toBe(1)
     } finally {
@@ -112,7 +112,7 @@ describe('KMS deadline', () => {
       const e = (await pending) as { status: number; code: string; details: Record<string, unknown> }
       expect([e.status, e.code, e.details['op']]).toEqual([504, 'Timeout', 'kms'])
       expect(passport.health().paths).toMatchObject({ issue: false, verify: true })
-      expect(metric(await passport.metrics.metrics(), 'io_timeouts_total', 'op="kms"')).toBe(1)
+      expect(metric(await passport.metricsText(), 'io_timeouts_total', 'op="kms"')).toBe(1)
       kms.release()
       await expect(client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'] })).resolves.toBeDefined()
       expect(passport.health().paths).toEqual({ issue: true, verify: true })

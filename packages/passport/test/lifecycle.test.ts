@@ -20,7 +20,7 @@ describe('revoke queue', () => {
       expect(busy.length + ok.length).toBe(4)
       expect(busy.length).toBeGreaterThanOrEqual(2)
       expect((busy[0] as PromiseRejectedResult).reason).toMatchObject({ status: 429 })
-      expect(metric(await passport.metrics.metrics(), 'queue_dropped_total', 'queue="revoke"')).toBe(busy.length)
+      expect(metric(await passport.metricsText(), 'queue_dropped_total', 'queue="revoke"')).toBe(busy.length)
       results.forEach((r, i) => expect(passport.revocations.isRevoked(tokens[i]!.jti)).toBe(r.status === 'fulfilled'))
     } finally {
       await close()

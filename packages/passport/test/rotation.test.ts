@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ALL_SCOPES, createTokenVerifier, exportIssuerKey, generateIssuerKey, signToken, staticKeySource } from '@ron/core'
-import { VirtualClock } from '@ron/core/testing'
+import { VirtualClock, metricValue } from '@ron/core/testing'
 import { createPassportService, ensureAdminToken, rotateWithAdminToken } from '../src/index.js'
 import { ADMIN_POLICY, T0, headerOf, setup } from './helpers.js'
 
@@ -26,7 +26,7 @@ describe('rotation', () => {
       expect(prev.rotatedOutAt).toBe(T0)
       expect(after.keys.find((k) => k.status === 'next')!.kid).toBe(r.next.kid)
       // Epoch gauge follows.
-      expect(await passport.metrics.getSingleMetricAsString('epoch_current')).toMatch(/epoch_current\{service="passport"\} 2/)
+      expect(metricValue(await passport.metricsText(), 'epoch_current', { service: 'passport' })).toBe(2)
     } finally {
       await close()
     }

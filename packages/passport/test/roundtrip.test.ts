@@ -159,7 +159,7 @@ describe('startup', () => {
   it('registers every metric at startup', async () => {
     const svc = await createPassportService({})
     try {
-      const text = await svc.metrics.metrics()
+      const text = await svc.metricsText()
       for (const [name, label] of [
         ['queue_dropped_total', 'queue="issue"'],
         ['queue_dropped_total', 'queue="revoke"'],

@@ -47,7 +47,7 @@ describe('public surface', () => {
     const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
     const svc = await passport.createPassportService({})
     try {
-      const names = new Set((await svc.metrics.getMetricsAsJSON()).map((m) => m.name))
+      const names = new Set([...(await svc.metricsText()).matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!))
       for (const n of names) expect(readme, n).toContain(`\`${n}`)
     } finally {
       await svc.close()

@@ -94,8 +94,8 @@ describe('upload admission over real sockets', () => {
       trickles.push(t)
     }
     // Alice holds her 4 writers; her other 16 uploads wait in the queue.
-    await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(16)
-    await expect.poll(() => metricValue(r.svc.metrics, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(4)
+    await expect.poll(() => metricValue(r.svc, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(16)
+    await expect.poll(() => metricValue(r.svc, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(4)
     const bob = await request(`${r.srv.url}/o`, { method: 'PUT', body: bytes(256 * 1024, 7), headers: { authorization: `Bearer ${r.token('bob')}` } })
     expect(bob.statusCode).toBe(201)
     await bob.body.dump()
@@ -114,7 +114,7 @@ describe('upload admission over real sockets', () => {
       expect(a).toContain('"code":"RequestTimeout"')
       expect(a).toContain('"reason":"min_rate"')
     }
-    expect(await metricValue(r.svc.metrics, 'io_timeouts_total', { op: 'upload_rate' })).toBe(20)
+    expect(await metricValue(r.svc, 'io_timeouts_total', { op: 'upload_rate' })).toBe(20)
   })
 
   it('64 concurrent 1 MiB PUTs from one client all succeed; no more than the per-principal writers run at once', async () => {
@@ -130,7 +130,7 @@ describe('upload admission over real sockets', () => {
     )
     expect(results).toEqual(Array.from({ length: 64 }, () => 201))
     expect(store.max).toBeLessThanOrEqual(16) // default: 32 writers, half per principal
-    expect(await metricValue(r.svc.metrics, 'busy_rejections_total')).toBe(0)
+    expect(await metricValue(r.svc, 'busy_rejections_total')).toBe(0)
     await store.close()
   })
 
@@ -163,14 +163,14 @@ describe('upload admission over real sockets', () => {
     }
     try {
       const writing = [put('p1', '127.0.0.2'), put('p2', '127.0.0.2')]
-      await expect.poll(() => metricValue(r.svc.metrics, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(2)
+      await expect.poll(() => metricValue(r.svc, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(2)
       const queued = [put('p3', '127.0.0.3'), put('p4', '127.0.0.3'), put('p5', '127.0.0.4'), put('p6', '127.0.0.4')]
-      await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(4)
+      await expect.poll(() => metricValue(r.svc, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(4)
       const busy = await put('p7', '127.0.0.5')
       expect(busy.status).toBe(429)
       expect(Number(busy.retryAfter)).toBeGreaterThanOrEqual(1)
       expect(busy.json.error).toMatchObject({ code: 'Busy', details: { queue: 'work', endpoint: 'PUT /o' } })
-      expect(await metricValue(r.svc.metrics, 'busy_rejections_total', { endpoint: 'PUT /o', queue: 'work' })).toBe(1)
+      expect(await metricValue(r.svc, 'busy_rejections_total', { endpoint: 'PUT /o', queue: 'work' })).toBe(1)
       // A third request from an address already at its cap of 2 is refused by the per-IP cap.
       const perIp = await put('p8', '127.0.0.2')
       expect(perIp.status).toBe(429)
@@ -189,16 +189,16 @@ describe('upload admission over real sockets', () => {
     const holder = await rawSocket(r.srv)
     const held = reply(holder)
     holder.write(`PUT /o HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer ${r.token('a')}\r\ncontent-length: 10\r\n\r\n01234`)
-    await expect.poll(() => metricValue(r.svc.metrics, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(1)
+    await expect.poll(() => metricValue(r.svc, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(1)
     const waiter = await rawSocket(r.srv)
     waiter.write(`PUT /o HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${r.token('b')}\r\ncontent-length: 10\r\n\r\n`)
-    await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(1)
+    await expect.poll(() => metricValue(r.svc, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(1)
     waiter.destroy()
-    await expect.poll(() => metricValue(r.svc.metrics, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(0)
+    await expect.poll(() => metricValue(r.svc, 'queue_depth', { queue: 'work' }), { timeout: 20_000 }).toBe(0)
     // The writer finishes; nothing of the departed upload is left to run.
     holder.write('56789')
     expect(await held).toMatch(/^HTTP\/1\.1 201/)
-    await expect.poll(() => metricValue(r.svc.metrics, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(0)
+    await expect.poll(() => metricValue(r.svc, 'work_active', { kind: 'write' }), { timeout: 20_000 }).toBe(0)
   })
 
   it('a body that stalls past the gap timeout is 408 RequestTimeout (not 504) and frees its writer', async () => {

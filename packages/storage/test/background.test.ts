@@ -28,7 +28,7 @@ describe('background work', () => {
     const res = await c.node('storage-a').client.put(data)
     expect(res.created).toBe(true)
     await expect.poll(() => c!.node(other).svc.store.stat(address), { timeout: 20_000, interval: 5 }).toEqual({ size: 4000 })
-    expect(await metricValue(c.node('storage-a').svc.metrics, 'replicas_written_total')).toBe(1)
+    expect(await metricValue(c.node('storage-a').svc, 'replicas_written_total')).toBe(1)
   })
 
   it('re-announces every local object each interval, on the virtual clock', async () => {

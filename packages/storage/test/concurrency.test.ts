@@ -132,7 +132,7 @@ describe('backpressure, readiness and shutdown', () => {
       // One reader slot holds a GET whose body is not consumed; the next GET waits in the queue.
       const held = await c.request('storage', 'GET', `/o/${address}`)
       const queued = c.request('storage', 'GET', `/o/${address}`)
-      await vi.waitFor(async () => expect(await metricValue(c.node().svc.metrics, 'queue_depth', { queue: 'work' })).toBe(1), { timeout: 20_000 })
+      await vi.waitFor(async () => expect(await metricValue(c.node().svc, 'queue_depth', { queue: 'work' })).toBe(1), { timeout: 20_000 })
       const busy = await c.request('storage', 'GET', `/o/${address}`)
       expect(busy.status).toBe(429)
       expect(Number(busy.headers['retry-after'])).toBeGreaterThanOrEqual(1)
@@ -141,7 +141,7 @@ describe('backpressure, readiness and shutdown', () => {
         retryable: true,
         details: { queue: 'work', endpoint: 'GET /o/:addr' },
       })
-      expect(await metricValue(c.node().svc.metrics, 'busy_rejections_total', { endpoint: 'GET /o/:addr', queue: 'work' })).toBe(1)
+      expect(await metricValue(c.node().svc, 'busy_rejections_total', { endpoint: 'GET /o/:addr', queue: 'work' })).toBe(1)
       expect((await held.bytes()).byteLength).toBe(512 * 1024)
       expect((await (await queued).bytes()).byteLength).toBe(512 * 1024)
     } finally {
@@ -160,13 +160,13 @@ describe('backpressure, readiness and shutdown', () => {
       const first = c.node().client.put('first')
       await reached.promise
       const second = c.node().client.put('second')
-      await vi.waitFor(async () => expect(await metricValue(c.node().svc.metrics, 'queue_depth', { queue: 'work' })).toBe(1), { timeout: 20_000 })
+      await vi.waitFor(async () => expect(await metricValue(c.node().svc, 'queue_depth', { queue: 'work' })).toBe(1), { timeout: 20_000 })
       expect(await c.node().anon.head(addressOfBytes(new TextEncoder().encode('first')))).toBeUndefined() // not committed yet
       store.putGate = undefined
       gate.resolve()
       await expect(first).resolves.toMatchObject({ created: true })
       await expect(second).resolves.toMatchObject({ created: true })
-      expect(await metricValue(c.node().svc.metrics, 'busy_rejections_total')).toBe(0)
+      expect(await metricValue(c.node().svc, 'busy_rejections_total')).toBe(0)
     } finally {
       await c.close()
     }
@@ -317,7 +317,7 @@ describe('repair pacing on a virtual clock', () => {
       }
       // And it really was paced: 30 kB at 10 kB/s after a 2 kB burst takes about 2.8 virtual seconds.
       expect(clock.now()).toBeGreaterThanOrEqual(Math.floor(((total - burst) / rate) * 1000) - 50)
-      expect(await metricValue(a.metrics, 'repair_wait_seconds')).toBeGreaterThan(0)
+      expect(await metricValue(a, 'repair_wait_seconds')).toBeGreaterThan(0)
     } finally {
       await a.close()
       await b.close()

@@ -3,8 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { MemoryTransport, addressOf, collectBytes } from '@ron/core'
-import type { TransportResponse } from '@ron/core'
-import { createTestIssuer } from '@ron/core/testing'
+import type { RonService, TransportResponse } from '@ron/core'
+import { createTestIssuer, metricValue as readMetric } from '@ron/core/testing'
 import type { TestIssuer } from '@ron/core/testing'
 import { createStorageClient, createStorageService } from '../src/index.js'
 import type { StorageClient, StorageService, StorageServiceOptions } from '../src/index.js'
@@ -98,17 +98,13 @@ export async function cluster(
   }
 }
 
-/** Sum of a metric's samples whose labels include `labels`. */
-export async function metricValue(registry: import('prom-client').Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
-  const all = await registry.getMetricsAsJSON()
-  const m = all.find((x) => x.name === name)
-  if (m === undefined) return 0
-  let sum = 0
-  for (const v of (m as unknown as { values: { value: number; labels: Record<string, string | number>; metricName?: string }[] }).values) {
-    if (v.metricName !== undefined && v.metricName !== name && !v.metricName.endsWith('_count')) continue
-    if (Object.entries(labels).every(([k, val]) => String(v.labels[k]) === val)) sum += v.value
-  }
-  return sum
+/**
+ * Sum of a metric's samples whose labels include `labels`, read from the service's exposition text
+ * (a histogram counts its observations, `<name>_count`); 0 when there is none.
+ */
+export async function metricValue(svc: Pick<RonService, 'metricsText'>, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await svc.metricsText()
+  return readMetric(text, name, labels) ?? readMetric(text, `${name}_count`, labels) ?? 0
 }
 
 /** A promise with its resolver. */

@@ -143,7 +143,7 @@ describe('repair of a deleted object', () => {
     gate.resolve()
     await a.svc.repairIdle()
     expect(await a.svc.store.stat(address)).toBeUndefined()
-    expect(await metricValue(a.svc.metrics, 'repairs_total', { outcome: 'obsolete' })).toBe(1)
+    expect(await metricValue(a.svc, 'repairs_total', { outcome: 'obsolete' })).toBe(1)
     await expect(a.anon.status(address)).rejects.toMatchObject({ code: 'NotFound' })
   })
 })

@@ -64,7 +64,7 @@ describe('replication and repair across three nodes', () => {
     const received = Buffer.concat(got)
     expect(received.byteLength).toBeLessThanOrEqual(2 * 1024)
     expect(received.equals(Buffer.from(data.subarray(0, received.byteLength)))).toBe(true)
-    expect(await metricValue(a.svc.metrics, 'integrity_failures_total')).toBe(1)
+    expect(await metricValue(a.svc, 'integrity_failures_total')).toBe(1)
     // The public status answer is cheap (no scrub): it reports what the failed read found out.
     expect((await a.anon.status(address)).local).toMatchObject({ present: true, ok: false, reason: 'suspect' })
     expect(await a.svc.store.verify(address)).toMatchObject({ ok: false, badChunks: [2] })
@@ -155,7 +155,7 @@ describe('replication and repair across three nodes', () => {
     expect(plan.items.every((i) => i.priority === 'rebalance' && i.to === 'storage-c')).toBe(true)
     expect(plan.skipped).toBeGreaterThan(0)
     expect(plan.enqueued + plan.skipped).toBe(5)
-    expect(await metricValue(a.svc.metrics, 'repair_skipped_total', { reason: 'full' })).toBe(plan.skipped)
+    expect(await metricValue(a.svc, 'repair_skipped_total', { reason: 'full' })).toBe(plan.skipped)
     await a.svc.repairIdle()
     // The next tick picks up what was shed.
     await a.svc.runRepair()
@@ -175,7 +175,7 @@ describe('replication and repair across three nodes', () => {
     expect(plan.items.every((i) => i.priority === 'urgent')).toBe(true)
     expect(plan.skipped).toBe(0)
     expect(plan.deferred).toBeGreaterThan(0)
-    expect(await metricValue(a.svc.metrics, 'repair_skipped_total')).toBe(0)
+    expect(await metricValue(a.svc, 'repair_skipped_total')).toBe(0)
     await a.svc.repairIdle()
   })
 })
@@ -258,7 +258,7 @@ describe('announcements', () => {
       })
       const res = await c.node().client.put('announce me')
       expect(res.created).toBe(true)
-      await expect.poll(() => metricValue(c.node().svc.metrics, 'announce_failures_total'), { timeout: 20_000, interval: 5 }).toBeGreaterThanOrEqual(1)
+      await expect.poll(() => metricValue(c.node().svc, 'announce_failures_total'), { timeout: 20_000, interval: 5 }).toBeGreaterThanOrEqual(1)
       expect(calls).toBeGreaterThanOrEqual(1)
     } finally {
       await c.close()

@@ -151,6 +151,25 @@ export const DEFAULT_POOL_CONCURRENCY = 8
 export const DEFAULT_DRAIN_DEADLINE_MS = 3000
 const RETRY_AFTER_MS = 1000
 
+/** Each service's `metricsText` function → its host's metrics (kept by function so `{...host.service}` copies still resolve). */
+const hostMetrics = new WeakMap<() => Promise<string>, ServiceMetrics>()
+
+/**
+ * @internal The declared label names of every metric a service registered (for `@ron/core/testing`;
+ * an exposition omits the labels of a metric with no sample yet). Undefined for a service not built
+ * on {@link createServiceHost}.
+ */
+export function registeredMetricLabels(service: Pick<RonService, 'metricsText'>): Map<string, string[]> | undefined {
+  const m = hostMetrics.get(service.metricsText)
+  if (m === undefined) return undefined
+  const out = new Map<string, string[]>()
+  for (const metric of m.registry.getMetricsAsArray()) {
+    const names = (metric as unknown as { labelNames?: readonly string[] }).labelNames ?? []
+    out.set(metric.name, [...names])
+  }
+  return out
+}
+
 /**
  * Creates a service host. A service factory declares its topology, adds routes, starts its
  * background tasks on `host.supervisor`, and returns `host.service`.
@@ -444,6 +463,8 @@ class Host<C> implements ServiceHost<C> {
       const cors = this.#corsHeaders(req)
       return cors === undefined ? res : { status: res.status, headers: { ...res.headers, ...cors }, body: res.body }
     }
+    const metricsText = (): Promise<string> => this.metrics.text()
+    hostMetrics.set(metricsText, this.metrics)
     const service: RonService = {
       id: this.id,
       version: this.version,
@@ -452,8 +473,7 @@ class Host<C> implements ServiceHost<C> {
       dispatch,
       health: () => this.health(),
       describe: () => structuredClone(this.#topology),
-      metrics: this.metrics.registry,
-      metricsText: () => this.metrics.text(),
+      metricsText,
       reload: (partial: unknown) => this.#reloader.reload(partial),
       close: () => this.close(),
       [Symbol.asyncDispose]: () => this.close(),

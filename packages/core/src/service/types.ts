@@ -6,7 +6,6 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Registry } from 'prom-client'
 import type { RonRequest, RonResponse } from '../http/types.js'
 
 /** Overflow policy of a channel. */
@@ -78,12 +77,6 @@ export interface RonService {
   dispatch(req: RonRequest): Promise<RonResponse>
   health(): HealthReport
   describe(): Topology
-  /**
-   * This instance's own prom-client registry (never prom-client's global one).
-   * @deprecated a host should read {@link RonService.metricsText}; the registry object stays
-   * until ron-node and storage's tests stop reading it.
-   */
-  readonly metrics: Registry
   /** This instance's metrics as Prometheus text exposition (what `GET /metrics` serves). */
   metricsText(): Promise<string>
   /**

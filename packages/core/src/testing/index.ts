@@ -1,7 +1,8 @@
 /**
  * `@ron/core/testing`: test doubles that ship with the code. Virtual clock, seeded random,
  * schedule exploration, a test token issuer, memory-transport helpers, a `deferred()` fixture and
- * the golden-test helpers that compare a package's `docs/CONCURRENCY.md` with its topology.
+ * the golden-test helpers that compare a package's `docs/CONCURRENCY.md` with its topology, and
+ * readers of metric values from exposition text (`metricValue`, `metricSamples`, `metricLabelNames`).
  *
  * @example
  * ```ts
@@ -28,3 +29,5 @@ export type { PatternCheck } from './memory.js'
 export { deferred } from './deferred.js'
 export type { Deferred } from './deferred.js'
 export { assertConcurrencyDoc, concurrencyDocProblems, topologyTables, TASKS_HEADER, CHANNELS_HEADER } from '../service/topology-doc.js'
+export { metricSamples, metricValue, metricLabelNames } from './metrics.js'
+export type { MetricSample } from './metrics.js'

@@ -246,7 +246,7 @@ describe('createServiceHost', () => {
     const textB = await b.metrics.text()
     expect(sampleValue(textA, 'http_requests_total', { route: '/hello', service: 'svc' })).toBe(3)
     expect(sampleValue(textB, 'http_requests_total', { route: '/hello' })).toBeUndefined()
-    expect(a.host.service.metrics).not.toBe(b.service.metrics)
+    expect(a.host.metrics.registry).not.toBe(b.metrics.registry)
     const merged = mergeExpositions([await a.host.service.metricsText(), await b.service.metricsText()])
     expect(merged.match(/^# TYPE http_requests_total /gm)).toHaveLength(1)
     expect(merged.match(/^# TYPE queue_depth /gm)?.length ?? 0).toBeLessThanOrEqual(1)
