@@ -54,6 +54,13 @@ describe('examples/cluster: three nodes on loopback', () => {
     const h = ids.indexOf(holderId)
     expect(await eventually(() => has(cluster.nodes[h]!.services['storage']!, address))).toBe(true)
 
+    // A's announcement of its own copy has reached A's index (announcements are asynchronous).
+    const providersAt = async (indexUrl: string): Promise<string[]> => {
+      const r = (await (await fetch(`${indexUrl}/providers/${address}`)).json()) as { providers?: { endpoint: string }[] }
+      return (r.providers ?? []).map((p) => p.endpoint)
+    }
+    expect(await eventually(async () => (await providersAt(a!.services['index']!)).includes(a!.services['storage']!))).toBe(true)
+
     // Stop the holder: C's index still finds a live provider (A announced its copy to A's index,
     // which C's index asks), and the object reads from there.
     await cluster.nodes[h]!.close()

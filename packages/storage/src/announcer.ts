@@ -22,6 +22,9 @@ import { CHANNELS } from './topology.js'
 /** Path of the index's provider announcements (SPEC.md 6a). */
 export const PROVIDERS_PATH = '/providers'
 
+/** Delay before failed announcements are sent again, doubled while the index keeps failing. */
+const FIRST_RETRY_DELAY_MS = 1000
+
 /** Options of {@link Announcer}. */
 export interface AnnouncerOptions {
   target: string
@@ -47,6 +50,14 @@ export class Announcer {
   readonly #queue: BoundedQueue<Address>
   readonly #breaker: CircuitBreaker
   #nextRefresh: number
+  /**
+   * Announcements that failed after their retries, sent again at `#retryAt` (bounded by the queue
+   * capacity; what does not fit waits for the periodic refresh). The delay doubles while the
+   * index keeps failing, up to `intervalMs`, and starts again at 1 s after a success.
+   */
+  readonly #failed = new Set<Address>()
+  #retryAt = Number.POSITIVE_INFINITY
+  #retryDelayMs = FIRST_RETRY_DELAY_MS
 
   constructor(o: AnnouncerOptions) {
     this.#o = o
@@ -75,12 +86,22 @@ export class Announcer {
   async run(signal: AbortSignal): Promise<void> {
     for (;;) {
       if (signal.aborted) return
-      const wait = this.#nextRefresh - this.#o.clock.now()
-      if (wait <= 0) {
-        this.#nextRefresh = this.#o.clock.now() + this.#o.intervalMs
+      const now = this.#o.clock.now()
+      if (this.#nextRefresh - now <= 0) {
+        this.#nextRefresh = now + this.#o.intervalMs
+        this.#failed.clear()
+        this.#retryAt = Number.POSITIVE_INFINITY
         await this.refreshAll(signal)
         continue
       }
+      if (this.#retryAt - now <= 0) {
+        const again = [...this.#failed]
+        this.#failed.clear()
+        this.#retryAt = Number.POSITIVE_INFINITY
+        for (const address of again) await this.announce(address, signal)
+        continue
+      }
+      const wait = Math.min(this.#nextRefresh, this.#retryAt) - now
       let address: Address | undefined
       try {
         address = await this.#recvFor(wait, signal)
@@ -119,9 +140,15 @@ export class Announcer {
         await res.dump()
       }), { clock: o.clock, signal, metrics: o.metrics, op: 'announce' })
       o.metrics.inc('announcements_total', undefined)
+      this.#retryDelayMs = FIRST_RETRY_DELAY_MS
       return true
     } catch (e) {
       if (signal.aborted) return false
+      if (this.#failed.size < o.queueCapacity) this.#failed.add(address)
+      if (this.#retryAt === Number.POSITIVE_INFINITY) {
+        this.#retryAt = o.clock.now() + this.#retryDelayMs
+        this.#retryDelayMs = Math.min(this.#retryDelayMs * 2, o.intervalMs)
+      }
       o.metrics.inc('announce_failures_total', { reason: isRonError(e) ? e.code : 'Internal' })
       o.logger.debug({ err: e, address }, 'announcement failed')
       return false

@@ -75,6 +75,30 @@ describe('background work', () => {
     expect(refusals).toBeLessThan(0)
   })
 
+  it('sends an announcement that failed all its retries again after a delay, not only at the next refresh', async () => {
+    const clock = new VirtualClock()
+    const seen: Address[] = []
+    let refusals = 5 // more than one announcement's three tries
+    c = await cluster(['storage'], () => ({ clock, announce: { target: 'index' } }))
+    c.transport.mount('index', {
+      async dispatch(req) {
+        let body = ''
+        for await (const ch of req.body) body += Buffer.from(ch).toString()
+        if (refusals-- > 0) {
+          const envelope = JSON.stringify({ error: { code: 'NotReady', message: 'starting', retryable: true, corr_id: '', details: {} } })
+          return { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '0' }, body: (async function* () { yield Buffer.from(envelope) })() }
+        }
+        seen.push((JSON.parse(body) as { address: Address }).address)
+        return { status: 204, headers: {}, body: (async function* () {})() }
+      },
+    })
+    const one = await c.node().client.put('one')
+    // Well before the refresh (ttlSec / 2 = 30 min): the deferred retry comes after ~1 s.
+    await expect.poll(async () => { await clock.advance(100); return seen.length }, { timeout: 20_000, interval: 5 }).toBe(1)
+    expect(seen).toEqual([one.address])
+    expect(clock.now()).toBeLessThan(60_000)
+  })
+
   it('marks writes unready after a slow commit and recovers on a later probe', async () => {
     const clock = new VirtualClock()
     const inner = createMemoryStore({ chunkSize: 1024 })
