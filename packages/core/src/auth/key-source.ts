@@ -7,7 +7,8 @@
 
 import type { KeyObject } from 'node:crypto'
 import { abortReason, systemClock, type Clock } from '../clock.js'
-import { NotReadyError, isRonError, errorFromEnvelope, type RonError } from '../errors.js'
+import { NotReadyError, isRonError, type RonError } from '../errors.js'
+import { errorFromResponse } from '../transport/response.js'
 import type { Transport } from '../transport/types.js'
 import { publicKeyFromJwk, type IssuerKey, type Jwk, type Jwks } from './issuer-key.js'
 
@@ -121,15 +122,7 @@ export function remoteKeySource(opts: RemoteKeySourceOptions): RemoteKeySource {
     lastAttempt = clock.now()
     try {
       const res = await transport.request(target, { method: 'GET', path, headers: { accept: 'application/json' }, timeoutMs })
-      if (res.status !== 200) {
-        let body: unknown
-        try {
-          body = await res.json()
-        } catch {
-          body = undefined
-        }
-        throw errorFromEnvelope(res.status, body)
-      }
+      if (res.status !== 200) throw await errorFromResponse(res)
       const doc = await res.json<Partial<Jwks>>()
       if (doc === null || typeof doc !== 'object' || !Array.isArray(doc.keys)) {
         throw new NotReadyError('issuer key set is not a JWKS', { details: { dependency: target } })

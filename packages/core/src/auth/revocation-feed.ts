@@ -8,9 +8,10 @@
  */
 
 import { abortReason, systemClock, type Clock } from '../clock.js'
-import { NotReadyError, errorFromEnvelope } from '../errors.js'
+import { NotReadyError } from '../errors.js'
 import { sseEvents } from '../http/sse.js'
 import { noopMetrics, type MetricsSink } from '../metrics-sink.js'
+import { errorFromResponse } from '../transport/response.js'
 import type { Transport } from '../transport/types.js'
 import { RevocationSet, type RevocationCheck } from './revocation.js'
 
@@ -194,15 +195,7 @@ export function createRevocationFeed(opts: RevocationFeedOptions): RevocationFee
       timeoutMs,
       ...(signal === undefined ? {} : { signal }),
     })
-    if (res.status !== 200) {
-      let body: unknown
-      try {
-        body = await res.json()
-      } catch {
-        body = undefined
-      }
-      throw errorFromEnvelope(res.status, body)
-    }
+    if (res.status !== 200) throw await errorFromResponse(res)
     const page = await res.json<Partial<RevocationFeedPage>>()
     if (page === null || typeof page !== 'object' || typeof page.feedId !== 'string' || typeof page.seq !== 'number' || !Array.isArray(page.items)) {
       throw new NotReadyError('revocation feed answered something that is not a feed page', { details: { dependency: target } })
