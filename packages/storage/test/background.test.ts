@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { VirtualClock } from '@ron/core/testing'
 import { addressOf } from '@ron/core'
-import type { Address } from '@ron/core'
+import type { Address, RonRequest, RonResponse } from '@ron/core'
 import { createMemoryStore, placement } from '../src/index.js'
 import type { BlobStore } from '../src/index.js'
 import { addressOfBytes, bytes, cluster, deferred, metricValue, tempDir, type Cluster } from './helpers.js'
@@ -54,44 +54,23 @@ describe('background work', () => {
   it('retries an announcement the index refused with a retryable error instead of waiting for the next refresh', async () => {
     const clock = new VirtualClock()
     const seen: Address[] = []
-    let refusals = 1
+    const refusals = 1
     c = await cluster(['storage'], () => ({ clock, announce: { target: 'index' } }))
-    c.transport.mount('index', {
-      async dispatch(req) {
-        let body = ''
-        for await (const ch of req.body) body += Buffer.from(ch).toString()
-        if (refusals-- > 0) {
-          const envelope = JSON.stringify({ error: { code: 'NotReady', message: 'starting', retryable: true, corr_id: '', details: {} } })
-          return { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '0' }, body: (async function* () { yield Buffer.from(envelope) })() }
-        }
-        seen.push((JSON.parse(body) as { address: Address }).address)
-        return { status: 204, headers: {}, body: (async function* () {})() }
-      },
-    })
+    const index = refusingIndex(refusals, seen)
+    c.transport.mount('index', index)
     const one = await c.node().client.put('one')
     // The retry sleeps a jittered 50–100 ms on the virtual clock; nothing else moves time.
     await expect.poll(async () => { await clock.advance(100); return seen.length }, { timeout: 20_000, interval: 5 }).toBe(1)
     expect(seen).toEqual([one.address])
-    expect(refusals).toBeLessThan(0)
+    expect(index.refused()).toBe(1)
   })
 
   it('sends an announcement that failed all its retries again after a delay, not only at the next refresh', async () => {
     const clock = new VirtualClock()
     const seen: Address[] = []
-    let refusals = 5 // more than one announcement's three tries
+    const refusals = 5 // more than one announcement's three tries
     c = await cluster(['storage'], () => ({ clock, announce: { target: 'index' } }))
-    c.transport.mount('index', {
-      async dispatch(req) {
-        let body = ''
-        for await (const ch of req.body) body += Buffer.from(ch).toString()
-        if (refusals-- > 0) {
-          const envelope = JSON.stringify({ error: { code: 'NotReady', message: 'starting', retryable: true, corr_id: '', details: {} } })
-          return { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '0' }, body: (async function* () { yield Buffer.from(envelope) })() }
-        }
-        seen.push((JSON.parse(body) as { address: Address }).address)
-        return { status: 204, headers: {}, body: (async function* () {})() }
-      },
-    })
+    c.transport.mount('index', refusingIndex(refusals, seen))
     const one = await c.node().client.put('one')
     // Well before the refresh (ttlSec / 2 = 30 min): the deferred retry comes after ~1 s.
     await expect.poll(async () => { await clock.advance(100); return seen.length }, { timeout: 20_000, interval: 5 }).toBe(1)
@@ -199,3 +178,21 @@ describe('lifecycle', () => {
     expect(clock.pending).toBe(0)
   })
 })
+
+/** A stand-in index that answers 503 NotReady to the first `refusals` announcements, then records the rest in `seen`. */
+function refusingIndex(refusals: number, seen: Address[]): { dispatch(req: RonRequest): Promise<RonResponse>; refused(): number } {
+  let left = refusals
+  return {
+    refused: () => Math.min(refusals, refusals - left),
+    async dispatch(req) {
+      let body = ''
+      for await (const ch of req.body) body += Buffer.from(ch).toString()
+      if (left-- > 0) {
+        const envelope = JSON.stringify({ error: { code: 'NotReady', message: 'starting', retryable: true, corr_id: '', details: {} } })
+        return { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '0' }, body: (async function* () { yield Buffer.from(envelope) })() }
+      }
+      seen.push((JSON.parse(body) as { address: Address }).address)
+      return { status: 204, headers: {}, body: (async function* () {})() }
+    },
+  }
+}
