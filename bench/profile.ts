@@ -7,34 +7,8 @@
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { topSelf, topTotal, type Profile } from './cpuprofile.js'
 import { spawnLoad, spawnServer, type LoadJob } from './process.js'
-
-interface Node {
-  id: number
-  callFrame: { functionName: string; url: string; lineNumber: number }
-  children?: number[]
-}
-interface Profile {
-  nodes: Node[]
-  samples: number[]
-  timeDeltas: number[]
-}
-
-/** Self time per function (name + file:line), in percent of all samples. */
-export function topSelf(p: Profile, n = 25): Array<{ pct: number; fn: string }> {
-  const byId = new Map(p.nodes.map((x) => [x.id, x]))
-  const counts = new Map<string, number>()
-  for (const id of p.samples) {
-    const f = byId.get(id)!.callFrame
-    const key = `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(node_modules|packages)\//, '$1/')}:${f.lineNumber + 1}`
-    counts.set(key, (counts.get(key) ?? 0) + 1)
-  }
-  const total = p.samples.length
-  return [...counts.entries()]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, n)
-    .map(([fn, c]) => ({ pct: (100 * c) / total, fn }))
-}
 
 const which = process.argv[2] ?? 'put-1m-c16'
 const profDir = join(tmpdir(), 'ron-profiles')
@@ -68,5 +42,8 @@ await load.stop()
 await server.stop()
 const p = JSON.parse(await readFile(file, 'utf8')) as Profile
 console.log(`profile ${file}`)
+console.log('self time:')
 for (const row of topSelf(p)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+console.log('inclusive time:')
+for (const row of topTotal(p, 40)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
 await rm(root, { recursive: true, force: true })

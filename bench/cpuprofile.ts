@@ -1,0 +1,55 @@
+/**
+ * Reading V8 CPU profiles (`.cpuprofile`) taken from a server child (`profStart()`/`profStop()` of
+ * {@link spawnServer}): self time and inclusive time per function, in percent of all samples.
+ */
+export interface ProfileNode {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
+}
+export interface Profile {
+  nodes: ProfileNode[]
+  samples: number[]
+  timeDeltas: number[]
+}
+
+/** Self time per function (name + file:line), in percent of all samples. */
+export function topSelf(p: Profile, n = 25): Array<{ pct: number; fn: string }> {
+  const byId = new Map(p.nodes.map((x) => [x.id, x]))
+  const counts = new Map<string, number>()
+  for (const id of p.samples) {
+    const f = byId.get(id)!.callFrame
+    const key = `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(node_modules|packages)\//, '$1/')}:${f.lineNumber + 1}`
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
+  const total = p.samples.length
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([fn, c]) => ({ pct: (100 * c) / total, fn }))
+}
+
+
+/** Inclusive time per function (itself and everything it called), in percent of all samples. */
+export function topTotal(p: Profile, n = 25): Array<{ pct: number; fn: string }> {
+  const byId = new Map(p.nodes.map((x) => [x.id, x]))
+  const parent = new Map<number, number>()
+  for (const x of p.nodes) for (const c of x.children ?? []) parent.set(c, x.id)
+  const key = (x: ProfileNode): string => `${x.callFrame.functionName || '(anonymous)'} ${x.callFrame.url.replace(/^.*\/(node_modules|packages)\//, '$1/')}:${x.callFrame.lineNumber + 1}`
+  const counts = new Map<string, number>()
+  for (const id of p.samples) {
+    const seen = new Set<string>()
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const k = key(byId.get(cur)!)
+      if (!seen.has(k)) {
+        seen.add(k)
+        counts.set(k, (counts.get(k) ?? 0) + 1)
+      }
+    }
+  }
+  const total = p.samples.length
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([fn, c]) => ({ pct: (100 * c) / total, fn }))
+}
