@@ -95,6 +95,7 @@ export {
   raceAbort,
   onAbort,
   signalOf,
+  linkSignals,
 } from './concurrency/index.js'
 export type {
   BoundedQueueOptions,
@@ -114,6 +115,7 @@ export type {
   Jitter,
   WaitSettlers,
   SignalOption,
+  LinkedSignal,
 } from './concurrency/index.js'
 
 // Resilience.

@@ -108,6 +108,57 @@ export function onAbort(signal: AbortSignal, fn: () => void): () => void {
   return () => signal.removeEventListener('abort', fn)
 }
 
+/** A signal that aborts when either of two signals does, and the disposer of its listeners. */
+export interface LinkedSignal {
+  /** Aborts (with the first source's reason) when either source aborts. */
+  readonly signal: AbortSignal
+  /** Detaches from both sources; call it when the signal is no longer needed. Idempotent. */
+  dispose(): void
+}
+
+const NOOP = (): void => {}
+
+/**
+ * Links two signals into one that aborts when either does: `AbortSignal.any` for the common
+ * case of a short-lived operation under a long-lived one, without its cost. `AbortSignal.any`
+ * must track its sources through weak references so that nothing leaks without a disposer; on
+ * Node 20 that makes it several times dearer than a plain controller with two listeners, and a
+ * request path that combines signals two or three times paid it on every request. Here the
+ * caller owns the link and calls `dispose()` when the operation ends (the listeners on a
+ * long-lived source would otherwise accumulate). When `b` is absent, the same as `a`, or either
+ * source has already aborted, no new signal is made.
+ *
+ * @example
+ * ```ts
+ * const link = linkSignals(serviceSignal, req.signal)
+ * try {
+ *   await work(link.signal)
+ * } finally {
+ *   link.dispose()
+ * }
+ * ```
+ */
+export function linkSignals(a: AbortSignal, b: AbortSignal | undefined): LinkedSignal {
+  if (b === undefined || b === a || a.aborted) return { signal: a, dispose: NOOP }
+  if (b.aborted) return { signal: b, dispose: NOOP }
+  const ac = new AbortController()
+  const dispose = (): void => {
+    a.removeEventListener('abort', onA)
+    b.removeEventListener('abort', onB)
+  }
+  const onA = (): void => {
+    dispose()
+    ac.abort(a.reason)
+  }
+  const onB = (): void => {
+    dispose()
+    ac.abort(b.reason)
+  }
+  a.addEventListener('abort', onA, { once: true })
+  b.addEventListener('abort', onB, { once: true })
+  return { signal: ac.signal, dispose }
+}
+
 /** What a waiting method accepts: a signal, or an options object carrying one. */
 export type SignalOption = AbortSignal | { signal?: AbortSignal | undefined } | undefined
 

@@ -170,7 +170,8 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
       const req = ex.req
       const job = async (jobSignal: AbortSignal): Promise<void> => {
         started = true
-        ctx.setSignal(jobSignal === req.signal ? jobSignal : AbortSignal.any([req.signal, jobSignal]))
+        // The pool's job signal already follows req.signal (passed to submit below) and the worker's.
+        ctx.setSignal(jobSignal)
         let reply: Reply
         try {
           reply = await route.handler(ctx)

@@ -9,6 +9,7 @@ import {
   WakeableSleep,
   WorkPool,
   isRonError,
+  linkSignals,
   onAbort,
   raceAbort,
   waitUnlessAborted,
@@ -130,6 +131,83 @@ describe('WakeableSleep', () => {
     ac.abort()
     await expect(aborted).rejects.toSatisfy((e) => isRonError(e, 'Canceled'))
     expect(clock.pending).toBe(0)
+  })
+})
+
+describe('linkSignals', () => {
+  it('aborts with the reason of whichever source aborts first, then detaches from both', () => {
+    for (const first of ['a', 'b'] as const) {
+      const a = new AbortController()
+      const b = new AbortController()
+      const link = linkSignals(a.signal, b.signal)
+      expect(link.signal).not.toBe(a.signal)
+      expect(listeners(a.signal)).toBe(1)
+      expect(listeners(b.signal)).toBe(1)
+      const reason = new Error(`from ${first}`)
+      ;(first === 'a' ? a : b).abort(reason)
+      expect(link.signal.aborted).toBe(true)
+      expect(link.signal.reason).toBe(reason)
+      expect(listeners(a.signal)).toBe(0)
+      expect(listeners(b.signal)).toBe(0)
+    }
+  })
+
+  it('dispose() detaches without aborting, so a long-lived source keeps no listener per operation', () => {
+    const service = new AbortController()
+    for (let i = 0; i < 100; i++) {
+      const req = new AbortController()
+      const link = linkSignals(service.signal, req.signal)
+      link.dispose()
+      link.dispose()
+      expect(link.signal.aborted).toBe(false)
+    }
+    expect(listeners(service.signal)).toBe(0)
+    service.abort()
+  })
+
+  it('makes no new signal when there is nothing to link', () => {
+    const a = new AbortController()
+    expect(linkSignals(a.signal, undefined).signal).toBe(a.signal)
+    expect(linkSignals(a.signal, a.signal).signal).toBe(a.signal)
+    const done = new AbortController()
+    done.abort()
+    expect(linkSignals(a.signal, done.signal).signal).toBe(done.signal)
+    expect(linkSignals(done.signal, a.signal).signal).toBe(done.signal)
+    expect(listeners(a.signal)).toBe(0)
+  })
+})
+
+describe('WorkPool job signals', () => {
+  it("a job's signal follows the caller's and the worker's, and the pool detaches from the caller's when the job ends", async () => {
+    const sup = new Supervisor({ name: 's' })
+    const pool = new WorkPool({ name: 'p', capacity: 4, concurrency: 1, supervisor: sup })
+    try {
+      const caller = new AbortController()
+      let seen: AbortSignal | undefined
+      await pool.submit((signal) => {
+        seen = signal
+        expect(listeners(caller.signal)).toBe(1)
+        return Promise.resolve()
+      }, caller.signal)
+      expect(listeners(caller.signal)).toBe(0)
+      caller.abort()
+      expect(seen!.aborted).toBe(false)
+
+      const caller2 = new AbortController()
+      const started = deferred()
+      const running = pool.submit(async (signal) => {
+        started.resolve()
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
+        return signal.reason as unknown
+      }, caller2.signal)
+      await started.promise
+      const reason = new Error('client gone')
+      caller2.abort(reason)
+      await expect(running).resolves.toBe(reason)
+    } finally {
+      await pool.close()
+      await sup.close()
+    }
   })
 })
 
