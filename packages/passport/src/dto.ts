@@ -47,6 +47,35 @@ export const verifyBodySchema = z.object({ token: z.string(), aud: serviceId.opt
 /** Body of `POST /v1/passport/verify`. */
 export type VerifyBody = z.infer<typeof verifyBodySchema>
 
+const NO_WHITESPACE = /^\S+$/
+
+/**
+ * `verifyBodySchema` with a fast path for the hot route: a body that is exactly `{token: string,
+ * aud?: non-empty string without whitespace}` is accepted as is; anything else goes through the
+ * zod schema, so every refusal (unknown field, wrong type) is zod's, naming the field. @internal
+ */
+export const verifyBodyParser: { parse(value: unknown): VerifyBody } = {
+  parse(value) {
+    if (isPlainVerifyBody(value)) return value
+    return verifyBodySchema.parse(value)
+  },
+}
+
+/** Whether `v` is a well-formed verify body (what the schema would return unchanged). @internal */
+export function isPlainVerifyBody(v: unknown): v is VerifyBody {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false
+  const o = v as Record<string, unknown>
+  if (typeof o['token'] !== 'string' || !Object.hasOwn(o, 'token')) return false
+  let n = 1
+  if (Object.hasOwn(o, 'aud')) {
+    const aud = o['aud']
+    if (typeof aud !== 'string' || !NO_WHITESPACE.test(aud)) return false
+    n = 2
+  }
+  // Own enumerable keys only (a JSON `"__proto__"` key is one): any other key goes to zod.
+  return Object.keys(o).length === n
+}
+
 /** `POST /v1/passport/verify/batch`. */
 export const verifyBatchSchema = (max: number) => z.object({ tokens: z.array(verifyBodySchema).max(max) }).strict()
 

@@ -43,6 +43,9 @@ import { revocationRoutes } from './routes/revocations.js'
 import { tokenRoutes } from './routes/tokens.js'
 import { CHANNELS, TASKS, passportTopology } from './topology.js'
 
+/** What a body token is checked against when the request names no audience (passport checks it for any). */
+const ANY_AUDIENCE = Object.freeze({ audience: '', anyAudience: true })
+
 /** Events on the `policy` broadcast. */
 export type PolicyEvent = { type: 'policy'; policy: Policy | undefined } | { type: 'epoch'; current: string; epoch: number }
 
@@ -297,7 +300,7 @@ async function build(
       return keyring.snapshot
     },
     hub,
-    verifyBodyToken: (token, aud) => verifier.verify(token, aud === undefined ? { audience: '', anyAudience: true } : { audience: aud }),
+    verifyBodyToken: (token, aud) => verifier.verify(token, aud === undefined ? ANY_AUDIENCE : { audience: aud }),
   }
   host.routes([...tokenRoutes(ctx), ...revocationRoutes(ctx), ...keyRoutes(ctx)])
 
