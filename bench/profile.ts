@@ -2,7 +2,7 @@
  * Profiles one server under one load: `npx tsx bench/profile.ts <case>` starts the server in its
  * own process, profiles it (V8 sampling profiler, only while the load runs) driven from the load
  * generator process, and prints the top self-time functions of the profile (the .cpuprofile stays in `$TMPDIR/ron-profiles/` for
- * Chrome DevTools). Cases: `put-1m-c16`, `put-stream`, `get-4k`, `get-64m`, `range`, `hello`.
+ * Chrome DevTools). Cases: `put-1m-c16`, `put-stream`, `get-4k`, `get-64m`, `get-64m-c4` (4 streams), `range`, `hello`.
  */
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -30,6 +30,7 @@ const jobs: Record<string, () => Promise<LoadJob>> = {
   'put-stream': async () => ({ kind: 'put-stream', url: server.url, path: '/o', size: 512 << 20, seed: 2, headers }),
   'get-4k': async () => ({ kind: 'rate', url: server.url, path: `/o/${await seed(4096)}`, connections: 50, durationSec: 5, headers }),
   'get-64m': async () => ({ kind: 'get', url: server.url, path: `/o/${await seed(64 << 20)}`, concurrency: 1, requests: 10, headers }),
+  'get-64m-c4': async () => ({ kind: 'get', url: server.url, path: `/o/${await seed(64 << 20)}`, concurrency: 4, requests: 20, headers }),
   range: async () => ({ kind: 'get', url: server.url, path: `/o/${await seed(64 << 20)}`, concurrency: 16, requests: 3000, headers, ranges: { objectSize: 64 << 20, length: 65536, seed: 1 } }),
   hello: async () => ({ kind: 'rate', url: server.url, path: '/hello', connections: 50, durationSec: 5 }),
 }

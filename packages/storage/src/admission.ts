@@ -112,10 +112,13 @@ export class WorkScheduler {
    * @returns an idempotent release function.
    * @throws {@link BusyError} at once when the queue is full (`details.endpoint`/`queue` become the
    *   labels of `busy_rejections_total` when the host answers it).
+   * @param signal the request's signal, or a function returning it: called only when the request
+   *   has to wait (a request's signal may cost an `AbortController` and a listener to create, which
+   *   a request granted at once never needs).
    * @throws the abort reason when `signal` aborts while waiting ({@link CanceledError} at a forced shutdown).
    */
-  acquire(kind: WorkKind, principal: string, endpoint: string, signal: AbortSignal): Promise<() => void> {
-    if (signal.aborted) return Promise.reject(abortReason(signal))
+  acquire(kind: WorkKind, principal: string, endpoint: string, signal: AbortSignal | (() => AbortSignal)): Promise<() => void> {
+    if (typeof signal !== 'function' && signal.aborted) return Promise.reject(abortReason(signal))
     if (this.#o.signal.aborted) return Promise.reject(new CanceledError('storage is shutting down'))
     if (this.#eligible(kind, principal)) {
       this.#o.metrics.observe('work_wait_seconds', { kind }, 0)
@@ -130,6 +133,8 @@ export class WorkScheduler {
         }),
       )
     }
+    const sig = typeof signal === 'function' ? signal() : signal
+    if (sig.aborted) return Promise.reject(abortReason(sig))
     return new Promise<() => void>((resolve, reject) => {
       const w: Waiter = {
         kind,
@@ -137,16 +142,16 @@ export class WorkScheduler {
         since: this.#o.clock.now(),
         resolve,
         reject,
-        signal,
+        signal: sig,
         onAbort: () => {
           const i = this.#waiting.indexOf(w)
           if (i === -1) return
           this.#waiting.splice(i, 1)
           this.#depthChanged()
-          reject(abortReason(signal))
+          reject(abortReason(sig))
         },
       }
-      signal.addEventListener('abort', w.onAbort, { once: true })
+      sig.addEventListener('abort', w.onAbort, { once: true })
       this.#waiting.push(w)
       this.#depthChanged()
     })

@@ -371,6 +371,7 @@ async function build(
     work,
     gate,
     signalFor: (rc) => AbortSignal.any([rc.signal, host.signal]),
+    shutdown: host.signal,
     metrics: sink,
     clock,
     logger,

@@ -70,6 +70,24 @@ describe('WorkScheduler', () => {
     expect(s.active.read).toBe(0)
   })
 
+  it('asks for a lazily given signal only when the request has to wait', async () => {
+    const s = scheduler({ capacity: 2, readers: 1, writers: 1, writersPerPrincipal: 1 })
+    let asked = 0
+    const ac = new AbortController()
+    const lazy = (): AbortSignal => {
+      asked++
+      return ac.signal
+    }
+    const held = await s.acquire('read', '', 'GET /o/:addr', lazy)
+    expect(asked).toBe(0) // granted at once: no signal created
+    const waiting = s.acquire('read', '', 'GET /o/:addr', lazy)
+    expect(asked).toBe(1)
+    ac.abort()
+    await expect(waiting).rejects.toMatchObject({ code: 'Canceled' })
+    expect(s.depth).toBe(0)
+    held()
+  })
+
   it('cancels every waiter when the service is force-closed', async () => {
     const shutdown = new AbortController()
     const s = scheduler({ capacity: 4, readers: 1, writers: 1, writersPerPrincipal: 1 }, shutdown.signal)

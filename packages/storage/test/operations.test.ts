@@ -9,6 +9,7 @@ import { VirtualClock } from '@ron/core/testing'
 import { createStorageService } from '../src/index.js'
 import type { StorageService } from '../src/index.js'
 import { STORAGE_METRICS } from '../src/metrics.js'
+import { BUFFERED_BODY_BYTES } from '../src/routes/objects.js'
 import { bytes, cluster, type Cluster } from './helpers.js'
 
 let c: Cluster | undefined
@@ -95,7 +96,8 @@ describe('service-wide HTTP limits', () => {
   it('http.maxInflight and http.maxRps answer 429 Busy with their reason; both reload live', async () => {
     const clock = new VirtualClock()
     c = await cluster(['storage'], () => ({ clock, http: { maxInflight: 1 } }))
-    const { address } = await c.node().client.put('limited')
+    // Larger than a buffered body, so the answer streams and holds its admission until read.
+    const { address } = await c.node().client.put(bytes(BUFFERED_BODY_BYTES + 1, 3))
     const held = await c.request('storage', 'GET', `/o/${address}`) // body not consumed: still in progress
     const over = await c.request('storage', 'GET', `/o/${address}`)
     expect(over.status).toBe(429)

@@ -4,6 +4,7 @@ import type { Transport } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import type { Address } from '@ron/core'
 import { createStorageService, placement } from '../src/index.js'
+import { BUFFERED_BODY_BYTES } from '../src/routes/objects.js'
 import { addressOfBytes, bytes, cluster, metricValue, once, tempDir, type Cluster } from './helpers.js'
 import { corruptStoredBytes, flipByte, objectPath } from '@ron/storage/testing'
 
@@ -51,19 +52,10 @@ describe('replication and repair across three nodes', () => {
 
     await flipByte(objectPath(a.svc.store, address), 2 * 1024 + 17, 0x40) // chunk 2
 
+    // A small body is verified whole before the answer starts: a clean 422, not one byte of it.
     const res = await c.request('storage-a', 'GET', `/o/${address}`)
-    expect(res.status).toBe(200)
-    const got: Uint8Array[] = []
-    let failed: unknown
-    try {
-      for await (const chunk of res.body) got.push(chunk)
-    } catch (e) {
-      failed = e
-    }
-    expect(failed).toBeDefined()
-    const received = Buffer.concat(got)
-    expect(received.byteLength).toBeLessThanOrEqual(2 * 1024)
-    expect(received.equals(Buffer.from(data.subarray(0, received.byteLength)))).toBe(true)
+    expect(res.status).toBe(422)
+    expect(await res.json()).toMatchObject({ error: { code: 'IntegrityFailed' } })
     expect(await metricValue(a.svc, 'integrity_failures_total')).toBe(1)
     // The public status answer is cheap (no scrub): it reports what the failed read found out.
     expect((await a.anon.status(address)).local).toMatchObject({ present: true, ok: false, reason: 'suspect' })
@@ -80,6 +72,33 @@ describe('replication and repair across three nodes', () => {
     expect(st.repair).toMatchObject({ state: 'done', action: 'replace-corrupt' })
     // The next tick has nothing left to do.
     expect((await a.svc.runRepair({ dryRun: true })).items).toEqual([])
+  })
+
+  it('a streamed body stops before a bit-flipped chunk: the client sees a truncated transfer of verified bytes', async () => {
+    const dirs = await Promise.all(NODES.map(() => tempDir()))
+    for (const d of dirs) cleanups.push(d.cleanup)
+    c = await cluster(NODES, (name) => ({ rf: 2, writeQuorum: 2, chunkSize: 1024, dataDir: dirs[NODES.indexOf(name)]!.dir }))
+    const data = payloadPlacedOn(['storage-a', 'storage-b'], BUFFERED_BODY_BYTES + 5000)
+    const a = c.node('storage-a')
+    const { address } = await a.client.put(data)
+    await flipByte(objectPath(a.svc.store, address), 200 * 1024 + 17, 0x40) // chunk 200
+    for (const range of [undefined, `bytes=1000-${BUFFERED_BODY_BYTES + 2000}`]) {
+      const res = await c.request('storage-a', 'GET', `/o/${address}`, range === undefined ? {} : { range })
+      expect(res.status).toBe(range === undefined ? 200 : 206)
+      const got: Uint8Array[] = []
+      let failed: unknown
+      try {
+        for await (const chunk of res.body) got.push(chunk)
+      } catch (e) {
+        failed = e
+      }
+      expect(failed).toBeDefined()
+      const received = Buffer.concat(got)
+      const from = range === undefined ? 0 : 1000
+      expect(received.byteLength).toBeLessThanOrEqual(200 * 1024 - from)
+      expect(received.equals(Buffer.from(data.subarray(from, from + received.byteLength)))).toBe(true)
+    }
+    expect(await metricValue(a.svc, 'integrity_failures_total')).toBe(2)
   })
 
   it('a read that hits corrupt data wakes the planner at once; the next read succeeds from the repaired copy', async () => {

@@ -49,6 +49,12 @@ export interface StorageContext {
   work: WorkScheduler
   /** The request's signal combined with the service's forced-shutdown signal. */
   signalFor(ctx: RouteContext): AbortSignal
+  /**
+   * The service's forced-shutdown signal alone: for a response body, whose client going away
+   * already ends it (the HTTP layer closes the body's iterator), so it needs no per-request
+   * signal (creating one costs an `AbortController`, a listener and `AbortSignal.any` per GET).
+   */
+  shutdown: AbortSignal
   /** Whether the disk currently accepts writes, and why not. */
   disk: { ok: boolean; reason?: string }
   /** Reports a put's commit time (end of body → durable) for slow-disk detection. */

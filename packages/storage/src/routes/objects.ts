@@ -65,6 +65,28 @@ async function* verifiedChunks(s: StorageContext, reader: BlobReader, ranges: By
   }
 }
 
+/**
+ * Bodies up to this many bytes are read and verified whole before the answer, and sent with one
+ * write (at most one per reader slot is held: `getConcurrency` × this, plus the chunks covering it).
+ */
+export const BUFFERED_BODY_BYTES = 256 * 1024
+
+/** The verified bytes of `range` (or the whole object), in one buffer. */
+async function verifiedWhole(s: StorageContext, reader: BlobReader, range: ByteRange | undefined): Promise<Uint8Array> {
+  const parts: Uint8Array[] = []
+  let total = 0
+  try {
+    for await (const c of reader.read(range, s.shutdown)) {
+      parts.push(c)
+      total += c.byteLength
+    }
+  } catch (e) {
+    if (isRonError(e, 'IntegrityFailed')) integrityFailed(s, reader.address)
+    throw e
+  }
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, total)
+}
+
 function partHeader(boundary: string, r: ByteRange, size: number): string {
   return `\r\n--${boundary}\r\ncontent-type: application/octet-stream\r\ncontent-range: ${contentRange(r, size)}\r\n\r\n`
 }
@@ -73,7 +95,8 @@ function partHeader(boundary: string, r: ByteRange, size: number): string {
 async function getObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
   const address = addressParam(ctx)
   if (!s.o.publicReads) await s.authorizeRead(ctx.req)
-  const release = await s.work.acquire('read', '', ctx.req.method === 'HEAD' ? 'HEAD /o/:addr' : 'GET /o/:addr', ctx.signal)
+  // The request's signal is only needed (and only created) when the request has to wait for a slot.
+  const release = await s.work.acquire('read', '', ctx.req.method === 'HEAD' ? 'HEAD /o/:addr' : 'GET /o/:addr', () => ctx.signal)
   let reader: BlobReader
   try {
     reader = await openOrThrow(s, address)
@@ -119,8 +142,16 @@ async function getObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
       headers = { ...base, 'content-type': 'application/octet-stream', 'content-length': String(size) }
     }
     if (head) return { status, headers }
-    // The reader slot is held until the body is fully written or aborted.
-    const { body } = withCleanup(verifiedChunks(s, reader, ranges, s.signalFor(ctx), boundary), async () => {
+    if (boundary === undefined && Number(headers['content-length']) <= BUFFERED_BODY_BYTES) {
+      // A small body (a small object, a short range) is read and verified whole before the answer
+      // starts, then sent with one write; a corrupt chunk is then a clean 422 with no byte sent.
+      const body = await verifiedWhole(s, reader, ranges?.[0])
+      delete headers['content-length'] // the HTTP layer sets it for a buffered body
+      return { status, headers, body }
+    }
+    // The reader slot is held until the body is fully written or aborted. A client that goes away
+    // ends the body (the HTTP layer closes its iterator), so the read needs only the shutdown signal.
+    const { body } = withCleanup(verifiedChunks(s, reader, ranges, s.shutdown, boundary), async () => {
       release()
       await reader.close()
     })

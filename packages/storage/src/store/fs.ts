@@ -24,6 +24,8 @@ import { prepareFormat } from './fs-format.js'
 import type { MigrationReport } from './fs-format.js'
 import { SmallObjectCache, objectSizeOf, openObject } from './fs-object.js'
 import type { OpenedObject } from './fs-object.js'
+import { HandleCache } from './fs-handles.js'
+import type { SharedHandle } from './fs-handles.js'
 import { readVerified, verifyChunks } from './verified-read.js'
 import type {
   BlobReader,
@@ -76,6 +78,8 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
   await ensureShards(objectsDir, doFsync)
   const recovery: RecoveryReport & { migrated?: MigrationReport } = migrated === undefined ? recovered : { ...recovered, migrated }
   const cache = new SmallObjectCache(opts.cacheBytes ?? 8 * 1024 * 1024)
+  // Open handles of hot large objects (and their tables): at most 64 descriptors, 4 MiB of tables.
+  const handles = new HandleCache(opts.openHandles ?? 64, 4 * 1024 * 1024)
 
   const closing = new AbortController()
   // Every put in flight listens on it once (bounded by the service's writer slots): not a leak.
@@ -154,6 +158,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
         await rename(tmpData, p.data)
       }
       cache.delete(table.address)
+      handles.delete(table.address)
       await syncDir(p.dir)
       return replace || !existed
     })
@@ -162,6 +167,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
   /** Unlinks an object. */
   async function removeObject(address: Address, p: ObjectPaths): Promise<boolean> {
     cache.delete(address)
+    handles.delete(address)
     try {
       await rm(p.data)
     } catch (e) {
@@ -241,6 +247,8 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     const p = pathsOf(address)
     const hit = cache.lookup(address, p.data)
     if (hit !== undefined) return memoryReader(address, hit, hit.whole!)
+    const shared = handles.acquire(address, p.data)
+    if (shared !== undefined) return fileReader(address, shared)
     const found = await openObject(p.data, address, true, checkOpen, cache)
     if (found === undefined) return undefined
     const { fh: handle, opened } = found
@@ -254,13 +262,25 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
       if (t.verifyRun(0, opened.whole) === t.count) cache.add(address, opened)
       return memoryReader(address, opened, opened.whole)
     }
+    if (closed) {
+      // The store closed while this open was under way: do not leave the handle in the cache.
+      await handle.close()
+      checkOpen()
+    }
+    return fileReader(address, handles.adopt(address, handle, t, opened.identity))
+  }
+
+  /** A reader over an object's file through a (possibly shared) open handle. */
+  function fileReader(address: Address, shared: SharedHandle): BlobReader {
+    const t = shared.table
+    const handle = shared.fh
     let readerClosed = false
     let closeP: Promise<void> | undefined
     const close = (): Promise<void> => {
       if (!closeP) {
         readerClosed = true
         readers.delete(close)
-        closeP = handle.close().catch(() => undefined)
+        closeP = handles.release(shared)
       }
       return closeP
     }
@@ -393,6 +413,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
         await Promise.all([...inflight])
         await Promise.all([...readers].map((c) => c()))
         cache.clear()
+        await handles.clear()
       })()
       return closePromise
     },
@@ -406,6 +427,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     // timestamps are finer than the time since the cached read (coarse, jiffy-based timestamps
     // on many kernels): forget the object so the next read goes to disk on every kernel.
     cache.delete(address)
+    handles.delete(address)
     let fh: FileHandle
     try {
       fh = await open(pathsOf(address).data, 'r+')
@@ -435,6 +457,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     objectPath: (address) => pathsOf(address).data,
     recovery,
     cache,
+    handles,
   })
   return store
 }

@@ -24,6 +24,8 @@ export interface StoreInternals {
   recovery?: RecoveryReport & { migrated?: MigrationReport }
   /** fs backend: the small-object cache. */
   cache?: { readonly bytes: number; readonly size: number }
+  /** fs backend: the open-handle cache. */
+  handles?: { readonly size: number }
 }
 
 const table = new WeakMap<BlobStore, StoreInternals>()

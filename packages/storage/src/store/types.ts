@@ -224,4 +224,11 @@ export interface FsStoreOptions {
    * @default 8388608 (8 MiB)
    */
   cacheBytes?: number
+  /**
+   * Open file handles of recently read large objects kept for the next read (a hot object's Range
+   * GET then skips `open`/`fstat`/`close`); every byte is still read from the file and verified.
+   * A handle is reused only while its path names the same file. `0` turns it off.
+   * @default 64
+   */
+  openHandles?: number
 }
