@@ -8,7 +8,7 @@
  */
 
 import { open, type FileHandle } from 'node:fs/promises'
-import { BoundedQueue, ClosedError, isRonError, type Clock, type MetricsSink } from '@ron/core'
+import { BoundedQueue, ClosedError, addressOf, isRonError, type Clock, type MetricsSink } from '@ron/core'
 
 /** What was decided about a request. */
 export type AuditDecision = 'accept' | 'duplicate' | 'deny' | 'shed' | 'error'
@@ -43,6 +43,13 @@ export interface AuditEvent {
 export interface AuditSink {
   readonly kind: string
   write(event: AuditEvent): Promise<void> | void
+  /**
+   * Optional: takes an event whose `payloadB3` is still to be computed from `payload` (a small
+   * body, see {@link LAZY_HASH_MAX_BYTES}). A sink that holds events in memory may keep the bytes
+   * and hash them only when the event is read; without this method the sink task hashes first
+   * and calls `write`.
+   */
+  writeLazy?(event: AuditEvent, payload: Uint8Array): Promise<void> | void
   close?(): Promise<void> | void
 }
 
@@ -70,21 +77,48 @@ export function redactCapabilityId(jti: string): string {
 export class MemoryAuditSink implements AuditSink {
   readonly kind = 'memory'
   readonly #capacity: number
-  #events: AuditEvent[] = []
+  /** A ring: once full, `#next` is the oldest slot and the next one overwritten (O(1) per write). */
+  readonly #ring: Queued[] = []
+  #next = 0
 
   /** @param capacity events kept. @default 1024 */
   constructor(capacity = 1024) {
-    this.#capacity = capacity
+    this.#capacity = Math.max(1, Math.floor(capacity))
   }
 
   write(event: AuditEvent): void {
-    this.#events.push(event)
-    if (this.#events.length > this.#capacity) this.#events.splice(0, this.#events.length - this.#capacity)
+    this.#put(event)
   }
 
-  /** The events held, oldest first. */
+  /**
+   * Keeps the event with its (small) payload; `payloadB3` is computed when {@link events} reads
+   * it, once. An event overwritten unread never costs a hash: under a flood of forgeries the
+   * ring turns over without hashing a byte. Holds at most `capacity` × 16 KiB of payloads.
+   */
+  writeLazy(event: AuditEvent, payload: Uint8Array): void {
+    this.#put({ event, payload })
+  }
+
+  #put(item: Queued): void {
+    if (this.#ring.length < this.#capacity) {
+      this.#ring.push(item)
+      return
+    }
+    this.#ring[this.#next] = item
+    this.#next = (this.#next + 1) % this.#capacity
+  }
+
+  /** The events held, oldest first (payload hashes computed now where still pending). */
   events(): AuditEvent[] {
-    return [...this.#events]
+    const out: AuditEvent[] = []
+    const n = this.#ring.length
+    for (let k = 0; k < n; k++) {
+      const i = (this.#next + k) % n
+      const e = complete(this.#ring[i]!)
+      this.#ring[i] = e
+      out.push(e)
+    }
+    return out
   }
 }
 
@@ -171,6 +205,18 @@ export class JsonlFileAuditSink implements AuditSink {
   }
 }
 
+/** Payloads up to this size (of their backing buffer) are hashed by the sink task, not on emit. */
+export const LAZY_HASH_MAX_BYTES = 16 * 1024
+
+/** A queued event: complete, or waiting for its payload hash (filled in by the sink task). */
+type Queued = AuditEvent | { event: AuditEvent; payload: Uint8Array }
+
+function complete(q: Queued): AuditEvent {
+  if (!('payload' in q)) return q
+  q.event.payloadB3 = addressOf(q.payload)
+  return q.event
+}
+
 /** Options of {@link AuditLog}. */
 export interface AuditLogOptions {
   sink: AuditSink
@@ -192,7 +238,7 @@ export interface AuditLogOptions {
  */
 export class AuditLog {
   readonly sink: AuditSink
-  readonly #queue: BoundedQueue<AuditEvent>
+  readonly #queue: BoundedQueue<Queued>
   readonly #clock: Clock
   readonly #metrics: MetricsSink
   #seq = 0
@@ -201,7 +247,7 @@ export class AuditLog {
     this.sink = options.sink
     this.#clock = options.clock
     this.#metrics = options.metrics
-    this.#queue = new BoundedQueue<AuditEvent>({ name: 'audit', capacity: options.capacity ?? 512, overflow: 'drop-oldest', metrics: options.metrics })
+    this.#queue = new BoundedQueue<Queued>({ name: 'audit', capacity: options.capacity ?? 512, overflow: 'drop-oldest', metrics: options.metrics })
   }
 
   /** Events waiting for the sink. */
@@ -214,11 +260,24 @@ export class AuditLog {
     return this.#seq
   }
 
-  /** Queues an event (drop-oldest when full). Returns its sequence number; never throws. */
-  emit(event: Omit<AuditEvent, 'seq' | 'at'>): number {
+  /**
+   * Queues an event (drop-oldest when full). Returns its sequence number; never throws.
+   *
+   * `payload`: the bytes whose `b3:` address the event carries, when the caller has not hashed
+   * them. A small payload (its whole backing buffer at most {@link LAZY_HASH_MAX_BYTES}) is
+   * hashed by the sink task just before the sink sees the event, so a refusal costs no hash on
+   * the request path and an event dropped before the sink never costs one; a larger one is
+   * hashed here, so a stalled sink never holds more than 512 × 16 KiB of bodies.
+   */
+  emit(event: Omit<AuditEvent, 'seq' | 'at'>, payload?: Uint8Array): number {
     const full: AuditEvent = { seq: ++this.#seq, at: this.#clock.now(), ...event }
+    let item: Queued = full
+    if (payload !== undefined && full.payloadB3 === undefined) {
+      if (payload.buffer.byteLength <= LAZY_HASH_MAX_BYTES) item = { event: full, payload }
+      else full.payloadB3 = addressOf(payload)
+    }
     try {
-      const evicted = this.#queue.trySend(full)
+      const evicted = this.#queue.trySend(item)
       if (evicted !== undefined) this.#metrics.inc('audit_drop_total', undefined)
       this.#metrics.inc('audit_emitted_total', undefined)
     } catch {
@@ -228,30 +287,43 @@ export class AuditLog {
     return full.seq
   }
 
-  /** The sink task: writes events until the queue is closed and empty or `signal` aborts. */
+  /**
+   * The sink task: writes events until the queue is closed and empty or `signal` aborts. Events
+   * already queued are taken without waiting (no promise per event while a synchronous sink
+   * keeps up).
+   */
   async run(signal: AbortSignal): Promise<void> {
     for (;;) {
-      let e: AuditEvent
+      let next: Queued | undefined
       try {
-        e = await this.#queue.recv(signal)
+        next = await this.#queue.recv(signal)
       } catch (err) {
         if (isRonError(err, 'Closed')) return
         if (signal.aborted) return this.#flush()
         throw err
       }
-      try {
-        await this.sink.write(e)
-      } catch (err) {
-        // The event is lost (counted); the task crashes and the supervisor restarts it with backoff.
-        this.#metrics.inc('audit_drop_total', undefined)
-        throw err
+      while (next !== undefined) {
+        try {
+          const pending = this.#deliver(next)
+          if (pending !== undefined) await pending
+        } catch (err) {
+          // The event is lost (counted); the task crashes and the supervisor restarts it with backoff.
+          this.#metrics.inc('audit_drop_total', undefined)
+          throw err
+        }
+        next = signal.aborted ? undefined : this.#queue.tryRecv()
       }
     }
   }
 
+  #deliver(q: Queued): Promise<void> | void {
+    if ('payload' in q && this.sink.writeLazy !== undefined) return this.sink.writeLazy(q.event, q.payload)
+    return this.sink.write(complete(q))
+  }
+
   /** On shutdown: writes what is still queued (bounded by the queue's capacity). */
   async #flush(): Promise<void> {
-    for (let e = this.#queue.tryRecv(); e !== undefined; e = this.#queue.tryRecv()) await this.sink.write(e)
+    for (let e = this.#queue.tryRecv(); e !== undefined; e = this.#queue.tryRecv()) await this.#deliver(e)
   }
 
   /** Stops intake; the sink task writes what is queued and ends. */

@@ -67,7 +67,12 @@ describe('POST /webhooks/:provider', () => {
     expect(metrics).toMatch(/webhook_verify_total\{provider="slack",result="stale_timestamp",service="interop"\} 2/)
     expect(metrics).toMatch(/webhook_verify_total\{provider="slack",result="missing_header",service="interop"\} 1/)
     await sys.clock.flush()
-    expect((sys.interop.auditSink as MemoryAuditSink).events().every((e) => e.decision === 'deny')).toBe(true)
+    const denied = (sys.interop.auditSink as MemoryAuditSink).events()
+    expect(denied.every((e) => e.decision === 'deny')).toBe(true)
+    // Every refusal still carries the b3: hash of the body it refused (computed off the request path).
+    const b3 = (text: string): string => addressOf(new TextEncoder().encode(text))
+    expect(denied.map((e) => e.payloadB3).sort()).toEqual([b3('{"x":2}'), ...Array<string>(4).fill(b3('{"x":1}'))].sort())
+    expect(denied.map((e) => e.reason).sort()).toEqual(['bad_signature', 'bad_signature', 'missing_header', 'stale_timestamp', 'stale_timestamp'])
   })
 
   it('an unconfigured provider is 404', async () => {

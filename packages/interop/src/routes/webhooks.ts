@@ -79,18 +79,19 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   const body = await ctx.bytes()
   const v = verifyWebhook({ provider, body, headers: ctx.req.headers, secrets, nowMs: s.clock.now(), toleranceSec: cfg.webhooks.toleranceSec })
   s.verifyCounter.inc({ provider, result: v.ok ? 'ok' : v.reason })
-  const payloadB3 = addressOf(body)
-  const audit = (decision: 'accept' | 'duplicate' | 'deny' | 'error', extra: { reason?: string; receipt?: string } = {}): void => {
-    s.audit.emit({ kind: 'webhook', provider, requestId: ctx.corrId, payloadB3, decision, latency: latencyBucket(s.clock.now() - started), ...extra })
-  }
   if (!v.ok) {
-    audit('deny', { reason: v.reason })
-    // Answered, not thrown: refusing forgeries is the hot path under attack, and an Error's stack
-    // capture is most of its cost. Same envelope as UnauthorizedError.
+    // The refusal path is the hot path under attack: no hash here (the audit sink task computes
+    // the payload's b3: address, see AuditLog.emit), no closure, no queue hop, and answered rather
+    // than thrown (an Error's stack capture is most of its cost). Same envelope as UnauthorizedError.
+    s.audit.emit({ kind: 'webhook', provider, requestId: ctx.corrId, decision: 'deny', reason: v.reason, latency: latencyBucket(s.clock.now() - started) }, body)
     return {
       status: 401,
       json: { error: { code: 'Unauthorized', message: `webhook refused: ${v.message}`, retryable: false, corr_id: ctx.corrId, details: { reason: v.reason, provider } } },
     }
+  }
+  const payloadB3 = addressOf(body)
+  const audit = (decision: 'accept' | 'duplicate' | 'error', extra: { reason?: string; receipt?: string } = {}): void => {
+    s.audit.emit({ kind: 'webhook', provider, requestId: ctx.corrId, payloadB3, decision, latency: latencyBucket(s.clock.now() - started), ...extra })
   }
   // Dedupe on what the signature covers: a replay may change anything else (GitHub's delivery
   // header, the hex case of a MAC). Without a signed id, the verified body is the delivery.

@@ -5,11 +5,53 @@
  * @module
  */
 
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto'
 
-/** HMAC-SHA256 of `parts` (concatenated) under `key`. */
-export function hmacSha256(key: string | Uint8Array, ...parts: Array<string | Uint8Array>): Buffer {
-  const h = createHmac('sha256', key)
+/** Most secret strings whose key objects are kept (a few per provider are configured). */
+export const KEY_CACHE_MAX = 64
+const keys = new Map<string, KeyObject>()
+
+function cachedKey(cacheKey: string, make: () => KeyObject | undefined): KeyObject | undefined {
+  let k = keys.get(cacheKey)
+  if (k === undefined) {
+    k = make()
+    if (k === undefined) return undefined
+    if (keys.size >= KEY_CACHE_MAX) keys.clear()
+    keys.set(cacheKey, k)
+  }
+  return k
+}
+
+/**
+ * The HMAC key object of a UTF-8 secret string, built once: `createHmac` with a string key
+ * converts and imports the key on every call, which is per request on the webhook path. The
+ * cache is keyed by the secret itself (it can never answer for another secret) and bounded:
+ * past {@link KEY_CACHE_MAX} distinct secrets (reloads rotating many) it starts over.
+ */
+export function hmacKey(secret: string): KeyObject {
+  return cachedKey(`u:${secret}`, () => createSecretKey(Buffer.from(secret, 'utf8')))!
+}
+
+/**
+ * The HMAC key object of a base64 secret (Standard Webhooks, `whsec_` prefix optional), cached
+ * like {@link hmacKey}; undefined when the secret is not strict base64 or decodes to nothing.
+ */
+export function base64HmacKey(secret: string): KeyObject | undefined {
+  return cachedKey(`b:${secret}`, () => {
+    const raw = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret
+    const key = decodeBase64Strict(raw)
+    return key === undefined || key.byteLength === 0 ? undefined : createSecretKey(key)
+  })
+}
+
+/** Number of key objects cached by {@link hmacKey} (for tests). @internal */
+export function hmacKeyCacheSize(): number {
+  return keys.size
+}
+
+/** HMAC-SHA256 of `parts` (concatenated) under `key` (a string secret is used as UTF-8). */
+export function hmacSha256(key: string | Uint8Array | KeyObject, ...parts: Array<string | Uint8Array>): Buffer {
+  const h = createHmac('sha256', typeof key === 'string' ? hmacKey(key) : key)
   for (const p of parts) h.update(p)
   return h.digest()
 }
@@ -23,12 +65,15 @@ export function constantTimeEqual(expected: Uint8Array, candidate: Uint8Array): 
   return timingSafeEqual(expected, candidate)
 }
 
-const HEX64 = /^[0-9a-fA-F]{64}$/
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
 
 /** Decodes 64 hex digits (a SHA-256 MAC) or returns undefined. */
 export function decodeHex32(s: string): Buffer | undefined {
-  return HEX64.test(s) ? Buffer.from(s, 'hex') : undefined
+  if (s.length !== 64) return undefined
+  // Node's hex decoder stops at the first pair that is not two hex digits: 32 bytes out means
+  // all 64 characters were hex (no regex on the hot path).
+  const b = Buffer.from(s, 'hex')
+  return b.byteLength === 32 ? b : undefined
 }
 
 /** Decodes strict standard base64 or returns undefined (no lenient skipping of bad characters). */

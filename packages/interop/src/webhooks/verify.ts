@@ -7,7 +7,8 @@
  * @module
  */
 
-import { constantTimeEqual, decodeBase64Strict, decodeHex32, hmacSha256 } from './hmac.js'
+import { createHmac } from 'node:crypto'
+import { base64HmacKey, constantTimeEqual, decodeBase64Strict, decodeHex32, hmacKey } from './hmac.js'
 
 /** The providers interop verifies. */
 export const WEBHOOK_PROVIDERS = ['github', 'slack', 'stripe', 'standard'] as const
@@ -136,20 +137,22 @@ function checkWindow(provider: WebhookProvider, tsRaw: string, input: VerifyWebh
   return ts
 }
 
-/** Tries each secret's MAC against each candidate signature; returns the secret's index or -1. */
-function match(candidates: readonly Uint8Array[], macs: Iterable<Buffer | undefined>): number {
-  let i = 0
-  for (const mac of macs) {
-    if (mac !== undefined) {
-      for (const c of candidates) if (constantTimeEqual(mac, c)) return i
-    }
-    i++
+/**
+ * Tries each secret's MAC of `prefix` + body against each candidate signature; returns the
+ * secret's index or -1. `base64Keys`: the secrets are Standard Webhooks base64 keys (one that
+ * does not decode never matches). Key objects are cached per secret (see `hmacKey`); no
+ * closure or generator per request.
+ */
+function match(candidates: readonly Uint8Array[], secrets: readonly string[], prefix: string, body: Uint8Array, base64Keys: boolean): number {
+  for (let i = 0; i < secrets.length; i++) {
+    const key = base64Keys ? base64HmacKey(secrets[i]!) : hmacKey(secrets[i]!)
+    if (key === undefined) continue
+    const h = createHmac('sha256', key)
+    if (prefix !== '') h.update(prefix)
+    const mac = h.update(body).digest()
+    for (const c of candidates) if (constantTimeEqual(mac, c)) return i
   }
   return -1
-}
-
-function* lazyMacs(secrets: readonly string[], mac: (secret: string) => Buffer | undefined): Generator<Buffer | undefined> {
-  for (const s of secrets) yield mac(s)
 }
 
 function jsonField(body: Uint8Array, field: string): string | undefined {
@@ -204,13 +207,18 @@ function required(input: VerifyWebhookInput, names: readonly string[]): WebhookR
   return out
 }
 
+const GITHUB_HEADERS = ['x-hub-signature-256'] as const
+const SLACK_HEADERS = ['x-slack-signature', 'x-slack-request-timestamp'] as const
+const STRIPE_HEADERS = ['stripe-signature'] as const
+const STANDARD_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const
+
 function verifyGithub(input: VerifyWebhookInput): WebhookVerification {
-  const h = required(input, ['x-hub-signature-256'])
+  const h = required(input, GITHUB_HEADERS)
   if (!Array.isArray(h)) return h
   const sig = h[0]!
   const candidate = sig.startsWith('sha256=') ? decodeHex32(sig.slice(7)) : undefined
   if (candidate === undefined) return reject('github', 'bad_signature', 'X-Hub-Signature-256 is not sha256=<64 hex digits>')
-  const i = match([candidate], lazyMacs(input.secrets, (s) => hmacSha256(s, input.body)))
+  const i = match([candidate], input.secrets, '', input.body, false)
   if (i < 0) return reject('github', 'bad_signature', 'signature does not match any active secret')
   const delivery = header(input.headers, 'x-github-delivery')
   // X-GitHub-Delivery is outside the MAC: kept in the receipt, never trusted for dedupe.
@@ -218,14 +226,14 @@ function verifyGithub(input: VerifyWebhookInput): WebhookVerification {
 }
 
 function verifySlack(input: VerifyWebhookInput): WebhookVerification {
-  const h = required(input, ['x-slack-signature', 'x-slack-request-timestamp'])
+  const h = required(input, SLACK_HEADERS)
   if (!Array.isArray(h)) return h
   const [sig, tsRaw] = h as [string, string]
   const ts = checkWindow('slack', tsRaw, input)
   if (typeof ts !== 'number') return ts
   const candidate = sig.startsWith('v0=') ? decodeHex32(sig.slice(3)) : undefined
   if (candidate === undefined) return reject('slack', 'bad_signature', 'X-Slack-Signature is not v0=<64 hex digits>')
-  const i = match([candidate], lazyMacs(input.secrets, (s) => hmacSha256(s, `v0:${tsRaw}:`, input.body)))
+  const i = match([candidate], input.secrets, `v0:${tsRaw}:`, input.body, false)
   if (i < 0) return reject('slack', 'bad_signature', 'signature does not match any active secret')
   return accepted(input, i, ts, jsonField(input.body, 'event_id'), sig)
 }
@@ -246,7 +254,7 @@ export function parseStripeSignature(value: string): { t: string | undefined; v1
 }
 
 function verifyStripe(input: VerifyWebhookInput): WebhookVerification {
-  const h = required(input, ['stripe-signature'])
+  const h = required(input, STRIPE_HEADERS)
   if (!Array.isArray(h)) return h
   const value = h[0]!
   const { t, v1 } = parseStripeSignature(value)
@@ -255,13 +263,13 @@ function verifyStripe(input: VerifyWebhookInput): WebhookVerification {
   if (typeof ts !== 'number') return ts
   const candidates = v1.map(decodeHex32).filter((c): c is Buffer => c !== undefined)
   if (candidates.length === 0) return reject('stripe', 'bad_signature', 'Stripe-Signature has no v1 signature')
-  const i = match(candidates, lazyMacs(input.secrets, (s) => hmacSha256(s, `${t}.`, input.body)))
+  const i = match(candidates, input.secrets, `${t}.`, input.body, false)
   if (i < 0) return reject('stripe', 'bad_signature', 'signature does not match any active secret')
   return accepted(input, i, ts, jsonField(input.body, 'id'), value)
 }
 
 function verifyStandard(input: VerifyWebhookInput): WebhookVerification {
-  const h = required(input, ['webhook-id', 'webhook-timestamp', 'webhook-signature'])
+  const h = required(input, STANDARD_HEADERS)
   if (!Array.isArray(h)) return h
   const [id, tsRaw, sigs] = h as [string, string, string]
   const ts = checkWindow('standard', tsRaw, input)
@@ -274,13 +282,7 @@ function verifyStandard(input: VerifyWebhookInput): WebhookVerification {
     if (c !== undefined) candidates.push(c)
   }
   if (candidates.length === 0) return reject('standard', 'bad_signature', 'webhook-signature has no v1 signature')
-  const i = match(
-    candidates,
-    lazyMacs(input.secrets, (s) => {
-      const key = standardSecretKey(s)
-      return key === undefined ? undefined : hmacSha256(key, `${id}.${tsRaw}.`, input.body)
-    }),
-  )
+  const i = match(candidates, input.secrets, `${id}.${tsRaw}.`, input.body, true)
   if (i < 0) return reject('standard', 'bad_signature', 'signature does not match any active secret')
   return accepted(input, i, ts, id, sigs)
 }

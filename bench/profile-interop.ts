@@ -1,0 +1,84 @@
+/**
+ * Profiles the interop server out of process under one load: `npx tsx bench/profile-interop.ts <case>`
+ * (cases `forgery`, `webhook`, `put-1m`, `storage-put-1m`). The server runs in its own process
+ * (the `interop` or `storage` mode of `interop.bench.ts`), the load runs here (autocannon/undici),
+ * and the top self/inclusive functions of the server's V8 profile are printed (the `.cpuprofile`
+ * stays in `$TMPDIR/ron-profiles/`).
+ */
+import { mkdir, readFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import autocannon from 'autocannon'
+import { Pool } from 'undici'
+import { signWebhook } from '@ron/interop'
+import { topSelf, topTotal, type Profile } from './cpuprofile.js'
+import { spawnServer } from './process.js'
+
+const which = process.argv[2] ?? 'forgery'
+const profDir = join(tmpdir(), 'ron-profiles')
+await mkdir(profDir, { recursive: true })
+const mode = which === 'storage-put-1m' ? 'storage' : which === 'bare' ? 'bare' : 'interop'
+const server = await spawnServer(mode, './interop.bench.ts', { mode })
+const stamp = `${process.pid}-${Date.now()}`
+const body = (n: number): Buffer => Buffer.from(JSON.stringify({ action: 'opened', number: n, stamp, pull_request: { title: 'x'.repeat(800) } }))
+
+async function load(concurrency: number, requests: number, build: (n: number) => { method: string; path: string; headers: Record<string, string>; body: Buffer }): Promise<string> {
+  const pool = new Pool(server.url, { connections: concurrency, pipelining: 1 })
+  let next = 0
+  const st: Record<number, number> = {}
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < requests) {
+        const j = build(++next)
+        const res = await pool.request({ method: j.method, path: j.path, headers: { ...j.headers, 'content-length': String(j.body.length) }, body: j.body })
+        await res.body.dump()
+        st[res.statusCode] = (st[res.statusCode] ?? 0) + 1
+      }
+    }),
+  )
+  await pool.close()
+  return `${(requests / ((performance.now() - t0) / 1000)).toFixed(0)} req/s ${JSON.stringify(st)}`
+}
+
+const MiB = 1 << 20
+const big = Buffer.alloc(MiB, 7)
+let seq = 0
+const fresh = (): Buffer => {
+  const b = Buffer.from(big)
+  b.writeUInt32LE(++seq, 0)
+  b.write(stamp.slice(-12), 4)
+  return b
+}
+const run = async (): Promise<string> => {
+  switch (which) {
+    case 'forgery':
+    case 'bare': {
+      const forged = signWebhook({ provider: 'github', secret: 'not-the-secret', body: body(0) })
+      const r = await autocannon({ url: `${server.url}/webhooks/github`, method: 'POST', connections: 50, duration: 5, headers: forged.headers, body: Buffer.from(forged.body) })
+      return `${r.requests.average} req/s, 2xx ${r['2xx']}, non2xx ${r.non2xx}, errors ${r.errors}`
+    }
+    case 'webhook':
+      return load(16, 3000, (n) => {
+        const w = signWebhook({ provider: 'github', secret: 'bench-webhook-secret', body: body(n) })
+        return { method: 'POST', path: w.path, headers: w.headers, body: Buffer.from(w.body) }
+      })
+    case 'put-1m':
+      return load(4, 300, () => ({ method: 'POST', path: '/put', headers: { 'x-api-key': 'bench-api-key-0123456789' }, body: fresh() }))
+    case 'storage-put-1m':
+      return load(4, 300, () => ({ method: 'PUT', path: '/o', headers: { authorization: `Bearer ${String(server.extra['token'])}`, 'content-type': 'application/octet-stream' }, body: fresh() }))
+    default:
+      throw new Error(`unknown case ${which}`)
+  }
+}
+await run() // warm-up (JIT, pools)
+await server.profStart()
+const result = await run()
+const file = await server.profStop(join(profDir, `interop-${which}-${Date.now()}.cpuprofile`))
+console.log(`${which}: ${result}`)
+await server.stop()
+const p = JSON.parse(await readFile(file, 'utf8')) as Profile
+console.log(`profile ${file}\nself time:`)
+for (const row of topSelf(p, 30)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+console.log('inclusive time:')
+for (const row of topTotal(p, 50)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)

@@ -1,0 +1,103 @@
+/**
+ * The refusal path's cheap pieces (issue 14 item 8 work): cached HMAC key objects, the regex-free
+ * hex decoder, and audit payload hashes computed off the request path (by the sink task, or when
+ * a memory sink's events are read).
+ */
+import { createHmac } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { addressOf, createServiceMetrics, Supervisor } from '@ron/core'
+import { VirtualClock } from '@ron/core/testing'
+import { AuditLog, MemoryAuditSink, signWebhook, type AuditEvent, type AuditSink } from '../src/index.js'
+import { LAZY_HASH_MAX_BYTES } from '../src/audit.js'
+import { KEY_CACHE_MAX, decodeHex32, hmacKey, hmacKeyCacheSize, hmacSha256 } from '../src/webhooks/hmac.js'
+import { verifyWebhook } from '../src/webhooks/verify.js'
+
+const event = (i: number) => ({ kind: 'webhook' as const, provider: 'github', requestId: `r${i}`, decision: 'deny' as const, reason: 'bad_signature', latency: '<10ms' })
+
+describe('hmac key cache', () => {
+  it('a cached key gives the same MAC as the string secret, per secret, and the cache stays bounded', () => {
+    const body = Buffer.from('{"a":1}')
+    for (let i = 0; i < KEY_CACHE_MAX * 2 + 3; i++) {
+      const secret = `secret-${i}`
+      expect(hmacSha256(secret, 'p:', body).equals(createHmac('sha256', secret).update('p:').update(body).digest())).toBe(true)
+      expect(hmacKeyCacheSize()).toBeLessThanOrEqual(KEY_CACHE_MAX)
+    }
+    // The cache is keyed by the secret itself: two secrets never share a key object.
+    expect(hmacKey('a')).not.toBe(hmacKey('b'))
+    expect(hmacKey('a')).toBe(hmacKey('a'))
+  })
+
+  it('a rotated secret verifies at once and a removed one no longer does (the cache answers per secret)', () => {
+    const body = Buffer.from('{"x":2}')
+    const w = signWebhook({ provider: 'github', secret: 'old', body })
+    const at = (secrets: string[]) => verifyWebhook({ provider: 'github', body, headers: w.headers, secrets, nowMs: Date.now() })
+    expect(at(['old']).ok).toBe(true)
+    expect(at(['new', 'old'])).toMatchObject({ ok: true, secretIndex: 1 })
+    expect(at(['new'])).toMatchObject({ ok: false, reason: 'bad_signature' })
+  })
+})
+
+describe('decodeHex32', () => {
+  it('accepts exactly 64 hex digits of either case and nothing else', () => {
+    const hex = 'ab'.repeat(32)
+    expect(decodeHex32(hex)?.toString('hex')).toBe(hex)
+    expect(decodeHex32(hex.toUpperCase())?.toString('hex')).toBe(hex)
+    for (const bad of ['', hex.slice(2), `${hex}00`, `${hex.slice(0, 63)}g`, `g${hex.slice(1)}`, `${hex.slice(0, 30)}zz${hex.slice(32)}`, ` ${hex.slice(1)}`, `${hex.slice(0, 63)} `]) {
+      expect(decodeHex32(bad)).toBeUndefined()
+    }
+  })
+})
+
+describe('audit payload hashes off the request path', () => {
+  it('a memory sink hashes a refusal payload only when its events are read, once; overwritten events are never hashed', async () => {
+    const clock = new VirtualClock(0)
+    const metrics = createServiceMetrics({ service: 'interop' })
+    const sink = new MemoryAuditSink(2)
+    const audit = new AuditLog({ sink, clock, metrics: metrics.sink })
+    const sup = new Supervisor({ clock, metrics: metrics.sink })
+    sup.spawn('audit-sink', (signal) => audit.run(signal))
+    const bodies = [1, 2, 3].map((i) => Buffer.from(`{"n":${i}}`))
+    bodies.forEach((b, i) => audit.emit(event(i + 1), b))
+    await clock.flush()
+    const events = sink.events()
+    expect(events.map((e) => [e.seq, e.payloadB3])).toEqual([
+      [2, addressOf(bodies[1]!)],
+      [3, addressOf(bodies[2]!)],
+    ])
+    expect(sink.events()[0]).toBe(events[0]) // computed once, kept
+    audit.close()
+    await sup.shutdown(1000)
+  })
+
+  it('a sink without writeLazy gets every event with its payloadB3 filled in by the sink task', async () => {
+    const clock = new VirtualClock(0)
+    const metrics = createServiceMetrics({ service: 'interop' })
+    const written: AuditEvent[] = []
+    const sink: AuditSink = { kind: 'list', write: (e) => void written.push({ ...e }) }
+    const audit = new AuditLog({ sink, clock, metrics: metrics.sink })
+    const sup = new Supervisor({ clock, metrics: metrics.sink })
+    sup.spawn('audit-sink', (signal) => audit.run(signal))
+    const small = Buffer.from('small')
+    const big = Buffer.alloc(LAZY_HASH_MAX_BYTES + 1, 1) // hashed at emit: never held by the queue
+    audit.emit(event(1), small)
+    audit.emit(event(2), big)
+    audit.emit({ ...event(3), payloadB3: 'b3:given' }, small) // a given hash wins
+    audit.emit(event(4))
+    await clock.flush()
+    expect(written.map((e) => e.payloadB3)).toEqual([addressOf(small), addressOf(big), 'b3:given', undefined])
+    audit.close()
+    await sup.shutdown(1000)
+  })
+
+  it('events queued before shutdown are written with their hashes on close', async () => {
+    const clock = new VirtualClock(0)
+    const metrics = createServiceMetrics({ service: 'interop' })
+    const sink = new MemoryAuditSink(8)
+    const audit = new AuditLog({ sink, clock, metrics: metrics.sink })
+    const body = Buffer.from('late')
+    audit.emit(event(1), body)
+    audit.close()
+    await audit.run(new AbortController().signal)
+    expect(sink.events()).toMatchObject([{ seq: 1, payloadB3: addressOf(body) }])
+  })
+})
