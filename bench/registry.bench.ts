@@ -12,13 +12,14 @@
  * This module is also the server factory of its out-of-process servers (default export, started
  * by `server-child.ts` with `{ mode: 'registry' | 'bare', dir, signers, origin }`).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { createPublicKey, verify as cryptoVerify } from 'node:crypto'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
-import { createServer } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { HttpTransport, serve } from '@ron/core'
+import { HttpTransport, blake3, serve } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import {
   MerkleTree,
@@ -31,7 +32,7 @@ import {
   type DescriptorSet,
   type SignerSet,
 } from '@ron/registry'
-import { FULL, alternate, compare, printRounds, report } from './harness.js'
+import { FULL, alternate, compare, printRounds, ratios, report } from './harness.js'
 import { spawnLoad, spawnServer } from './process.js'
 import type { ServerFactory } from './server-child.js'
 
@@ -53,6 +54,7 @@ const start: ServerFactory = async (options) => {
     const port = (server.address() as AddressInfo).port
     return { url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) }
   }
+  if (options.mode === 'floor') return startFloor(options)
   const issuer = createTestIssuer()
   const svc = await createRegistryService({ dataDir: String(options.dir), origin: ORIGIN, signers: options.signers as SignerSet, auth: { keys: issuer.keys } })
   const server = await serve(svc, { port: 0 })
@@ -68,11 +70,78 @@ const start: ServerFactory = async (options) => {
 }
 export default start
 
+/**
+ * The protocol floor: a bare `node:http` server speaking the same four requests of a commit cycle
+ * with the least work each can do — propose hashes the body and answers an id; an approval is
+ * parsed and its Ed25519 signature verified (node:crypto, cached KeyObject); commit appends a
+ * record of an entry's size and fdatasyncs it. No auth, no validation, no queue, no log.
+ */
+const startFloor: ServerFactory = async (options) => {
+  const signers = (options.signers as SignerSet).signers
+  const keyObjects = new Map(signers.map((s) => [s.id, createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: s.publicKey }, format: 'jwk' })]))
+  const dir = String(options.dir)
+  mkdirSync(dir, { recursive: true })
+  const fh = await open(join(dir, 'floor.log'), 'a')
+  const proposals = new Map<string, { payloadB3: string; baseVersion: number; approvals: number }>()
+  let version = 0
+  let seq = 0
+  const record = Buffer.alloc(520, 0x61)
+  const send = (res: ServerResponse, status: number, body: unknown): void => {
+    const text = JSON.stringify(body)
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+    res.end(text)
+  }
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const url = req.url ?? ''
+      const body = Buffer.concat(chunks)
+      if (url === '/registry/proposals') {
+        JSON.parse(body.toString('utf8'))
+        const id = `p-${++seq}`
+        const p = { payloadB3: `b3:${Buffer.from(blake3(body)).toString('hex')}`, baseVersion: version, approvals: 0 }
+        proposals.set(id, p)
+        send(res, 202, { proposalId: id, payloadB3: p.payloadB3, baseVersion: p.baseVersion, expiresAt: Date.now() + 600_000 })
+      } else if (url.startsWith('/registry/approvals/')) {
+        const p = proposals.get(url.slice('/registry/approvals/'.length))
+        const a = JSON.parse(body.toString('utf8')) as { signerId: string; sig: string }
+        const key = keyObjects.get(a.signerId)
+        const msg = Buffer.from(`ron:registry:v1\n${ORIGIN}\n${p?.baseVersion ?? -1}\n${p?.payloadB3 ?? ''}`)
+        if (p === undefined || key === undefined || !cryptoVerify(null, msg, key, Buffer.from(a.sig, 'base64url'))) return send(res, 422, { code: 'InvalidSignature' })
+        p.approvals++
+        send(res, 200, { approvals: p.approvals, quorum: { m: 2, n: 3 }, ready: p.approvals >= 2 })
+      } else if (url.startsWith('/registry/commit/')) {
+        const id = url.slice('/registry/commit/'.length)
+        const p = proposals.get(id)
+        if (p === undefined || p.approvals < 2) return send(res, 422, { code: 'QuorumNotMet' })
+        proposals.delete(id)
+        fh.write(record)
+          .then(() => fh.datasync())
+          .then(() => send(res, 201, { version: ++version, payloadB3: p.payloadB3, committedAt: Date.now(), treeSize: version, root: '00', hash: 'b3:00' }))
+          .catch(() => send(res, 500, { code: 'Internal' }))
+      } else send(res, 404, { code: 'NotFound' })
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const port = (server.address() as AddressInfo).port
+  return {
+    url: `http://127.0.0.1:${port}`,
+    extra: { token: 'none' },
+    close: async () => {
+      await new Promise<void>((r) => server.close(() => r()))
+      await fh.close()
+    },
+  }
+}
+
 function payload(i: number): DescriptorSet {
   return { schemaVersion: 1, items: [{ kind: 'service', name: `storage.node-${i}`, service: 'storage', node: `node-${i}`, endpoint: `http://10.0.${(i >> 8) & 255}.${i & 255}:7701` }] }
 }
 
 export async function run(): Promise<void> {
+  // RON_BENCH_REGISTRY=commits,head (say) runs only those parts (A/B runs); all three by default.
+  const parts = new Set((process.env['RON_BENCH_REGISTRY'] ?? 'commits,head,proofs').split(','))
   // Ratios are only comparable on a quiet machine: say how quiet this one was.
   console.log(`(load average at start: ${loadavg().map((x) => x.toFixed(1)).join(' ')} on ${cpus().length} cores)`)
   const dir = mkdtempSync(join(tmpdir(), 'ron-bench-registry-'))
@@ -82,19 +151,24 @@ export async function run(): Promise<void> {
     const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
     const registry = await spawnServer('ron registry (2-of-3, fsync)', './registry.bench.ts', { mode: 'registry', dir: join(dir, 'log'), signers })
     stops.push(registry)
-    const transport = new HttpTransport({ targets: { registry: registry.url } })
+    const floor = await spawnServer('protocol floor (bare node:http)', './registry.bench.ts', { mode: 'floor', dir: join(dir, 'floor'), signers })
+    stops.push(floor)
+    const transport = new HttpTransport({ targets: { registry: registry.url, floor: floor.url } })
     const client = createRegistryClient(transport, { token: String(registry.extra.token) })
+    const floorClient = createRegistryClient(transport, { target: 'floor' })
     const seconds = FULL ? 3 : 1
 
-    // 1. Commits/s vs a bare fsync'd append loop on the same disk.
+    // 1. Commits/s vs a bare fsync'd append loop on the same disk, and vs the protocol floor (the
+    //    same client and the same four requests against a bare node:http server doing the least).
+    //    Signing uses node:crypto with the private KeyObject held (what a real signer does).
     let n = 0
-    const commitRound = async (): Promise<number> => {
+    const commitRound = (c: typeof client) => async (): Promise<number> => {
       const t0 = performance.now()
       let done = 0
       while (performance.now() - t0 < seconds * 1000) {
-        const p = await client.propose(payload(++n))
-        for (const k of keys.slice(0, 2)) await client.approve(p.proposalId, signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }))
-        await client.commit(p.proposalId)
+        const p = await c.propose(payload(++n))
+        for (const k of keys.slice(0, 2)) await c.approve(p.proposalId, signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }))
+        await c.commit(p.proposalId)
         done++
       }
       return done / ((performance.now() - t0) / 1000)
@@ -113,41 +187,57 @@ export async function run(): Promise<void> {
       return done / ((performance.now() - t0) / 1000)
     }
     try {
-      const commits = await alternate(
-        [
-          { name: `bare write+fsync loop (${record.length} B records)`, measure: fsyncRound },
-          { name: 'registry commits (propose + 2 approvals + commit)', measure: commitRound },
-        ],
-        { rounds: FULL ? 7 : 3 },
-      )
-      printRounds(`Commits/s, ${seconds} s per round, one client over HTTP (goal >= 0.5x)`, 'ops/s', ['bare write+fsync loop', 'registry commit (4 requests, 1 fsync)'], commits, {
-        note: 'Each registry commit is 4 HTTP round trips and 2 Ed25519 signatures in the client, 2 verifications and 1 fsync in the server.',
-      })
+      if (parts.has('commits')) await commitsPart()
     } finally {
       await fh.close()
     }
+    async function commitsPart(): Promise<void> {
+      const commits = await alternate(
+        [
+          { name: `bare write+fsync loop (${record.length} B records)`, measure: fsyncRound },
+          { name: 'protocol floor (same 4 requests, bare node:http)', measure: commitRound(floorClient) },
+          { name: 'registry commits (propose + 2 approvals + commit)', measure: commitRound(client) },
+        ],
+        { rounds: FULL ? 7 : 3 },
+      )
+      printRounds(
+        `Commits/s, ${seconds} s per round, one client over HTTP (goal >= 0.5x)`,
+        'ops/s',
+        ['bare write+fsync loop', 'protocol floor (bare node:http, 4 requests)', 'registry commit (4 requests, 1 fsync)'],
+        commits,
+        {
+          note: 'Each commit cycle is 4 HTTP round trips and 2 Ed25519 signatures in the client, 2 verifications and 1 fdatasync in the server. The floor row is a bare node:http server doing only that (no auth, validation, queue or log): the most a serial cycle can reach.',
+        },
+      )
+      const r = ratios(commits, 2, 1)
+      console.log(`registry vs protocol floor: ${r.median.toFixed(2)}x [${r.min.toFixed(2)}..${r.max.toFixed(2)}]`)
+    }
 
     // 2. GET /registry/head req/s vs bare node:http answering the same JSON.
-    const head = await client.head()
-    const bare = await spawnServer('bare node:http (same JSON)', './registry.bench.ts', { mode: 'bare', head })
-    stops.push(bare)
-    const load = await spawnLoad()
-    stops.push(load)
-    const rps = await alternate(
-      [bare, registry].map((s) => ({
-        name: s.name,
-        measure: async () => {
-          const r = await load.run({ kind: 'rate', url: s.url, path: '/registry/head', connections: 50, durationSec: FULL ? 5 : 1 })
-          if ((r.statuses['non2xx'] ?? 0) > 0) throw new Error(`${s.name}: non-2xx answers`)
-          return r.rps
-        },
-      })),
-      { rounds: FULL ? 7 : 3 },
-    )
-    printRounds('GET /registry/head, autocannon -c50 (goal >= 0.7x)', 'req/s', [bare.name, registry.name], rps)
+    if (parts.has('head')) await headPart()
+    async function headPart(): Promise<void> {
+      const head = await client.head()
+      const bare = await spawnServer('bare node:http (same JSON)', './registry.bench.ts', { mode: 'bare', head })
+      stops.push(bare)
+      const load = await spawnLoad()
+      stops.push(load)
+      const rps = await alternate(
+        [bare, registry].map((s) => ({
+          name: s.name,
+          measure: async () => {
+            const r = await load.run({ kind: 'rate', url: s.url, path: '/registry/head', connections: 50, durationSec: FULL ? 5 : 1 })
+            if ((r.statuses['non2xx'] ?? 0) > 0) throw new Error(`${s.name}: non-2xx answers`)
+            return r.rps
+          },
+        })),
+        { rounds: FULL ? 7 : 3 },
+      )
+      printRounds('GET /registry/head, autocannon -c50 (goal >= 0.7x)', 'req/s', [bare.name, registry.name], rps)
+    }
     await transport.close()
 
     // 3. Proofs at 1M entries.
+    if (!parts.has('proofs')) return
     const size = 1_000_000
     const t0 = performance.now()
     const tree = new MerkleTree(blake3TreeHasher)

@@ -418,7 +418,7 @@ export class Committer {
     const started = this.#o.clock.now()
     let enc
     try {
-      enc = await log.append({ version: p.baseVersion, hash: p.baseHash }, p.payload, approvals, started)
+      enc = await log.append({ version: p.baseVersion, hash: p.baseHash }, p.payload, approvals, started, p.payloadB3)
     } catch (e) {
       this.#o.onAppend?.(this.#o.clock.now() - started, e)
       throw e

@@ -43,6 +43,7 @@ export class RegistryLog {
   readonly #superseded = new Map<number, SupersededBy>()
   readonly #cache = new Map<number, EncodedEntry>()
   readonly #cacheSize: number
+  #rootMemo: { size: number; hex: string } | undefined
 
   private constructor(store: LogStore, r: RecoveredLog, cacheSize: number) {
     this.store = store
@@ -146,16 +147,18 @@ export class RegistryLog {
   }
 
   /**
-   * Builds the next entry and appends it by compare-and-set on HEAD. Committer only.
+   * Builds the next entry and appends it by compare-and-set on HEAD. Committer only. `knownB3`
+   * is the payload's `payloadB3` when the caller has it (saves canonicalising it again).
    * @returns the encoded entry, or `undefined` when HEAD is no longer `expected`
    * @throws {@link ChainMismatchError} when `expected` is not a HEAD this log ever had
    */
-  async append(expected: Head, payload: DescriptorSet, approvals: Approval[], committedAt: number): Promise<EncodedEntry | undefined> {
+  async append(expected: Head, payload: DescriptorSet, approvals: Approval[], committedAt: number, knownB3?: Address): Promise<EncodedEntry | undefined> {
     if (expected.version !== this.#head.version || expected.hash !== this.#head.hash) return undefined
     const entry: LogEntry = {
       version: expected.version + 1,
       payload,
-      payloadB3: payloadB3(payload),
+      // The proposal computed it already (the payload object is never mutated after validation).
+      payloadB3: knownB3 ?? payloadB3(payload),
       prev: expected.hash,
       approvals,
       committedAt,
@@ -176,6 +179,11 @@ export class RegistryLog {
 
   /** The root hash (`b3:`-style hex is not used for roots: lowercase hex) of the tree of `size` leaves. */
   rootHex(size: number = this.tree.size): string {
-    return Buffer.from(this.tree.root(size)).toString('hex')
+    const memo = this.#rootMemo
+    if (memo !== undefined && memo.size === size) return memo.hex
+    const hex = Buffer.from(this.tree.root(size)).toString('hex')
+    // The tree is append-only: the root of a given size never changes. Only the latest is kept.
+    if (size === this.tree.size) this.#rootMemo = { size, hex }
+    return hex
   }
 }

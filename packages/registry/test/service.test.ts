@@ -234,6 +234,38 @@ describe('conditional reads', () => {
   })
 })
 
+describe('cached HEAD reply', () => {
+  it('follows every commit and every prune (oldest), and is the same bytes while neither moves', async () => {
+    h = await harness({ segmentEntries: 2, retention: { maxEntries: 1 } })
+    const { memoryRequest } = await import('@ron/core/testing')
+    const read = async (): Promise<{ etag: string; text: string }> => {
+      const r = await memoryRequest(h.svc, { method: 'GET', path: '/registry/head' })
+      expect(r.status).toBe(200)
+      return { etag: r.headers['etag'] as string, text: await r.text() }
+    }
+    const empty = await read()
+    expect(JSON.parse(empty.text)).toMatchObject({ version: 0, payloadB3: null, root: h.svc.log.rootHex(0) })
+    expect(await read()).toEqual(empty)
+    for (let i = 1; i <= 5; i++) {
+      const p = await h.client.propose(payload(i))
+      for (const k of h.keys.slice(0, 2)) await h.client.approveWith(p.proposalId, k)
+      const c = await h.client.commit(p.proposalId)
+      const now = await read()
+      expect(now.etag).toBe(`"${c.hash}"`)
+      expect(JSON.parse(now.text)).toMatchObject({ version: i, hash: c.hash, payloadB3: p.payloadB3, root: c.root, treeSize: i, oldest: 1 })
+      expect(c.root).toBe(Buffer.from(h.svc.log.tree.root(i)).toString('hex'))
+    }
+    const before = await read()
+    await h.svc.checkpoint()
+    await h.svc.prune()
+    expect(h.svc.log.oldest()).toBeGreaterThan(1)
+    const after = await read()
+    // Same HEAD (same ETag), but the body now names the new oldest version.
+    expect(after.etag).toBe(before.etag)
+    expect(JSON.parse(after.text)).toMatchObject({ version: 5, oldest: h.svc.log.oldest() })
+  })
+})
+
 describe('metrics and readiness', () => {
   it('registers every registry metric at startup', async () => {
     h = await harness()

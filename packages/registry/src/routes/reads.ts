@@ -6,7 +6,7 @@
  */
 
 import { GoneError, MalformedError, NotFoundError } from '@ron/core'
-import type { Route, RouteContext } from '@ron/core'
+import type { Reply, Route, RouteContext } from '@ron/core'
 import type { RouteDeps } from './context.js'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
@@ -38,38 +38,51 @@ function optionalInt(ctx: RouteContext, name: string, min: number): number | und
 /** The read routes. */
 export function readRoutes(d: RouteDeps): Route[] {
   const { log } = d
-  let headCache: { key: string; body: string } | undefined
+  // HEAD polling is the hot read: its 200 and 304 replies are built once per HEAD (and oldest:
+  // pruning moves it without moving HEAD) and handed out as they are (core only reads a reply).
+  let headCache: { hash: string; oldest: number; etag: string; ok: Reply; notModified: Reply } | undefined
+  const headReplies = async (): Promise<NonNullable<typeof headCache>> => {
+    const head = log.head()
+    const oldest = log.oldest()
+    if (headCache !== undefined && headCache.hash === head.hash && headCache.oldest === oldest) return headCache
+    const read = head.version === 0 ? undefined : await log.read(head.version)
+    const entry = read !== undefined && 'entry' in read ? read.entry : undefined
+    const set = log.signerSetAt(head.version)
+    const body = JSON.stringify({
+      version: head.version,
+      hash: head.hash,
+      payloadB3: entry?.payloadB3 ?? null,
+      committedAt: entry?.committedAt ?? null,
+      treeSize: head.version,
+      root: log.rootHex(head.version),
+      treeHash: log.genesis.treeHash,
+      origin: log.origin,
+      logKey: log.genesis.logKey,
+      oldest,
+      signers: { threshold: set.threshold, signers: set.signers },
+    })
+    const etag = `"${head.hash}"`
+    const built = {
+      hash: head.hash,
+      oldest,
+      etag,
+      ok: { status: 200, headers: Object.freeze({ 'content-type': 'application/json', 'cache-control': 'no-cache', etag }), body },
+      notModified: { status: 304, headers: Object.freeze({ 'cache-control': 'no-cache', etag }) },
+    }
+    // HEAD may have moved while the entry was read: keep only what is still current.
+    const now = log.head()
+    if (now.hash === head.hash && log.oldest() === oldest) headCache = built
+    return built
+  }
   return [
     {
       method: 'GET',
       path: '/registry/head',
-      async handler(ctx) {
-        const head = log.head()
-        const etag = `"${head.hash}"`
-        if (notModified(ctx, etag)) return { status: 304, headers: { 'cache-control': 'no-cache', etag } }
-        // One serialisation per HEAD (HEAD polling is the hot read): the snapshot never changes.
-        // (Pruning moves `oldest` without moving HEAD: it is part of the key.)
-        const key = `${head.hash}/${log.oldest()}`
-        if (headCache?.key !== key) {
-          const read = head.version === 0 ? undefined : await log.read(head.version)
-          const entry = read !== undefined && 'entry' in read ? read.entry : undefined
-          const set = log.signerSetAt(head.version)
-          const body = JSON.stringify({
-            version: head.version,
-            hash: head.hash,
-            payloadB3: entry?.payloadB3 ?? null,
-            committedAt: entry?.committedAt ?? null,
-            treeSize: head.version,
-            root: log.rootHex(head.version),
-            treeHash: log.genesis.treeHash,
-            origin: log.origin,
-            logKey: log.genesis.logKey,
-            oldest: log.oldest(),
-            signers: { threshold: set.threshold, signers: set.signers },
-          })
-          headCache = { key, body }
-        }
-        return { status: 200, headers: { 'content-type': 'application/json', 'cache-control': 'no-cache', etag }, body: headCache.body }
+      handler(ctx) {
+        // The current HEAD's replies are answered without a promise (most polls hit the cache).
+        const c = headCache
+        if (c !== undefined && c.hash === log.head().hash && c.oldest === log.oldest()) return notModified(ctx, c.etag) ? c.notModified : c.ok
+        return headReplies().then((r) => (notModified(ctx, r.etag) ? r.notModified : r.ok))
       },
     },
     {

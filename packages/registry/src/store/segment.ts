@@ -18,6 +18,7 @@
  * @module
  */
 
+import { writeSync } from 'node:fs'
 import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
@@ -70,6 +71,12 @@ function frame(bytes: Uint8Array): Buffer {
   buf.writeUInt32BE(crc32(bytes), 4)
   buf.set(bytes, HEADER)
   return buf
+}
+
+/** Writes all of `buf` at the end of the (append-mode) file `fd`, synchronously. */
+function writeAll(fd: number, buf: Uint8Array): void {
+  let off = 0
+  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off)
 }
 
 async function fsyncDir(dir: string): Promise<void> {
@@ -343,8 +350,10 @@ class SegmentStore implements LogStore {
     }
     const rec = frame(e.bytes)
     try {
-      await this.#active!.write(rec, 0, rec.length)
-      // fdatasync: the record and the file size it needs are durable, without a full inode flush.
+      // The record goes to the page cache synchronously (a few µs for a record of a few hundred
+      // bytes, cheaper than a thread-pool round trip); the one wait is the fdatasync: the record
+      // and the file size it needs are durable, without a full inode flush.
+      writeAll(this.#active!.fd, rec)
       await this.#active!.datasync()
     } catch (err) {
       // Not acknowledged: cut what may have been written so the next append starts clean. If even
@@ -363,8 +372,15 @@ class SegmentStore implements LogStore {
     seg.info.last = e.entry.version
     seg.info.lastCommittedAt = e.entry.committedAt
     this.#head = { version: e.entry.version, hash: e.hash }
-    // Derived data, made durable before the next checkpoint (see the module comment).
-    await this.#leaves!.write(leafHash, 0, LEAF)
+    // Derived data, made durable before the next checkpoint (see the module comment); written
+    // synchronously to the page cache so the acknowledgement waits for nothing but the fdatasync.
+    // The record is durable by now, so a failure here does not fail the commit: further appends
+    // are refused until a restart, whose recovery rebuilds the leaf hashes from the segments.
+    try {
+      writeAll(this.#leaves!.fd, leafHash.subarray(0, LEAF))
+    } catch (err) {
+      this.#failed = err
+    }
     this.#leafCount++
     this.#leavesDirty = true
     return true

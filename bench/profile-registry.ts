@@ -1,0 +1,107 @@
+/**
+ * Profiles the registry server (its own process, V8 sampling profiler) under one load:
+ * `npx tsx bench/profile-registry.ts commit|head [seconds]`.
+ *
+ * - `commit`: this process runs the serial commit cycle (propose → 2 approvals signed here →
+ *   commit) and times each step on the client side (signing apart from the round trips);
+ * - `head`: autocannon -c50 on `GET /registry/head` from the load process.
+ *
+ * Prints the server's top self and inclusive functions; the `.cpuprofile` stays in
+ * `$TMPDIR/ron-profiles/`.
+ */
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { Session } from 'node:inspector/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { HttpTransport } from '@ron/core'
+import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type SignerSet } from '@ron/registry'
+import { topSelf, topTotal, type Profile } from './cpuprofile.js'
+import { spawnLoad, spawnServer } from './process.js'
+
+const which = process.argv[2] ?? 'commit'
+const seconds = Number(process.argv[3] ?? 5)
+const ORIGIN = 'bench.ron/registry'
+const profDir = join(tmpdir(), 'ron-profiles')
+await mkdir(profDir, { recursive: true })
+const root = await mkdtemp(join(tmpdir(), 'ron-prof-registry-'))
+const keys = ['s1', 's2', 's3'].map(generateSignerKey)
+const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
+// `commit-floor`: the same cycle against the bench's protocol floor (bare node:http).
+const server = await spawnServer('registry', './registry.bench.ts', { mode: which === 'commit-floor' ? 'floor' : 'registry', dir: join(root, 'log'), signers })
+const transport = new HttpTransport({ targets: { registry: server.url } })
+const client = createRegistryClient(transport, { token: String(server.extra.token) })
+const payload = (i: number): DescriptorSet => ({
+  schemaVersion: 1,
+  items: [{ kind: 'service', name: `storage.node-${i}`, service: 'storage', node: `node-${i}`, endpoint: `http://10.0.${(i >> 8) & 255}.${i & 255}:7701` }],
+})
+
+let n = 0
+const t = { propose: 0, sign: 0, approve: 0, commit: 0 }
+async function cycle(): Promise<void> {
+  let a = performance.now()
+  const p = await client.propose(payload(++n))
+  let b = performance.now()
+  t.propose += b - a
+  for (const k of keys.slice(0, 2)) {
+    a = performance.now()
+    const s = signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 })
+    b = performance.now()
+    t.sign += b - a
+    await client.approve(p.proposalId, s)
+    a = performance.now()
+    t.approve += a - b
+  }
+  a = performance.now()
+  await client.commit(p.proposalId)
+  t.commit += performance.now() - a
+}
+
+// Warm up (JIT, connections).
+for (let i = 0; i < 50; i++) await cycle()
+Object.assign(t, { propose: 0, sign: 0, approve: 0, commit: 0 })
+n = n + 0
+
+// The client side is profiled too (this process: signing, the transport, JSON).
+const self = new Session()
+self.connect()
+await self.post('Profiler.enable')
+await self.post('Profiler.setSamplingInterval', { interval: 100 })
+await self.post('Profiler.start')
+await server.profStart()
+let summary: string
+if (which.startsWith('commit')) {
+  const t0 = performance.now()
+  let done = 0
+  while (performance.now() - t0 < seconds * 1000) {
+    await cycle()
+    done++
+  }
+  const ms = performance.now() - t0
+  const per = (x: number): string => (x / done).toFixed(3)
+  summary = `commit: ${done} cycles, ${((done * 1000) / ms).toFixed(1)}/s, ${(ms / done).toFixed(2)} ms per cycle; client ms per cycle: propose ${per(t.propose)}, sign x2 ${per(t.sign)}, approve x2 ${per(t.approve)}, commit ${per(t.commit)}`
+} else {
+  const load = await spawnLoad()
+  const r = await load.run({ kind: 'rate', url: server.url, path: '/registry/head', connections: 50, durationSec: seconds })
+  summary = `head: ${r.requests} requests, ${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(1)} ms, statuses ${JSON.stringify(r.statuses)}`
+  await load.stop()
+}
+const file = await server.profStop(join(profDir, `registry-${which}-${Date.now()}.cpuprofile`))
+const { profile: clientProfile } = (await self.post('Profiler.stop')) as { profile: Profile }
+self.disconnect()
+console.log(summary)
+if (which.startsWith('commit')) {
+  const cfile = join(profDir, `registry-${which}-client-${Date.now()}.cpuprofile`)
+  await writeFile(cfile, JSON.stringify(clientProfile))
+  console.log(`client profile ${cfile}`)
+  console.log('client inclusive time:')
+  for (const row of topTotal(clientProfile, 40)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+}
+await transport.close()
+await server.stop()
+const p = JSON.parse(await readFile(file, 'utf8')) as Profile
+console.log(`profile ${file}`)
+console.log('self time:')
+for (const row of topSelf(p, 30)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+console.log('inclusive time:')
+for (const row of topTotal(p, 50)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+await rm(root, { recursive: true, force: true })

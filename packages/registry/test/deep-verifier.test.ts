@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest'
+import { noopLogger, noopMetrics, systemClock } from '@ron/core'
+import { DeepVerifier } from '../src/deep-verifier.js'
+import { payloadB3 } from '../src/descriptors.js'
+import { RegistryLog } from '../src/log.js'
+import { createMemoryStore } from '../src/store/index.js'
+import type { LogStore } from '../src/store/types.js'
+import { approve, genesisFor, payload, setOf, signers } from './helpers.js'
+
+/** A memory store that counts reads per version and can hand back tampered bytes for one. */
+function countingStore(): { store: LogStore; reads: number[]; tamper: { version: number } } {
+  const inner = createMemoryStore()
+  const reads: number[] = []
+  const tamper = { version: 0 }
+  const store: LogStore = {
+    kind: inner.kind,
+    open: (o) => inner.open(o),
+    head: () => inner.head(),
+    compareAndAppend: (expected, e, leaf) => inner.compareAndAppend(expected, e, leaf),
+    async read(v) {
+      reads.push(v)
+      const bytes = await inner.read(v)
+      if (bytes === undefined || v !== tamper.version) return bytes
+      const copy = Uint8Array.from(bytes)
+      copy[copy.length - 2]! ^= 1
+      return copy
+    },
+    oldest: () => inner.oldest(),
+    appendCheckpoint: (cp) => inner.appendCheckpoint(cp),
+    checkpoints: () => inner.checkpoints(),
+    segments: () => inner.segments(),
+    sizeBytes: () => inner.sizeBytes(),
+    prune: (through) => inner.prune(through),
+    probe: () => inner.probe(),
+    close: () => inner.close(),
+  }
+  return { store, reads, tamper }
+}
+
+describe('Deep Verifier read-back of commits', () => {
+  it('reads each followed commit once, reads the previous entry after a gap, and still flags a bad read-back', async () => {
+    const keys = signers(3)
+    const { store, reads, tamper } = countingStore()
+    const log = await RegistryLog.open(store, genesisFor(setOf(keys, 2)))
+    for (let i = 1; i <= 6; i++) {
+      const head = log.head()
+      const p = payload(i)
+      await log.append(head, p, approve(keys.slice(0, 2), head.version, payloadB3(p)), i)
+    }
+    const failures: string[][] = []
+    const v = new DeepVerifier({
+      log,
+      settings: () => ({ intervalMs: 60_000, sliceEntries: 100 }),
+      clock: systemClock,
+      metrics: noopMetrics,
+      logger: noopLogger,
+      onResult: (ok, problems) => {
+        if (!ok) failures.push(problems)
+      },
+    })
+    for (let i = 1; i <= 4; i++) expect(await v.checkCommitted(i)).toBe(true)
+    // In order: each entry read once (version 1 links the genesis; later ones the remembered hash).
+    expect(reads).toEqual([1, 2, 3, 4])
+    reads.length = 0
+    expect(await v.checkCommitted(6)).toBe(true)
+    // After a gap the previous entry is read from the medium.
+    expect(reads).toEqual([6, 5])
+    reads.length = 0
+    tamper.version = 5
+    expect(await v.checkCommitted(5)).toBe(false)
+    expect(failures).toHaveLength(1)
+    expect(failures[0]!.join(' ')).toMatch(/version 5: read-back differs from the leaf hash/)
+    // A failed check is not remembered as a sound predecessor: version 6 reads 5 again (and its
+    // tampered bytes no longer link).
+    tamper.version = 0
+    reads.length = 0
+    expect(await v.checkCommitted(6)).toBe(true)
+    expect(reads).toEqual([6, 5])
+    await store.close()
+  })
+})
