@@ -20,6 +20,7 @@ import {
   type Subscription,
   type Transport,
 } from '@ron/core'
+import { CapabilityCache } from './capabilities.js'
 import { AuditLog, JsonlFileAuditSink, MemoryAuditSink, StdoutAuditSink, type AuditSink } from './audit.js'
 import { BrownoutSentinel, type BrownoutThresholds } from './brownout.js'
 import { interopConfigSchema, parseInteropConfig, type InteropConfig, type InteropConfigInput } from './config.js'
@@ -200,6 +201,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     pool,
     events,
     clients: () => clients,
+    capabilities: new CapabilityCache({ clock }),
     uploadsInFlight: new Map(),
     verifyCounter: cachedChildren(verify),
   }
@@ -209,6 +211,8 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     const next = cfg()
     clients = clientsOf(next)
     bucket = bucketOf(next)
+    // A reload may change clients, limits, audiences or the capability life: issue afresh.
+    ctx.capabilities.clear()
     brownout.setThresholds(thresholdsOf(next))
   })
 

@@ -173,3 +173,38 @@ describe('rechunk', () => {
     expect(pulled).toBe(sizes.length)
   })
 })
+
+describe('upload capability reuse', () => {
+  it("a client's uploads share one capability for two thirds of its life, then a fresh one is issued", async () => {
+    sys = await system()
+    for (const text of ['one', 'two', 'three']) expect((await sys.request('POST', '/put', { 'x-api-key': API_KEY }, text)).status).toBe(201)
+    expect(sys.issued).toHaveLength(1)
+    await sys.clock.advance(39_000) // 60 s capability: still inside its first 40 s
+    expect((await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'four')).status).toBe(201)
+    expect(sys.issued).toHaveLength(1)
+    await sys.clock.advance(2_000) // past 40 s: renewed, never used near its expiry
+    expect((await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'five')).status).toBe(201)
+    expect(sys.issued).toHaveLength(2)
+  })
+
+  it('storage refusing the capability (401/403) drops it: the next upload gets a fresh one', async () => {
+    sys = await system({ retry: { tries: 1 } })
+    expect((await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'ok')).status).toBe(201)
+    sys.slow.refusePuts = 403
+    expect((await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'refused')).status).toBe(503)
+    sys.slow.refusePuts = undefined
+    expect(sys.issued).toHaveLength(1)
+    expect((await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'again')).status).toBe(201)
+    expect(sys.issued).toHaveLength(2)
+  })
+
+  it('a reload drops every kept capability (limits or clients may have changed)', async () => {
+    sys = await system()
+    expect((await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'a')).status).toBe(201)
+    const { hashApiKey } = await import('../src/index.js')
+    await sys.interop.reload({ apiKeys: [{ client: 'alice', keyHash: hashApiKey(API_KEY), maxBytes: 4096 }] })
+    expect((await sys.request('POST', '/put', { 'x-api-key': API_KEY }, 'b')).status).toBe(201)
+    expect(sys.issued).toHaveLength(2)
+    expect(sys.issued[1]).toMatchObject({ caveats: { maxBytes: 4096 } })
+  })
+})

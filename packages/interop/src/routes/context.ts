@@ -7,6 +7,7 @@
 
 import { BrownoutError, BusyError, type Broadcast, type Clock, type Logger, type MetricsSink, type TokenBucket, type WorkPool } from '@ron/core'
 import type { AuditLog } from '../audit.js'
+import type { CapabilityCache } from '../capabilities.js'
 import type { BrownoutSentinel } from '../brownout.js'
 import type { InteropConfig } from '../config.js'
 import type { DedupeStore } from '../dedupe.js'
@@ -44,6 +45,8 @@ export interface InteropContext {
   events: Broadcast<InteropEvent>
   /** The configured API-key clients (scanned in constant time, see the upload route). */
   clients(): readonly ApiKeyClient[]
+  /** Upload capabilities reused per client and limit (cleared on reload). */
+  capabilities: CapabilityCache
   /** Uploads in flight per API-key client (single writer: the upload route). */
   uploadsInFlight: Map<string, number>
   /** Counts webhook verification outcomes. */

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto'
 import { BusyError, InternalError, NotReadyError, OverLimitError, UnauthorizedError, errorFromResponse, isRonError, type Reply, type Route, type RouteContext } from '@ron/core'
 import { latencyBucket, redactCapabilityId } from '../audit.js'
+import { tokenLifeMs, type Capability } from '../capabilities.js'
 import { constantTimeEqual } from '../webhooks/hmac.js'
 import { upstreamFailure } from '../upstream.js'
 import { admitWrite, recordOutcome, type ApiKeyClient, type InteropContext } from './context.js'
@@ -67,13 +68,12 @@ function clientOf(s: InteropContext, key: string): ApiKeyClient | undefined {
   return found
 }
 
-interface Capability {
-  token: string
-  jti: string
-}
-
-/** Asks passport for the upload capability (not retried: issuing is not idempotent). */
-async function issueCapability(s: InteropContext, client: string, maxBytes: number, signal: AbortSignal, corrId: string): Promise<Capability> {
+/**
+ * Asks passport for the upload capability (not retried: issuing is not idempotent). Runs without
+ * the requesting upload's signal: the capability is shared by the client's uploads (see
+ * `CapabilityCache`); the upstream call's own deadline bounds it.
+ */
+async function issueCapability(s: InteropContext, client: string, maxBytes: number, corrId: string, signal?: AbortSignal): Promise<Capability> {
   const cfg = s.cfg()
   const serviceToken = await s.tokens.token({ aud: cfg.passportAudience, scope: ['passport:issue'] }, signal)
   const res = await s.upstreams.call(cfg.passport.target, {
@@ -84,7 +84,7 @@ async function issueCapability(s: InteropContext, client: string, maxBytes: numb
     body: JSON.stringify({ sub: `client:${client}`, aud: [cfg.storageAudience], scope: ['storage:write'], ttlSec: cfg.uploads.capabilityTtlSec, caveats: { maxBytes } }),
     timeoutMs: cfg.passport.timeoutMs,
     idempotent: false,
-    signal,
+    ...(signal === undefined ? {} : { signal }),
     corrId,
   })
   if (res.status >= 400) {
@@ -93,7 +93,7 @@ async function issueCapability(s: InteropContext, client: string, maxBytes: numb
   }
   const out = await res.json<{ token?: unknown; jti?: unknown }>()
   if (typeof out.token !== 'string') throw new InternalError('passport answered without a token')
-  return { token: out.token, jti: typeof out.jti === 'string' ? out.jti : '' }
+  return { token: out.token, jti: typeof out.jti === 'string' ? out.jti : '', lifeMs: tokenLifeMs(out.token) }
 }
 
 async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
@@ -134,9 +134,13 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   s.uploadsInFlight.set(found.client, inFlight + 1)
   try {
     const reply = await s.pool.submit(async (signal) => {
-      const cap = await issueCapability(s, found.client, limit, signal, ctx.corrId).catch((e: unknown) => {
-        throw upstreamFailure(e, 'passport')
-      })
+      // One capability per client and limit, reused for two thirds of its life (CapabilityCache).
+      const capKey = `${found.client}\u0000${limit}`
+      const cap = await s.capabilities
+        .get(capKey, cfg.uploads.capabilityTtlSec * 1000, () => issueCapability(s, found.client, limit, ctx.corrId), signal)
+        .catch((e: unknown) => {
+          throw upstreamFailure(e, 'passport')
+        })
       capabilityId = redactCapabilityId(cap.jti)
       const headers: Record<string, string> = { authorization: `Bearer ${cap.token}`, 'content-type': 'application/octet-stream' }
       if (Number.isFinite(declared)) headers['content-length'] = String(declared)
@@ -158,7 +162,11 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
         })
       // Storage refusing the capability interop just obtained is interop's failure (503), not a
       // bad API key; OverLimit (the caveat), Malformed and Busy are the client's to see.
-      if (res.status >= 400) throw upstreamFailure(await errorFromResponse(res), 'storage')
+      if (res.status >= 400) {
+        // Refused (revoked, expired, issuer key rotated): never hand this capability out again.
+        if (res.status === 401 || res.status === 403) s.capabilities.invalidate(capKey, cap.token)
+        throw upstreamFailure(await errorFromResponse(res), 'storage')
+      }
       const out = await res.json<{ address?: unknown; size?: unknown }>().catch((e: unknown) => {
         if (signal.aborted) throw e
         throw new NotReadyError('storage answered the upload without JSON', { details: { upstream: 'storage' }, cause: e, retryAfterMs: 1000 })
