@@ -128,6 +128,12 @@ export class Committer {
   readonly #o: CommitterOptions
   readonly #proposals = new Map<string, Proposal>()
   readonly #byPayload = new Map<string, string>()
+  /** Expiry times, soonest first (entries of proposals already gone are skipped when popped). */
+  readonly #expiries = new ExpiryHeap()
+  /** Committed proposals still held (for retries and views), oldest commit first. */
+  readonly #committedIds = new Set<string>()
+  /** Proposals not yet committed: what `maxProposals` bounds. */
+  #pending = 0
   readonly #queues: { proposals: BoundedQueue<Command>; approvals: BoundedQueue<Command> }
   #wake: (() => void) | undefined
   #running = false
@@ -141,9 +147,17 @@ export class Committer {
     }
   }
 
-  /** Live proposals (committed ones stay until they expire). */
+  /**
+   * Proposals held: pending ones (at most `maxProposals`) and committed ones kept for retries
+   * and views until they expire (the most recent `maxProposals` of them at most).
+   */
   get size(): number {
     return this.#proposals.size
+  }
+
+  /** Proposals not yet committed (what `maxProposals` bounds). */
+  get pending(): number {
+    return this.#pending
   }
 
   /**
@@ -247,8 +261,7 @@ export class Committer {
   /** Waits for a command, the next proposal expiry, or the signal. */
   #idle(signal: AbortSignal): Promise<void> {
     const clock = this.#o.clock
-    let next = Infinity
-    for (const p of this.#proposals.values()) next = Math.min(next, p.expiresAt)
+    const next = this.#expiries.peek() ?? Infinity
     return new Promise<void>((resolve) => {
       const timer = Number.isFinite(next) ? clock.setTimeout(done, Math.max(0, next - clock.now())) : undefined
       timer?.unref?.()
@@ -262,14 +275,27 @@ export class Committer {
     })
   }
 
+  /** Removes expired proposals: O(expired · log n) per call, not a scan of every proposal. */
   #expire(): void {
     const now = this.#o.clock.now()
-    for (const [id, p] of this.#proposals) {
-      if (p.expiresAt > now) continue
-      this.#proposals.delete(id)
-      if (this.#byPayload.get(`${p.baseVersion}/${p.payloadB3}`) === id) this.#byPayload.delete(`${p.baseVersion}/${p.payloadB3}`)
+    for (let at = this.#expiries.peek(); at !== undefined && at <= now; at = this.#expiries.peek()) {
+      const id = this.#expiries.pop()!
+      const p = this.#proposals.get(id)
+      if (p === undefined || p.expiresAt > now) continue
       if (p.committed === undefined) this.#o.metrics.inc('registry_proposals_expired_total')
+      this.#drop(p)
     }
+    // Entries of proposals dropped early (committed ones over the cap) are skipped when popped;
+    // rebuild when they outnumber live ones so the heap stays bounded by the proposals held.
+    if (this.#expiries.size > 2 * this.#proposals.size + 64) this.#expiries.rebuild([...this.#proposals.values()].map((p) => ({ at: p.expiresAt, id: p.id })))
+  }
+
+  #drop(p: Proposal): void {
+    this.#proposals.delete(p.id)
+    const key = `${p.baseVersion}/${p.payloadB3}`
+    if (this.#byPayload.get(key) === p.id) this.#byPayload.delete(key)
+    if (p.committed === undefined) this.#pending--
+    else this.#committedIds.delete(p.id)
   }
 
   async #handle(cmd: Command): Promise<void> {
@@ -337,7 +363,7 @@ export class Committer {
     const existing = this.#byPayload.get(key)
     if (existing !== undefined && this.#proposals.has(existing)) return this.#view(this.#proposals.get(existing)!)
     const s = this.#o.settings()
-    if (this.#proposals.size >= s.maxProposals) {
+    if (this.#pending >= s.maxProposals) {
       throw new BusyError(`${s.maxProposals} proposals are pending`, { details: { endpoint: 'propose', queue: 'proposals', reason: 'proposals_full' }, retryAfterMs: 1000 })
     }
     const now = this.#o.clock.now()
@@ -356,6 +382,8 @@ export class Committer {
     }
     this.#proposals.set(p.id, p)
     this.#byPayload.set(key, p.id)
+    this.#expiries.push(p.expiresAt, p.id)
+    this.#pending++
     this.#audit('propose', 'accepted')
     return this.#view(p)
   }
@@ -437,10 +465,86 @@ export class Committer {
       hash: enc.hash,
     }
     p.committed = result
+    this.#pending--
+    // Committed proposals answer retries and views until they expire; the oldest beyond
+    // `maxProposals` go first (a retry that late gets NotFound; the entry is in the log).
+    this.#committedIds.add(p.id)
+    const max = this.#o.settings().maxProposals
+    for (const old of this.#committedIds) {
+      if (this.#committedIds.size <= max) break
+      const q = this.#proposals.get(old)
+      if (q === undefined) this.#committedIds.delete(old)
+      else this.#drop(q)
+    }
     this.#audit('commit', 'accepted')
     this.#o.metrics.set('registry_head_version', undefined, result.version)
     // Never blocks: every subscriber has its own ring; a slow one loses the oldest (bus_lagged_total).
     this.#o.committed.publish({ type: 'RegistryUpdated', version: result.version, b3: result.payloadB3, hash: result.hash, committedAt: result.committedAt })
     return result
+  }
+}
+
+/** A binary min-heap of proposal expiry times. */
+class ExpiryHeap {
+  #at: number[] = []
+  #id: string[] = []
+
+  get size(): number {
+    return this.#at.length
+  }
+
+  /** The soonest expiry, if any. */
+  peek(): number | undefined {
+    return this.#at[0]
+  }
+
+  push(at: number, id: string): void {
+    const a = this.#at
+    const d = this.#id
+    let i = a.length
+    a.push(at)
+    d.push(id)
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (a[parent]! <= at) break
+      a[i] = a[parent]!
+      d[i] = d[parent]!
+      i = parent
+    }
+    a[i] = at
+    d[i] = id
+  }
+
+  /** Removes the soonest entry and returns its id. */
+  pop(): string | undefined {
+    const a = this.#at
+    const d = this.#id
+    if (a.length === 0) return undefined
+    const top = d[0]!
+    const lastAt = a.pop()!
+    const lastId = d.pop()!
+    const n = a.length
+    if (n > 0) {
+      let i = 0
+      for (;;) {
+        const l = 2 * i + 1
+        if (l >= n) break
+        const c = l + 1 < n && a[l + 1]! < a[l]! ? l + 1 : l
+        if (a[c]! >= lastAt) break
+        a[i] = a[c]!
+        d[i] = d[c]!
+        i = c
+      }
+      a[i] = lastAt
+      d[i] = lastId
+    }
+    return top
+  }
+
+  /** Replaces the contents. */
+  rebuild(entries: Array<{ at: number; id: string }>): void {
+    this.#at = []
+    this.#id = []
+    for (const e of entries) this.push(e.at, e.id)
   }
 }

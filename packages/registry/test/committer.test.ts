@@ -10,7 +10,10 @@ import { approve, genesisFor, payload, setOf, signers } from './helpers.js'
 const keys = signers(3)
 const genesis = genesisFor(setOf(keys, 2))
 
-async function setup(capacity = 512): Promise<{ committer: Committer; log: RegistryLog; committed: Broadcast<RegistryUpdated>; clock: VirtualClock; metrics: ReturnType<typeof createServiceMetrics> }> {
+async function setup(
+  capacity = 512,
+  settings: () => { proposalTtlMs: number; maxProposals: number; slowCommitMs: number } = () => ({ proposalTtlMs: 60_000, maxProposals: 4096, slowCommitMs: 2000 }),
+): Promise<{ committer: Committer; log: RegistryLog; committed: Broadcast<RegistryUpdated>; clock: VirtualClock; metrics: ReturnType<typeof createServiceMetrics> }> {
   const clock = new VirtualClock(1000)
   const metrics = createServiceMetrics({ service: 'registry' })
   const log = await RegistryLog.open(createMemoryStore(), genesis)
@@ -19,7 +22,7 @@ async function setup(capacity = 512): Promise<{ committer: Committer; log: Regis
     log,
     committed,
     capacity: { proposals: capacity, approvals: capacity },
-    settings: () => ({ proposalTtlMs: 60_000, maxProposals: 4096, slowCommitMs: 2000 }),
+    settings,
     clock,
     metrics: metrics.sink,
     logger: noopLogger,
@@ -164,5 +167,52 @@ describe('seed Loom model: proposals → Committer → committed, with shutdown'
       },
       { seed: 42 },
     )
+  })
+})
+
+describe('Committer proposal bookkeeping', () => {
+  it('maxProposals bounds pending proposals only; committed ones are kept for retries, the most recent maxProposals of them', async () => {
+    const { committer } = await setup(512, () => ({ proposalTtlMs: 60_000, maxProposals: 3, slowCommitMs: 2000 }))
+    const ac = new AbortController()
+    const run = committer.run(ac.signal)
+    const results: Array<{ id: string; version: number }> = []
+    for (let i = 1; i <= 5; i++) {
+      const p = await committer.propose(payload(i))
+      for (const x of approve(keys.slice(0, 2), p.baseVersion, p.payloadB3)) await committer.approve(p.proposalId, x)
+      results.push({ id: p.proposalId, version: (await committer.commit(p.proposalId, new AbortController().signal)).version })
+    }
+    // Five commits past a limit of 3: proposing still works (committed ones are not pending).
+    expect(committer.pending).toBe(0)
+    expect(committer.size).toBe(3)
+    // The three most recent commits still answer a retry with their entry; older ones are gone.
+    for (const r of results.slice(2)) expect((await committer.commit(r.id, new AbortController().signal)).version).toBe(r.version)
+    for (const r of results.slice(0, 2)) await expect(committer.commit(r.id, new AbortController().signal)).rejects.toMatchObject({ code: 'NotFound' })
+    // Pending proposals are what the limit refuses.
+    for (let i = 6; i <= 8; i++) await committer.propose(payload(i))
+    expect(committer.pending).toBe(3)
+    await expect(committer.propose(payload(9))).rejects.toMatchObject({ code: 'Busy', details: { reason: 'proposals_full' } })
+    ac.abort()
+    await run
+  })
+
+  it('proposals expire in the order of their expiry, also after the TTL is lowered', async () => {
+    let ttl = 60_000
+    const { committer, clock, metrics } = await setup(512, () => ({ proposalTtlMs: ttl, maxProposals: 4096, slowCommitMs: 2000 }))
+    const ac = new AbortController()
+    const run = committer.run(ac.signal)
+    const a = await committer.propose(payload(1)) // expires at +60 s
+    ttl = 10_000
+    const b = await committer.propose(payload(2)) // expires at +10 s
+    expect(committer.pending).toBe(2)
+    await clock.advance(10_000)
+    await expect(committer.get(b.proposalId)).rejects.toMatchObject({ code: 'NotFound' })
+    expect((await committer.get(a.proposalId)).proposalId).toBe(a.proposalId)
+    expect(committer.pending).toBe(1)
+    await clock.advance(50_000)
+    await expect(committer.get(a.proposalId)).rejects.toMatchObject({ code: 'NotFound' })
+    expect(committer.size).toBe(0)
+    expect(await metrics.text()).toMatch(/registry_proposals_expired_total\{service="registry"\} 2/)
+    ac.abort()
+    await run
   })
 })
