@@ -23,7 +23,7 @@
 
 import { pipeline, Readable, type Transform } from 'node:stream'
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
-import { abortReason, type Clock } from '../clock.js'
+import { abortReason, type Clock, type TimerHandle } from '../clock.js'
 import { CanceledError, MalformedError, NotImplementedError, OverLimitError, RequestTimeoutError, UnsupportedMediaTypeError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
 import type { RonRequest } from './types.js'
@@ -243,6 +243,136 @@ function nextWithin<T>(it: AsyncIterator<T>, o: BodyLimits): Promise<IteratorRes
       },
     )
   })
+}
+
+/**
+ * The whole decoded body in one buffer, under the same caps, gap timeout and cancellation as
+ * {@link decodedBody}. For an identity-encoded `node:http` body (what JSON routes and webhook
+ * receivers get) it reads with stream events through one small reader: one promise per body,
+ * where the iterator path costs two async generators and, per chunk, a promise, a timer and two
+ * abort listeners — and it does not create the request's AbortSignal, which by itself cost as
+ * much as the rest of a small JSON route. A client that goes away is seen as the stream's
+ * `error`/`close`. Encoded bodies and bodies that are not node streams (MemoryTransport) take
+ * {@link decodedBody}.
+ *
+ * @param signal gives the request's signal; asked for only on the {@link decodedBody} path
+ * @param explicit a signal set on the context (a queued job's), which also aborts the read
+ * @internal
+ */
+export function readWholeBody(req: RonRequest, o: Omit<BodyLimits, 'signal'>, signal: () => AbortSignal, explicit: AbortSignal | undefined): Promise<Uint8Array> {
+  checkTransferEncoding(req.headers['transfer-encoding'])
+  const encoding = headerString(req.headers['content-encoding'])
+  const body = req.body as Partial<Readable>
+  if (decoderFor(encoding) !== undefined || typeof body.on !== 'function' || typeof body.pause !== 'function') {
+    return collect(decodedBody(req, { ...o, signal: signal() }))
+  }
+  const declared = headerString(req.headers['content-length'])
+  if (declared !== undefined) {
+    const n = Number(declared)
+    if (Number.isFinite(n) && n > o.limit) throw overLimit('body_limit', o.limit)
+  }
+  if (explicit?.aborted === true) return Promise.reject(abortReason(explicit))
+  const stream = body as Readable
+  if (stream.readableEnded) return Promise.resolve(new Uint8Array(0))
+  return new Promise<Uint8Array>((resolve, reject) => {
+    new WholeBodyReader(stream, o, explicit, resolve, reject).start()
+  })
+}
+
+/** One {@link readWholeBody} read. Listeners are bound once per read (no closure per chunk). */
+class WholeBodyReader {
+  private readonly chunks: Buffer[] = []
+  private total = 0
+  private timer: TimerHandle | undefined = undefined
+  private readonly onData = (c: Buffer): void => this.data(c)
+  private readonly onEnd = (): void => this.end()
+  private readonly onError = (e: unknown): void => this.error(e)
+  private readonly onClose = (): void => this.close()
+  private readonly onGap = (): void => this.gap()
+  private readonly onAbort = (): void => this.fail(abortReason(this.signal!))
+
+  constructor(
+    private readonly stream: Readable,
+    private readonly o: Omit<BodyLimits, 'signal'>,
+    private readonly signal: AbortSignal | undefined,
+    private readonly resolve: (b: Uint8Array) => void,
+    private readonly reject: (e: Error) => void,
+  ) {}
+
+  start(): void {
+    const s = this.stream
+    this.signal?.addEventListener('abort', this.onAbort, { once: true })
+    s.on('error', this.onError)
+    s.on('close', this.onClose)
+    s.on('end', this.onEnd)
+    s.on('data', this.onData)
+    this.arm()
+  }
+
+  private arm(): void {
+    if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer)
+    this.timer = this.o.clock.setTimeout(this.onGap, this.o.readTimeoutMs)
+    this.timer.unref?.()
+  }
+
+  private detach(): void {
+    if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer)
+    this.timer = undefined
+    const s = this.stream
+    s.removeListener('data', this.onData)
+    s.removeListener('end', this.onEnd)
+    s.removeListener('error', this.onError)
+    s.removeListener('close', this.onClose)
+    this.signal?.removeEventListener('abort', this.onAbort)
+  }
+
+  /** Stops early without destroying the request, so the error reply can still be written (the writer lingers to drain the rest). */
+  private fail(e: Error): void {
+    this.detach()
+    this.stream.pause()
+    this.reject(e)
+  }
+
+  private data(c: Buffer): void {
+    this.total += c.byteLength
+    if (this.total > this.o.limit) {
+      this.fail(overLimit('body_limit', this.o.limit))
+      return
+    }
+    this.chunks.push(c)
+    this.arm()
+  }
+
+  private end(): void {
+    this.detach()
+    this.resolve(this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.total))
+  }
+
+  private error(e: unknown): void {
+    // A client that goes away mid-body surfaces as ECONNRESET ('aborted') from node:http.
+    if ((e as { code?: unknown } | undefined)?.code === 'ECONNRESET') this.fail(new CanceledError('client aborted the request body', { cause: e }))
+    else this.fail(e instanceof Error ? e : new Error(String(e)))
+  }
+
+  private close(): void {
+    if (!this.stream.readableEnded) this.fail(new CanceledError('client disconnected'))
+  }
+
+  private gap(): void {
+    this.timer = undefined
+    this.o.metrics?.inc('io_timeouts_total', { op: 'read' })
+    this.fail(new RequestTimeoutError(`no request body data for ${this.o.readTimeoutMs} ms`, { details: { op: 'read', reason: 'gap', timeoutMs: this.o.readTimeoutMs } }))
+  }
+}
+
+async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = []
+  let total = 0
+  for await (const c of it) {
+    chunks.push(c)
+    total += c.byteLength
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)
 }
 
 /** First value of a possibly repeated header. @internal */

@@ -7,7 +7,7 @@
 
 import type { Claims } from '../auth/types.js'
 import { MalformedError, RonError, UnsupportedMediaTypeError } from '../errors.js'
-import { decodedBody, headerString, type BodyLimits } from './body.js'
+import { decodedBody, headerString, readWholeBody, type BodyLimits } from './body.js'
 import type { RonRequest, RouteContext } from './types.js'
 
 /** Per-handler constants the context needs to read bodies. @internal */
@@ -74,13 +74,11 @@ export class Context implements RouteContext {
   }
 
   async bytes(): Promise<Uint8Array> {
-    const chunks: Uint8Array[] = []
-    let total = 0
-    for await (const c of this.stream()) {
-      chunks.push(c)
-      total += c.byteLength
-    }
-    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)
+    if (this.consumed) throw new RonError('Internal', 'request body already consumed')
+    this.consumed = true
+    const l = this.limits
+    const limits = { limit: this.limit, ratio: l.ratio, maxDecoded: l.maxDecoded, readTimeoutMs: l.readTimeoutMs, clock: l.clock, metrics: l.metrics }
+    return readWholeBody(this.req, limits, () => this.signal, this.sig)
   }
 
   async json<T>(schema: { parse(value: unknown): T }): Promise<T> {

@@ -2,11 +2,12 @@
  * Request body decoding (`src/http/body.ts`): which cap applies to which body, what an
  * OverLimit says, 501 for unsupported transfer codings, 408 for a stalled body.
  */
+import { PassThrough } from 'node:stream'
 import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { checkTransferEncoding, decodedBody, STREAM_DECOMPRESSION_SLACK } from '../../src/http/body.js'
+import { checkTransferEncoding, decodedBody, readWholeBody, STREAM_DECOMPRESSION_SLACK } from '../../src/http/body.js'
 import type { RonRequest } from '../../src/http/types.js'
-import { isRonError, noopMetrics, systemClock } from '../../src/index.js'
+import { RequestTimeoutError, isRonError, noopMetrics, systemClock } from '../../src/index.js'
 import { VirtualClock } from '../../src/testing/index.js'
 
 function req(body: Uint8Array | AsyncIterable<Uint8Array>, headers: Record<string, string> = {}): RonRequest {
@@ -84,5 +85,101 @@ describe('gap timeout', () => {
     const result = drain(decodedBody(req(stalled), limits(1000, { clock, readTimeoutMs: 100 })))
     await clock.advance(100)
     expect(await result).toBe('RequestTimeout:gap:""')
+  })
+})
+
+describe('readWholeBody (the buffered reader behind ctx.bytes() and ctx.json())', () => {
+  type Limits = Parameters<typeof readWholeBody>[1]
+  const wholeLimits = (limit: number, over: Partial<Limits> = {}): Limits => ({ limit, ratio: 10, maxDecoded: 64 * 1024, readTimeoutMs: 5000, clock: systemClock, metrics: noopMetrics, ...over })
+  const streamReq = (stream: PassThrough, headers: Record<string, string> = {}): RonRequest => ({
+    method: 'POST',
+    url: '/',
+    headers,
+    body: stream,
+    remoteAddress: 'memory',
+    get signal(): AbortSignal {
+      throw new Error('the request signal must not be created on the node stream path')
+    },
+  })
+  const ours = (s: PassThrough): number => ['data', 'end', 'error', 'close'].reduce((n, ev) => n + s.listenerCount(ev), 0)
+  const outcome = (p: Promise<Uint8Array>): Promise<string> =>
+    p.then(
+      (b) => `ok:${Buffer.from(b).toString()}`,
+      (e: unknown) => (isRonError(e) ? `${e.code}:${String(e.details.source ?? e.details.reason ?? '')}` : `other:${String(e)}`),
+    )
+
+  it('joins the chunks of a node stream without asking for the request signal, and leaves no listener behind', async () => {
+    const s = new PassThrough()
+    const p = readWholeBody(streamReq(s), wholeLimits(100), () => new AbortController().signal, undefined)
+    s.write('{"a":')
+    s.end('1}')
+    expect(await outcome(p)).toBe('ok:{"a":1}')
+    expect(ours(s)).toBe(0)
+  })
+
+  it('a body over the limit is OverLimit body_limit; the stream is paused, not destroyed (the reply can still be written)', async () => {
+    const s = new PassThrough()
+    const p = readWholeBody(streamReq(s), wholeLimits(8), () => new AbortController().signal, undefined)
+    s.write('12345')
+    s.write('67890')
+    expect(await outcome(p)).toBe('OverLimit:body_limit')
+    expect(s.destroyed).toBe(false)
+    expect(s.isPaused()).toBe(true)
+    expect(ours(s)).toBe(0)
+    expect(() => readWholeBody(streamReq(new PassThrough(), { 'content-length': '9' }), wholeLimits(8), () => new AbortController().signal, undefined)).toThrow(
+      expect.objectContaining({ code: 'OverLimit' }) as Error,
+    )
+  })
+
+  it('a stalled body is 408 RequestTimeout after the gap, counted in io_timeouts_total{op="read"}', async () => {
+    const clock = new VirtualClock()
+    const counted: string[] = []
+    const metrics = { ...noopMetrics, inc: (name: string, labels?: Record<string, string>) => void counted.push(`${name}:${labels?.op ?? ''}`) }
+    const s = new PassThrough()
+    const p = outcome(readWholeBody(streamReq(s), wholeLimits(100, { clock, readTimeoutMs: 100, metrics }), () => new AbortController().signal, undefined))
+    s.write('{')
+    await clock.advance(99)
+    s.write('"')
+    await clock.advance(99) // each chunk re-arms the gap timer
+    expect(clock.pending).toBe(1)
+    await clock.advance(1)
+    expect(await p).toBe('RequestTimeout:gap')
+    expect(counted).toEqual(['io_timeouts_total:read'])
+    expect(clock.pending).toBe(0)
+  })
+
+  it('a client that goes away (ECONNRESET, or close before the end) is Canceled', async () => {
+    const reset = new PassThrough()
+    const p1 = outcome(readWholeBody(streamReq(reset), wholeLimits(100), () => new AbortController().signal, undefined))
+    reset.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }))
+    expect(await p1).toBe('Canceled:')
+    const closed = new PassThrough()
+    const p2 = outcome(readWholeBody(streamReq(closed), wholeLimits(100), () => new AbortController().signal, undefined))
+    closed.write('{')
+    closed.destroy()
+    expect(await p2).toBe('Canceled:')
+  })
+
+  it("a context's own signal (a queued job's) aborts the read with its reason and is detached after", async () => {
+    const s = new PassThrough()
+    const job = new AbortController()
+    const p = outcome(readWholeBody(streamReq(s), wholeLimits(100), () => new AbortController().signal, job.signal))
+    job.abort(new RequestTimeoutError('deadline'))
+    expect(await p).toBe('RequestTimeout:')
+    const done = new AbortController()
+    done.abort()
+    expect(await outcome(readWholeBody(streamReq(new PassThrough()), wholeLimits(100), () => new AbortController().signal, done.signal))).toBe('Canceled:')
+  })
+
+  it('an encoded body or an iterable that is not a node stream takes the decodedBody path (with the request signal)', async () => {
+    let asked = 0
+    const signal = (): AbortSignal => {
+      asked++
+      return new AbortController().signal
+    }
+    const gz = outcome(readWholeBody(req(gzipSync('{"z":true}'), { 'content-encoding': 'gzip' }), wholeLimits(100), signal, undefined))
+    expect(await gz).toBe('ok:{"z":true}')
+    expect(await outcome(readWholeBody(req(Buffer.from('plain')), wholeLimits(100), signal, undefined))).toBe('ok:plain')
+    expect(asked).toBe(2)
   })
 })

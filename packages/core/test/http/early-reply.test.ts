@@ -85,3 +85,45 @@ describe('early replies to uploads', () => {
     expect(new Set(statuses)).toEqual(new Set([401, 413]))
   })
 })
+
+describe('buffered bodies over real sockets', () => {
+  it('a client that disconnects mid-JSON-body makes ctx.json() reject with Canceled; a whole body sent in two chunks is read', async () => {
+    let entered!: () => void
+    const inHandler = new Promise<void>((r) => (entered = r))
+    let seen!: (v: unknown) => void
+    const outcome = new Promise<unknown>((r) => (seen = r))
+    const handler = createHttpHandler({
+      serviceId: 't',
+      routes: [
+        {
+          method: 'POST',
+          path: '/j',
+          public: true,
+          handler: async (ctx) => {
+            entered()
+            try {
+              const v = await ctx.json({ parse: (x: unknown) => x })
+              seen(v)
+              return { status: 200, json: v }
+            } catch (e) {
+              seen(e)
+              throw e
+            }
+          },
+        },
+      ],
+    })
+    server = await serve(handler, { port: 0 })
+    const sock = connect(server.port, '127.0.0.1')
+    sock.on('error', () => {})
+    sock.write('POST /j HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"half":')
+    await inHandler
+    sock.destroy()
+    expect(await outcome).toMatchObject({ code: 'Canceled' })
+
+    pool = new Pool(server.url)
+    const r = await pool.request({ method: 'POST', path: '/j', headers: { 'content-type': 'application/json' }, body: Readable.from([Buffer.from('{"whole":'), Buffer.from('true}')]) })
+    expect(r.statusCode).toBe(200)
+    expect(await r.body.json()).toEqual({ whole: true })
+  })
+})
