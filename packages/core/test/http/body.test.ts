@@ -105,7 +105,7 @@ describe('readWholeBody (the buffered reader behind ctx.bytes() and ctx.json())'
   const outcome = (p: Promise<Uint8Array>): Promise<string> =>
     p.then(
       (b) => `ok:${Buffer.from(b).toString()}`,
-      (e: unknown) => (isRonError(e) ? `${e.code}:${String(e.details.source ?? e.details.reason ?? '')}` : `other:${String(e)}`),
+      (e: unknown) => (isRonError(e) ? `${e.code}:${JSON.stringify(e.details.source ?? e.details.reason ?? '').replaceAll('"', '')}` : `other:${String(e)}`),
     )
 
   it('joins the chunks of a node stream without asking for the request signal, and leaves no listener behind', async () => {
