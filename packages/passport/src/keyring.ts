@@ -169,7 +169,20 @@ export class Keyring {
 
   /** A {@link KeySource} over the verifying keys (passport verifies its own tokens with it). */
   readonly keySource: KeySource = {
-    getKey: (kid) => Promise.resolve(this.verifying().find((k) => k.kid === kid)?.publicKey),
+    getKey: (kid) => Promise.resolve(this.#verifyingKey(kid)),
+  }
+
+  /** The public key of `kid` if it verifies now: {@link Keyring.verifying} without its arrays (asked on every verification). */
+  #verifyingKey(kid: string): EpochKey['publicKey'] | undefined {
+    const s = this.#snap
+    if (s.current.kid === kid) return s.current.publicKey
+    if (s.next.kid === kid) return s.next.publicKey
+    if (s.previous.length === 0) return undefined
+    const now = this.#o.clock.now()
+    for (const k of s.previous) {
+      if (k.kid === kid && (k.retiresAt === undefined || now < k.retiresAt)) return k.publicKey
+    }
+    return undefined
   }
 
   /** The published key set: every verifying key with epoch, status and validity window. */

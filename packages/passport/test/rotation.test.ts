@@ -45,9 +45,12 @@ describe('rotation', () => {
       // Tokens the old key signed keep verifying until then...
       await clock.advanceTo(prev.retiresAt! - 31_000)
       expect(await passport.verifier.verify(old.token, { audience: 'storage' })).toMatchObject({ jti: old.jti })
-      // ...and the key is gone from the published set afterwards.
+      expect(await passport.keys.getKey(oldKid)).toBeDefined()
+      // ...and the key is gone from the published set and the verifying keys afterwards (before the janitor runs).
       await clock.advanceTo(prev.retiresAt!)
       expect(passport.jwks().keys.map((k) => k.kid)).not.toContain(oldKid)
+      expect(await passport.keys.getKey(oldKid)).toBeUndefined()
+      expect(await passport.keys.getKey(passport.keySummary().current.kid)).toBeDefined()
       // The janitor drops it from the ring (and the KMS) on its next tick.
       await clock.advance(60_000)
       expect(passport.jwks().keys).toHaveLength(2)
