@@ -88,6 +88,33 @@ describe('gap timeout', () => {
   })
 })
 
+describe('streamed bodies (decodedBody identity path)', () => {
+  it('one abort listener serves the whole body: it is there while reading, gone after, and an abort mid-body rejects with the reason', async () => {
+    const ac = new AbortController()
+    const kEvents = (sig: AbortSignal): number => {
+      const sym = Object.getOwnPropertySymbols(sig).find((x) => x.description === 'kEvents')
+      return (sym === undefined ? undefined : (sig as unknown as Record<symbol, Map<string, { size: number }>>)[sym])?.get('abort')?.size ?? 0
+    }
+    const s = new PassThrough()
+    const it = decodedBody(req(s), limits(1000, { signal: ac.signal }))[Symbol.asyncIterator]()
+    s.write('a')
+    expect((await it.next()).value).toEqual(Buffer.from('a'))
+    s.write('b')
+    expect((await it.next()).value).toEqual(Buffer.from('b'))
+    expect(kEvents(ac.signal)).toBe(1)
+    const pending = it.next()
+    ac.abort(new RequestTimeoutError('deadline'))
+    await expect(pending).rejects.toMatchObject({ code: 'RequestTimeout' })
+    expect(kEvents(ac.signal)).toBe(0)
+    expect(s.destroyed).toBe(false)
+
+    const done = new PassThrough()
+    const all = drain(decodedBody(req(done), limits(1000, { signal: new AbortController().signal })))
+    done.end('xyz')
+    expect(await all).toBe(3)
+  })
+})
+
 describe('readWholeBody (the buffered reader behind ctx.bytes() and ctx.json())', () => {
   type Limits = Parameters<typeof readWholeBody>[1]
   const wholeLimits = (limit: number, over: Partial<Limits> = {}): Limits => ({ limit, ratio: 10, maxDecoded: 64 * 1024, readTimeoutMs: 5000, clock: systemClock, metrics: noopMetrics, ...over })
