@@ -51,6 +51,17 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8')
 }
 
+/** User + system CPU time of a process in ms, from `/proc/<pid>/stat`; `undefined` where there is no /proc. */
+function processCpuMs(pid: number): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    // utime and stime are fields 14 and 15 of the line, in clock ticks (100 per second on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+  } catch {
+    return undefined
+  }
+}
+
 /** Server factory: passport itself, or the bare baseline verifying with the same key. */
 const start: ServerFactory = async (options) => {
   const keyFile = String(options.keyFile)
@@ -150,20 +161,33 @@ export async function run(): Promise<void> {
     stops.push(...servers)
     const body = JSON.stringify({ token, aud: 'storage' })
     const seconds = FULL ? 5 : 1
+    const rounds = FULL ? 7 : 3
+    // Server CPU per request (user + system time of the server process over the round): steadier
+    // than req/s when other processes share the cores. Linux only (/proc); empty elsewhere.
+    const cpu = servers.map(() => [] as number[])
     const rps = await alternate(
-      servers.map((s) => ({
+      servers.map((s, i) => ({
         name: s.name,
         measure: async () => {
+          const c0 = processCpuMs(s.pid)
           const r = await autocannon({ url: `${s.url}/v1/passport/verify`, method: 'POST', connections: 50, duration: seconds, headers: { 'content-type': 'application/json' }, body })
           if (r.errors > 0 || r.non2xx > 0) throw new Error(`${s.name}: ${r.errors} errors, ${r.non2xx} non-2xx`)
+          const c1 = processCpuMs(s.pid)
+          if (c0 !== undefined && c1 !== undefined && r.requests.total > 0) cpu[i]!.push(((c1 - c0) * 1000) / r.requests.total)
           return r.requests.average
         },
       })),
-      { rounds: FULL ? 7 : 3 },
+      { rounds },
     )
     printRounds(`POST /v1/passport/verify, autocannon -c50 ${seconds} s per round (goal >= 0.7x)`, 'req/s', servers.map((s) => s.name), rps, {
       note: 'autocannon runs in the parent process; each server in its own process.',
     })
+    if (cpu.every((c) => c.length >= rounds)) {
+      printRounds('POST /v1/passport/verify, server CPU per request (user + system)', 'us/req', servers.map((s) => s.name), cpu.map((c) => c.slice(-rounds)), {
+        lowerIsBetter: true,
+        note: 'from /proc/<pid>/stat over each round above (clock ticks, so coarse for short rounds).',
+      })
+    }
 
     // 5. Revocation propagation on real time: revoke on passport → the follower refuses it.
     const p = servers[1]!
