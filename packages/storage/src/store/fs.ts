@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { setMaxListeners } from 'node:events'
 import { mkdir, open, readdir, rename, rm, statfs, writeFile } from 'node:fs/promises'
 import type { FileHandle } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
 import { dirname, join } from 'node:path'
 import { ClosedError, IntegrityFailedError, abortReason, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
@@ -25,6 +26,8 @@ import type { MigrationReport } from './fs-format.js'
 import { SmallObjectCache, objectSizeOf, openObject } from './fs-object.js'
 import type { OpenedObject } from './fs-object.js'
 import { HandleCache } from './fs-handles.js'
+import { hashPool } from './hash-pool.js'
+import type { HashedBlock } from './hash-pool.js'
 import type { SharedHandle } from './fs-handles.js'
 import { readVerified, verifyChunks } from './verified-read.js'
 import type {
@@ -80,6 +83,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
   const cache = new SmallObjectCache(opts.cacheBytes ?? 8 * 1024 * 1024)
   // Open handles of hot large objects (and their tables): at most 64 descriptors, 4 MiB of tables.
   const handles = new HandleCache(opts.openHandles ?? 64, 4 * 1024 * 1024)
+  const pool = (opts.hashWorkers ?? availableParallelism() >= 4) ? hashPool() : undefined
 
   const closing = new AbortController()
   // Every put in flight listens on it once (bounded by the service's writer slots): not a leak.
@@ -276,26 +280,43 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     const handle = shared.fh
     let readerClosed = false
     let closeP: Promise<void> | undefined
-    const close = (): Promise<void> => {
-      if (!closeP) {
-        readerClosed = true
-        readers.delete(close)
-        closeP = handles.release(shared)
-      }
-      return closeP
-    }
-    readers.add(close)
     const checkReader = (): void => {
       if (readerClosed) throw new ClosedError('blob reader is closed')
       checkOpen()
     }
     const readChunk = (i: number, len: number): Promise<Uint8Array> => readAt(handle, i * t.chunkSize, len, checkReader)
+    // Large blocks are read and hashed by a worker on this handle's descriptor; the handle is
+    // released only after those reads settle (so the descriptor cannot be closed under them).
+    const offloaded = new Set<Promise<void>>()
+    const readHashed = (i: number, len: number): Promise<HashedBlock> | undefined => {
+      if (pool === undefined || !pool.accepts(len)) return undefined
+      checkReader()
+      const p = pool.read(handle.fd, i * t.chunkSize, len, t.chunkSize)
+      const settled: Promise<void> = p.then(
+        () => void offloaded.delete(settled),
+        () => void offloaded.delete(settled),
+      )
+      offloaded.add(settled)
+      return p.catch((e: unknown) => {
+        checkReader() // a reader closed under us reports Closed, not EBADF
+        throw e
+      })
+    }
+    const close = (): Promise<void> => {
+      if (!closeP) {
+        readerClosed = true
+        readers.delete(close)
+        closeP = Promise.all([...offloaded]).then(() => handles.release(shared))
+      }
+      return closeP
+    }
+    readers.add(close)
     return {
       address,
       size: t.size,
       chunkSize: t.chunkSize,
       read(range?: ByteRange, sig?: AbortSignal): AsyncIterable<Uint8Array> {
-        return readVerified(t, range, sig, readChunk, checkReader)
+        return readVerified(t, range, sig, readChunk, checkReader, readHashed)
       },
       close,
     }

@@ -92,6 +92,27 @@ export class ChunkTable {
     return ok
   }
 
+  /**
+   * Like {@link ChunkTable.verifyRun}, for a `block` already hashed elsewhere: `digests` holds the
+   * BLAKE3 digest of each `chunkSize` piece of `block` (the last piece may be short), in order.
+   * A piece counts only when its length is the chunk's and its digest is the recorded one.
+   */
+  matchRun(first: number, block: Uint8Array, digests: Uint8Array): number {
+    let ok = 0
+    for (let i = first, k = 0, off = 0; off < block.length; i++, k++, off += this.chunkSize) {
+      if (i >= this.count) break
+      const piece = Math.min(this.chunkSize, block.length - off)
+      if (piece !== this.chunkLength(i) || digests.length < (k + 1) * HASH_BYTES) break
+      const d = k * HASH_BYTES
+      const h = i * HASH_BYTES
+      let diff = 0
+      for (let b = 0; b < HASH_BYTES; b++) diff |= digests[d + b]! ^ this.#hashes[h + b]!
+      if (diff !== 0) break
+      ok++
+    }
+    return ok
+  }
+
   /** The encoded form (header, hashes, checksum). */
   encode(): Uint8Array {
     return encodeTable(addressToDigest(this.address), this.size, this.chunkSize, this.#hashes)

@@ -11,6 +11,7 @@
 import { IntegrityFailedError, RangeNotSatisfiableError, abortReason } from '@ron/core'
 import type { ChunkTable } from './integrity.js'
 import type { ByteRange, VerifyResult } from './types.js'
+import type { HashedBlock } from './hash-pool.js'
 
 /** Target size of one verified read (rounded down to whole chunks, at least one chunk). */
 export const READ_BLOCK_BYTES = 1024 * 1024
@@ -20,6 +21,13 @@ export const READ_BLOCK_BYTES = 1024 * 1024
  * bytes when the data ends early (a truncated file); that chunk then fails verification.
  */
 export type ChunkSource = (index: number, length: number) => Promise<Uint8Array>
+
+/**
+ * Reads and hashes a block elsewhere (a worker thread): chunk `index` onwards, `length` bytes, with
+ * the digest of each chunk. Returns `undefined` to have this block read by the {@link ChunkSource}
+ * and hashed here instead.
+ */
+export type HashedSource = (index: number, length: number) => Promise<HashedBlock> | undefined
 
 /**
  * Checks `range` against `size` and returns it (the whole object when absent; `undefined` for an
@@ -47,6 +55,7 @@ export async function* readVerified(
   signal: AbortSignal | undefined,
   readChunk: ChunkSource,
   checkOpen: () => void,
+  readHashed?: HashedSource,
 ): AsyncGenerator<Uint8Array, void, undefined> {
   checkOpen()
   if (signal?.aborted) throw abortReason(signal)
@@ -57,15 +66,20 @@ export async function* readVerified(
   const last = Math.floor(r.end / cs)
   /** Byte length of the block of chunks `[i, min(i + per, last + 1))`. */
   const blockLen = (i: number): number => Math.min(Math.min(i + per, last + 1) * cs, table.size) - i * cs
+  const fetch = (k: number): Promise<Uint8Array | HashedBlock> => {
+    const len = blockLen(k)
+    return readHashed?.(k, len) ?? readChunk(k, len)
+  }
   let i = Math.floor(r.start / cs)
-  let pending: Promise<Uint8Array> | undefined = readChunk(i, blockLen(i))
+  let pending: Promise<Uint8Array | HashedBlock> | undefined = fetch(i)
   try {
     while (pending !== undefined) {
-      const block: Uint8Array = await pending
+      const got: Uint8Array | HashedBlock = await pending
       const next = i + per
-      pending = next <= last ? readChunk(next, blockLen(next)) : undefined
+      pending = next <= last ? fetch(next) : undefined
       const want = Math.min(per, last - i + 1)
-      const ok = table.verifyRun(i, block)
+      const block = got instanceof Uint8Array ? got : got.bytes
+      const ok = got instanceof Uint8Array ? table.verifyRun(i, block) : table.matchRun(i, block, got.digests)
       const base = i * cs
       const from = Math.max(r.start - base, 0)
       if (ok < want) {
