@@ -1,6 +1,6 @@
 /**
  * Profiles the interop server out of process under one load: `npx tsx bench/profile-interop.ts <case>`
- * (cases `forgery`, `webhook`, `put-1m`, `storage-put-1m`). The server runs in its own process
+ * (cases `forgery`, `bare`, `webhook`, `storage-webhook`, `put-1m`, `storage-put-1m`). The server runs in its own process
  * (the `interop` or `storage` mode of `interop.bench.ts`), the load runs here (autocannon/undici),
  * and the top self/inclusive functions of the server's V8 profile are printed (the `.cpuprofile`
  * stays in `$TMPDIR/ron-profiles/`).
@@ -17,7 +17,7 @@ import { spawnServer } from './process.js'
 const which = process.argv[2] ?? 'forgery'
 const profDir = join(tmpdir(), 'ron-profiles')
 await mkdir(profDir, { recursive: true })
-const mode = which === 'storage-put-1m' ? 'storage' : which === 'bare' ? 'bare' : 'interop'
+const mode = which.startsWith('storage-') ? 'storage' : which === 'bare' ? 'bare' : 'interop'
 const server = await spawnServer(mode, './interop.bench.ts', { mode })
 const stamp = `${process.pid}-${Date.now()}`
 const body = (n: number): Buffer => Buffer.from(JSON.stringify({ action: 'opened', number: n, stamp, pull_request: { title: 'x'.repeat(800) } }))
@@ -59,10 +59,13 @@ const run = async (): Promise<string> => {
       return `${r.requests.average} req/s, 2xx ${r['2xx']}, non2xx ${r.non2xx}, errors ${r.errors}`
     }
     case 'webhook':
-      return load(16, 3000, (n) => {
-        const w = signWebhook({ provider: 'github', secret: 'bench-webhook-secret', body: body(n) })
+      return load(16, 3000, () => {
+        // A new body every time (the warm-up included): a repeat would be answered as a duplicate.
+        const w = signWebhook({ provider: 'github', secret: 'bench-webhook-secret', body: body(++seq) })
         return { method: 'POST', path: w.path, headers: w.headers, body: Buffer.from(w.body) }
       })
+    case 'storage-webhook':
+      return load(16, 3000, () => ({ method: 'PUT', path: '/o', headers: { authorization: `Bearer ${String(server.extra['token'])}`, 'content-type': 'application/octet-stream' }, body: body(++seq) }))
     case 'put-1m':
       return load(4, 300, () => ({ method: 'POST', path: '/put', headers: { 'x-api-key': 'bench-api-key-0123456789' }, body: fresh() }))
     case 'storage-put-1m':

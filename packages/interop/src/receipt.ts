@@ -40,11 +40,14 @@ export interface Receipt {
   body: Uint8Array
 }
 
-/** Builds the receipt bytes for a verified delivery. */
-export function encodeReceipt(provider: WebhookProvider, deliveryId: string, headers: Record<string, string>, body: Uint8Array): Uint8Array {
+/**
+ * Builds the receipt bytes for a verified delivery. `bodyB3`: the body's address when the caller
+ * already has it (computed here otherwise; a wrong one makes a receipt that fails verification).
+ */
+export function encodeReceipt(provider: WebhookProvider, deliveryId: string, headers: Record<string, string>, body: Uint8Array, bodyB3: Address = addressOf(body)): Uint8Array {
   const sorted: Record<string, string> = {}
   for (const k of Object.keys(headers).sort()) sorted[k] = headers[k]!
-  const header: ReceiptHeader = { provider, deliveryId, headers: sorted, bodyB3: addressOf(body), bodySize: body.byteLength }
+  const header: ReceiptHeader = { provider, deliveryId, headers: sorted, bodyB3, bodySize: body.byteLength }
   const line = enc.encode(`${JSON.stringify(header)}\n`)
   const out = new Uint8Array(MAGIC_BYTES.byteLength + line.byteLength + body.byteLength)
   out.set(MAGIC_BYTES, 0)

@@ -156,6 +156,23 @@ describe('POST /webhooks/:provider', () => {
     expect((await fetchAndVerifyReceipt(sys.transport, 'storage', out.receipt, () => [SECRETS.slack])).ok).toBe(true)
   })
 
+  it('a provider hanging up while its receipt is being stored does not cancel the store: its retry gets 200 and the same receipt', async () => {
+    sys = await system()
+    sys.slow.stall()
+    const w = signWebhook({ provider: 'standard', secret: SECRETS.standard, body: '{"hangup":1}', nowMs: T0, deliveryId: 'msg_hangup' })
+    const ac = new AbortController()
+    const gone = sys.transport.request('interop', { method: w.method, path: w.path, headers: w.headers, body: w.body, signal: ac.signal })
+    await sys.clock.flush()
+    expect(sys.slow.putsWaiting).toBe(1)
+    ac.abort(new Error('provider hung up'))
+    await expect(gone).rejects.toThrow()
+    sys.slow.release()
+    await sys.clock.flush()
+    const retry = await send(sys, w)
+    expect(retry.status).toBe(200)
+    expect(await readJson(retry)).toMatchObject({ accepted: true, duplicate: true })
+  })
+
   it('a concurrent duplicate joins the pending store instead of storing twice', async () => {
     sys = await system()
     sys.slow.stall()

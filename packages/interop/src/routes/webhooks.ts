@@ -110,9 +110,9 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   const deadlineMs = cfg.webhooks.ackDeadlineMs
   try {
     if (hit.kind === 'pending') {
-      return duplicate(await withDeadline(deadlineMs, () => hit.receipt, { clock: s.clock, op: 'webhook.ack', signal: ctx.signal, metrics: s.metrics }))
+      return duplicate(await withDeadline(deadlineMs, () => hit.receipt, { clock: s.clock, op: 'webhook.ack', metrics: s.metrics }))
     }
-    const bytes = encodeReceipt(provider, v.deliveryId, v.signatureHeaders, body)
+    const bytes = encodeReceipt(provider, v.deliveryId, v.signatureHeaders, body, payloadB3)
     const receipt = await withDeadline(
       deadlineMs,
       (signal) =>
@@ -125,7 +125,10 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
             return address
           }, signal),
         ),
-      { clock: s.clock, op: 'webhook.ack', signal: ctx.signal, metrics: s.metrics },
+      // Not the request's signal: a provider hanging up does not cancel the store (its retry then
+      // finds the receipt stored: 200, same receipt), the deadline bounds the slot, and no
+      // per-request AbortController is created.
+      { clock: s.clock, op: 'webhook.ack', metrics: s.metrics },
     )
     recordOutcome(s, 202)
     return acked(202, receipt)
