@@ -69,6 +69,7 @@ await self.post('Profiler.setSamplingInterval', { interval: 100 })
 await self.post('Profiler.start')
 await server.profStart()
 let summary: string
+let cycles = 0
 if (which.startsWith('commit')) {
   const t0 = performance.now()
   let done = 0
@@ -77,6 +78,7 @@ if (which.startsWith('commit')) {
     done++
   }
   const ms = performance.now() - t0
+  cycles = done
   const per = (x: number): string => (x / done).toFixed(3)
   summary = `commit: ${done} cycles, ${((done * 1000) / ms).toFixed(1)}/s, ${(ms / done).toFixed(2)} ms per cycle; client ms per cycle: propose ${per(t.propose)}, sign x2 ${per(t.sign)}, approve x2 ${per(t.approve)}, commit ${per(t.commit)}`
 } else {
@@ -100,6 +102,13 @@ await transport.close()
 await server.stop()
 const p = JSON.parse(await readFile(file, 'utf8')) as Profile
 console.log(`profile ${file}`)
+if (which.startsWith('commit')) {
+  // Main-thread time the server spent not idle, per cycle (less sensitive to a busy machine than wall time).
+  const byId = new Map(p.nodes.map((x) => [x.id, x.callFrame.functionName]))
+  let busy = 0
+  for (let i = 0; i < p.samples.length; i++) if (byId.get(p.samples[i]!) !== '(idle)') busy += p.timeDeltas[i] ?? 0
+  console.log(`server main thread busy: ${(busy / 1000 / cycles).toFixed(3)} ms per cycle`)
+}
 console.log('self time:')
 for (const row of topSelf(p, 30)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
 console.log('inclusive time:')
