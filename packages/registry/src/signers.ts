@@ -7,7 +7,8 @@
  * @module
  */
 
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto'
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto'
+import { ed25519Verify } from '@ron/core'
 import type { SignerSet } from './descriptors.js'
 
 /** Domain tag that starts every approval message. */
@@ -84,20 +85,83 @@ export function signApproval(key: SignerKey, subject: ApprovalSubject): Approval
   return { signerId: key.id, sig: sign(null, approvalMessage(subject), key.privateKey).toString('base64url') }
 }
 
-const keyCache = new Map<string, KeyObject>()
+// Ed25519 (RFC 8032 section 5.1) over GF(p), p = 2^255 - 19: just enough arithmetic to decode a
+// public key and tell whether it has small order. Run once per key (the result is cached).
+const P = (1n << 255n) - 19n
+const mod = (a: bigint): bigint => {
+  const r = a % P
+  return r < 0n ? r + P : r
+}
+function pow(b: bigint, e: bigint): bigint {
+  let r = 1n
+  b = mod(b)
+  while (e > 0n) {
+    if (e & 1n) r = (r * b) % P
+    b = (b * b) % P
+    e >>= 1n
+  }
+  return r
+}
+const inv = (a: bigint): bigint => pow(a, P - 2n)
+const D = mod(-121665n * inv(121666n))
+const SQRT_M1 = pow(2n, (P - 1n) / 4n)
 
-/** A KeyObject for a raw base64url Ed25519 public key (cached; undefined when invalid). */
+/** The affine point of an encoded key, or undefined when the encoding is not canonical or not on the curve. */
+function decodePoint(bytes: Uint8Array): { x: bigint; y: bigint } | undefined {
+  if (bytes.length !== 32) return undefined
+  let y = 0n
+  for (let i = 31; i >= 0; i--) y = (y << 8n) | BigInt(i === 31 ? bytes[i]! & 0x7f : bytes[i]!)
+  const sign = bytes[31]! >> 7
+  if (y >= P) return undefined // non-canonical y
+  const u = mod(y * y - 1n)
+  const v = mod(D * y * y + 1n)
+  let x = mod(u * pow(v, 3n) * pow(u * pow(v, 7n), (P - 5n) / 8n))
+  const vx2 = mod(v * x * x)
+  if (vx2 === mod(-u)) x = mod(x * SQRT_M1)
+  else if (vx2 !== u) return undefined // not on the curve
+  if (x === 0n && sign === 1) return undefined // non-canonical: -0
+  if (Number(x & 1n) !== sign) x = P - x
+  return { x, y }
+}
+
+function add(a: { x: bigint; y: bigint }, b: { x: bigint; y: bigint }): { x: bigint; y: bigint } {
+  // Complete twisted Edwards addition (a = -1; d is not a square, so no exceptional cases).
+  const t = mod(D * a.x * b.x * a.y * b.y)
+  return { x: mod((a.x * b.y + a.y * b.x) * inv(1n + t)), y: mod((a.y * b.y + a.x * b.x) * inv(1n - t)) }
+}
+
+/**
+ * True when `raw` (32 bytes) is a canonical encoding of a curve point outside the small-order
+ * subgroup. `node:crypto` (OpenSSL) verifies against any 32 bytes that decode, including the
+ * eight small-order points, for which one signature (R = identity, S = 0 with the identity key)
+ * verifies for every message; such keys never count for a quorum here.
+ */
+export function isStrongEd25519Key(raw: Uint8Array): boolean {
+  const pt = decodePoint(raw)
+  if (pt === undefined) return false
+  let q = pt
+  for (let i = 0; i < 3; i++) q = add(q, q) // 8·P
+  return !(q.x === 0n && q.y === 1n)
+}
+
+const keyCache = new Map<string, KeyObject | null>()
+
+/**
+ * A KeyObject for a raw base64url Ed25519 public key (cached); undefined when it is not a valid
+ * key, or is a non-canonical encoding or a small-order point ({@link isStrongEd25519Key}).
+ */
 export function publicKeyObject(raw: string): KeyObject | undefined {
   let k = keyCache.get(raw)
-  if (k !== undefined) return k
+  if (k !== undefined) return k ?? undefined
   try {
-    k = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw }, format: 'jwk' })
+    const bytes = Buffer.from(raw, 'base64url')
+    k = /^[A-Za-z0-9_-]{43}$/.test(raw) && isStrongEd25519Key(bytes) ? createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw }, format: 'jwk' }) : null
   } catch {
-    return undefined
+    k = null
   }
   if (keyCache.size > 4096) keyCache.clear()
   keyCache.set(raw, k)
-  return k
+  return k ?? undefined
 }
 
 // Verdicts of recent checks: a proposal's approvals are recounted on every approval, view and
@@ -112,13 +176,8 @@ export function verifyApprovalSig(publicKey: string, sig: string, subject: Appro
   if (known !== undefined) return known
   const key = publicKeyObject(publicKey)
   let ok = false
-  if (key !== undefined && /^[A-Za-z0-9_-]{86}$/.test(sig)) {
-    try {
-      ok = verify(null, approvalMessage(subject), key, Buffer.from(sig, 'base64url'))
-    } catch {
-      ok = false
-    }
-  }
+  // Core's strict check (64 bytes, node:crypto: S must be canonical), on a key that passed ours.
+  if (key !== undefined && /^[A-Za-z0-9_-]{86}$/.test(sig)) ok = ed25519Verify(key, approvalMessage(subject), Buffer.from(sig, 'base64url'))
   if (verdicts.size >= VERDICTS_MAX) verdicts.delete(verdicts.keys().next().value!)
   verdicts.set(memo, ok)
   return ok
