@@ -89,6 +89,28 @@ describe('audit payload hashes off the request path', () => {
     await sup.shutdown(1000)
   })
 
+  it('a burst is written in order by one wake-up of the sink task, and the task waits again once idle', async () => {
+    const clock = new VirtualClock(0)
+    const metrics = createServiceMetrics({ service: 'interop' })
+    const written: number[] = []
+    const sink: AuditSink = { kind: 'list', write: (e) => void written.push(e.seq) }
+    const audit = new AuditLog({ sink, clock, metrics: metrics.sink })
+    const sup = new Supervisor({ clock, metrics: metrics.sink })
+    sup.spawn('audit-sink', (signal) => audit.run(signal))
+    for (let i = 1; i <= 50; i++) audit.emit(event(i))
+    await clock.flush()
+    await clock.flush()
+    expect(written).toEqual(Array.from({ length: 50 }, (_, i) => i + 1))
+    await clock.flush()
+    audit.emit(event(51))
+    await clock.flush()
+    await clock.flush()
+    expect(written.at(-1)).toBe(51)
+    expect(audit.depth).toBe(0)
+    audit.close()
+    await sup.shutdown(1000)
+  })
+
   it('events queued before shutdown are written with their hashes on close', async () => {
     const clock = new VirtualClock(0)
     const metrics = createServiceMetrics({ service: 'interop' })
