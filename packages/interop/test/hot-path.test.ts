@@ -11,6 +11,8 @@ import { AuditLog, MemoryAuditSink, signWebhook, type AuditEvent, type AuditSink
 import { LAZY_HASH_MAX_BYTES } from '../src/audit.js'
 import { KEY_CACHE_MAX, decodeHex32, hmacKey, hmacKeyCacheSize, hmacSha256 } from '../src/webhooks/hmac.js'
 import { verifyWebhook } from '../src/webhooks/verify.js'
+import { refusalBody } from '../src/routes/webhooks.js'
+import { UnauthorizedError } from '@ron/core'
 
 const event = (i: number) => ({ kind: 'webhook' as const, provider: 'github', requestId: `r${i}`, decision: 'deny' as const, reason: 'bad_signature', latency: '<10ms' })
 
@@ -34,6 +36,19 @@ describe('hmac key cache', () => {
     expect(at(['old']).ok).toBe(true)
     expect(at(['new', 'old'])).toMatchObject({ ok: true, secretIndex: 1 })
     expect(at(['new'])).toMatchObject({ ok: false, reason: 'bad_signature' })
+  })
+})
+
+describe('refusal envelope', () => {
+  it('is exactly the UnauthorizedError envelope, escaping the message and the correlation id', () => {
+    for (const [message, corrId] of [
+      ['signature does not match any active secret', 'abc-1'],
+      ['missing header x-hub-signature-256', 'we"ird\\id\u2028'],
+    ] as const) {
+      const text = refusalBody(message, corrId, 'bad_signature', 'github')
+      const expected = new UnauthorizedError(`webhook refused: ${message}`, { details: { reason: 'bad_signature', provider: 'github' } }).toEnvelope(corrId)
+      expect(JSON.parse(text)).toEqual(expected)
+    }
   })
 })
 

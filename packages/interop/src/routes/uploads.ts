@@ -22,7 +22,8 @@ const ENDPOINT = 'POST /put'
  * buffered whatever the producer's chunk sizes.
  */
 export async function* rechunk(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
-  let buf = new Uint8Array(size)
+  // Unzeroed: every byte handed on is written first (the last chunk is cut to what was filled).
+  let buf: Uint8Array = Buffer.allocUnsafeSlow(size)
   let n = 0
   for await (const c of source) {
     let off = 0
@@ -38,7 +39,7 @@ export async function* rechunk(source: AsyncIterable<Uint8Array>, size: number):
       off += take
       if (n === size) {
         yield buf
-        buf = new Uint8Array(size)
+        buf = Buffer.allocUnsafeSlow(size)
         n = 0
       }
     }

@@ -21,7 +21,7 @@ import {
 } from '@ron/core'
 import { latencyBucket } from '../audit.js'
 import { encodeReceipt } from '../receipt.js'
-import { isWebhookProvider, verifyWebhook, type WebhookProvider } from '../webhooks/verify.js'
+import { isWebhookProvider, verifyWebhook, type WebhookFailureReason, type WebhookProvider } from '../webhooks/verify.js'
 import { admitWrite, recordOutcome, type InteropContext } from './context.js'
 
 const ENDPOINT = 'POST /webhooks/:provider'
@@ -84,10 +84,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
     // the payload's b3: address, see AuditLog.emit), no closure, no queue hop, and answered rather
     // than thrown (an Error's stack capture is most of its cost). Same envelope as UnauthorizedError.
     s.audit.emit({ kind: 'webhook', provider, requestId: ctx.corrId, decision: 'deny', reason: v.reason, latency: latencyBucket(s.clock.now() - started) }, body)
-    return {
-      status: 401,
-      json: { error: { code: 'Unauthorized', message: `webhook refused: ${v.message}`, retryable: false, corr_id: ctx.corrId, details: { reason: v.reason, provider } } },
-    }
+    return { status: 401, headers: JSON_TYPE, body: refusalBody(v.message, ctx.corrId, v.reason, provider) }
   }
   const payloadB3 = addressOf(body)
   const audit = (decision: 'accept' | 'duplicate' | 'error', extra: { reason?: string; receipt?: string } = {}): void => {
@@ -150,6 +147,16 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
     audit('error', { reason: isRonError(e) ? e.code : 'Internal' })
     throw e
   }
+}
+
+const JSON_TYPE = { 'content-type': 'application/json' } as const
+
+/**
+ * The 401 envelope of a refused delivery (the same as `UnauthorizedError`'s), written as text:
+ * `reason` and `provider` come from fixed lists, the message and the correlation id are escaped.
+ */
+export function refusalBody(message: string, corrId: string, reason: WebhookFailureReason, provider: WebhookProvider): string {
+  return `{"error":{"code":"Unauthorized","message":${JSON.stringify(`webhook refused: ${message}`)},"retryable":false,"corr_id":${JSON.stringify(corrId)},"details":{"reason":"${reason}","provider":"${provider}"}}}`
 }
 
 /** The `challenge` of a Slack `url_verification` body, if it is one. */
