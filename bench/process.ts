@@ -9,6 +9,8 @@
  * `memStop()`), never in the parent.
  */
 import { fork, type ChildProcess } from 'node:child_process'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { LoadJob, LoadResult } from './load-child.js'
 
@@ -16,8 +18,39 @@ export type { LoadJob, LoadResult } from './load-child.js'
 
 const here = (p: string): string => fileURLToPath(new URL(p, import.meta.url))
 
-/** Node flags for children: run TypeScript sources through tsx (tsconfig paths map `@ron/*` to src). */
+/** Node flags for children: the bench's own TypeScript runs through tsx. */
 const EXEC_ARGV = ['--import', 'tsx']
+
+const PACKAGES = ['core', 'storage', 'registry', 'passport', 'index', 'interop']
+
+function newestMtime(dir: string): number {
+  let newest = 0
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name)
+    newest = Math.max(newest, e.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs)
+  }
+  return newest
+}
+
+/** Whether every package's `dist/` exists and is newer than its sources. */
+function builtAndFresh(): boolean {
+  return PACKAGES.every((p) => {
+    const dist = here(`../packages/${p}/dist/index.js`)
+    return existsSync(dist) && statSync(dist).mtimeMs >= newestMtime(here(`../packages/${p}/src`))
+  })
+}
+
+/**
+ * What the server children run: `dist` — the built packages, what users install (`@ron/*`
+ * resolves through the workspace links to each package's `exports`) — whenever every package is
+ * built and the build is newer than its sources (`npm run bench` builds first); else `src`, the
+ * TypeScript sources through tsx (tsconfig paths), which costs more than users pay: esbuild's
+ * `keepNames` wraps every closure the server creates in a `__name` call. `RON_BENCH_SOURCES=1`
+ * forces `src` (quick A/B while editing).
+ */
+export const SERVER_CODE: 'dist' | 'src' = process.env.RON_BENCH_SOURCES === '1' ? 'src' : builtAndFresh() ? 'dist' : 'src'
+
+const SERVER_ENV: NodeJS.ProcessEnv = SERVER_CODE === 'dist' ? { ...process.env, TSX_TSCONFIG_PATH: here('./tsconfig.dist.json') } : process.env
 
 interface Pending {
   resolve(v: unknown): void
@@ -117,6 +150,7 @@ export interface ServerProcess extends ServerInfo {
 export async function spawnServer(name: string, factory: string, options: Record<string, unknown> = {}, nodeArgs: string[] = []): Promise<ServerProcess> {
   const child = fork(here('./server-child.ts'), [here(factory), JSON.stringify(options)], {
     execArgv: [...EXEC_ARGV, ...nodeArgs],
+    env: SERVER_ENV,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const rpc = new Rpc(child, `server ${name}`)

@@ -6,6 +6,7 @@
 import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { FULL } from './harness.js'
+import { SERVER_CODE } from './process.js'
 
 /** Modules of the quick run: the system benchmarks, servers out of process. */
 const QUICK = ['http', 'storage']
@@ -18,6 +19,11 @@ const modules = readdirSync(dir)
   .sort()
 
 console.log(`# RON benchmarks (${FULL ? 'full' : 'quick'}), node ${process.version}, ${new Date().toISOString()}`)
+console.log(
+  SERVER_CODE === 'dist'
+    ? '# servers run the built packages (dist), as users do'
+    : '# servers run the TypeScript sources through tsx (dist missing or older than src, or RON_BENCH_SOURCES=1): slower than what users run; `npm run build` first',
+)
 for (const file of modules) {
   const mod = (await import(`./${file}`)) as { run: () => Promise<void> }
   const t0 = performance.now()

@@ -299,6 +299,9 @@ export function readWholeBody(req: RonRequest, o: Omit<BodyLimits, 'signal'>, si
   if (explicit?.aborted === true) return Promise.reject(abortReason(explicit))
   const stream = body as Readable
   if (stream.readableEnded) return Promise.resolve(new Uint8Array(0))
+  // Gone before the handler asked for the body: its 'error'/'close' are past, and only the gap
+  // timer would end the wait (a 408 after readTimeoutMs, holding the handler).
+  if (stream.destroyed) return Promise.reject(new CanceledError('client disconnected', stream.errored === null ? {} : { cause: stream.errored }))
   return new Promise<Uint8Array>((resolve, reject) => {
     new WholeBodyReader(stream, o, explicit, resolve, reject).start()
   })

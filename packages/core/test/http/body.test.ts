@@ -185,6 +185,14 @@ describe('readWholeBody (the buffered reader behind ctx.bytes() and ctx.json())'
     closed.write('{')
     closed.destroy()
     expect(await p2).toBe('Canceled:')
+    // Gone before the body was asked for: Canceled at once, not a 408 after the gap.
+    const clock = new VirtualClock()
+    const gone = new PassThrough()
+    gone.destroy()
+    await new Promise((r) => setImmediate(r)) // let 'close' be emitted before the read starts
+    const p3 = outcome(readWholeBody(streamReq(gone), wholeLimits(100, { clock }), () => new AbortController().signal, undefined))
+    expect(clock.pending).toBe(0)
+    expect(await p3).toBe('Canceled:')
   })
 
   it("a context's own signal (a queued job's) aborts the read with its reason and is detached after", async () => {
