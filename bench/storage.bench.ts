@@ -21,7 +21,7 @@ const ROUNDS = FULL ? 7 : 5
 
 const P = FULL
   ? { getBig: 4, getBig4: 8, rateSec: 5, range: 16 * 40, put1: 60, put16: 16 * 8, bigSize: GiB, bigRounds: 5, slowRate: 128 * MiB, soak: 30 }
-  : { getBig: 2, getBig4: 4, rateSec: 0.5, range: 16 * 6, put1: 12, put16: 16 * 2, bigSize: 32 * MiB, bigRounds: 5, slowRate: 64 * MiB, soak: 0 }
+  : { getBig: 2, getBig4: 4, rateSec: 0.5, range: 16 * 20, put1: 12, put16: 16 * 2, bigSize: 32 * MiB, bigRounds: 5, slowRate: 64 * MiB, soak: 0 }
 
 const mib = (b: number): string => `${(b / MiB).toFixed(0)} MiB`
 
