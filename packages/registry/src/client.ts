@@ -86,8 +86,12 @@ export interface RegistryClient {
   approve(proposalId: string, approval: Approval, opts?: RegistryCallOptions): Promise<ApprovalResult>
   /** Signs the proposal with `key` (fetching origin and base) and sends the approval. */
   approveWith(proposalId: string, key: SignerKey, opts?: RegistryCallOptions): Promise<ApprovalResult>
-  /** Commits a proposal with quorum (needs `registry:commit`); a retry returns the same entry. */
-  commit(proposalId: string, opts?: RegistryCallOptions): Promise<CommitResult>
+  /**
+   * Commits a proposal with quorum (needs `registry:commit`); a retry returns the same entry.
+   * With `approvals`, they are recorded first in the same request (the token then needs
+   * `registry:approve` too): propose → commit-with-approvals is two round trips instead of 2 + M.
+   */
+  commit(proposalId: string, opts?: RegistryCallOptions & { approvals?: Approval[] }): Promise<CommitResult>
   /** Proposes a supersede record for `version` (needs `registry:admin`); approve and commit it like any proposal. */
   supersede(version: number, reason: string, opts?: RegistryCallOptions & { items?: Descriptor[] }): Promise<ProposeResult>
   /** A proposal and its approvals. */
@@ -151,7 +155,8 @@ export function createRegistryClient(transport: Transport, options: RegistryClie
     },
     commit(id, opts) {
       const timeoutMs = opts?.timeoutMs ?? options.timeoutMs
-      return json('POST', `/registry/commit/${enc(id)}`, undefined, opts, timeoutMs === undefined ? {} : { [DEADLINE_HEADER]: String(timeoutMs) })
+      const body = opts?.approvals === undefined ? undefined : { approvals: opts.approvals.map((a) => ({ signerId: a.signerId, sig: a.sig })) }
+      return json('POST', `/registry/commit/${enc(id)}`, body, opts, timeoutMs === undefined ? {} : { [DEADLINE_HEADER]: String(timeoutMs) })
     },
     supersede: (version, reason, opts) => json('POST', '/registry/supersede', opts?.items === undefined ? { version, reason } : { version, reason, items: opts.items }, opts),
     proposal: (id, opts) => json('GET', `/registry/proposals/${enc(id)}`, undefined, opts),

@@ -95,7 +95,7 @@ interface Proposal {
 type Command =
   | { type: 'propose'; payload: DescriptorSet; baseVersion: number | undefined; done: Done<ProposalView> }
   | { type: 'approve'; id: string; approval: Approval; done: Done<ApprovalResult> }
-  | { type: 'commit'; id: string; signal: AbortSignal; done: Done<CommitResult> }
+  | { type: 'commit'; id: string; signal: AbortSignal; approvals: Approval[] | undefined; done: Done<CommitResult> }
   | { type: 'get'; id: string; done: Done<ProposalView> }
 
 interface Done<T> {
@@ -180,10 +180,13 @@ export class Committer {
   /**
    * Commits a proposal with quorum; a retry of a committed proposal returns the same entry.
    * `signal` is the caller's deadline: a command still queued when it aborts is not committed.
-   * @throws {@link QuorumNotMetError}, {@link ChainMismatchError}, {@link NotFoundError}, {@link TimeoutError}, {@link BusyError}
+   * `approvals` are recorded first, each exactly as {@link Committer.approve} would (one already
+   * recorded with the same signature is skipped, so a retried call is harmless).
+   * @throws {@link QuorumNotMetError}, {@link ChainMismatchError}, {@link NotFoundError}, {@link TimeoutError}, {@link BusyError},
+   *   and for `approvals` {@link DuplicateApprovalError}, {@link InvalidSignatureError}
    */
-  commit(id: string, signal: AbortSignal): Promise<CommitResult> {
-    return this.#submit('proposals', (done) => ({ type: 'commit', id, signal, done }))
+  commit(id: string, signal: AbortSignal, approvals?: Approval[]): Promise<CommitResult> {
+    return this.#submit('proposals', (done) => ({ type: 'commit', id, signal, approvals, done }))
   }
 
   /** A proposal's view. @throws {@link NotFoundError} */
@@ -311,7 +314,7 @@ export class Committer {
           cmd.done.resolve(this.#view(this.#find(cmd.id)))
           return
         case 'commit':
-          cmd.done.resolve(await this.#commit(cmd.id, cmd.signal))
+          cmd.done.resolve(await this.#commit(cmd.id, cmd.signal, cmd.approvals))
           return
       }
     } catch (e) {
@@ -414,11 +417,15 @@ export class Committer {
     return r
   }
 
-  async #commit(id: string, signal: AbortSignal): Promise<CommitResult> {
+  async #commit(id: string, signal: AbortSignal, carried: Approval[] | undefined): Promise<CommitResult> {
     const p = this.#find(id)
     if (p.committed !== undefined) return p.committed
     if (signal.aborted) {
       throw signal.reason instanceof TimeoutError ? signal.reason : new TimeoutError('commit deadline passed while queued', { details: { op: 'commit' } })
+    }
+    for (const a of carried ?? []) {
+      if (p.approvals.some((x) => x.signerId === a.signerId && x.sig === a.sig)) continue
+      this.#approve(id, { signerId: a.signerId, sig: a.sig })
     }
     const log = this.#o.log
     const current = log.signerSetAt(p.baseVersion)

@@ -253,6 +253,7 @@ function build(
       config: cfg,
       clock,
       metrics: sink,
+      authenticate: (req, scope) => host.authenticate(req, scope),
       writeGate() {
         if (!disk.ok || !integrity.ok) {
           throw new NotReadyError('registry writes are unavailable', { details: { reason: disk.ok ? 'integrity' : 'disk' }, retryAfterMs: 1000 })

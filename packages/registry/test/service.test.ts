@@ -234,6 +234,64 @@ describe('conditional reads', () => {
   })
 })
 
+describe('a commit carrying its approvals', () => {
+  it('records the approvals and commits in one request; a retry returns the same entry', async () => {
+    h = await harness()
+    const p = await h.client.propose(payload(1))
+    const approvals = h.keys.slice(0, 2).map((k) => signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }))
+    const c = await h.client.commit(p.proposalId, { approvals })
+    expect(c).toMatchObject({ version: 1, payloadB3: p.payloadB3, treeSize: 1 })
+    expect((await h.client.get(1)).approvals.map((a) => a.signerId)).toEqual(['s1', 's2'])
+    expect(await h.client.commit(p.proposalId, { approvals })).toEqual(c)
+    expect(await h.client.commit(p.proposalId)).toEqual(c)
+  })
+
+  it('skips an approval already recorded, refuses a different one by the same signer (409) and a bad signature (422), and commits nothing then', async () => {
+    h = await harness()
+    const [a, b, c] = h.keys as [NonNullable<(typeof h.keys)[0]>, NonNullable<(typeof h.keys)[0]>, NonNullable<(typeof h.keys)[0]>]
+    const p = await h.client.propose(payload(1))
+    const subject = { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }
+    await h.client.approve(p.proposalId, signApproval(a, subject))
+    // Signed by c's key but claiming to be b: does not verify.
+    const forged = { signerId: 's2', sig: signApproval(c, subject).sig }
+    expect(await rejectCode(h.client.commit(p.proposalId, { approvals: [signApproval(a, subject), forged] }))).toMatchObject({ code: 'InvalidSignature', status: 422 })
+    // A second, different signature by s1 over another subject is a duplicate approval.
+    const other = signApproval(a, { ...subject, payloadB3: `b3:${'00'.repeat(32)}` })
+    expect(await rejectCode(h.client.commit(p.proposalId, { approvals: [other] }))).toMatchObject({ code: 'DuplicateApproval', status: 409 })
+    expect(h.svc.head().version).toBe(0)
+    // One approval short: recorded, then QuorumNotMet.
+    const q = await h.client.propose(payload(2))
+    expect(await rejectCode(h.client.commit(q.proposalId, { approvals: [signApproval(b, { ...subject, payloadB3: q.payloadB3 })] }))).toMatchObject({ code: 'QuorumNotMet' })
+    expect((await h.client.proposal(q.proposalId)).approvals).toEqual([{ signerId: 's2' }])
+    // The recorded one plus a new one commit.
+    const done = await h.client.commit(p.proposalId, { approvals: [signApproval(a, subject), signApproval(b, subject)] })
+    expect(done.version).toBe(1)
+  })
+
+  it('needs registry:approve besides registry:commit when it carries approvals; the body is strict', async () => {
+    h = await harness()
+    const p = await h.client.propose(payload(1))
+    const approvals = h.keys.slice(0, 2).map((k) => signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }))
+    const committer = createRegistryClient(h.transport, { token: h.issuer.mint({ scope: 'registry:commit' }) })
+    expect(await rejectCode(committer.commit(p.proposalId, { approvals }))).toMatchObject({ code: 'Forbidden', status: 403 })
+    expect((await h.client.proposal(p.proposalId)).approvals).toEqual([])
+    const { memoryRequest } = await import('@ron/core/testing')
+    const token = h.issuer.mint({ scope: ['registry:commit', 'registry:approve'] })
+    const bad = await memoryRequest(h.svc, {
+      method: 'POST',
+      path: `/registry/commit/${p.proposalId}`,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ approvals, extra: 1 }),
+    })
+    expect(bad.status).toBe(400)
+    expect(await bad.json()).toMatchObject({ error: { code: 'Malformed' } })
+    expect(h.svc.head().version).toBe(0)
+    // Without approvals, a commit-only token commits as before once quorum is there.
+    for (const x of approvals) await h.client.approve(p.proposalId, x)
+    expect((await committer.commit(p.proposalId)).version).toBe(1)
+  })
+})
+
 describe('cached HEAD reply', () => {
   it('follows every commit and every prune (oldest), and is the same bytes while neither moves', async () => {
     h = await harness({ segmentEntries: 2, retention: { maxEntries: 1 } })

@@ -5,7 +5,7 @@
  * @internal
  */
 
-import type { Clock, MetricsSink, SseHub } from '@ron/core'
+import type { Claims, Clock, MetricsSink, RonRequest, SseHub } from '@ron/core'
 import type { Checkpointor } from '../checkpointor.js'
 import type { Committer, RegistryUpdated } from '../committer.js'
 import type { RegistryConfig } from '../config.js'
@@ -22,4 +22,6 @@ export interface RouteDeps {
   writeGate(): void
   clock: Clock
   metrics: MetricsSink
+  /** Checks the request's token for `scope` as a route declaring it would (the host's). */
+  authenticate(req: RonRequest, scope: string): Promise<Claims>
 }

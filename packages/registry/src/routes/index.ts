@@ -11,7 +11,7 @@ import { readRoutes } from './reads.js'
 import { writeRoutes } from './writes.js'
 
 export type { RouteDeps } from './context.js'
-export { DEADLINE_HEADER, approveBodySchema, proposeBodySchema, supersedeBodySchema } from './writes.js'
+export { DEADLINE_HEADER, approveBodySchema, commitBodySchema, proposeBodySchema, supersedeBodySchema } from './writes.js'
 
 /** Every route, static paths before `/registry/:version`. */
 export function registryRoutes(d: RouteDeps): Route[] {

@@ -9,6 +9,7 @@ import { z } from 'zod'
 import { ConflictError, MalformedError, withDeadline } from '@ron/core'
 import type { Route, RouteContext } from '@ron/core'
 import { descriptorSchema, descriptorSetSchema, type DescriptorSet } from '../descriptors.js'
+import type { Approval } from '../signers.js'
 import type { RouteDeps } from './context.js'
 
 /** Body of `POST /registry/proposals`. */
@@ -22,6 +23,15 @@ export const proposeBodySchema = z.strictObject({
 export const approveBodySchema = z.strictObject({
   signerId: z.string().min(1).max(128),
   sig: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'expected a base64url Ed25519 signature (86 characters)'),
+})
+
+/**
+ * Optional body of `POST /registry/commit/:proposalId`: approvals to record before the commit, as
+ * if each had been sent to `POST /registry/approvals/:proposalId` (the token then needs
+ * `registry:approve` too). Saves a round trip per approval; an empty body commits as before.
+ */
+export const commitBodySchema = z.strictObject({
+  approvals: z.array(approveBodySchema).min(1).max(64),
 })
 
 /** Body of `POST /registry/supersede`. */
@@ -42,6 +52,14 @@ function deadlineOf(ctx: RouteContext, fallback: number): number {
   if (v === undefined) return fallback
   if (!/^[0-9]{1,9}$/.test(v)) throw new MalformedError(`${DEADLINE_HEADER} must be a number of milliseconds`, { details: { field: DEADLINE_HEADER } })
   return Math.min(Math.max(1, Number(v)), MAX_DEADLINE_MS)
+}
+
+/** True when the request carries a body (a length above zero, or chunked). */
+function hasBody(ctx: RouteContext): boolean {
+  const h = ctx.req.headers
+  const len = h['content-length']
+  if (len !== undefined) return len !== '0'
+  return h['transfer-encoding'] !== undefined
 }
 
 /** The write routes. */
@@ -88,9 +106,14 @@ export function writeRoutes(d: RouteDeps): Route[] {
         d.writeGate()
         const ms = deadlineOf(ctx, d.config().commitTimeoutMs)
         const id = ctx.params['proposalId'] ?? ''
+        let approvals: Approval[] | undefined
+        if (hasBody(ctx)) {
+          approvals = (await ctx.json(commitBodySchema)).approvals
+          await d.authenticate(ctx.req, 'registry:approve')
+        }
         // The deadline races the reply: a commit already being written completes (a retry
         // returns it), one still queued when the deadline passes is never written.
-        const r = await withDeadline(ms, (signal) => d.committer.commit(id, signal), { clock: d.clock, op: 'commit', metrics: d.metrics, signal: ctx.signal })
+        const r = await withDeadline(ms, (signal) => d.committer.commit(id, signal, approvals), { clock: d.clock, op: 'commit', metrics: d.metrics, signal: ctx.signal })
         return { status: 201, json: r }
       },
     },
