@@ -53,6 +53,11 @@ export interface HttpHooks {
   authenticate?(req: RonRequest, route: Route): Promise<Claims>
   /** Runs `job` through the named work queue (WorkPool.submit); must reject BusyError at once when full. */
   submit?(queue: string, job: (signal: AbortSignal) => Promise<void>, signal: AbortSignal): Promise<void>
+  /**
+   * Called once when an exchange is finished — its reply written, or, in process, its body consumed
+   * or abandoned — with the request it served (for releasing what the caller tied to it).
+   */
+  finished?(req: RonRequest): void
   /** Called once per finished request for metrics (route = route.name ?? route.path, or 'builtin'/'unmatched'). */
   observe?(route: string, method: string, status: number, seconds: number): void
   /**
@@ -144,11 +149,11 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   }
 
   const onFinish = (ex: Exchange): void => {
-    if (hooks.observe === undefined) return
     try {
-      hooks.observe(ex.label, ex.req.method, ex.status, (clock.now() - ex.startMs) / 1000)
+      hooks.finished?.(ex.req)
+      hooks.observe?.(ex.label, ex.req.method, ex.status, (clock.now() - ex.startMs) / 1000)
     } catch {
-      // metrics must never break a response
+      // bookkeeping and metrics must never break a response
     }
   }
 

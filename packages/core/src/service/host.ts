@@ -17,7 +17,7 @@ import { createHttpHandler, type HttpHandler, type HttpHooks, type HttpLimits } 
 import type { Transport } from '../transport/types.js'
 import type { Claims, TokenVerifier } from '../auth/types.js'
 import { bearerToken, checkCaveats, createTokenVerifier, staticKeySource, type CachingTokenVerifier, type KeySource, type Jwk } from '../auth/index.js'
-import { Supervisor, WorkPool, Broadcast } from '../concurrency/index.js'
+import { Supervisor, WorkPool, Broadcast, linkSignals, type LinkedSignal } from '../concurrency/index.js'
 import { Admission } from '../resilience/index.js'
 import { createServiceMetrics, type ServiceMetrics } from '../metrics/service-metrics.js'
 import { METRICS_CONTENT_TYPE } from '../metrics/merge.js'
@@ -215,6 +215,8 @@ class Host<C> implements ServiceHost<C> {
   readonly #routes: Route[] = []
   readonly #closeHooks: Array<() => Promise<void> | void> = []
   readonly #abort = new AbortController()
+  /** In-process requests' signals linked to {@link #abort}, released when their exchange finishes. */
+  readonly #links = new WeakMap<RonRequest, LinkedSignal>()
   readonly #drainDeadlineMs: number
   readonly #workers: Record<string, number>
   readonly #admission: Admission
@@ -401,6 +403,12 @@ class Host<C> implements ServiceHost<C> {
       authenticate: (req, route) => this.authenticate(req, route.scope),
       submit: (queue, job, signal) => this.pool(queue).submit(job, signal),
       observe: (route, method, status, seconds) => this.metrics.observeHttp(route, method, status, seconds),
+      finished: (req) => {
+        const link = this.#links.get(req)
+        if (link === undefined) return
+        this.#links.delete(req)
+        link.dispose()
+      },
       onError: (err: RonError, corrId: string, req: RonRequest, route: string) => {
         // SPEC.md 4: every 429 is counted, whichever limit answered it. A full work queue does
         // not know the route it serves: the endpoint is the route the request matched.
@@ -450,16 +458,12 @@ class Host<C> implements ServiceHost<C> {
       this.#handlerOrCreate().handle(req, res)
     }
     const dispatch = async (req: RonRequest): Promise<RonResponse> => {
-      // In-process requests also abort when the host force-closes.
-      const signal = AbortSignal.any([req.signal, this.#abort.signal])
-      const res = await this.#handlerOrCreate().dispatch({
-        method: req.method,
-        url: req.url,
-        headers: req.headers,
-        body: req.body,
-        remoteAddress: req.remoteAddress,
-        signal,
-      })
+      // In-process requests also abort when the host force-closes. The link is released when
+      // the exchange finishes (the `finished` hook), not left on the host's long-lived signal.
+      const link = linkSignals(this.#abort.signal, req.signal)
+      const inner: RonRequest = { method: req.method, url: req.url, headers: req.headers, body: req.body, remoteAddress: req.remoteAddress, signal: link.signal }
+      this.#links.set(inner, link)
+      const res = await this.#handlerOrCreate().dispatch(inner)
       const cors = this.#corsHeaders(req)
       return cors === undefined ? res : { status: res.status, headers: { ...res.headers, ...cors }, body: res.body }
     }

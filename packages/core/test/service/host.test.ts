@@ -204,6 +204,38 @@ describe('createServiceHost', () => {
     await pending
   })
 
+  it("in-process requests leave no listener on the host's signal once their exchange finishes (buffered, streamed, abandoned)", async () => {
+    const abortListeners = (sig: AbortSignal): number => {
+      const sym = Object.getOwnPropertySymbols(sig).find((x) => x.description === 'kEvents')
+      return (sym === undefined ? undefined : (sig as unknown as Record<symbol, Map<string, { size: number }>>)[sym])?.get('abort')?.size ?? 0
+    }
+    const host = createServiceHost({ id: 'svc', version: '1', topology: topology(4, 2) })
+    const streamed = (): AsyncIterable<Uint8Array> => (async function* () {
+      yield Buffer.from('a')
+      yield Buffer.from('b')
+    })()
+    host.routes([
+      { method: 'GET', path: '/json', handler: () => ({ status: 200, json: { ok: true } }) },
+      { method: 'GET', path: '/stream', queue: 'work', handler: () => ({ status: 200, body: streamed() }) },
+    ])
+    const baseline = abortListeners(host.signal)
+    const caller = new AbortController()
+    const req = (path: string) => ({ method: 'GET', url: path, headers: {}, body: (async function* () {})(), remoteAddress: 'memory', signal: caller.signal })
+    for (let i = 0; i < 20; i++) {
+      const a = await host.service.dispatch(req('/json'))
+      for await (const _ of a.body) void _
+      const b = await host.service.dispatch(req('/stream'))
+      const chunks: string[] = []
+      for await (const c of b.body) chunks.push(Buffer.from(c).toString())
+      expect(chunks.join('')).toBe('ab')
+      const c = await host.service.dispatch(req('/stream'))
+      await c.body[Symbol.asyncIterator]().return?.()
+    }
+    expect(abortListeners(host.signal)).toBe(baseline)
+    expect(abortListeners(caller.signal)).toBe(0)
+    await host.service.close()
+  })
+
   it('counts a queued request cut off at the drain deadline in tasks_aborted_total even when it honours the abort, not in tasks_canceled_total', async () => {
     const clock = new VirtualClock()
     const started = deferred()
