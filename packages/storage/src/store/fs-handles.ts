@@ -129,3 +129,81 @@ export class HandleCache {
     return Promise.all(idle).then(() => undefined)
   }
 }
+
+interface BlockEntry {
+  block: Promise<Uint8Array | undefined>
+  bytes: number
+}
+
+/**
+ * Recently verified blocks of large objects, least recently used out first, bounded in bytes: when
+ * several clients stream the same hot object at about the same pace, each block is read and hashed
+ * once and its verified bytes are shared (a block read by two readers at once is read once). A
+ * block is keyed by its object's file identity, so a rewritten or replaced file is read afresh; a
+ * block that fails verification is never kept. Blocks in memory were verified when read from disk:
+ * bit rot on disk afterwards can make a remembered block stale, never wrong (content addressing).
+ * @internal
+ */
+export class BlockCache {
+  readonly #max: number
+  readonly #entries = new Map<string, BlockEntry>()
+  #bytes = 0
+
+  constructor(maxBytes: number) {
+    this.#max = maxBytes
+  }
+
+  /** Bytes of blocks held (or being read). */
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  /** The blocks of `address` as stored in the file of this `identity`. */
+  memo(address: Address, identity: FileIdentity): { get(first: number): Promise<Uint8Array | undefined> | undefined; set(first: number, block: Promise<Uint8Array | undefined>, bytes: number): void } | undefined {
+    if (this.#max <= 0) return undefined
+    const tag = `${address}:${identity.ino}:${identity.size}:${identity.mtimeNs}:${identity.ctimeNs}:`
+    return {
+      get: (first) => {
+        const key = tag + String(first)
+        const e = this.#entries.get(key)
+        if (e === undefined) return undefined
+        this.#entries.delete(key)
+        this.#entries.set(key, e)
+        return e.block
+      },
+      set: (first, block, bytes) => {
+        if (bytes > this.#max / 4) return
+        const key = tag + String(first)
+        this.#remove(key)
+        const e: BlockEntry = { block, bytes }
+        this.#entries.set(key, e)
+        this.#bytes += bytes
+        for (const [k] of this.#entries) {
+          if (this.#bytes <= this.#max) break
+          this.#remove(k)
+        }
+        void block.then((b) => {
+          if (b === undefined && this.#entries.get(key) === e) this.#remove(key)
+        })
+      },
+    }
+  }
+
+  /** Forgets every block of `address`. */
+  deleteAddress(address: Address): void {
+    const prefix = `${address}:`
+    for (const k of [...this.#entries.keys()]) if (k.startsWith(prefix)) this.#remove(k)
+  }
+
+  clear(): void {
+    this.#entries.clear()
+    this.#bytes = 0
+  }
+
+  #remove(key: string): void {
+    const e = this.#entries.get(key)
+    if (e === undefined) return
+    this.#entries.delete(key)
+    this.#bytes -= e.bytes
+  }
+}

@@ -25,7 +25,7 @@ import { prepareFormat } from './fs-format.js'
 import type { MigrationReport } from './fs-format.js'
 import { SmallObjectCache, objectSizeOf, openObject } from './fs-object.js'
 import type { OpenedObject } from './fs-object.js'
-import { HandleCache } from './fs-handles.js'
+import { BlockCache, HandleCache } from './fs-handles.js'
 import { hashPool } from './hash-pool.js'
 import type { HashedBlock } from './hash-pool.js'
 import type { SharedHandle } from './fs-handles.js'
@@ -83,6 +83,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
   const cache = new SmallObjectCache(opts.cacheBytes ?? 8 * 1024 * 1024)
   // Open handles of hot large objects (and their tables): at most 64 descriptors, 4 MiB of tables.
   const handles = new HandleCache(opts.openHandles ?? 64, 4 * 1024 * 1024)
+  const blocks = new BlockCache(opts.blockCacheBytes ?? 8 * 1024 * 1024)
   const pool = (opts.hashWorkers ?? availableParallelism() >= 4) ? hashPool() : undefined
 
   const closing = new AbortController()
@@ -163,6 +164,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
       }
       cache.delete(table.address)
       handles.delete(table.address)
+      blocks.deleteAddress(table.address)
       await syncDir(p.dir)
       return replace || !existed
     })
@@ -172,6 +174,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
   async function removeObject(address: Address, p: ObjectPaths): Promise<boolean> {
     cache.delete(address)
     handles.delete(address)
+    blocks.deleteAddress(address)
     try {
       await rm(p.data)
     } catch (e) {
@@ -285,6 +288,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
       checkOpen()
     }
     const readChunk = (i: number, len: number): Promise<Uint8Array> => readAt(handle, i * t.chunkSize, len, checkReader)
+    const memo = blocks.memo(address, shared.identity)
     // Large blocks are read and hashed by a worker on this handle's descriptor; the handle is
     // released only after those reads settle (so the descriptor cannot be closed under them).
     const offloaded = new Set<Promise<void>>()
@@ -316,7 +320,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
       size: t.size,
       chunkSize: t.chunkSize,
       read(range?: ByteRange, sig?: AbortSignal): AsyncIterable<Uint8Array> {
-        return readVerified(t, range, sig, readChunk, checkReader, readHashed)
+        return readVerified(t, range, sig, readChunk, checkReader, readHashed, memo)
       },
       close,
     }
@@ -434,6 +438,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
         await Promise.all([...inflight])
         await Promise.all([...readers].map((c) => c()))
         cache.clear()
+        blocks.clear()
         await handles.clear()
       })()
       return closePromise
@@ -449,6 +454,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     // on many kernels): forget the object so the next read goes to disk on every kernel.
     cache.delete(address)
     handles.delete(address)
+    blocks.deleteAddress(address)
     let fh: FileHandle
     try {
       fh = await open(pathsOf(address).data, 'r+')
@@ -479,6 +485,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     recovery,
     cache,
     handles,
+    blocks,
   })
   return store
 }

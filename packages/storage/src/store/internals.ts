@@ -26,6 +26,8 @@ export interface StoreInternals {
   cache?: { readonly bytes: number; readonly size: number }
   /** fs backend: the open-handle cache. */
   handles?: { readonly size: number }
+  /** fs backend: the verified-block cache. */
+  blocks?: { readonly bytes: number }
 }
 
 const table = new WeakMap<BlobStore, StoreInternals>()

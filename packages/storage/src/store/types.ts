@@ -240,4 +240,11 @@ export interface FsStoreOptions {
    * @default true with 4 or more cores (`os.availableParallelism()`), false otherwise
    */
   hashWorkers?: boolean
+  /**
+   * Bytes of recently verified blocks of large objects kept in memory, so clients streaming the
+   * same hot object at about the same time read and hash each block once (a block is only shared
+   * once every chunk in it verified; a rewritten file is read afresh). `0` turns it off.
+   * @default 8388608 (8 MiB)
+   */
+  blockCacheBytes?: number
 }

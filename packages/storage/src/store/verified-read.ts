@@ -30,6 +30,22 @@ export type ChunkSource = (index: number, length: number) => Promise<Uint8Array>
 export type HashedSource = (index: number, length: number) => Promise<HashedBlock> | undefined
 
 /**
+ * Verified blocks shared by concurrent reads of one object file (many clients streaming the same
+ * hot object read and hash each block once). Only bytes that verified are ever handed out.
+ */
+export interface BlockMemo {
+  /** The verified block starting at chunk `first` (pending or done; `undefined` inside: not verified), if remembered. */
+  get(first: number): Promise<Uint8Array | undefined> | undefined
+  /** Offers the block starting at chunk `first`, `bytes` long: resolves to it once every chunk verified, else `undefined`. */
+  set(first: number, block: Promise<Uint8Array | undefined>, bytes: number): void
+}
+
+interface Loaded {
+  block: Uint8Array
+  ok: number
+}
+
+/**
  * Checks `range` against `size` and returns it (the whole object when absent; `undefined` for an
  * empty object read without a range).
  * @throws {@link RangeNotSatisfiableError} details `{ size, start, end }`.
@@ -56,6 +72,7 @@ export async function* readVerified(
   readChunk: ChunkSource,
   checkOpen: () => void,
   readHashed?: HashedSource,
+  blocks?: BlockMemo,
 ): AsyncGenerator<Uint8Array, void, undefined> {
   checkOpen()
   if (signal?.aborted) throw abortReason(signal)
@@ -66,20 +83,39 @@ export async function* readVerified(
   const last = Math.floor(r.end / cs)
   /** Byte length of the block of chunks `[i, min(i + per, last + 1))`. */
   const blockLen = (i: number): number => Math.min(Math.min(i + per, last + 1) * cs, table.size) - i * cs
-  const fetch = (k: number): Promise<Uint8Array | HashedBlock> => {
+  /** Reads the block at chunk `k` and verifies it: `ok` chunks in a row verified. */
+  const load = (k: number): Promise<Loaded> => {
     const len = blockLen(k)
-    return readHashed?.(k, len) ?? readChunk(k, len)
+    return (readHashed?.(k, len) ?? readChunk(k, len)).then((got) => {
+      const block = got instanceof Uint8Array ? got : got.bytes
+      return { block, ok: got instanceof Uint8Array ? table.verifyRun(k, block) : table.matchRun(k, block, got.digests) }
+    })
+  }
+  /** Whole-object blocks (starting at a multiple of `per`, ending in range) may be shared through `blocks`. */
+  const fetch = (k: number): Promise<Loaded> => {
+    const want = Math.min(per, last - k + 1)
+    if (blocks === undefined || k % per !== 0 || Math.min(k + per, table.count) - 1 > last) return load(k)
+    const memo = blocks.get(k)
+    if (memo !== undefined) return memo.then((b) => (b !== undefined ? { block: b, ok: want } : load(k)))
+    const p = load(k)
+    blocks.set(
+      k,
+      p.then(
+        (l) => (l.ok === want ? l.block : undefined),
+        () => undefined,
+      ),
+      blockLen(k),
+    )
+    return p
   }
   let i = Math.floor(r.start / cs)
-  let pending: Promise<Uint8Array | HashedBlock> | undefined = fetch(i)
+  let pending: Promise<Loaded> | undefined = fetch(i)
   try {
     while (pending !== undefined) {
-      const got: Uint8Array | HashedBlock = await pending
+      const { block, ok }: Loaded = await pending
       const next = i + per
       pending = next <= last ? fetch(next) : undefined
       const want = Math.min(per, last - i + 1)
-      const block = got instanceof Uint8Array ? got : got.bytes
-      const ok = got instanceof Uint8Array ? table.verifyRun(i, block) : table.matchRun(i, block, got.digests)
       const base = i * cs
       const from = Math.max(r.start - base, 0)
       if (ok < want) {

@@ -124,3 +124,57 @@ describe('fs store open-handle cache', () => {
     await off.close()
   })
 })
+
+describe('fs store verified-block cache', () => {
+  let dir: string
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ron-fs-blocks-'))
+  })
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true })
+  })
+  const held = (store: BlobStore): number => internalsOf(store)!.blocks!.bytes
+
+  it('concurrent readers of one object share its verified blocks; bounded; forgotten on delete and close', async () => {
+    const store = await createFsStore({ dir, chunkSize: 1024, blockCacheBytes: 3 * 1024 * 1024 })
+    const data = bytes(5 * 1024 * 1024 + 100, 21)
+    const { address } = await store.put(once(data))
+    const all = await Promise.all([1, 2, 3, 4].map(() => readAll(store, address)))
+    for (const got of all) expect(Buffer.from(got).equals(Buffer.from(data))).toBe(true)
+    expect(held(store)).toBeGreaterThan(0)
+    expect(held(store)).toBeLessThanOrEqual(3 * 1024 * 1024)
+    // Ranges read through it too (only whole blocks are shared; a range's own blocks are read).
+    const range = { start: 1024 * 1024 - 5, end: 3 * 1024 * 1024 + 5 }
+    expect(Buffer.from(await readAll(store, address, range)).equals(Buffer.from(data.subarray(range.start, range.end + 1)))).toBe(true)
+    expect(await store.delete(address)).toBe(true)
+    expect(held(store)).toBe(0)
+    await store.put(once(data))
+    await readAll(store, address)
+    await store.close()
+    expect(held(store)).toBe(0)
+  })
+
+  it('never keeps a block that failed verification, and a rewritten file is read afresh', async () => {
+    const store = await createFsStore({ dir, chunkSize: 1024 })
+    const data = bytes(3 * 1024 * 1024, 22)
+    const { address } = await store.put(once(data))
+    await flipByte(objectPath(store, address), 1024 * 1024 + 3) // block 1, chunk 1024
+    for (let k = 0; k < 2; k++) {
+      const r = (await store.open(address))!
+      const { data: got, error } = await readUntilError(r.read())
+      await r.close()
+      expect((error as { details: unknown }).details).toEqual({ address, chunk: 1024 })
+      expect(Buffer.from(got).equals(Buffer.from(data.subarray(0, got.length)))).toBe(true)
+    }
+    // Healed by a re-put: the next read is whole (no failed block was remembered).
+    await store.put(once(data))
+    expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
+    // Good blocks were remembered; a flip now (the file's identity changes) is still found on disk.
+    await flipByte(objectPath(store, address), 3)
+    const r = (await store.open(address))!
+    const { error } = await readUntilError(r.read())
+    await r.close()
+    expect((error as { details: unknown }).details).toEqual({ address, chunk: 0 })
+    await store.close()
+  })
+})

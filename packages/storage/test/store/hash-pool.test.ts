@@ -121,7 +121,7 @@ describe('hash pool', () => {
   })
 
   it('fs store with hashWorkers: a truncated file fails at the first missing chunk; close waits for offloaded reads', async () => {
-    const store = await createFsStore({ dir, chunkSize: 1024, hashWorkers: true, openHandles: 0 })
+    const store = await createFsStore({ dir, chunkSize: 1024, hashWorkers: true, openHandles: 0, blockCacheBytes: 0 })
     const data = bytes(2 * 1024 * 1024, 7)
     const { address } = await store.put(once(data))
     // Several readers closed in the middle of their reads, then the store: no stray rejection, no hang.
