@@ -150,6 +150,7 @@ export {
   RevocationSet,
   createTokenVerifier,
   ed25519Verify,
+  isStrongEd25519Key,
   KNOWN_CAVEATS,
   checkCaveats,
   bearerToken,

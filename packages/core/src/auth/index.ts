@@ -15,6 +15,7 @@ export type { KeySource, RemoteKeySource, RemoteKeySourceOptions } from './key-s
 export { RevocationSet } from './revocation.js'
 export type { RevocationCheck, RevocationSetOptions } from './revocation.js'
 export { createTokenVerifier, ed25519Verify, KNOWN_CAVEATS } from './verifier.js'
+export { isStrongEd25519Key } from './ed25519-key.js'
 export type { TokenVerifierOptions, TokenRequirement, UnauthorizedReason, ForbiddenReason, CachingTokenVerifier, VerifierCacheOptions } from './verifier.js'
 export { checkCaveats } from './caveats.js'
 export type { CaveatRequest } from './caveats.js'

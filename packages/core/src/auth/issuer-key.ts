@@ -5,6 +5,7 @@
  */
 
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto'
+import { isStrongEd25519Key } from './ed25519-key.js'
 import { MalformedError } from '../errors.js'
 
 /** An Ed25519 JSON Web Key (RFC 8037). `d` is present only in private keys. */
@@ -122,12 +123,15 @@ export function importIssuerKey(text: string): IssuerKey {
 
 /**
  * Imports a public Ed25519 JWK as a `KeyObject`; `undefined` when it is not one (other key types
- * in a JWKS are ignored rather than failing the whole set).
+ * in a JWKS are ignored rather than failing the whole set), or when its `x` is a small-order point
+ * or a non-canonical encoding ({@link isStrongEd25519Key}).
  */
 export function publicKeyFromJwk(jwk: unknown): KeyObject | undefined {
   const j = jwk as Partial<Jwk> | null
   if (j === null || typeof j !== 'object' || j.kty !== 'OKP' || j.crv !== 'Ed25519' || typeof j.x !== 'string') return undefined
   if (j.alg !== undefined && j.alg !== 'EdDSA') return undefined
+  // A small-order or non-canonically encoded key would verify forged signatures (see isStrongEd25519Key).
+  if (!/^[A-Za-z0-9_-]{43}$/.test(j.x) || !isStrongEd25519Key(Buffer.from(j.x, 'base64url'))) return undefined
   try {
     return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: j.x }, format: 'jwk' })
   } catch {

@@ -142,8 +142,9 @@ const claimsSchema = z.object({
 
 /**
  * The signature step of the verifier: a strict Ed25519 check (exactly 64 signature bytes,
- * `node:crypto`, which rejects non-canonical `S` and small-order points per RFC 8032). Exported so
- * conformance vectors (RFC 8032, Wycheproof) run through exactly this code.
+ * `node:crypto`, which rejects a non-canonical `S`). `node:crypto` does NOT reject small-order
+ * public keys: keys are checked when imported ({@link publicKeyFromJwk}, {@link isStrongEd25519Key}).
+ * Exported so conformance vectors (RFC 8032, Wycheproof) run through exactly this code.
  */
 export function ed25519Verify(publicKey: KeyObject, data: Uint8Array, sig: Uint8Array): boolean {
   if (sig.length !== 64 || publicKey.asymmetricKeyType !== 'ed25519') return false

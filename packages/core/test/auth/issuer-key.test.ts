@@ -1,7 +1,17 @@
 import { sign, verify } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { MalformedError } from '../../src/errors.js'
-import { exportIssuerKey, generateIssuerKey, importIssuerKey, jwkThumbprint, publicKeyFromJwk } from '../../src/auth/index.js'
+import {
+  RevocationSet,
+  createTokenVerifier,
+  exportIssuerKey,
+  generateIssuerKey,
+  importIssuerKey,
+  isStrongEd25519Key,
+  jwkThumbprint,
+  publicKeyFromJwk,
+  staticKeySource,
+} from '../../src/auth/index.js'
 
 describe('issuer keys', () => {
   it('the JWK thumbprint matches the RFC 8037 appendix A.3 example', () => {
@@ -46,5 +56,43 @@ describe('issuer keys', () => {
     expect(publicKeyFromJwk({ kty: 'EC', crv: 'P-256', x: 'a', y: 'b' })).toBeUndefined()
     expect(publicKeyFromJwk({ kty: 'OKP', crv: 'Ed25519', x: 'short' })).toBeUndefined()
     expect(publicKeyFromJwk(null)).toBeUndefined()
+  })
+})
+
+describe('weak public keys (small order, non-canonical)', () => {
+  const b64 = (h: string): string => Buffer.from(h, 'hex').toString('base64url')
+  const IDENTITY = '01' + '00'.repeat(31)
+
+  it('node:crypto verifies R = identity, S = 0 under the identity key for any message; publicKeyFromJwk refuses that key', async () => {
+    const { ED25519_TORSION_SUBGROUP } = await import('@noble/curves/ed25519.js')
+    const jwk = { kty: 'OKP', crv: 'Ed25519', x: b64(IDENTITY) }
+    const forged = Buffer.concat([Buffer.from(IDENTITY, 'hex'), Buffer.alloc(32)])
+    // The reason for the check: OpenSSL accepts this forgery.
+    const { createPublicKey } = await import('node:crypto')
+    expect(verify(null, Buffer.from('any message'), createPublicKey({ key: jwk, format: 'jwk' }), forged)).toBe(true)
+    expect(publicKeyFromJwk(jwk)).toBeUndefined()
+    for (const h of ED25519_TORSION_SUBGROUP) {
+      expect(isStrongEd25519Key(Buffer.from(h, 'hex')), h).toBe(false)
+      expect(publicKeyFromJwk({ kty: 'OKP', crv: 'Ed25519', x: b64(h) }), h).toBeUndefined()
+    }
+  })
+
+  it('a token forged under a small-order key in a key set is refused (the key never enters the set)', async () => {
+    const kid = 'weak#1'
+    const keys = staticKeySource({ keys: [{ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', kid, x: b64(IDENTITY) }] })
+    const enc = (o: unknown): string => Buffer.from(JSON.stringify(o)).toString('base64url')
+    const now = Math.floor(Date.now() / 1000)
+    const signingInput = `${enc({ alg: 'EdDSA', typ: 'JWT', kid })}.${enc({ iss: 'x', sub: 'mallory', aud: ['storage'], scope: 'storage:write', iat: now, exp: now + 600, jti: 'j' })}`
+    const token = `${signingInput}.${Buffer.concat([Buffer.from(IDENTITY, 'hex'), Buffer.alloc(32)]).toString('base64url')}`
+    const verifier = createTokenVerifier({ keys, revocations: new RevocationSet() })
+    await expect(verifier.verify(token, { audience: 'storage', scope: 'storage:write' })).rejects.toMatchObject({ code: 'Unauthorized', details: { reason: 'unknown_kid' } })
+  })
+
+  it('ordinary keys pass', () => {
+    for (let i = 0; i < 10; i++) {
+      const k = generateIssuerKey()
+      expect(isStrongEd25519Key(Buffer.from(k.publicJwk.x, 'base64url'))).toBe(true)
+      expect(publicKeyFromJwk(k.publicJwk)).toBeDefined()
+    }
   })
 })
