@@ -138,7 +138,9 @@ interface BlockEntry {
 /**
  * Recently verified blocks of large objects, least recently used out first, bounded in bytes: when
  * several clients stream the same hot object at about the same pace, each block is read and hashed
- * once and its verified bytes are shared (a block read by two readers at once is read once). A
+ * once and its verified bytes are shared (a block read by two readers at once is read once). Blocks
+ * are remembered only while two or more readers of the object are open, and forgotten when its
+ * last reader closes, so the memory is held only while it is being shared. A
  * block is keyed by its object's file identity, so a rewritten or replaced file is read afresh; a
  * block that fails verification is never kept. Blocks in memory were verified when read from disk:
  * bit rot on disk afterwards can make a remembered block stale, never wrong (content addressing).
@@ -158,8 +160,15 @@ export class BlockCache {
     return this.#bytes
   }
 
-  /** The blocks of `address` as stored in the file of this `identity`. */
-  memo(address: Address, identity: FileIdentity): { get(first: number): Promise<Uint8Array | undefined> | undefined; set(first: number, block: Promise<Uint8Array | undefined>, bytes: number): void } | undefined {
+  /**
+   * The blocks of `address` as stored in the file of this `identity`; new blocks are remembered
+   * only while `shared()` says other readers of the object are active.
+   */
+  memo(
+    address: Address,
+    identity: FileIdentity,
+    shared: () => boolean,
+  ): { get(first: number): Promise<Uint8Array | undefined> | undefined; set(first: number, block: Promise<Uint8Array | undefined>, bytes: number): void } | undefined {
     if (this.#max <= 0) return undefined
     const tag = `${address}:${identity.ino}:${identity.size}:${identity.mtimeNs}:${identity.ctimeNs}:`
     return {
@@ -172,7 +181,7 @@ export class BlockCache {
         return e.block
       },
       set: (first, block, bytes) => {
-        if (bytes > this.#max / 4) return
+        if (bytes > this.#max / 4 || !shared()) return
         const key = tag + String(first)
         this.#remove(key)
         const e: BlockEntry = { block, bytes }

@@ -83,7 +83,9 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
   const cache = new SmallObjectCache(opts.cacheBytes ?? 8 * 1024 * 1024)
   // Open handles of hot large objects (and their tables): at most 64 descriptors, 4 MiB of tables.
   const handles = new HandleCache(opts.openHandles ?? 64, 4 * 1024 * 1024)
-  const blocks = new BlockCache(opts.blockCacheBytes ?? 8 * 1024 * 1024)
+  // Verified blocks shared by concurrent readers of one object (held only while they read it).
+  const blocks = new BlockCache(opts.blockCacheBytes ?? 32 * 1024 * 1024)
+  const active = new Map<Address, number>()
   const pool = (opts.hashWorkers ?? availableParallelism() >= 4) ? hashPool() : undefined
 
   const closing = new AbortController()
@@ -288,7 +290,8 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
       checkOpen()
     }
     const readChunk = (i: number, len: number): Promise<Uint8Array> => readAt(handle, i * t.chunkSize, len, checkReader)
-    const memo = blocks.memo(address, shared.identity)
+    active.set(address, (active.get(address) ?? 0) + 1)
+    const memo = blocks.memo(address, shared.identity, () => (active.get(address) ?? 0) >= 2)
     // Large blocks are read and hashed by a worker on this handle's descriptor; the handle is
     // released only after those reads settle (so the descriptor cannot be closed under them).
     const offloaded = new Set<Promise<void>>()
@@ -310,6 +313,13 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
       if (!closeP) {
         readerClosed = true
         readers.delete(close)
+        const n = (active.get(address) ?? 1) - 1
+        if (n > 0) active.set(address, n)
+        else {
+          // The last reader of the object: nobody is left to share its blocks with.
+          active.delete(address)
+          blocks.deleteAddress(address)
+        }
         closeP = Promise.all([...offloaded]).then(() => handles.release(shared))
       }
       return closeP

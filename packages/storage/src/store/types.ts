@@ -241,10 +241,11 @@ export interface FsStoreOptions {
    */
   hashWorkers?: boolean
   /**
-   * Bytes of recently verified blocks of large objects kept in memory, so clients streaming the
-   * same hot object at about the same time read and hash each block once (a block is only shared
-   * once every chunk in it verified; a rewritten file is read afresh). `0` turns it off.
-   * @default 8388608 (8 MiB)
+   * Bytes of recently verified blocks of large objects kept in memory while two or more readers of
+   * the object are open, so clients streaming the same hot object at about the same time read and
+   * hash each block once (a block is only shared once every chunk in it verified; a rewritten file
+   * is read afresh; the blocks are dropped when the object's last reader closes). `0` turns it off.
+   * @default 33554432 (32 MiB)
    */
   blockCacheBytes?: number
 }

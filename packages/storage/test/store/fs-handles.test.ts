@@ -135,23 +135,33 @@ describe('fs store verified-block cache', () => {
   })
   const held = (store: BlobStore): number => internalsOf(store)!.blocks!.bytes
 
-  it('concurrent readers of one object share its verified blocks; bounded; forgotten on delete and close', async () => {
+  it('concurrent readers of one object share its verified blocks while they read; bounded; dropped with the last reader', async () => {
     const store = await createFsStore({ dir, chunkSize: 1024, blockCacheBytes: 3 * 1024 * 1024 })
     const data = bytes(5 * 1024 * 1024 + 100, 21)
     const { address } = await store.put(once(data))
-    const all = await Promise.all([1, 2, 3, 4].map(() => readAll(store, address)))
+    // One reader alone keeps nothing.
+    expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
+    expect(held(store)).toBe(0)
+    const readers = await Promise.all([1, 2, 3, 4].map(async () => (await store.open(address))!))
+    const all = await Promise.all(readers.map(async (r) => (await collect(r.read())).data))
     for (const got of all) expect(Buffer.from(got).equals(Buffer.from(data))).toBe(true)
     expect(held(store)).toBeGreaterThan(0)
     expect(held(store)).toBeLessThanOrEqual(3 * 1024 * 1024)
     // Ranges read through it too (only whole blocks are shared; a range's own blocks are read).
     const range = { start: 1024 * 1024 - 5, end: 3 * 1024 * 1024 + 5 }
-    expect(Buffer.from(await readAll(store, address, range)).equals(Buffer.from(data.subarray(range.start, range.end + 1)))).toBe(true)
+    expect(Buffer.from((await collect(readers[0]!.read(range))).data).equals(Buffer.from(data.subarray(range.start, range.end + 1)))).toBe(true)
+    for (const r of readers.slice(1)) await r.close()
+    expect(held(store)).toBeGreaterThan(0) // one reader still open
+    await readers[0]!.close()
+    expect(held(store)).toBe(0)
+    // A delete forgets them at once, even with readers open.
+    const again = await Promise.all([1, 2].map(async () => (await store.open(address))!))
+    await Promise.all(again.map((r) => collect(r.read())))
+    expect(held(store)).toBeGreaterThan(0)
     expect(await store.delete(address)).toBe(true)
     expect(held(store)).toBe(0)
-    await store.put(once(data))
-    await readAll(store, address)
+    for (const r of again) await r.close()
     await store.close()
-    expect(held(store)).toBe(0)
   })
 
   it('never keeps a block that failed verification, and a rewritten file is read afresh', async () => {
@@ -159,13 +169,15 @@ describe('fs store verified-block cache', () => {
     const data = bytes(3 * 1024 * 1024, 22)
     const { address } = await store.put(once(data))
     await flipByte(objectPath(store, address), 1024 * 1024 + 3) // block 1, chunk 1024
-    for (let k = 0; k < 2; k++) {
-      const r = (await store.open(address))!
-      const { data: got, error } = await readUntilError(r.read())
-      await r.close()
+    // Two readers at once (so blocks are shared): both stop at the bad chunk, before a byte of it.
+    const two = await Promise.all([1, 2].map(async () => (await store.open(address))!))
+    const outcomes = await Promise.all(two.map((r) => readUntilError(r.read())))
+    for (const { data: got, error } of outcomes) {
       expect((error as { details: unknown }).details).toEqual({ address, chunk: 1024 })
+      expect(got.length).toBeLessThanOrEqual(1024 * 1024)
       expect(Buffer.from(got).equals(Buffer.from(data.subarray(0, got.length)))).toBe(true)
     }
+    for (const r of two) await r.close()
     // Healed by a re-put: the next read is whole (no failed block was remembered).
     await store.put(once(data))
     expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
