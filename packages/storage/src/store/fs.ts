@@ -29,7 +29,7 @@ import { BlockCache, HandleCache } from './fs-handles.js'
 import { hashPool } from './hash-pool.js'
 import type { HashedBlock } from './hash-pool.js'
 import type { SharedHandle } from './fs-handles.js'
-import { readVerified, verifyChunks } from './verified-read.js'
+import { READ_BLOCK_BYTES, readVerified, verifyChunks } from './verified-read.js'
 import type {
   BlobReader,
   BlobStat,
@@ -291,7 +291,12 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     }
     const readChunk = (i: number, len: number): Promise<Uint8Array> => readAt(handle, i * t.chunkSize, len, checkReader)
     active.set(address, (active.get(address) ?? 0) + 1)
-    const memo = blocks.memo(address, shared.identity, () => (active.get(address) ?? 0) >= 2)
+    // Only whole-object blocks are shared: a short range never asks for them.
+    let memo: ReturnType<BlockCache['memo']> | null = null
+    const memoFor = (range: ByteRange | undefined): ReturnType<BlockCache['memo']> => {
+      if (range !== undefined && range.end - range.start + 1 < READ_BLOCK_BYTES) return undefined
+      return memo === null ? (memo = blocks.memo(address, shared.identity, () => (active.get(address) ?? 0) >= 2)) : memo
+    }
     // Large blocks are read and hashed by a worker on this handle's descriptor; the handle is
     // released only after those reads settle (so the descriptor cannot be closed under them).
     const offloaded = new Set<Promise<void>>()
@@ -330,7 +335,7 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
       size: t.size,
       chunkSize: t.chunkSize,
       read(range?: ByteRange, sig?: AbortSignal): AsyncIterable<Uint8Array> {
-        return readVerified(t, range, sig, readChunk, checkReader, readHashed, memo)
+        return readVerified(t, range, sig, readChunk, checkReader, readHashed, memoFor(range))
       },
       close,
     }
