@@ -12,6 +12,7 @@ import {
   RangeNotSatisfiableError,
   checkCaveats,
   isRonError,
+  linkSignals,
   parseAddress,
 } from '@ron/core'
 import type { Address, Reply, Route, RouteContext } from '@ron/core'
@@ -196,8 +197,17 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
   }
   // Waiting for a writer happens before the body is read: it counts against neither the
   // upload's rate and deadline nor the slow-disk rule.
-  const signal = s.signalFor(ctx)
-  const release = await s.work.acquire('write', claims?.sub ?? '', replica ? `PUT ${REPLICA_PATH}` : `${ctx.req.method} /o`, signal)
+  // The request's signal under the service's shutdown, linked by hand and released in the finally
+  // below (AbortSignal.any per upload showed in profiles).
+  const link = linkSignals(s.shutdown, ctx.signal)
+  const signal = link.signal
+  let release: () => void
+  try {
+    release = await s.work.acquire('write', claims?.sub ?? '', replica ? `PUT ${REPLICA_PATH}` : `${ctx.req.method} /o`, signal)
+  } catch (e) {
+    link.dispose()
+    throw e
+  }
   let kept: Address | undefined
   let bodyEnd: number | undefined
   const guard = s.guard
@@ -247,6 +257,7 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
     }
   } finally {
     release()
+    link.dispose()
     if (kept !== undefined) guard.endKeep(kept)
   }
 }

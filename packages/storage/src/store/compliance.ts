@@ -168,6 +168,17 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
       expect(await listAll(store.list())).toEqual([])
     })
 
+    it("a put detaches from the caller's signal when it ends, whether it succeeded or failed", async () => {
+      const ac = new AbortController()
+      const abortListeners = (sig: AbortSignal): number => {
+        const sym = Object.getOwnPropertySymbols(sig).find((x) => x.description === 'kEvents')
+        return (sym === undefined ? undefined : (sig as unknown as Record<symbol, Map<string, { size: number }>>)[sym])?.get('abort')?.size ?? 0
+      }
+      for (let i = 0; i < 5; i++) await store.put(once(bytes(1000 + i, 40 + i)), { signal: ac.signal })
+      expectCode(await rejection(store.put(once(bytes(2 * CS, 50)), { signal: ac.signal, maxBytes: CS })), 'OverLimit')
+      expect(abortListeners(ac.signal)).toBe(0)
+    })
+
     it('replace writes a new copy over an existing object', async () => {
       const data = bytes(3000, 4)
       await store.put(once(data))

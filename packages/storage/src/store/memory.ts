@@ -6,7 +6,7 @@
  */
 
 import { setMaxListeners } from 'node:events'
-import { ClosedError, IntegrityFailedError, abortReason, parseAddress } from '@ron/core'
+import { ClosedError, IntegrityFailedError, abortReason, linkSignals, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
 import { DEFAULT_CHUNK_SIZE, checkChunkSize, decodeTable } from './integrity.js'
 import type { ChunkTable } from './integrity.js'
@@ -65,15 +65,21 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & As
 
     async put(source: AsyncIterable<Uint8Array>, o: PutOptions = {}): Promise<PutResult> {
       checkOpen()
-      const signal = o.signal ? AbortSignal.any([o.signal, closing.signal]) : closing.signal
+      const link = linkSignals(closing.signal, o.signal)
+      const signal = link.signal
       const pieces: Uint8Array[] = []
-      const table = await ingest(source, { chunkSize, expect: o.expect, maxBytes: o.maxBytes, signal }, (p) => {
-        pieces.push(p.slice())
-      })
-      if (o.beforeCommit !== undefined) await o.beforeCommit(table.address, table.size)
-      checkOpen()
-      // Like the fs backend: a put cancelled before its commit keeps nothing.
-      if (signal.aborted) throw abortReason(signal)
+      let table
+      try {
+        table = await ingest(source, { chunkSize, expect: o.expect, maxBytes: o.maxBytes, signal }, (p) => {
+          pieces.push(p.slice())
+        })
+        if (o.beforeCommit !== undefined) await o.beforeCommit(table.address, table.size)
+        checkOpen()
+        // Like the fs backend: a put cancelled before its commit keeps nothing.
+        if (signal.aborted) throw abortReason(signal)
+      } finally {
+        link.dispose()
+      }
       // Like the fs backend, a put always stores its freshly verified copy: an existing record may
       // be corrupt, and re-uploading the right bytes must heal it (content addressing: same bytes).
       // `created` is false only when a record with a usable table was already there.
