@@ -7,6 +7,7 @@
  * @module
  */
 
+import { setMaxListeners } from 'node:events'
 import { CanceledError } from '../errors.js'
 
 /** The error to reject with when `signal` aborted: its reason if it is an Error, else a CanceledError. */
@@ -118,6 +119,9 @@ export interface LinkedSignal {
 
 const NOOP = (): void => {}
 
+/** Long-lived sources whose listener-count warning is already lifted. */
+const lifted = new WeakSet<AbortSignal>()
+
 /**
  * Links two signals into one that aborts when either does: `AbortSignal.any` for the common
  * case of a short-lived operation under a long-lived one, without its cost. `AbortSignal.any`
@@ -125,8 +129,9 @@ const NOOP = (): void => {}
  * Node 20 that makes it several times dearer than a plain controller with two listeners, and a
  * request path that combines signals two or three times paid it on every request. Here the
  * caller owns the link and calls `dispose()` when the operation ends (the listeners on a
- * long-lived source would otherwise accumulate). When `b` is absent, the same as `a`, or either
- * source has already aborted, no new signal is made.
+ * long-lived source would otherwise accumulate). `a` is the long-lived source: it may carry many
+ * links at once (one per request in flight), so Node's listener-count warning is lifted for it.
+ * When `b` is absent, the same as `a`, or either source has already aborted, no new signal is made.
  *
  * @example
  * ```ts
@@ -141,6 +146,10 @@ const NOOP = (): void => {}
 export function linkSignals(a: AbortSignal, b: AbortSignal | undefined): LinkedSignal {
   if (b === undefined || b === a || a.aborted) return { signal: a, dispose: NOOP }
   if (b.aborted) return { signal: b, dispose: NOOP }
+  if (!lifted.has(a)) {
+    setMaxListeners(0, a)
+    lifted.add(a)
+  }
   const ac = new AbortController()
   const dispose = (): void => {
     a.removeEventListener('abort', onA)

@@ -165,6 +165,22 @@ describe('linkSignals', () => {
     service.abort()
   })
 
+  it('many links in flight on one long-lived source raise no MaxListenersExceededWarning', async () => {
+    const warnings: string[] = []
+    const onWarning = (w: Error): void => void warnings.push(w.name)
+    process.on('warning', onWarning)
+    try {
+      const service = new AbortController()
+      const links = Array.from({ length: 64 }, () => linkSignals(service.signal, new AbortController().signal))
+      expect(listeners(service.signal)).toBe(64)
+      await new Promise((r) => setImmediate(r)) // warnings are emitted on the next tick
+      for (const l of links) l.dispose()
+      expect(warnings).not.toContain('MaxListenersExceededWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
   it('makes no new signal when there is nothing to link', () => {
     const a = new AbortController()
     expect(linkSignals(a.signal, undefined).signal).toBe(a.signal)
