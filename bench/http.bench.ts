@@ -9,7 +9,7 @@ import { FULL, alternate, printRounds } from './harness.js'
 import { spawnLoad, spawnServer, type LoadResult } from './process.js'
 
 const ROUNDS = FULL ? 7 : 5
-const SECONDS = FULL ? 5 : 0.5
+const SECONDS = FULL ? 5 : 1.5
 
 export async function run(): Promise<void> {
   const started: Array<{ stop(): Promise<void> }> = []

@@ -162,7 +162,7 @@ export async function run(): Promise<void> {
     const bare = await spawnServer('bare node:http HMAC check', './interop.bench.ts', { mode: 'bare' })
     stops.push(bare)
     const auth = { authorization: `Bearer ${String(storage.extra['token'])}`, 'content-type': 'application/octet-stream' }
-    const rounds = FULL ? 7 : 3
+    const rounds = FULL ? 7 : 5
     const requests = FULL ? 4000 : 800
 
     // 1. Acknowledged webhooks vs the durable floor.

@@ -161,7 +161,7 @@ export async function run(): Promise<void> {
     stops.push(...servers)
     const body = JSON.stringify({ token, aud: 'storage' })
     const seconds = FULL ? 5 : 1
-    const rounds = FULL ? 7 : 3
+    const rounds = FULL ? 7 : 5
     // Server CPU per request (user + system time of the server process over the round): steadier
     // than req/s when other processes share the cores. Linux only (/proc); empty elsewhere.
     const cpu = servers.map(() => [] as number[])

@@ -235,7 +235,7 @@ export async function run(): Promise<void> {
           { name: 'floor, 2 requests (commit carrying its approvals)', measure: twoRequestRound },
           { name: 'registry, 2 requests (commit carrying its approvals)', measure: registryTwoRequestRound },
         ],
-        { rounds: FULL ? 7 : 3 },
+        { rounds: FULL ? 7 : 5 },
       )
       printRounds(
         `Commits/s, ${seconds} s per round, one client over HTTP (goal >= 0.5x)`,
@@ -268,7 +268,7 @@ export async function run(): Promise<void> {
             return r.rps
           },
         })),
-        { rounds: FULL ? 7 : 3 },
+        { rounds: FULL ? 7 : 5 },
       )
       printRounds('GET /registry/head, autocannon -c50 (goal >= 0.7x)', 'req/s', [bare.name, registry.name], rps)
     }
@@ -295,7 +295,7 @@ export async function run(): Promise<void> {
         { name: 'consistency proof, random old size → 1M', fn: () => tree.consistencyProof(1 + ((i = (i * 7919 + 13) % (size - 1))), size) },
         { name: 'root of a random older size', fn: () => tree.root(1 + ((i = (i * 7919 + 13) % size))) },
       ],
-      { ops: FULL ? 20_000 : 5000, rounds: FULL ? 7 : 3 },
+      { ops: FULL ? 20_000 : 5000, rounds: FULL ? 7 : 5 },
     )
     report('Proof generation at 1M entries (ops/s, ratio vs one verification)', rows)
   } finally {
