@@ -138,6 +138,10 @@ export interface ServerProcess extends ServerInfo {
   profStart(): Promise<void>
   /** Stops it and writes the `.cpuprofile` (Chrome DevTools format) to `path`. */
   profStop(path: string): Promise<string>
+  /** Starts V8's sampling heap profiler in the server process (allocations, collected ones included). */
+  heapStart(): Promise<void>
+  /** Stops it and writes the `.heapprofile` (Chrome DevTools format) to `path`. */
+  heapStop(path: string): Promise<string>
   /** Asks the factory's `close()` and waits for the process to exit. */
   stop(): Promise<void>
 }
@@ -165,6 +169,8 @@ export async function spawnServer(name: string, factory: string, options: Record
     memoryUsage: (idleMs = 0, gc = false) => rpc.call({ cmd: 'memoryUsage', idleMs, gc }),
     profStart: () => rpc.call({ cmd: 'profStart' }),
     profStop: (path) => rpc.call<string>({ cmd: 'profStop', path }),
+    heapStart: () => rpc.call({ cmd: 'heapStart' }),
+    heapStop: (path) => rpc.call<string>({ cmd: 'heapStop', path }),
     stop: () => rpc.stop(),
   }
 }

@@ -70,6 +70,22 @@ async function handle(m: { cmd: string; idleMs?: number; path?: string; gc?: boo
       await writeFile(m.path!, JSON.stringify(profile))
       return m.path
     }
+    case 'heapStart': {
+      // Sampling heap profiler, counting objects the GC has already collected too: where the
+      // allocations come from, not only what survives.
+      profiler = new Session()
+      profiler.connect()
+      await profiler.post('HeapProfiler.enable')
+      await profiler.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as object)
+      return undefined
+    }
+    case 'heapStop': {
+      const { profile } = (await profiler!.post('HeapProfiler.stopSampling')) as { profile: unknown }
+      profiler!.disconnect()
+      profiler = undefined
+      await writeFile(m.path!, JSON.stringify(profile))
+      return m.path
+    }
     case 'memoryUsage': {
       await new Promise((r) => setTimeout(r, m.idleMs ?? 0))
       const before = process.memoryUsage()
