@@ -98,18 +98,29 @@ export async function* pacedBody(source: AsyncIterable<Uint8Array>, o: PaceOptio
   arm()
 
   const it = source[Symbol.asyncIterator]()
+  // One waiter at a time woken by `fail`: no race against a long-lived promise that would keep
+  // every chunk reachable until the upload ends. The settle callbacks are made once, not per chunk.
+  let settle: ((r: IteratorResult<Uint8Array>) => void) | undefined
+  const onValue = (r: IteratorResult<Uint8Array>): void => {
+    const s = settle
+    settle = wake = undefined
+    s?.(r)
+  }
+  const onError = (e: unknown): void => {
+    const w = wake
+    settle = wake = undefined
+    w?.(e as RequestTimeoutError)
+  }
+  const executor = (resolve: (r: IteratorResult<Uint8Array>) => void, reject: (e: RequestTimeoutError) => void): void => {
+    settle = resolve
+    wake = reject
+    it.next().then(onValue, onError)
+  }
   let finished = false
   try {
     for (;;) {
       if (failure !== undefined) throw failure
-      // One waiter at a time woken by `fail`: no race against a long-lived promise that would
-      // keep every chunk reachable until the upload ends.
-      const r = await new Promise<IteratorResult<Uint8Array>>((resolve, reject) => {
-        wake = reject
-        it.next().then(resolve, reject)
-      }).finally(() => {
-        wake = undefined
-      })
+      const r = await new Promise<IteratorResult<Uint8Array>>(executor)
       if (r.done === true) {
         finished = true
         return

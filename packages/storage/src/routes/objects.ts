@@ -180,7 +180,7 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
   const source = caveatMax !== undefined && caveatMax < o.maxObjectBytes ? 'caveat' : 'maxObjectBytes'
   const declared = Number(ctx.req.headers['content-length'])
   // Only an identity body's Content-Length is its decoded size; an encoded body is counted as it
-  // decodes (limitDecoded below).
+  // decodes (the store's `maxBytes`, renamed to this limit below).
   const encoded = ctx.req.headers['content-encoding'] !== undefined && ctx.req.headers['content-encoding'] !== 'identity'
   if (!encoded && Number.isFinite(declared) && declared > limit) {
     throw new OverLimitError(`object exceeds the ${source} limit of ${limit} bytes`, { details: { limit, source, declared } })
@@ -232,7 +232,9 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
     })
     let result
     try {
-      result = await s.store.put(limitDecoded(body, limit, source), {
+      // The store stops at `maxBytes` decoded bytes; its OverLimit is renamed below to say which
+      // limit it was (one generator layer per chunk less than a counting wrapper).
+      result = await s.store.put(body, {
         ...(expect === undefined ? {} : { expect }),
         maxBytes: limit,
         signal,
@@ -262,18 +264,6 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
   }
 }
 
-/**
- * Counts decoded bytes against the object limit, so an OverLimit names the limit that was hit
- * (the HTTP layer's own caps name theirs: `decompression_ratio`).
- */
-async function* limitDecoded(chunks: AsyncIterable<Uint8Array>, limit: number, source: string): AsyncGenerator<Uint8Array> {
-  let total = 0
-  for await (const c of chunks) {
-    total += c.byteLength
-    if (total > limit) throw new OverLimitError(`object exceeds the ${source} limit of ${limit} bytes`, { details: { limit, source } })
-    yield c
-  }
-}
 
 /** DELETE /o/:addr — refuses pinned objects and objects a PUT is about to keep (409). */
 async function deleteObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
