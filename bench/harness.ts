@@ -10,6 +10,7 @@
  *
  * See `bench/README.md` for how to add a case.
  */
+import { readFileSync } from 'node:fs'
 
 export interface Case {
   name: string
@@ -128,5 +129,16 @@ export function printRounds(title: string, unit: string, names: string[], sample
     const r = ratios(samples, i)
     const ratio = i === 0 ? '1.00x' : `${r.median.toFixed(2)}x [${r.min.toFixed(2)}..${r.max.toFixed(2)}]`
     console.log(`${name.padEnd(44)} ${fmt(s.median).padStart(12)}  ${ratio}`)
+  }
+}
+
+/** User + system CPU time of a process in ms, from `/proc/<pid>/stat`; `undefined` where there is no /proc. */
+export function processCpuMs(pid: number): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    // utime and stime are fields 14 and 15 of the line, in clock ticks (100 per second on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+  } catch {
+    return undefined
   }
 }

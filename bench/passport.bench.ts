@@ -39,7 +39,7 @@ import {
   staticKeySource,
 } from '@ron/core'
 import { createPassportClient, createPassportService } from '@ron/passport'
-import { FULL, alternate, compare, printRounds, report, spread } from './harness.js'
+import { FULL, alternate, compare, printRounds, processCpuMs, report, spread } from './harness.js'
 import { spawnServer } from './process.js'
 import type { ServerFactory } from './server-child.js'
 
@@ -49,17 +49,6 @@ async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
   for await (const c of req) chunks.push(c as Buffer)
   return Buffer.concat(chunks).toString('utf8')
-}
-
-/** User + system CPU time of a process in ms, from `/proc/<pid>/stat`; `undefined` where there is no /proc. */
-function processCpuMs(pid: number): number | undefined {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-    // utime and stime are fields 14 and 15 of the line, in clock ticks (100 per second on Linux).
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
-  } catch {
-    return undefined
-  }
 }
 
 /** Server factory: passport itself, or the bare baseline verifying with the same key. */
