@@ -68,6 +68,13 @@ type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>
 interface SinkEntry {
   metric: AnyMetric
   labelNames: readonly string[]
+  /**
+   * Counters and gauges the sink created itself keep their values here, by label values, and
+   * hand them to prom-client when the registry is scraped (their `collect`): prom-client
+   * validates and hashes the label object on every inc/set, and a bounded queue sets its depth
+   * gauge on every send and receive.
+   */
+  tally?: Map<string, { labels: Record<string, string>; value: number }>
 }
 
 /**
@@ -115,9 +122,37 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
     const labelNames = SEED_METRICS[name]?.labels ?? (labels === undefined ? [] : Object.keys(labels).sort())
     const help = SEED_METRICS[name]?.help ?? `${name} (reported by a core primitive)`
     try {
-      const metric =
-        type === 'counter' ? counter(name, help, labelNames) : type === 'gauge' ? gauge(name, help, labelNames) : histogram(name, help, labelNames)
-      e = { metric, labelNames: (metric as unknown as { labelNames?: string[] }).labelNames ?? labelNames }
+      if (type !== 'histogram' && registry.getSingleMetric(name) === undefined) {
+        const tally: NonNullable<SinkEntry['tally']> = new Map()
+        const metric =
+          type === 'counter'
+            ? new Counter({
+                name,
+                help,
+                labelNames: [...labelNames],
+                registers: [registry],
+                collect() {
+                  for (const t of tally.values()) {
+                    if (t.value > 0) this.inc(t.labels, t.value)
+                    t.value = 0
+                  }
+                },
+              })
+            : new Gauge({
+                name,
+                help,
+                labelNames: [...labelNames],
+                registers: [registry],
+                collect() {
+                  for (const t of tally.values()) this.set(t.labels, t.value)
+                },
+              })
+        e = { metric, labelNames, tally }
+      } else {
+        const metric =
+          type === 'counter' ? counter(name, help, labelNames) : type === 'gauge' ? gauge(name, help, labelNames) : histogram(name, help, labelNames)
+        e = { metric, labelNames: (metric as unknown as { labelNames?: string[] }).labelNames ?? labelNames }
+      }
     } catch {
       // Invalid name or a clash with a metric of another type: report nothing rather than break the caller.
       return undefined
@@ -134,16 +169,30 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
     return out
   }
 
+  // The tally slot of `labels` (conformed to the metric's label names) in a sink-created metric.
+  function slot(e: SinkEntry, tally: NonNullable<SinkEntry['tally']>, labels: Labels | undefined): { labels: Record<string, string>; value: number } {
+    let key = ''
+    for (const n of e.labelNames) key += `${labels?.[n] ?? ''}\u0001`
+    let t = tally.get(key)
+    if (t === undefined) {
+      t = { labels: conform(e, labels), value: 0 }
+      tally.set(key, t)
+    }
+    return t
+  }
+
   const sink: MetricsSink = {
     inc(name, labels, by = 1) {
       const e = entry(name, 'counter', labels)
-      if (e === undefined || !(e.metric instanceof Counter)) return
-      if (by > 0) e.metric.inc(conform(e, labels), by)
+      if (e === undefined || !(e.metric instanceof Counter) || !(by > 0) || !Number.isFinite(by)) return
+      if (e.tally !== undefined) slot(e, e.tally, labels).value += by
+      else e.metric.inc(conform(e, labels), by)
     },
     set(name, labels, value) {
       const e = entry(name, 'gauge', labels)
       if (e === undefined || !(e.metric instanceof Gauge)) return
-      e.metric.set(conform(e, labels), value)
+      if (e.tally !== undefined) slot(e, e.tally, labels).value = value
+      else e.metric.set(conform(e, labels), value)
     },
     observe(name, labels, value) {
       const e = entry(name, 'histogram', labels)

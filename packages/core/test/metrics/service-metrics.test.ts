@@ -27,6 +27,30 @@ function parse(text: string): Map<string, { types: number; helps: number; sample
 }
 
 describe('createServiceMetrics', () => {
+  it('sink counters and gauges are tallied and handed to prom-client at scrape time: values add up across scrapes, the latest gauge wins, labels are conformed', async () => {
+    const m = createServiceMetrics({ service: 'svc' })
+    m.sink.inc('io_timeouts_total', { op: 'read' })
+    m.sink.inc('io_timeouts_total', { op: 'read' }, 2)
+    m.sink.inc('io_timeouts_total', { op: 'write', extra: 'dropped' })
+    m.sink.inc('io_timeouts_total', { op: 'read' }, Number.NaN) // ignored, never breaks a scrape
+    m.sink.set('queue_depth', { queue: 'work' }, 5)
+    m.sink.set('queue_depth', { queue: 'work' }, 3)
+    let text = await m.text()
+    expect(sampleValue(text, 'io_timeouts_total', { op: 'read' })).toBe(3)
+    expect(sampleValue(text, 'io_timeouts_total', { op: 'write' })).toBe(1)
+    expect(sampleValue(text, 'queue_depth', { queue: 'work' })).toBe(3)
+    m.sink.inc('io_timeouts_total', { op: 'read' })
+    m.sink.set('queue_depth', { queue: 'work' }, 0)
+    text = await m.text()
+    expect(sampleValue(text, 'io_timeouts_total', { op: 'read' })).toBe(4)
+    expect(sampleValue(text, 'queue_depth', { queue: 'work' })).toBe(0)
+    // A service's own metric of a name the sink also reports keeps working through both.
+    const mine = m.counter('my_events_total', 'Events.', ['kind'])
+    mine.inc({ kind: 'a' })
+    m.sink.inc('my_events_total', { kind: 'a' })
+    expect(sampleValue(await m.text(), 'my_events_total', { kind: 'a' })).toBe(2)
+  })
+
   it('labels every sample with the service and counts HTTP requests per route, method and status', async () => {
     const m = createServiceMetrics({ service: 'storage' })
     m.observeHttp('/o/:addr', 'GET', 200, 0.003)
