@@ -54,8 +54,8 @@ export interface HttpHooks {
   /** Runs `job` through the named work queue (WorkPool.submit); must reject BusyError at once when full. */
   submit?(queue: string, job: (signal: AbortSignal) => Promise<void>, signal: AbortSignal): Promise<void>
   /**
-   * Called once when an exchange is finished — its reply written, or, in process, its body consumed
-   * or abandoned — with the request it served (for releasing what the caller tied to it).
+   * Called once when an in-process exchange (`dispatch`) is finished — its body consumed or
+   * abandoned — with the request it served (for releasing what the caller tied to it).
    */
   finished?(req: RonRequest): void
   /** Called once per finished request for metrics (route = route.name ?? route.path, or 'builtin'/'unmatched'). */
@@ -149,12 +149,22 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   }
 
   const onFinish = (ex: Exchange): void => {
+    if (hooks.observe === undefined) return
+    try {
+      hooks.observe(ex.label, ex.req.method, ex.status, (clock.now() - ex.startMs) / 1000)
+    } catch {
+      // metrics must never break a response
+    }
+  }
+  // In-process exchanges also tell the host they finished (it releases what it tied to the request);
+  // requests from node:http were made here, so nobody else holds anything for them.
+  const onFinishDispatched = (ex: Exchange): void => {
     try {
       hooks.finished?.(ex.req)
-      hooks.observe?.(ex.label, ex.req.method, ex.status, (clock.now() - ex.startMs) / 1000)
     } catch {
-      // bookkeeping and metrics must never break a response
+      // bookkeeping must never break a response
     }
+    onFinish(ex)
   }
 
   const nodeWrite: NodeWriteOptions = {
@@ -252,7 +262,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   }
 
   async function dispatch(req: RonRequest): Promise<RonResponse> {
-    const ex = new Exchange(req, corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, onFinish)
+    const ex = new Exchange(req, corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, hooks.finished === undefined ? onFinish : onFinishDispatched)
     await run(ex)
     return toRonResponse(ex)
   }
