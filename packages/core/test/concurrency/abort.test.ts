@@ -14,14 +14,9 @@ import {
   raceAbort,
   waitUnlessAborted,
 } from '@ron/core'
-import { VirtualClock, deferred } from '@ron/core/testing'
+import { VirtualClock, abortListenerCount, deferred } from '@ron/core/testing'
 
-/** Listener count on an AbortSignal, through Node's internal event target symbols. */
-function listeners(signal: AbortSignal): number {
-  const sym = Object.getOwnPropertySymbols(signal).find((s) => s.description === 'kEvents')
-  const events = sym === undefined ? undefined : (signal as unknown as Record<symbol, Map<string, { size: number }>>)[sym]
-  return events?.get('abort')?.size ?? 0
-}
+const listeners = abortListenerCount
 
 describe('waitUnlessAborted', () => {
   it('rejects at once with Canceled for an aborted signal, without starting the wait', async () => {

@@ -13,7 +13,7 @@ import {
   type Topology,
   type TransportResponse,
 } from '@ron/core'
-import { VirtualClock, createTestIssuer, deferred } from '@ron/core/testing'
+import { VirtualClock, abortListenerCount, createTestIssuer, deferred } from '@ron/core/testing'
 import { sampleValue } from '../metrics/prom-text.js'
 
 const topology = (capacity = 1, concurrency = 1): Topology => ({
@@ -205,10 +205,6 @@ describe('createServiceHost', () => {
   })
 
   it("in-process requests leave no listener on the host's signal once their exchange finishes (buffered, streamed, abandoned)", async () => {
-    const abortListeners = (sig: AbortSignal): number => {
-      const sym = Object.getOwnPropertySymbols(sig).find((x) => x.description === 'kEvents')
-      return (sym === undefined ? undefined : (sig as unknown as Record<symbol, Map<string, { size: number }>>)[sym])?.get('abort')?.size ?? 0
-    }
     const host = createServiceHost({ id: 'svc', version: '1', topology: topology(4, 2) })
     const streamed = (): AsyncIterable<Uint8Array> => (async function* () {
       yield Buffer.from('a')
@@ -218,7 +214,7 @@ describe('createServiceHost', () => {
       { method: 'GET', path: '/json', handler: () => ({ status: 200, json: { ok: true } }) },
       { method: 'GET', path: '/stream', queue: 'work', handler: () => ({ status: 200, body: streamed() }) },
     ])
-    const baseline = abortListeners(host.signal)
+    const baseline = abortListenerCount(host.signal)
     const caller = new AbortController()
     const req = (path: string) => ({ method: 'GET', url: path, headers: {}, body: (async function* () {})(), remoteAddress: 'memory', signal: caller.signal })
     for (let i = 0; i < 20; i++) {
@@ -231,8 +227,8 @@ describe('createServiceHost', () => {
       const c = await host.service.dispatch(req('/stream'))
       await c.body[Symbol.asyncIterator]().return?.()
     }
-    expect(abortListeners(host.signal)).toBe(baseline)
-    expect(abortListeners(caller.signal)).toBe(0)
+    expect(abortListenerCount(host.signal)).toBe(baseline)
+    expect(abortListenerCount(caller.signal)).toBe(0)
     await host.service.close()
   })
 

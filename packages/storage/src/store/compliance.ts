@@ -14,6 +14,7 @@
  * @module
  */
 import { CanceledError, addressOf, isRonError } from '@ron/core'
+import { abortListenerCount } from '@ron/core/testing'
 import type { Address } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { BlobStore } from './types.js'
@@ -170,13 +171,9 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
 
     it("a put detaches from the caller's signal when it ends, whether it succeeded or failed", async () => {
       const ac = new AbortController()
-      const abortListeners = (sig: AbortSignal): number => {
-        const sym = Object.getOwnPropertySymbols(sig).find((x) => x.description === 'kEvents')
-        return (sym === undefined ? undefined : (sig as unknown as Record<symbol, Map<string, { size: number }>>)[sym])?.get('abort')?.size ?? 0
-      }
       for (let i = 0; i < 5; i++) await store.put(once(bytes(1000 + i, 40 + i)), { signal: ac.signal })
       expectCode(await rejection(store.put(once(bytes(2 * CS, 50)), { signal: ac.signal, maxBytes: CS })), 'OverLimit')
-      expect(abortListeners(ac.signal)).toBe(0)
+      expect(abortListenerCount(ac.signal)).toBe(0)
     })
 
     it('replace writes a new copy over an existing object', async () => {
