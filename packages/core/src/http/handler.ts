@@ -51,7 +51,11 @@ export interface HttpHooks {
   admit?(req: RonRequest): () => void
   /** Verifies the bearer token for a route that declares `scope`; returns claims or throws Unauthorized/Forbidden. */
   authenticate?(req: RonRequest, route: Route): Promise<Claims>
-  /** Runs `job` through the named work queue (WorkPool.submit); must reject BusyError at once when full. */
+  /**
+   * Runs `job` through the named work queue (WorkPool.submit); must reject BusyError at once when
+   * full. The signal handed to `job` must also abort when `signal` (the request's) aborts, as
+   * WorkPool's does: the handler's `ctx.signal` is that signal.
+   */
   submit?(queue: string, job: (signal: AbortSignal) => Promise<void>, signal: AbortSignal): Promise<void>
   /**
    * Called once when an in-process exchange (`dispatch`) is finished — its body consumed or
