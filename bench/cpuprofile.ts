@@ -2,6 +2,8 @@
  * Reading V8 CPU profiles (`.cpuprofile`) taken from a server child (`profStart()`/`profStop()` of
  * {@link spawnServer}): self time and inclusive time per function, in percent of all samples.
  */
+import { readFileSync } from 'node:fs'
+
 export interface ProfileNode {
   id: number
   callFrame: { functionName: string; url: string; lineNumber: number }
@@ -52,4 +54,18 @@ export function topTotal(p: Profile, n = 25): Array<{ pct: number; fn: string }>
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
     .map(([fn, c]) => ({ pct: (100 * c) / total, fn }))
+}
+
+/** Reads a `.cpuprofile` written by `profStop()`. */
+export function readProfile(file: string): Profile {
+  return JSON.parse(readFileSync(file, 'utf8')) as Profile
+}
+
+/** Prints the profile's path, then its top self-time and inclusive-time functions. */
+export function printProfile(file: string, p: Profile = readProfile(file), rows: { self?: number; total?: number } = {}): void {
+  console.log(`profile ${file}`)
+  console.log('self time:')
+  for (const row of topSelf(p, rows.self ?? 30)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+  console.log('inclusive time:')
+  for (const row of topTotal(p, rows.total ?? 50)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
 }

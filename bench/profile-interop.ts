@@ -5,13 +5,13 @@
  * and the top self/inclusive functions of the server's V8 profile are printed (the `.cpuprofile`
  * stays in `$TMPDIR/ron-profiles/`).
  */
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
 import { signWebhook } from '@ron/interop'
-import { topSelf, topTotal, type Profile } from './cpuprofile.js'
+import { printProfile } from './cpuprofile.js'
 import { spawnServer } from './process.js'
 
 const which = process.argv[2] ?? 'forgery'
@@ -80,8 +80,4 @@ const result = await run()
 const file = await server.profStop(join(profDir, `interop-${which}-${Date.now()}.cpuprofile`))
 console.log(`${which}: ${result}`)
 await server.stop()
-const p = JSON.parse(await readFile(file, 'utf8')) as Profile
-console.log(`profile ${file}\nself time:`)
-for (const row of topSelf(p, 30)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
-console.log('inclusive time:')
-for (const row of topTotal(p, 50)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+printProfile(file)

@@ -5,12 +5,12 @@
  * only while the load runs, and prints self and inclusive time (the .cpuprofile stays in
  * `$TMPDIR/ron-profiles/`).
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { exportIssuerKey, generateIssuerKey, signToken } from '@ron/core'
-import { topSelf, topTotal, type Profile } from './cpuprofile.js'
+import { printProfile } from './cpuprofile.js'
 import { spawnServer } from './process.js'
 
 const mode = process.argv[2] ?? 'passport'
@@ -32,12 +32,7 @@ try {
   const r = await load(seconds)
   const file = await server.profStop(join(profDir, `passport-verify-${mode}-${Date.now()}.cpuprofile`))
   console.log(`${mode}: ${r.requests.average.toFixed(0)} req/s avg, p50 ${r.latency.p50} ms, non2xx ${r.non2xx}, errors ${r.errors}`)
-  const p = JSON.parse(await readFile(file, 'utf8')) as Profile
-  console.log(`profile ${file}`)
-  console.log('self time:')
-  for (const row of topSelf(p, 35)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
-  console.log('inclusive time:')
-  for (const row of topTotal(p, 60)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+  printProfile(file, undefined, { self: 35, total: 60 })
 } finally {
   await server.stop()
   await rm(root, { recursive: true, force: true })

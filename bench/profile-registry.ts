@@ -9,13 +9,13 @@
  * Prints the server's top self and inclusive functions; the `.cpuprofile` stays in
  * `$TMPDIR/ron-profiles/`.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { Session } from 'node:inspector/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { HttpTransport } from '@ron/core'
 import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type SignerSet } from '@ron/registry'
-import { topSelf, topTotal, type Profile } from './cpuprofile.js'
+import { printProfile, readProfile, topTotal, type Profile } from './cpuprofile.js'
 import { spawnLoad, spawnServer } from './process.js'
 
 const which = process.argv[2] ?? 'commit'
@@ -100,8 +100,7 @@ if (which.startsWith('commit')) {
 }
 await transport.close()
 await server.stop()
-const p = JSON.parse(await readFile(file, 'utf8')) as Profile
-console.log(`profile ${file}`)
+const p = readProfile(file)
 if (which.startsWith('commit')) {
   // Main-thread time the server spent not idle, per cycle (less sensitive to a busy machine than wall time).
   const byId = new Map(p.nodes.map((x) => [x.id, x.callFrame.functionName]))
@@ -109,8 +108,5 @@ if (which.startsWith('commit')) {
   for (let i = 0; i < p.samples.length; i++) if (byId.get(p.samples[i]!) !== '(idle)') busy += p.timeDeltas[i] ?? 0
   console.log(`server main thread busy: ${(busy / 1000 / cycles).toFixed(3)} ms per cycle`)
 }
-console.log('self time:')
-for (const row of topSelf(p, 30)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
-console.log('inclusive time:')
-for (const row of topTotal(p, 50)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+printProfile(file, p)
 await rm(root, { recursive: true, force: true })

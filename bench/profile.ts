@@ -4,10 +4,10 @@
  * generator process, and prints the top self-time functions of the profile (the .cpuprofile stays in `$TMPDIR/ron-profiles/` for
  * Chrome DevTools). Cases: `put-1m-c16`, `put-stream`, `get-4k`, `get-64m`, `get-64m-c4` (4 streams), `range`, `hello`.
  */
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { topSelf, topTotal, type Profile } from './cpuprofile.js'
+import { printProfile } from './cpuprofile.js'
 import { spawnLoad, spawnServer, type LoadJob } from './process.js'
 
 const which = process.argv[2] ?? 'put-1m-c16'
@@ -41,10 +41,5 @@ const file = await server.profStop(join(profDir, `${which}-${Date.now()}.cpuprof
 console.log(`${which}: ${r.requests} requests, ${(r.bytesPerSec / 1e6).toFixed(0)} MB/s, ${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(1)} ms, p95 ${r.p95.toFixed(1)} ms, statuses ${JSON.stringify(r.statuses)}`)
 await load.stop()
 await server.stop()
-const p = JSON.parse(await readFile(file, 'utf8')) as Profile
-console.log(`profile ${file}`)
-console.log('self time:')
-for (const row of topSelf(p)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
-console.log('inclusive time:')
-for (const row of topTotal(p, 40)) console.log(`${row.pct.toFixed(1).padStart(5)}%  ${row.fn}`)
+printProfile(file, undefined, { self: 25, total: 40 })
 await rm(root, { recursive: true, force: true })

@@ -16,6 +16,7 @@
 import { mkdtemp, mkdir } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { printProfile } from './cpuprofile.js'
 import { spawnLoad, spawnServer } from './process.js'
 const root = await mkdtemp(join(tmpdir(), 'abput-'))
 await mkdir(join(root, 'bare'))
@@ -44,13 +45,7 @@ for (let round = 0; round < 6; round++) {
   }
 }
 if (process.env.PROF === '1') {
-  const f = await ron.profStop('/tmp/ron-profiles/abput.cpuprofile')
-  const { topSelf, topTotal } = await import('./cpuprofile.js')
-  const { readFileSync } = await import('node:fs')
-  const p = JSON.parse(readFileSync(f, 'utf8'))
-  for (const r of topSelf(p, 20)) console.log(r.pct.toFixed(1), r.fn)
-  console.log('--')
-  for (const r of topTotal(p, 30)) console.log(r.pct.toFixed(1), r.fn)
+  printProfile(await ron.profStop(join(tmpdir(), `put-after-get-${Date.now()}.cpuprofile`)), undefined, { self: 20, total: 30 })
 }
 if (process.env.HEAP === '1') {
   const f = await ron.heapStop('/tmp/ron-profiles/abput.heapprofile')
