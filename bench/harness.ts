@@ -142,3 +142,35 @@ export function processCpuMs(pid: number): number | undefined {
     return undefined
   }
 }
+
+/**
+ * Server CPU per request, beside a request-rate figure: the load generator shares the cores, so a
+ * server with idle CPU is client-limited and req/s alone mixes the two. Wrap each contender's
+ * measurement in {@link CpuPerRequest.around}; {@link CpuPerRequest.print} prints the recorded
+ * rounds (the warm-up round is dropped). Linux only (/proc); prints nothing elsewhere.
+ */
+export class CpuPerRequest {
+  readonly #samples: number[][]
+
+  constructor(contenders: number) {
+    this.#samples = Array.from({ length: contenders }, () => [])
+  }
+
+  /** Runs `measure` for contender `i` (server process `pid`) and records its CPU µs per request. */
+  async around<T>(i: number, pid: number, measure: () => Promise<T>, requests: (r: T) => number): Promise<T> {
+    const c0 = processCpuMs(pid)
+    const r = await measure()
+    const c1 = processCpuMs(pid)
+    const n = requests(r)
+    if (c0 !== undefined && c1 !== undefined && n > 0) this.#samples[i]!.push(((c1 - c0) * 1000) / n)
+    return r
+  }
+
+  print(title: string, names: string[], rounds: number): void {
+    if (!this.#samples.every((c) => c.length >= rounds)) return
+    printRounds(`${title}, server CPU per request (user + system)`, 'us/req', names, this.#samples.map((c) => c.slice(-rounds)), {
+      lowerIsBetter: true,
+      note: 'from /proc/<pid>/stat over each round above (clock ticks of 10 ms, so coarse for short rounds).',
+    })
+  }
+}

@@ -5,7 +5,7 @@
  * process; autocannon (-c50) runs in the load generator process; servers alternate within each
  * round.
  */
-import { FULL, alternate, printRounds, processCpuMs } from './harness.js'
+import { CpuPerRequest, FULL, alternate, printRounds } from './harness.js'
 import { spawnLoad, spawnServer, type LoadResult } from './process.js'
 
 const ROUNDS = FULL ? 7 : 5
@@ -23,18 +23,14 @@ export async function run(): Promise<void> {
       await spawnServer('ron service (createServiceHost)', './servers/ron-hello.ts', { mode: 'service' }),
     ]
     started.push(...servers)
-    // Server CPU per request beside req/s: the load generator shares the two cores, and a server
-    // that leaves CPU idle is limited by it, so req/s alone mixes the two.
-    const cpu: number[][] = servers.map(() => [])
+    const cpu = new CpuPerRequest(servers.length)
     const results = await alternate(
       servers.map((s, i) => ({
         name: s.name,
         measure: async (): Promise<LoadResult> => {
-          const c0 = processCpuMs(s.pid)
-          const r = await load.run({ kind: 'rate', url: s.url, path: '/hello', connections: 50, durationSec: SECONDS })
-          const c1 = processCpuMs(s.pid)
+          const run = () => load.run({ kind: 'rate', url: s.url, path: '/hello', connections: 50, durationSec: SECONDS })
+          const r = await cpu.around(i, s.pid, run, (x) => x.requests)
           if (r.errors > 0 || r.statuses.non2xx !== 0) throw new Error(`${s.name}: ${JSON.stringify(r.statuses)} errors ${r.errors}`)
-          if (c0 !== undefined && c1 !== undefined && r.requests > 0) cpu[i]!.push(((c1 - c0) * 1000) / r.requests)
           return r
         },
       })),
@@ -44,12 +40,7 @@ export async function run(): Promise<void> {
     printRounds(`GET /hello, autocannon -c50 for ${SECONDS} s per round`, 'req/s', names, results.map((rs) => rs.map((r) => r.rps)))
     const vsFastify = [1, 0, 2, 3]
     printRounds('the same, against fastify', 'req/s', vsFastify.map((i) => names[i]!), vsFastify.map((i) => results[i]!.map((r) => r.rps)))
-    if (cpu.every((c) => c.length >= ROUNDS)) {
-      printRounds('GET /hello, server CPU per request (user + system)', 'us/req', names, cpu.map((c) => c.slice(-ROUNDS)), {
-        lowerIsBetter: true,
-        note: 'from /proc/<pid>/stat over each round above (clock ticks of 10 ms, so coarse for short rounds).',
-      })
-    }
+    cpu.print('GET /hello', names, ROUNDS)
   } finally {
     for (const s of started.reverse()) await s.stop().catch(() => undefined)
   }

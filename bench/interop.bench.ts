@@ -27,7 +27,7 @@ import { MemoryTransport, createHttpHandler, serve } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import { createInteropService, hashApiKey, signWebhook } from '@ron/interop'
 import { createStorageService } from '@ron/storage'
-import { FULL, alternate, printRounds, processCpuMs } from './harness.js'
+import { CpuPerRequest, FULL, alternate, printRounds } from './harness.js'
 import { spawnServer, type ServerProcess } from './process.js'
 import type { ServerFactory } from './server-child.js'
 
@@ -188,31 +188,22 @@ export async function run(): Promise<void> {
     // 2. Refused forgeries.
     const forged = signWebhook({ provider: 'github', secret: 'not-the-secret', body: webhookBody(0) })
     const seconds = FULL ? 5 : 1
-    // Server CPU per request beside req/s: autocannon shares the two cores with the server, so
-    // req/s also measures how much of a core the load generator got.
-    const refusedCpu: number[][] = [[], []]
+    const refusedCpu = new CpuPerRequest(2)
     const refused = await alternate(
       [bare, interop].map((s, i) => ({
         name: s === bare ? bare.name : 'interop (401 bad_signature)',
         measure: async () => {
-          const c0 = processCpuMs(s.pid)
-          const r = await autocannon({ url: `${s.url}/webhooks/github`, method: 'POST', connections: 50, duration: seconds, headers: forged.headers, body: Buffer.from(forged.body) })
-          const c1 = processCpuMs(s.pid)
+          const run = () => autocannon({ url: `${s.url}/webhooks/github`, method: 'POST', connections: 50, duration: seconds, headers: forged.headers, body: Buffer.from(forged.body) })
+          const r = await refusedCpu.around(i, s.pid, run, (x) => x.requests.total)
           // Every answer must be a refusal (401): a 2xx would mean a forgery got through.
           if (r.errors > 0 || r['2xx'] > 0 || r.non2xx === 0) throw new Error(`forgeries: ${r.errors} errors, ${r['2xx']} accepted, ${r.non2xx} refused`)
-          if (c0 !== undefined && c1 !== undefined && r.requests.total > 0) refusedCpu[i]!.push(((c1 - c0) * 1000) / r.requests.total)
           return r.requests.average
         },
       })),
       { rounds },
     )
     printRounds(`Refused forgeries/s vs a bare node:http HMAC check, autocannon -c50 ${seconds} s (goal >= 0.6x)`, 'req/s', [bare.name, 'interop (401 bad_signature)'], refused)
-    if (refusedCpu.every((c) => c.length >= rounds)) {
-      printRounds('Refused forgeries, server CPU per request (user + system)', 'us/req', [bare.name, 'interop (401 bad_signature)'], refusedCpu.map((c) => c.slice(-rounds)), {
-        lowerIsBetter: true,
-        note: 'from /proc/<pid>/stat over each round above (clock ticks, so coarse for short rounds).',
-      })
-    }
+    refusedCpu.print('Refused forgeries', [bare.name, 'interop (401 bad_signature)'], rounds)
 
     // 3. POST /put 1 MiB vs PUT /o.
     const MiB = 1 << 20

@@ -39,7 +39,7 @@ import {
   staticKeySource,
 } from '@ron/core'
 import { createPassportClient, createPassportService } from '@ron/passport'
-import { FULL, alternate, compare, printRounds, processCpuMs, report, spread } from './harness.js'
+import { CpuPerRequest, FULL, alternate, compare, printRounds, report, spread } from './harness.js'
 import { spawnServer } from './process.js'
 import type { ServerFactory } from './server-child.js'
 
@@ -151,18 +151,14 @@ export async function run(): Promise<void> {
     const body = JSON.stringify({ token, aud: 'storage' })
     const seconds = FULL ? 5 : 1
     const rounds = FULL ? 7 : 5
-    // Server CPU per request (user + system time of the server process over the round): steadier
-    // than req/s when other processes share the cores. Linux only (/proc); empty elsewhere.
-    const cpu = servers.map(() => [] as number[])
+    const cpu = new CpuPerRequest(servers.length)
     const rps = await alternate(
       servers.map((s, i) => ({
         name: s.name,
         measure: async () => {
-          const c0 = processCpuMs(s.pid)
-          const r = await autocannon({ url: `${s.url}/v1/passport/verify`, method: 'POST', connections: 50, duration: seconds, headers: { 'content-type': 'application/json' }, body })
+          const run = () => autocannon({ url: `${s.url}/v1/passport/verify`, method: 'POST', connections: 50, duration: seconds, headers: { 'content-type': 'application/json' }, body })
+          const r = await cpu.around(i, s.pid, run, (x) => x.requests.total)
           if (r.errors > 0 || r.non2xx > 0) throw new Error(`${s.name}: ${r.errors} errors, ${r.non2xx} non-2xx`)
-          const c1 = processCpuMs(s.pid)
-          if (c0 !== undefined && c1 !== undefined && r.requests.total > 0) cpu[i]!.push(((c1 - c0) * 1000) / r.requests.total)
           return r.requests.average
         },
       })),
@@ -171,12 +167,7 @@ export async function run(): Promise<void> {
     printRounds(`POST /v1/passport/verify, autocannon -c50 ${seconds} s per round (goal >= 0.7x)`, 'req/s', servers.map((s) => s.name), rps, {
       note: 'autocannon runs in the parent process; each server in its own process.',
     })
-    if (cpu.every((c) => c.length >= rounds)) {
-      printRounds('POST /v1/passport/verify, server CPU per request (user + system)', 'us/req', servers.map((s) => s.name), cpu.map((c) => c.slice(-rounds)), {
-        lowerIsBetter: true,
-        note: 'from /proc/<pid>/stat over each round above (clock ticks, so coarse for short rounds).',
-      })
-    }
+    cpu.print('POST /v1/passport/verify', servers.map((s) => s.name), rounds)
 
     // 5. Revocation propagation on real time: revoke on passport → the follower refuses it.
     const p = servers[1]!
