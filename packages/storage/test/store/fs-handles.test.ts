@@ -13,18 +13,10 @@ import { createFsStore } from '../../src/store/index.js'
 import { internalsOf } from '../../src/store/internals.js'
 import { objectPath } from '../../src/store/testing.js'
 import type { BlobStore } from '../../src/store/types.js'
-import { bytes, collect, flipByte, once, readUntilError } from './helpers.js'
+import { bytes, collect, flipByte, once, readAll, readUntilError } from './helpers.js'
 
 const openHandles = (store: BlobStore): number => internalsOf(store)!.handles!.size
 
-async function readAll(store: BlobStore, address: Address, range?: { start: number; end: number }): Promise<Uint8Array> {
-  const r = (await store.open(address))!
-  try {
-    return (await collect(r.read(range))).data
-  } finally {
-    await r.close()
-  }
-}
 
 describe('fs store open-handle cache', () => {
   let dir: string

@@ -7,15 +7,13 @@ import { mkdtemp, open, rm, truncate } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { blake3, blake3Backend, isRonError } from '@ron/core'
-import type { Address } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { HashPool, OFFLOAD_MIN_BYTES } from '../../src/store/hash-pool.js'
 import { blobStoreCompliance } from '../../src/store/compliance.js'
 import { createFsStore } from '../../src/store/index.js'
 import { ChunkTableBuilder } from '../../src/store/integrity.js'
 import { corruptStoredBytes, corruptStoredTable, objectPath } from '../../src/store/testing.js'
-import type { BlobStore } from '../../src/store/types.js'
-import { bytes, collect, flipByte, once, readUntilError } from './helpers.js'
+import { bytes, flipByte, once, readAll, readUntilError } from './helpers.js'
 
 const native = blake3Backend === 'native'
 
@@ -35,14 +33,6 @@ blobStoreCompliance('fs with hashWorkers', async ({ chunkSize }) => {
   }
 })
 
-async function readAll(store: BlobStore, address: Address, range?: { start: number; end: number }): Promise<Uint8Array> {
-  const r = (await store.open(address))!
-  try {
-    return (await collect(r.read(range))).data
-  } finally {
-    await r.close()
-  }
-}
 
 describe('hash pool', () => {
   let dir: string
