@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { ConfigError, durationSchema, isRonError, loadConfig, redactConfig, sizeSchema } from '@ron/core'
+import { ConfigError, SERVER_HEAP_GROWING_FACTOR, durationSchema, isRonError, loadConfig, redactConfig, sizeSchema } from '@ron/core'
 import { defaultDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { LOG_LEVELS } from './logger.js'
@@ -150,6 +150,17 @@ export const nodeConfigSchema = z
      * @default none (plain HTTP)
      */
     tls: z.object({ cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
+    /**
+     * V8's old-generation growing factor for the node's process (`RON_HEAP_GROWTH`): a full GC runs
+     * once the heap reaches `live × heapGrowth`; `"auto"` leaves it to V8. See `setHeapGrowingFactor`
+     * in `@ron/core` for why a node that moves bytes wants a fixed one. @default 4
+     */
+    heapGrowth: z
+      .union([
+        z.literal('auto'),
+        z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v), z.number().min(1.1).max(8)),
+      ])
+      .default(SERVER_HEAP_GROWING_FACTOR),
     /** pino level. @default "info" */
     logLevel: z.enum(LOG_LEVELS).default('info'),
     /** How long shutdown lets in-flight requests finish. @default "3s" */

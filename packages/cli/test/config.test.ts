@@ -33,6 +33,25 @@ describe('node config', () => {
     expect(cfg.dataDir).toBeUndefined()
   })
 
+  it('sets the heap growing factor to 4 unless told otherwise (a number in [1.1, 8] or "auto")', async () => {
+    expect(loadNodeConfig({ env: {} }).heapGrowth).toBe(4)
+    expect(loadNodeConfig({ env: { RON_HEAP_GROWTH: 'auto' } }).heapGrowth).toBe('auto')
+    expect(loadNodeConfig({ env: { RON_HEAP_GROWTH: '2.5' } }).heapGrowth).toBe(2.5)
+    const file = join(dir, 'heap.toml')
+    await writeFile(file, 'heapGrowth = 3\n')
+    expect(loadNodeConfig({ file, env: {} }).heapGrowth).toBe(3)
+    for (const bad of ['1', '9', 'fast']) {
+      let err: unknown
+      try {
+        loadNodeConfig({ env: { RON_HEAP_GROWTH: bad } })
+      } catch (e) {
+        err = e
+      }
+      expect(err, bad).toBeInstanceOf(CliError)
+      expect((err as CliError).message).toContain('heapGrowth')
+    }
+  })
+
   it('layers file < RON_* env < flags', async () => {
     const file = join(dir, 'layers.toml')
     await writeFile(file, 'portBase = 9000\nhost = "0.0.0.0"\nlogLevel = "warn"\n[storage]\nmaxObjectBytes = "1MiB"\n')

@@ -74,6 +74,7 @@ export type { ErrorCode, RonErrorOptions, ErrorEnvelope, UsageErrorCode } from '
 
 // Time, randomness, bytes, metrics sink.
 export { systemClock, abortReason } from './clock.js'
+export { setHeapGrowingFactor, SERVER_HEAP_GROWING_FACTOR } from './heap.js'
 export type { Clock, TimerHandle } from './clock.js'
 export { systemRandom } from './random.js'
 export type { Random } from './random.js'

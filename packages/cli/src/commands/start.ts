@@ -4,6 +4,7 @@
  * @module
  */
 
+import { setHeapGrowingFactor } from '@ron/core'
 import { defaultDataDir } from '../data-dir.js'
 import { loadNodeConfig, remoteServices, type NodeConfig, type NodeConfigInput } from '../config.js'
 import { createLogger } from '../logger.js'
@@ -30,6 +31,8 @@ export interface StartIo {
   forceExit(code: number): never
   /** Registers a handler for SIGHUP (config reload); returns a disposer. */
   onReload?(handler: () => void): () => void
+  /** Applies the config's `heapGrowth` to the process (`setHeapGrowingFactor`). */
+  tuneHeap?(factor: number | 'auto'): void
 }
 
 const processIo: StartIo = {
@@ -48,6 +51,7 @@ const processIo: StartIo = {
     process.on('SIGHUP', handler)
     return () => process.off('SIGHUP', handler)
   },
+  tuneHeap: setHeapGrowingFactor,
 }
 
 /** The human-readable summary printed by `start` without `--json`. */
@@ -102,6 +106,8 @@ function writeAndWait(out: NodeJS.WritableStream, text: string): Promise<void> {
  */
 export async function startCommand(args: StartArgs, io: StartIo = processIo): Promise<number> {
   const config = loadNodeConfig({ file: args.config, env: io.env, flags: args.flags })
+  // Before any service allocates: the node owns its process, so it picks V8's heap sizing.
+  io.tuneHeap?.(config.heapGrowth)
   const logger = await createLogger({ level: config.logLevel })
   let node: RonNode | undefined
   let signaled: NodeJS.Signals | undefined

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest'
+import { startCommand, type StartIo } from '../src/commands/start.js'
+
+/** An injected process for `startCommand`: records the heap setting, stops the node once it is ready. */
+function fakeProcess(env: Record<string, string | undefined>): StartIo & { heap: (number | 'auto')[]; printed: () => string } {
+  let handler: ((s: NodeJS.Signals) => void) | undefined
+  let text = ''
+  const heap: (number | 'auto')[] = []
+  const stdout = {
+    write(s: string | Uint8Array) {
+      text += typeof s === 'string' ? s : Buffer.from(s).toString()
+      // The summary is printed once the node is ready: stop it as a user's Ctrl+C would.
+      if (text.includes('Press Ctrl+C to stop.')) queueMicrotask(() => handler?.('SIGINT'))
+      return true
+    },
+  } as unknown as NodeJS.WritableStream
+  return {
+    stdout,
+    env,
+    heap,
+    printed: () => text,
+    onSignal(h) {
+      handler = h
+      return () => {
+        handler = undefined
+      }
+    },
+    forceExit(code): never {
+      throw new Error(`forced exit ${code}`)
+    },
+    tuneHeap(factor) {
+      heap.push(factor)
+    },
+  }
+}
+
+describe('ron-node start', () => {
+  it('applies the heap growing factor of its config before the node starts', async () => {
+    const io = fakeProcess({ RON_LOG_LEVEL: 'silent' })
+    const code = await startCommand({ flags: { amnesia: true, portBase: '0', services: 'storage' } }, io)
+    expect(code).toBe(0)
+    expect(io.printed()).toContain('is ready')
+    expect(io.heap).toEqual([4])
+
+    const auto = fakeProcess({ RON_LOG_LEVEL: 'silent', RON_HEAP_GROWTH: 'auto' })
+    expect(await startCommand({ flags: { amnesia: true, portBase: '0', services: 'storage' } }, auto)).toBe(0)
+    expect(auto.heap).toEqual(['auto'])
+  })
+})
