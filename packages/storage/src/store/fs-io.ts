@@ -8,15 +8,55 @@
 import type { FileHandle } from 'node:fs/promises'
 
 /**
+ * Spare write buffers of one store, reused by its puts. Each put needs two
+ * {@link PipelinedWriter.CAPACITY} buffers; allocating them per put is 512 KiB of fresh
+ * ArrayBuffer memory per upload, and V8 counts ArrayBuffer bytes allocated since the last
+ * mark-compact against the old generation's limit: on a server whose limit has settled close to
+ * its live heap, that churn alone schedules a full GC every few uploads. Holds at most
+ * `maxBuffers` idle buffers; what does not fit is left to the GC.
+ * @internal
+ */
+export class WriteBufferPool {
+  readonly #idle: Buffer[] = []
+  readonly #max: number
+
+  constructor(maxBuffers: number) {
+    this.#max = maxBuffers
+  }
+
+  /** An idle buffer, or a fresh one. */
+  take(): Buffer {
+    return this.#idle.pop() ?? Buffer.allocUnsafe(PipelinedWriter.CAPACITY)
+  }
+
+  /** Hands `buf` back (no write may still be using it). */
+  give(buf: Buffer): void {
+    if (this.#idle.length < this.#max) this.#idle.push(buf)
+  }
+
+  /** Number of idle buffers held. */
+  get idle(): number {
+    return this.#idle.length
+  }
+
+  /** Drops every idle buffer (the store is closing). */
+  clear(): void {
+    this.#idle.length = 0
+  }
+}
+
+/**
  * Gathers pieces (request bodies arrive in pieces of a few KiB under load) into large sequential
  * writes, and keeps one write in flight while the next buffer fills, so hashing the next bytes
- * overlaps writing the previous ones. Two buffers of {@link PipelinedWriter.CAPACITY} at most;
- * pieces are copied once (the source may reuse its buffers).
+ * overlaps writing the previous ones. Two buffers of {@link PipelinedWriter.CAPACITY} at most,
+ * taken from `pool` and handed back by {@link PipelinedWriter.release}; pieces are copied once
+ * (the source may reuse its buffers).
  * @internal
  */
 export class PipelinedWriter {
   static readonly CAPACITY = 256 * 1024
   readonly #fh: FileHandle
+  readonly #pool: WriteBufferPool | undefined
   #buf: Buffer | undefined
   #spare: Buffer | undefined
   #len = 0
@@ -24,8 +64,9 @@ export class PipelinedWriter {
   #error: unknown = undefined
   #failed = false
 
-  constructor(fh: FileHandle) {
+  constructor(fh: FileHandle, pool?: WriteBufferPool) {
     this.#fh = fh
+    this.#pool = pool
   }
 
   /** Takes `piece`; returns a promise only when the caller must wait (a buffer filled up). */
@@ -51,9 +92,24 @@ export class PipelinedWriter {
     await this.#inflight
   }
 
+  /**
+   * Ends the writer (it takes no more pieces) and hands its buffers back to the pool: call it after
+   * {@link flush} or {@link settle}. A buffer that a write may still be using is never pooled.
+   */
+  release(): void {
+    this.#failed = true
+    this.#error ??= new Error('PipelinedWriter is released')
+    if (this.#inflight === undefined) {
+      for (const b of [this.#buf, this.#spare]) if (b !== undefined) this.#pool?.give(b)
+    }
+    this.#buf = undefined
+    this.#spare = undefined
+    this.#len = 0
+  }
+
   #current(): Buffer {
     if (this.#buf === undefined) {
-      this.#buf = this.#spare ?? Buffer.allocUnsafe(PipelinedWriter.CAPACITY)
+      this.#buf = this.#spare ?? this.#pool?.take() ?? Buffer.allocUnsafe(PipelinedWriter.CAPACITY)
       this.#spare = undefined
     }
     return this.#buf
@@ -81,7 +137,9 @@ export class PipelinedWriter {
     this.#len = 0
     this.#inflight = writeAll(this.#fh, buf.subarray(0, len)).then(
       () => {
-        this.#spare = buf
+        // A flush can finish the last write while an earlier buffer is already the spare.
+        if (this.#spare === undefined) this.#spare = buf
+        else this.#pool?.give(buf)
         this.#inflight = undefined
       },
       (e: unknown) => {

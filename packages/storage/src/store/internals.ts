@@ -28,6 +28,8 @@ export interface StoreInternals {
   handles?: { readonly size: number }
   /** fs backend: the verified-block cache. */
   blocks?: { readonly bytes: number }
+  /** fs backend: idle write buffers kept for the next puts. */
+  writeBuffers?: { readonly idle: number }
 }
 
 const table = new WeakMap<BlobStore, StoreInternals>()

@@ -1,0 +1,105 @@
+/**
+ * Write buffers reused across puts (fewer fresh ArrayBuffers per upload): a reused buffer never
+ * lets an earlier upload's bytes into a later object, a buffer a write may still use is never
+ * handed out again, the pool is bounded, and the store drops it on close.
+ */
+import { mkdtemp, open, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { PipelinedWriter, WriteBufferPool } from '../../src/store/fs-io.js'
+import { createFsStore } from '../../src/store/index.js'
+import { internalsOf } from '../../src/store/internals.js'
+import { bytes, chunked, readAll } from './helpers.js'
+
+const CAP = PipelinedWriter.CAPACITY
+
+describe('write buffer pool', () => {
+  let dir: string
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ron-fs-wbuf-'))
+  })
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  /** Writes `data` in 10 000-byte pieces through a writer on `pool` into `name`; returns the writer. */
+  async function writeFileThrough(pool: WriteBufferPool, name: string, data: Uint8Array): Promise<PipelinedWriter> {
+    const fh = await open(join(dir, name), 'wx')
+    const w = new PipelinedWriter(fh, pool)
+    try {
+      for (let off = 0; off < data.length; off += 10_000) await w.write(data.subarray(off, off + 10_000))
+      await w.flush()
+    } finally {
+      await fh.close()
+    }
+    return w
+  }
+
+  it('hands both buffers back on release and the next writer reuses them, with no stale bytes', async () => {
+    const pool = new WriteBufferPool(4)
+    const first = bytes(3 * CAP + 12_345, 1)
+    ;(await writeFileThrough(pool, 'a', first)).release()
+    expect(pool.idle).toBe(2)
+    const taken = [pool.take(), pool.take()]
+    pool.give(taken[0]!)
+    pool.give(taken[1]!)
+
+    // Shorter than one buffer: what is left in the reused buffer from `first` must not be written.
+    const second = bytes(CAP / 2 + 7, 2)
+    const w = await writeFileThrough(pool, 'b', second)
+    expect(pool.idle).toBe(1) // one buffer in use by the unreleased writer
+    w.release()
+    expect(pool.idle).toBe(2)
+    const reused = [pool.take(), pool.take()]
+    expect(reused.every((b) => taken.includes(b))).toBe(true)
+
+    expect(Buffer.from(await readFile(join(dir, 'a'))).equals(Buffer.from(first))).toBe(true)
+    expect(Buffer.from(await readFile(join(dir, 'b'))).equals(Buffer.from(second))).toBe(true)
+  })
+
+  it('does not pool a buffer while a write may still be using it, and takes no pieces after release', async () => {
+    const pool = new WriteBufferPool(4)
+    const fh = await open(join(dir, 'c'), 'wx')
+    const w = new PipelinedWriter(fh, pool)
+    // Exactly one buffer's worth: the write of the first buffer starts and is in flight.
+    const pending = w.write(bytes(CAP, 3))
+    await pending
+    w.release()
+    expect(pool.idle).toBe(0)
+    expect(() => w.write(bytes(10, 4))).toThrow()
+    await w.settle()
+    await fh.close()
+  })
+
+  it('keeps at most its bound of idle buffers', () => {
+    const pool = new WriteBufferPool(2)
+    for (let i = 0; i < 5; i++) pool.give(Buffer.allocUnsafe(CAP))
+    expect(pool.idle).toBe(2)
+    pool.clear()
+    expect(pool.idle).toBe(0)
+    expect(pool.take().length).toBe(CAP) // empty pool: a fresh buffer
+  })
+
+  it('reuses the buffers across a store’s puts, sequential and concurrent, every object intact, and drops them on close', async () => {
+    const store = await createFsStore({ dir, chunkSize: 64 * 1024 })
+    const idle = (): number => internalsOf(store)!.writeBuffers!.idle
+    const sizes = [3 * CAP + 5, 100, CAP - 1, 2 * CAP, 10_000, CAP + 1]
+    const stored: [string, Uint8Array][] = []
+    for (const [i, size] of sizes.entries()) {
+      const data = bytes(size, 10 + i)
+      stored.push([(await store.put(chunked(data, 7777))).address, data])
+    }
+    expect(idle()).toBe(2)
+    const batch = Array.from({ length: 12 }, (_, i) => bytes(CAP + 1000 * i, 50 + i))
+    const results = await Promise.all(batch.map((data) => store.put(chunked(data, 65_536))))
+    results.forEach((r, i) => stored.push([r.address, batch[i]!]))
+    expect(idle()).toBeGreaterThan(2)
+    expect(idle()).toBeLessThanOrEqual(16)
+    for (const [address, data] of stored) {
+      expect(Buffer.from(await readAll(store, address as never)).equals(Buffer.from(data))).toBe(true)
+    }
+    await store.close()
+    expect(idle()).toBe(0)
+  })
+})
