@@ -9,6 +9,7 @@
  * `memStop()`), never in the parent.
  */
 import { fork, type ChildProcess } from 'node:child_process'
+import { SERVER_HEAP_GROWING_FACTOR } from '@ron/core'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -50,7 +51,19 @@ function builtAndFresh(): boolean {
  */
 export const SERVER_CODE: 'dist' | 'src' = process.env.RON_BENCH_SOURCES === '1' ? 'src' : builtAndFresh() ? 'dist' : 'src'
 
-const SERVER_ENV: NodeJS.ProcessEnv = SERVER_CODE === 'dist' ? { ...process.env, TSX_TSCONFIG_PATH: here('./tsconfig.dist.json') } : process.env
+/**
+ * V8's old-generation growing factor of every server process, services and baselines alike:
+ * ron-node's default ({@link SERVER_HEAP_GROWING_FACTOR}, what `ron-node start` runs with), or
+ * V8's own estimate with `RON_BENCH_V8_HEAP=auto`. Handed to `server-child.ts` in the environment,
+ * so a baseline's process does not have to load `@ron/core` to apply it.
+ */
+export const SERVER_HEAP_GROWTH: string = process.env.RON_BENCH_V8_HEAP === 'auto' ? 'auto' : String(SERVER_HEAP_GROWING_FACTOR)
+
+const SERVER_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH,
+  ...(SERVER_CODE === 'dist' ? { TSX_TSCONFIG_PATH: here('./tsconfig.dist.json') } : {}),
+}
 
 interface Pending {
   resolve(v: unknown): void

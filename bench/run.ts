@@ -6,7 +6,7 @@
 import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { FULL } from './harness.js'
-import { SERVER_CODE } from './process.js'
+import { SERVER_CODE, SERVER_HEAP_GROWTH } from './process.js'
 
 /** Modules of the quick run: the system benchmarks, servers out of process. */
 const QUICK = ['http', 'storage']
@@ -23,6 +23,11 @@ console.log(
   SERVER_CODE === 'dist'
     ? '# servers run the built packages (dist), as users do'
     : '# servers run the TypeScript sources through tsx (dist missing or older than src, or RON_BENCH_SOURCES=1): slower than what users run; `npm run build` first',
+)
+console.log(
+  SERVER_HEAP_GROWTH === 'auto'
+    ? "# server processes size their heaps on V8's own estimate (RON_BENCH_V8_HEAP=auto), not on ron-node's setting"
+    : `# every server process, baselines included, runs with ron-node's heap setting: V8 growing factor ${SERVER_HEAP_GROWTH} (RON_BENCH_V8_HEAP=auto for V8's own)`,
 )
 for (const file of modules) {
   const mod = (await import(`./${file}`)) as { run: () => Promise<void> }

@@ -6,6 +6,7 @@
 import { writeFile } from 'node:fs/promises'
 import { Session } from 'node:inspector/promises'
 import { pathToFileURL } from 'node:url'
+import { setFlagsFromString } from 'node:v8'
 
 /** What a server factory returns once it listens. */
 export interface StartedServer {
@@ -21,6 +22,11 @@ export interface StartedServer {
  * process; receives the options the bench passed to `spawnServer`.
  */
 export type ServerFactory = (options: Record<string, unknown>) => Promise<StartedServer>
+
+// The heap sizing ron-node applies (`setHeapGrowingFactor` in @ron/core, the same formula), set
+// here so that baselines get it too without loading @ron/core: see SERVER_HEAP_GROWTH in process.ts.
+const heapGrowth = process.env.RON_BENCH_HEAP_GROWTH
+if (heapGrowth !== undefined && heapGrowth !== 'auto') setFlagsFromString(`--heap-growing-percent=${Math.round((Number(heapGrowth) - 1) * 100)}`)
 
 const [factoryPath, optionsJson] = process.argv.slice(2)
 let server: StartedServer | undefined

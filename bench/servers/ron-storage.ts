@@ -1,19 +1,20 @@
 /**
  * The storage service on its defaults, on disk in `<dir>`, behind `serve`. Any other option is
  * passed to `createStorageService` (a case that changes a default must say so). The bench gets a
- * `storage:write storage:read` token in `extra.token`.
+ * `storage:write storage:read` token in `extra.token`. The token is signed with core's public API, not
+ * `@ron/core/testing`: that entry loads fast-check, and a heavier heap than a user's process would
+ * have makes every mark-compact of the server dearer.
  */
-import { serve } from '@ron/core'
-import { createTestIssuer } from '@ron/core/testing'
+import { generateIssuerKey, serve, signToken, staticKeySource } from '@ron/core'
 import { createStorageService } from '@ron/storage'
 import type { ServerFactory } from '../server-child.js'
 
 const start: ServerFactory = async (options) => {
   const { dir, ...rest } = options
-  const issuer = createTestIssuer()
-  const svc = await createStorageService({ ...rest, dataDir: String(dir), auth: { keys: issuer.keys } })
+  const key = generateIssuerKey()
+  const svc = await createStorageService({ ...rest, dataDir: String(dir), auth: { keys: staticKeySource([key]) } })
   const server = await serve(svc, { port: 0 })
-  const token = issuer.mint({ scope: 'storage:write storage:read', aud: 'storage', ttlSec: 24 * 3600 })
+  const token = signToken(key, { sub: 'bench', scope: 'storage:write storage:read', aud: 'storage', ttlSec: 24 * 3600 })
   return {
     url: server.url,
     extra: { token },
