@@ -33,6 +33,7 @@ import { webhookRoutes } from './routes/webhooks.js'
 import { toServiceTokens, type ServiceTokenSource, type ServiceTokens } from './tokens.js'
 import { CHANNELS, TASKS, interopTopology } from './topology.js'
 import { Upstreams, breakerName } from './upstream.js'
+import { WEBHOOK_PROVIDERS } from './webhooks/verify.js'
 
 /** Things that are not configuration data: injected by the host (ron-node) or a test. */
 export interface InteropRuntime {
@@ -203,7 +204,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     clients: () => clients,
     capabilities: new CapabilityCache({ clock }),
     uploadsInFlight: new Map(),
-    verifyCounter: cachedChildren(verify),
+    verifyCounter: talliedVerifyCounter(verify),
   }
   host.routes([...webhookRoutes(ctx), ...uploadRoutes(ctx), ...objectRoutes(ctx)])
 
@@ -239,18 +240,35 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
   return service
 }
 
-/** Caches the labelled children of a counter: the webhook path counts every request. */
-function cachedChildren(counter: { labels(l: { provider: string; result: string }): { inc(): void } }): InteropContext['verifyCounter'] {
-  const children = new Map<string, { inc(): void }>()
-  return {
-    inc(l) {
-      const key = `${l.provider}\u0000${l.result}`
-      let c = children.get(key)
-      if (c === undefined) {
-        c = counter.labels(l)
-        children.set(key, c)
+/** The `result` label values of `webhook_verify_total`, in tally order. */
+const VERIFY_RESULTS = ['ok', 'bad_signature', 'stale_timestamp', 'missing_header'] as const
+
+/**
+ * Counts webhook verifications in a plain tally handed to prom-client when the registry is
+ * scraped (the counter's `collect`): a labelled prom-client child hashes its labels on every
+ * `inc`, and under a flood of forgeries this counter is bumped once per request. Values outside
+ * the known providers and results go straight to the counter.
+ */
+export function talliedVerifyCounter(counter: { inc(l: { provider: string; result: string }, n: number): void }): InteropContext['verifyCounter'] {
+  const tally = new Float64Array(WEBHOOK_PROVIDERS.length * VERIFY_RESULTS.length)
+  ;(counter as { collect?: () => void }).collect = () => {
+    for (let p = 0; p < WEBHOOK_PROVIDERS.length; p++) {
+      for (let r = 0; r < VERIFY_RESULTS.length; r++) {
+        const i = p * VERIFY_RESULTS.length + r
+        if (tally[i]! > 0) counter.inc({ provider: WEBHOOK_PROVIDERS[p]!, result: VERIFY_RESULTS[r]! }, tally[i]!)
+        tally[i] = 0
       }
-      c.inc()
+    }
+  }
+  return {
+    inc(provider, result) {
+      const p = (WEBHOOK_PROVIDERS as readonly string[]).indexOf(provider)
+      const r = (VERIFY_RESULTS as readonly string[]).indexOf(result)
+      if (p < 0 || r < 0) counter.inc({ provider, result }, 1)
+      else {
+        const i = p * VERIFY_RESULTS.length + r
+        tally[i] = tally[i]! + 1
+      }
     },
   }
 }

@@ -9,9 +9,10 @@ import { addressOf, createServiceMetrics, Supervisor } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
 import { AuditLog, MemoryAuditSink, signWebhook, type AuditEvent, type AuditSink } from '../src/index.js'
 import { LAZY_HASH_MAX_BYTES } from '../src/audit.js'
-import { KEY_CACHE_MAX, decodeHex32, hmacKey, hmacKeyCacheSize, hmacSha256 } from '../src/webhooks/hmac.js'
+import { KEY_CACHE_MAX, decodeHex32, decodeHex32Into, hmacKey, hmacKeyCacheSize, hmacSha256 } from '../src/webhooks/hmac.js'
 import { verifyWebhook } from '../src/webhooks/verify.js'
-import { refusalBody } from '../src/routes/webhooks.js'
+import { refusalBody, refusalCacheSize } from '../src/routes/webhooks.js'
+import { talliedVerifyCounter } from '../src/service.js'
 import { UnauthorizedError } from '@ron/core'
 
 const event = (i: number) => ({ kind: 'webhook' as const, provider: 'github', requestId: `r${i}`, decision: 'deny' as const, reason: 'bad_signature', latency: '<10ms' })
@@ -48,18 +49,85 @@ describe('refusal envelope', () => {
       const text = refusalBody(message, corrId, 'bad_signature', 'github')
       const expected = new UnauthorizedError(`webhook refused: ${message}`, { details: { reason: 'bad_signature', provider: 'github' } }).toEnvelope(corrId)
       expect(JSON.parse(text)).toEqual(expected)
+      // Built from cached parts: the same text again, and with another correlation id.
+      expect(refusalBody(message, corrId, 'bad_signature', 'github')).toBe(text)
+      expect(JSON.parse(refusalBody(message, 'other', 'bad_signature', 'github'))).toEqual(
+        new UnauthorizedError(`webhook refused: ${message}`, { details: { reason: 'bad_signature', provider: 'github' } }).toEnvelope('other'),
+      )
     }
+  })
+
+  it('keeps the parts per provider, reason and message, and stays bounded', () => {
+    const a = JSON.parse(refusalBody('m', 'c', 'bad_signature', 'github')) as { error: { details: unknown } }
+    const b = JSON.parse(refusalBody('m', 'c', 'missing_header', 'slack')) as { error: { details: unknown } }
+    expect(a.error.details).toEqual({ reason: 'bad_signature', provider: 'github' })
+    expect(b.error.details).toEqual({ reason: 'missing_header', provider: 'slack' })
+    for (let i = 0; i < 500; i++) refusalBody(`message ${i}`, 'c', 'stale_timestamp', 'stripe')
+    // 4 providers × 3 reasons × 64 messages at most.
+    expect(refusalCacheSize()).toBeLessThanOrEqual(4 * 3 * 64)
+    expect(JSON.parse(refusalBody('message 499', 'c', 'stale_timestamp', 'stripe'))).toMatchObject({ error: { message: 'webhook refused: message 499' } })
   })
 })
 
 describe('decodeHex32', () => {
+  const hex = 'ab'.repeat(32)
+  const bads = ['', hex.slice(2), `${hex}00`, `${hex.slice(0, 63)}g`, `g${hex.slice(1)}`, `${hex.slice(0, 30)}zz${hex.slice(32)}`, ` ${hex.slice(1)}`, `${hex.slice(0, 63)} `]
+
   it('accepts exactly 64 hex digits of either case and nothing else', () => {
-    const hex = 'ab'.repeat(32)
     expect(decodeHex32(hex)?.toString('hex')).toBe(hex)
     expect(decodeHex32(hex.toUpperCase())?.toString('hex')).toBe(hex)
-    for (const bad of ['', hex.slice(2), `${hex}00`, `${hex.slice(0, 63)}g`, `g${hex.slice(1)}`, `${hex.slice(0, 30)}zz${hex.slice(32)}`, ` ${hex.slice(1)}`, `${hex.slice(0, 63)} `]) {
-      expect(decodeHex32(bad)).toBeUndefined()
-    }
+    for (const bad of bads) expect(decodeHex32(bad)).toBeUndefined()
+  })
+
+  it('decodeHex32Into accepts and refuses exactly what decodeHex32 does, reusing one buffer', () => {
+    const into = Buffer.alloc(32)
+    const other = '0f'.repeat(32)
+    expect(decodeHex32Into(hex, into)).toBe(true)
+    expect(into.toString('hex')).toBe(hex)
+    expect(decodeHex32Into(other.toUpperCase(), into)).toBe(true)
+    expect(into.toString('hex')).toBe(other)
+    for (const bad of bads) expect(decodeHex32Into(bad, into)).toBe(false)
+  })
+
+  it('a forgery with a malformed or wrong MAC never verifies after a valid one used the shared buffer', () => {
+    const body = Buffer.from('{"a":1}')
+    const good = signWebhook({ provider: 'github', secret: 's', body })
+    const sig = good.headers['x-hub-signature-256']!
+    const verify = (signature: string) => verifyWebhook({ provider: 'github', body, headers: { ...good.headers, 'x-hub-signature-256': signature }, secrets: ['s'], nowMs: 0 })
+    expect(verify(sig).ok).toBe(true)
+    // Same first half, then a bad digit: the decoder stops, the leftover bytes of the last valid MAC must not count.
+    expect(verify(`${sig.slice(0, 40)}zz${sig.slice(42)}`)).toMatchObject({ ok: false, reason: 'bad_signature' })
+    expect(verify(`sha256=${'00'.repeat(32)}`)).toMatchObject({ ok: false, reason: 'bad_signature' })
+    expect(verify(sig).ok).toBe(true)
+  })
+})
+
+describe('webhook_verify_total tally', () => {
+  it('counts are handed to prom-client at scrape time, once, and add up across scrapes', async () => {
+    const metrics = createServiceMetrics({ service: 'interop' })
+    const counter = metrics.counter('webhook_verify_total', 'test', ['provider', 'result'])
+    const tally = talliedVerifyCounter(counter)
+    const sample = (text: string, provider: string, result: string) =>
+      Number(new RegExp(`webhook_verify_total\\{provider="${provider}",result="${result}",service="interop"\\} (\\d+)`).exec(text)?.[1] ?? NaN)
+    for (let i = 0; i < 3; i++) tally.inc('github', 'bad_signature')
+    tally.inc('slack', 'ok')
+    let text = await metrics.text()
+    expect(sample(text, 'github', 'bad_signature')).toBe(3)
+    expect(sample(text, 'slack', 'ok')).toBe(1)
+    text = await metrics.text() // a second scrape adds nothing new
+    expect(sample(text, 'github', 'bad_signature')).toBe(3)
+    tally.inc('github', 'bad_signature')
+    tally.inc('stripe', 'missing_header')
+    text = await metrics.text()
+    expect(sample(text, 'github', 'bad_signature')).toBe(4)
+    expect(sample(text, 'stripe', 'missing_header')).toBe(1)
+  })
+
+  it('a provider or result outside the known lists is counted directly', async () => {
+    const metrics = createServiceMetrics({ service: 'interop' })
+    const tally = talliedVerifyCounter(metrics.counter('webhook_verify_total', 'test', ['provider', 'result']))
+    tally.inc('gitlab', 'ok')
+    expect(await metrics.text()).toMatch(/webhook_verify_total\{provider="gitlab",result="ok",service="interop"\} 1/)
   })
 })
 

@@ -49,8 +49,8 @@ export interface InteropContext {
   capabilities: CapabilityCache
   /** Uploads in flight per API-key client (single writer: the upload route). */
   uploadsInFlight: Map<string, number>
-  /** Counts webhook verification outcomes. */
-  verifyCounter: { inc(labels: { provider: string; result: string }): void }
+  /** Counts webhook verification outcomes (`webhook_verify_total{provider,result}`). */
+  verifyCounter: { inc(provider: string, result: string): void }
 }
 
 /**

@@ -21,7 +21,8 @@ import {
 } from '@ron/core'
 import { latencyBucket } from '../audit.js'
 import { encodeReceipt } from '../receipt.js'
-import { isWebhookProvider, verifyWebhook, type WebhookFailureReason, type WebhookProvider } from '../webhooks/verify.js'
+import type { InteropConfig } from '../config.js'
+import { isWebhookProvider, verifyWebhook, type WebhookAccepted, type WebhookFailureReason, type WebhookProvider, type WebhookRejected } from '../webhooks/verify.js'
 import { admitWrite, recordOutcome, type InteropContext } from './context.js'
 
 const ENDPOINT = 'POST /webhooks/:provider'
@@ -78,14 +79,23 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   admitWrite(s, ENDPOINT)
   const body = await ctx.bytes()
   const v = verifyWebhook({ provider, body, headers: ctx.req.headers, secrets, nowMs: s.clock.now(), toleranceSec: cfg.webhooks.toleranceSec })
-  s.verifyCounter.inc({ provider, result: v.ok ? 'ok' : v.reason })
-  if (!v.ok) {
-    // The refusal path is the hot path under attack: no hash here (the audit sink task computes
-    // the payload's b3: address, see AuditLog.emit), no closure, no queue hop, and answered rather
-    // than thrown (an Error's stack capture is most of its cost). Same envelope as UnauthorizedError.
-    s.audit.emit({ kind: 'webhook', provider, requestId: ctx.corrId, decision: 'deny', reason: v.reason, latency: latencyBucket(s.clock.now() - started) }, body)
-    return { status: 401, headers: JSON_TYPE, body: refusalBody(v.message, ctx.corrId, v.reason, provider) }
-  }
+  s.verifyCounter.inc(provider, v.ok ? 'ok' : v.reason)
+  // The refusal path is the hot path under attack: a plain function with no closure, no hash
+  // (the audit sink task computes the payload's b3: address, see AuditLog.emit) and no queue hop.
+  // The accepted path's closures and state live in their own function, so a refusal never
+  // allocates them.
+  return v.ok ? accept(s, ctx, cfg, provider, body, v, started) : refuse(s, ctx, provider, body, v, started)
+}
+
+/** Answers a refused delivery: 401, the UnauthorizedError envelope, one audit event. */
+function refuse(s: InteropContext, ctx: RouteContext, provider: WebhookProvider, body: Uint8Array, v: WebhookRejected, started: number): Reply {
+  s.audit.emit({ kind: 'webhook', provider, requestId: ctx.corrId, decision: 'deny', reason: v.reason, latency: latencyBucket(s.clock.now() - started) }, body)
+  // Answered rather than thrown: an Error's stack capture is most of its cost.
+  return { status: 401, headers: JSON_TYPE, body: refusalBody(v.message, ctx.corrId, v.reason, provider) }
+}
+
+/** A verified delivery: dedupe, then the receipt stored on the work queue, answered once stored. */
+async function accept(s: InteropContext, ctx: RouteContext, cfg: InteropConfig, provider: WebhookProvider, body: Uint8Array, v: WebhookAccepted, started: number): Promise<Reply> {
   const payloadB3 = addressOf(body)
   const audit = (decision: 'accept' | 'duplicate' | 'error', extra: { reason?: string; receipt?: string } = {}): void => {
     s.audit.emit({ kind: 'webhook', provider, requestId: ctx.corrId, payloadB3, decision, latency: latencyBucket(s.clock.now() - started), ...extra })
@@ -151,12 +161,44 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
 
 const JSON_TYPE = { 'content-type': 'application/json' } as const
 
+/** Most refusal messages whose envelope text is kept per provider and reason (verify's messages are a short fixed list). */
+const REFUSAL_CACHE_MAX = 64
+/** The envelope text around the correlation id, by provider, reason and message (no key string built per request). */
+const refusalParts = new Map<WebhookProvider, Map<WebhookFailureReason, Map<string, readonly [string, string]>>>()
+
 /**
  * The 401 envelope of a refused delivery (the same as `UnauthorizedError`'s), written as text:
  * `reason` and `provider` come from fixed lists, the message and the correlation id are escaped.
+ * The text around the correlation id is built once per provider, reason and message.
  */
 export function refusalBody(message: string, corrId: string, reason: WebhookFailureReason, provider: WebhookProvider): string {
-  return `{"error":{"code":"Unauthorized","message":${JSON.stringify(`webhook refused: ${message}`)},"retryable":false,"corr_id":${JSON.stringify(corrId)},"details":{"reason":"${reason}","provider":"${provider}"}}}`
+  let byReason = refusalParts.get(provider)
+  if (byReason === undefined) {
+    byReason = new Map()
+    refusalParts.set(provider, byReason)
+  }
+  let byMessage = byReason.get(reason)
+  if (byMessage === undefined) {
+    byMessage = new Map()
+    byReason.set(reason, byMessage)
+  }
+  let parts = byMessage.get(message)
+  if (parts === undefined) {
+    if (byMessage.size >= REFUSAL_CACHE_MAX) byMessage.clear()
+    parts = [
+      `{"error":{"code":"Unauthorized","message":${JSON.stringify(`webhook refused: ${message}`)},"retryable":false,"corr_id":`,
+      `,"details":{"reason":"${reason}","provider":"${provider}"}}}`,
+    ]
+    byMessage.set(message, parts)
+  }
+  return parts[0] + JSON.stringify(corrId) + parts[1]
+}
+
+/** Envelope texts cached by {@link refusalBody}, all providers and reasons (for tests). @internal */
+export function refusalCacheSize(): number {
+  let n = 0
+  for (const byReason of refusalParts.values()) for (const byMessage of byReason.values()) n += byMessage.size
+  return n
 }
 
 /** The `challenge` of a Slack `url_verification` body, if it is one. */

@@ -76,6 +76,15 @@ export function decodeHex32(s: string): Buffer | undefined {
   return b.byteLength === 32 ? b : undefined
 }
 
+/**
+ * Decodes 64 hex digits into `into` (32 bytes, reused by the caller: no allocation per request);
+ * false when `s` is not exactly 64 hex digits (then `into` holds garbage).
+ */
+export function decodeHex32Into(s: string, into: Buffer): boolean {
+  // As in decodeHex32: the decoder stops at the first pair that is not two hex digits.
+  return s.length === 64 && into.write(s, 0, 32, 'hex') === 32
+}
+
 /** Decodes strict standard base64 or returns undefined (no lenient skipping of bad characters). */
 export function decodeBase64Strict(s: string): Buffer | undefined {
   if (s.length === 0 || s.length % 4 !== 0 || !BASE64.test(s)) return undefined

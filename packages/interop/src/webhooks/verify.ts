@@ -8,7 +8,7 @@
  */
 
 import { createHmac } from 'node:crypto'
-import { base64HmacKey, constantTimeEqual, decodeBase64Strict, decodeHex32, hmacKey } from './hmac.js'
+import { base64HmacKey, constantTimeEqual, decodeBase64Strict, decodeHex32, decodeHex32Into, hmacKey } from './hmac.js'
 
 /** The providers interop verifies. */
 export const WEBHOOK_PROVIDERS = ['github', 'slack', 'stripe', 'standard'] as const
@@ -207,6 +207,12 @@ function required(input: VerifyWebhookInput, names: readonly string[]): WebhookR
   return out
 }
 
+/**
+ * The one candidate MAC of a GitHub or Slack delivery, decoded in place: verification is
+ * synchronous, so one buffer serves every request (no allocation per forgery).
+ */
+const scratch: readonly Buffer[] = [Buffer.alloc(32)]
+
 const GITHUB_HEADERS = ['x-hub-signature-256'] as const
 const SLACK_HEADERS = ['x-slack-signature', 'x-slack-request-timestamp'] as const
 const STRIPE_HEADERS = ['stripe-signature'] as const
@@ -216,9 +222,8 @@ function verifyGithub(input: VerifyWebhookInput): WebhookVerification {
   const h = required(input, GITHUB_HEADERS)
   if (!Array.isArray(h)) return h
   const sig = h[0]!
-  const candidate = sig.startsWith('sha256=') ? decodeHex32(sig.slice(7)) : undefined
-  if (candidate === undefined) return reject('github', 'bad_signature', 'X-Hub-Signature-256 is not sha256=<64 hex digits>')
-  const i = match([candidate], input.secrets, '', input.body, false)
+  if (!sig.startsWith('sha256=') || !decodeHex32Into(sig.slice(7), scratch[0]!)) return reject('github', 'bad_signature', 'X-Hub-Signature-256 is not sha256=<64 hex digits>')
+  const i = match(scratch, input.secrets, '', input.body, false)
   if (i < 0) return reject('github', 'bad_signature', 'signature does not match any active secret')
   const delivery = header(input.headers, 'x-github-delivery')
   // X-GitHub-Delivery is outside the MAC: kept in the receipt, never trusted for dedupe.
@@ -231,9 +236,8 @@ function verifySlack(input: VerifyWebhookInput): WebhookVerification {
   const [sig, tsRaw] = h as [string, string]
   const ts = checkWindow('slack', tsRaw, input)
   if (typeof ts !== 'number') return ts
-  const candidate = sig.startsWith('v0=') ? decodeHex32(sig.slice(3)) : undefined
-  if (candidate === undefined) return reject('slack', 'bad_signature', 'X-Slack-Signature is not v0=<64 hex digits>')
-  const i = match([candidate], input.secrets, `v0:${tsRaw}:`, input.body, false)
+  if (!sig.startsWith('v0=') || !decodeHex32Into(sig.slice(3), scratch[0]!)) return reject('slack', 'bad_signature', 'X-Slack-Signature is not v0=<64 hex digits>')
+  const i = match(scratch, input.secrets, `v0:${tsRaw}:`, input.body, false)
   if (i < 0) return reject('slack', 'bad_signature', 'signature does not match any active secret')
   return accepted(input, i, ts, jsonField(input.body, 'event_id'), sig)
 }
