@@ -11,7 +11,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { FULL, alternate, median, printRounds, spread } from './harness.js'
+import { CpuPerRequest, FULL, alternate, median, printRounds, spread } from './harness.js'
 import { spawnLoad, spawnServer, type LoadGenerator, type LoadResult, type ServerProcess } from './process.js'
 
 const KiB = 1024
@@ -90,10 +90,17 @@ export async function run(): Promise<void> {
     const putters = [bare, ron]
     const putNames = ['bare node:http (tmp+fsync+rename+dir fsync)', 'storage service']
     const putCase = async (title: string, targets: ServerProcess[], conc: number, requests: number, note?: string): Promise<void> => {
+      const cpu = new CpuPerRequest(targets.length)
       const results = await alternate(
         targets.map((s, i) => ({
           name: s.name,
-          measure: async () => checkOk(s.name, await load.run({ kind: 'put', url: s.url, path: '/o', size: MiB, seed: 100 + conc * 10 + i, concurrency: conc, requests, headers: headersOf(s) }), title),
+          measure: () =>
+            cpu.around(
+              i,
+              s.pid,
+              async () => checkOk(s.name, await load.run({ kind: 'put', url: s.url, path: '/o', size: MiB, seed: 100 + conc * 10 + i, concurrency: conc, requests, headers: headersOf(s) }), title),
+              () => requests,
+            ),
         })),
         { rounds: ROUNDS },
       )
@@ -101,6 +108,7 @@ export async function run(): Promise<void> {
         printRounds(`${title}: ${label}`, `${label} ms`, putNames, results.map((rs) => rs.map(pick)), { lowerIsBetter: true, ...(label === 'p50' && note ? { note } : {}) })
       }
       printRounds(`${title}: throughput`, 'MB/s', putNames, results.map((rs) => rs.map((r) => r.bytesPerSec / 1e6)))
+      cpu.print(title, putNames, ROUNDS)
     }
     await putCase(`PUT 1 MiB, c=1 (${P.put1} per round)`, putters, 1, P.put1)
     await putCase(`PUT 1 MiB, c=16 (${P.put16} per round)`, putters, 16, P.put16)
