@@ -61,7 +61,7 @@ describe('interop config', () => {
     expect(parseInteropConfig({})).toMatchObject({
       id: 'interop',
       workQueue: 512,
-      workers: 8,
+      workers: 16,
       webhooks: { toleranceSec: 300, ackDeadlineMs: 2000, maxBodyBytes: 1024 * 1024, dedupe: { ttlMs: 600_000 } },
       uploads: { capabilityTtlSec: 60, chunkBytes: 65_536 },
       audit: { sink: 'memory', queue: 512 },
