@@ -32,6 +32,11 @@ import { spawnServer, type ServerProcess } from './process.js'
 import type { ServerFactory } from './server-child.js'
 
 const SECRET = 'bench-webhook-secret'
+/** Extra node flags for the storage and interop servers (e.g. `RON_BENCH_SERVER_FLAGS=--trace-gc` to count GCs per phase). */
+const SERVER_FLAGS = (process.env.RON_BENCH_SERVER_FLAGS ?? '').split(' ').filter((f) => f !== '')
+const phase = (name: string): void => {
+  if (SERVER_FLAGS.length > 0) console.log(`@@phase ${name}`)
+}
 const API_KEY = 'bench-api-key-0123456789'
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -155,9 +160,9 @@ function webhookBody(n: number): Buffer {
 export async function run(): Promise<void> {
   const stops: ServerProcess[] = []
   try {
-    const storage = await spawnServer('storage PUT /o (fs, durable floor)', './interop.bench.ts', { mode: 'storage' })
+    const storage = await spawnServer('storage PUT /o (fs, durable floor)', './interop.bench.ts', { mode: 'storage' }, SERVER_FLAGS)
     stops.push(storage)
-    const interop = await spawnServer('interop webhooks (receipt stored, fs)', './interop.bench.ts', { mode: 'interop' })
+    const interop = await spawnServer('interop webhooks (receipt stored, fs)', './interop.bench.ts', { mode: 'interop' }, SERVER_FLAGS)
     stops.push(interop)
     const bare = await spawnServer('bare node:http HMAC check', './interop.bench.ts', { mode: 'bare' })
     stops.push(bare)
@@ -166,6 +171,7 @@ export async function run(): Promise<void> {
     const requests = FULL ? 4000 : 800
 
     // 1. Acknowledged webhooks vs the durable floor.
+    phase('webhooks')
     let seq = 0
     const acked = await alternate(
       [
@@ -179,13 +185,16 @@ export async function run(): Promise<void> {
             }),
         },
       ],
-      { rounds },
+      // Two warm-up rounds: the interop process JIT-compiles interop, storage and core code on
+      // this path, and a profile of the first measured round still showed TurboFan at work.
+      { rounds, warmup: 2 },
     )
     printRounds(`Acknowledged webhooks/s (each receipt stored) vs storage PUT /o of the same bodies, c16 (goal >= 0.7x)`, 'req/s', [storage.name, interop.name], acked, {
       note: 'Both on the filesystem backend (fsync per object). interop: rateLimit off (default 500 rps), brownout off.',
     })
 
     // 2. Refused forgeries.
+    phase('forgeries')
     const forged = signWebhook({ provider: 'github', secret: 'not-the-secret', body: webhookBody(0) })
     const seconds = FULL ? 5 : 1
     const refusedCpu = new CpuPerRequest(2)
@@ -206,6 +215,7 @@ export async function run(): Promise<void> {
     refusedCpu.print('Refused forgeries', [bare.name, 'interop (401 bad_signature)'], rounds)
 
     // 3. POST /put 1 MiB vs PUT /o.
+    phase('put')
     const MiB = 1 << 20
     const big = Buffer.alloc(MiB, 7)
     const fresh = (): Buffer => {
@@ -214,7 +224,9 @@ export async function run(): Promise<void> {
       b.write(stamp.slice(-12), 4)
       return b
     }
-    const uploads = FULL ? 400 : 80
+    // 200 MiB per round (about a second): with 80, a round was a few fsync stalls long, and six
+    // quick runs spread from 0.60x to 1.13x.
+    const uploads = FULL ? 600 : 200
     const put = await alternate(
       [
         { name: 'storage PUT /o 1 MiB', measure: async () => (await load(storage.url, 4, uploads, () => ({ method: 'PUT', path: '/o', headers: auth, body: fresh() }))) * MiB },
@@ -225,6 +237,7 @@ export async function run(): Promise<void> {
       ],
       { rounds },
     )
+    phase('end')
     printRounds('POST /put 1 MiB throughput vs direct PUT /o on storage, c4 (goal >= 0.8x)', 'MiB/s', ['storage PUT /o 1 MiB', 'interop POST /put 1 MiB'], put.map((r) => r.map((b) => b / MiB)))
   } finally {
     for (const s of stops.reverse()) await s.stop().catch(() => undefined)
