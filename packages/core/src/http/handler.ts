@@ -213,22 +213,62 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     })
   }
 
-  async function route(ex: Exchange, m: { route: CompiledRoute; params: Record<string, string> }, rawQuery: string): Promise<void> {
+  const fail = (ex: Exchange, e: unknown): void => {
+    reportError(ex.setError(e), ex)
+  }
+  const settle = (ex: Exchange, reply: Reply): void => {
+    try {
+      ex.setReply(reply)
+    } catch (e) {
+      fail(ex, e)
+    }
+  }
+
+  /**
+   * Adopts a reply, or a promise of one. Returns a promise only when the reply is still pending,
+   * so a synchronous handler is answered within the same turn (no promise, no microtask hop).
+   * The promise never rejects.
+   */
+  function adopt(ex: Exchange, reply: Reply | PromiseLike<Reply>): Promise<void> | undefined {
+    if (typeof (reply as Partial<PromiseLike<Reply>>).then !== 'function') {
+      ex.setReply(reply as Reply)
+      return undefined
+    }
+    return Promise.resolve(reply).then(
+      (r) => settle(ex, r),
+      (e: unknown) => fail(ex, e),
+    )
+  }
+
+  /** Runs a matched route; synchronous unless the route needs a token, a queue or an async handler. */
+  function route(ex: Exchange, m: { route: CompiledRoute; params: Record<string, string> }, rawQuery: string): Promise<void> | undefined {
     const r = m.route.route
     ex.label = m.route.label
     const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, r.bodyLimit ?? jsonBodyLimit, ctxLimits)
-    if (r.scope !== undefined) {
+    if (r.scope !== undefined) return routeAuthenticated(ex, r, ctx)
+    if (r.queue !== undefined && hooks.submit !== undefined) return adopt(ex, runQueued(ex, r.queue, r, ctx))
+    return adopt(ex, r.handler(ctx))
+  }
+
+  /** A route that declares a scope: authenticate, then run the handler. Never rejects. */
+  async function routeAuthenticated(ex: Exchange, r: Route, ctx: Context): Promise<void> {
+    try {
       if (hooks.authenticate === undefined) {
         throw new UnauthorizedError('this route requires a token but no verifier is configured', { details: { reason: 'no_verifier' } })
       }
       ctx.auth = await hooks.authenticate(ex.req, r)
+      const reply = r.queue === undefined || hooks.submit === undefined ? await r.handler(ctx) : await runQueued(ex, r.queue, r, ctx)
+      ex.setReply(reply)
+    } catch (e) {
+      fail(ex, e)
     }
-    const reply = r.queue === undefined || hooks.submit === undefined ? await r.handler(ctx) : await runQueued(ex, r.queue, r, ctx)
-    ex.setReply(reply)
   }
 
-  /** The pipeline up to (not including) writing. Never rejects. */
-  async function run(ex: Exchange): Promise<void> {
+  /**
+   * The pipeline up to (not including) writing. Returns undefined when the outcome is already set
+   * (the common case: a synchronous handler or an early refusal), else a promise that never rejects.
+   */
+  function run(ex: Exchange): Promise<void> | undefined {
     try {
       const req = ex.req
       const url = req.url
@@ -238,36 +278,34 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
         const b = hooks.builtin(path, req)
         if (b !== undefined) {
           ex.label = 'builtin'
-          ex.setReply(await b)
-          return
+          return adopt(ex, b)
         }
       }
       hooks.intake?.(req)
       if (hooks.admit !== undefined) ex.release = hooks.admit(req)
       const m = router.match(req.method, path)
-      if (m.kind === 'found') return await route(ex, m, q === -1 ? '' : url.slice(q + 1))
+      if (m.kind === 'found') return route(ex, m, q === -1 ? '' : url.slice(q + 1))
       if (m.kind === 'method') {
         throw new MethodNotAllowedError(`method ${req.method} is not allowed on this path`, { details: { allow: m.allow } })
       }
       throw new NotFoundError('no route matches this path', { details: { path } })
     } catch (e) {
-      reportError(ex.setError(e), ex)
+      fail(ex, e)
+      return undefined
     }
-  }
-
-  async function runNode(ex: Exchange, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    await run(ex)
-    writeNode(ex, req, res, nodeWrite)
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const ex = new Exchange(new NodeRequest(req, res), corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, onFinish)
-    void runNode(ex, req, res)
+    const pending = run(ex)
+    if (pending === undefined) writeNode(ex, req, res, nodeWrite)
+    else void pending.then(() => writeNode(ex, req, res, nodeWrite))
   }
 
   async function dispatch(req: RonRequest): Promise<RonResponse> {
     const ex = new Exchange(req, corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, hooks.finished === undefined ? onFinish : onFinishDispatched)
-    await run(ex)
+    const pending = run(ex)
+    if (pending !== undefined) await pending
     return toRonResponse(ex)
   }
 

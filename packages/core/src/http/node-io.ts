@@ -84,7 +84,7 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   if (ex.contentType !== undefined) headers.push('content-type', ex.contentType)
   if (ex.retryAfter !== undefined) headers.push('retry-after', ex.retryAfter)
   if (ex.allow !== undefined) headers.push('allow', ex.allow)
-  if (!req.complete) {
+  if (!req.complete && hasBody(req)) {
     // A stalled or too slow client (408) gets nothing from lingering: close right after the reply. Otherwise keep
     // reading what it is still sending (the parser knows the framing, so the connection stays
     // usable): closing a socket with unread input makes the kernel send a reset, and the client
@@ -127,6 +127,19 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   } else {
     void streamToNode(ex, body as AsyncIterable<Uint8Array>, res, o)
   }
+}
+
+/**
+ * Whether the request carries a body (RFC 9112 6.3: `Transfer-Encoding` or a non-zero
+ * `Content-Length`). A reply written from within the `'request'` event (a synchronous handler)
+ * comes before the parser has marked even a bodiless request `complete`, so `complete` alone
+ * cannot tell a bodiless request from an unread upload.
+ */
+function hasBody(req: IncomingMessage): boolean {
+  const h = req.headers
+  if (h['transfer-encoding'] !== undefined) return true
+  const len = h['content-length']
+  return len !== undefined && len !== '0'
 }
 
 /** After the reply is written, discard the rest of an unread request body for up to `lingerMs`. */

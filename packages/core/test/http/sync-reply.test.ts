@@ -1,0 +1,123 @@
+/**
+ * A handler that returns its reply synchronously is answered within node's `'request'` event,
+ * before the parser has even marked a bodiless request complete. These tests pin what that must
+ * not change: pipelined requests on one keep-alive connection, early replies to uploads (linger,
+ * no reset), and refusals of the pipeline that happen before any handler runs.
+ */
+import { connect, type Socket } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
+import { createHttpHandler, serve, type RonServer, type Route } from '../../src/http/index.js'
+
+const servers: RonServer[] = []
+const sockets: Socket[] = []
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy()
+  await Promise.all(servers.splice(0).map((s) => s.close()))
+})
+
+async function start(routes: Route[]): Promise<RonServer> {
+  const srv = await serve(createHttpHandler({ serviceId: 't', routes }), { port: 0 })
+  servers.push(srv)
+  return srv
+}
+
+/** Writes `head` on a fresh socket and resolves once `count` full responses (by content-length) arrived. */
+function exchange(srv: RonServer, head: string, count: number, then?: (s: Socket) => void): Promise<{ text: string; open: boolean }> {
+  return new Promise((resolve, reject) => {
+    const s = connect(srv.port, '127.0.0.1', () => s.write(head))
+    sockets.push(s)
+    let text = ''
+    const complete = (): boolean => {
+      let n = 0
+      let at = 0
+      for (;;) {
+        const end = text.indexOf('\r\n\r\n', at)
+        if (end === -1) return false
+        const len = /content-length: (\d+)/i.exec(text.slice(at, end))
+        const next = end + 4 + Number(len?.[1] ?? 0)
+        if (next > text.length) return false
+        at = next
+        if (++n === count) return true
+      }
+    }
+    s.on('data', (d: Buffer) => {
+      text += d.toString('latin1')
+      if (complete()) {
+        then?.(s)
+        resolve({ text, open: !s.destroyed && !s.readableEnded })
+      }
+    })
+    s.once('error', reject)
+    s.once('close', () => resolve({ text, open: false }))
+  })
+}
+
+const hello: Route = { method: 'GET', path: '/hello', handler: (ctx) => ({ status: 200, json: { hello: ctx.corrId } }) }
+
+describe('synchronous replies over real sockets', () => {
+  it('answers three pipelined bodiless GETs in order on one keep-alive connection', async () => {
+    const srv = await start([hello])
+    const head = ['a', 'b', 'c'].map((id) => `GET /hello HTTP/1.1\r\nhost: x\r\nx-corr-id: ${id}\r\n\r\n`).join('')
+    const r = await exchange(srv, head, 3)
+    const bodies = [...r.text.matchAll(/\{"hello":"(\w)"\}/g)].map((m) => m[1])
+    expect(bodies).toEqual(['a', 'b', 'c'])
+    expect(r.text).not.toMatch(/connection: close/i)
+    expect(r.open).toBe(true)
+  })
+
+  it('a GET with an explicit zero content-length is bodiless too: the next request on the connection is answered', async () => {
+    const srv = await start([hello])
+    const head = 'GET /hello HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\nx-corr-id: a\r\n\r\nGET /hello HTTP/1.1\r\nhost: x\r\nx-corr-id: b\r\n\r\n'
+    const r = await exchange(srv, head, 2)
+    expect([...r.text.matchAll(/\{"hello":"(\w)"\}/g)].map((m) => m[1])).toEqual(['a', 'b'])
+  })
+
+  it('a synchronous reply to an upload it never reads still lingers: the rest of the body is discarded and the connection serves the next request', async () => {
+    let puts = 0
+    const srv = await start([
+      hello,
+      {
+        method: 'PUT',
+        path: '/ignore',
+        public: true,
+        handler: () => {
+          puts++
+          return { status: 202 }
+        },
+      },
+    ])
+    // The body arrives in two writes after the reply was sent; then a second request follows.
+    const body = 'x'.repeat(64 * 1024)
+    const r = await exchange(srv, `PUT /ignore HTTP/1.1\r\nhost: x\r\ncontent-length: ${body.length * 2}\r\n\r\n${body}`, 1, (s) => {
+      s.write(body)
+      s.write('GET /hello HTTP/1.1\r\nhost: x\r\nx-corr-id: next\r\n\r\n')
+    })
+    expect(r.text.startsWith('HTTP/1.1 202')).toBe(true)
+    expect(puts).toBe(1)
+    const s = sockets.at(-1)!
+    const after = await new Promise<string>((resolve) => {
+      let text = ''
+      s.on('data', (d: Buffer) => {
+        text += d.toString('latin1')
+        if (text.includes('{"hello":"next"}')) resolve(text)
+      })
+    })
+    expect(after.startsWith('HTTP/1.1 200')).toBe(true)
+  })
+
+  it('a synchronous handler that throws, and one that returns an invalid status, answer 500 with the envelope', async () => {
+    const srv = await start([
+      {
+        method: 'GET',
+        path: '/throws',
+        handler: () => {
+          throw new Error('boom')
+        },
+      },
+      { method: 'GET', path: '/bad', handler: () => ({ status: 42 }) },
+    ])
+    const r = await exchange(srv, 'GET /throws HTTP/1.1\r\nhost: x\r\n\r\nGET /bad HTTP/1.1\r\nhost: x\r\n\r\n', 2)
+    expect(r.text.match(/HTTP\/1.1 500/g)).toHaveLength(2)
+    expect(r.text.match(/"code":"Internal"/g)).toHaveLength(2)
+  })
+})
