@@ -73,17 +73,35 @@ export function redactCapabilityId(jti: string): string {
   return jti.length <= 6 ? '…' : `${jti.slice(0, 6)}…`
 }
 
+/** Bytes per payload slab of a {@link MemoryAuditSink}. */
+const SLAB_BYTES = 256 * 1024
+
 /** A bounded in-memory ring of the most recent events (the default sink; amnesia-safe). */
 export class MemoryAuditSink implements AuditSink {
   readonly kind = 'memory'
   readonly #capacity: number
   /** A ring: once full, `#next` is the oldest slot and the next one overwritten (O(1) per write). */
-  readonly #ring: Queued[] = []
+  readonly #ring: AuditEvent[] = []
   #next = 0
+  /**
+   * Payloads still to be hashed, copied into slabs (see {@link writeLazy}): per ring slot, the
+   * slab id (-1: none), offset and length. Plain numbers, so a held payload is no object of its
+   * own for the young-generation GC to copy and promote.
+   */
+  readonly #slabOf: Float64Array
+  readonly #offOf: Int32Array
+  readonly #lenOf: Int32Array
+  /** Slabs by id, with how many slots still point into each; a slab no slot needs is dropped. */
+  readonly #slabs = new Map<number, { buf: Buffer; refs: number }>()
+  #slabId = -1
+  #slabUsed = SLAB_BYTES
 
   /** @param capacity events kept. @default 1024 */
   constructor(capacity = 1024) {
     this.#capacity = Math.max(1, Math.floor(capacity))
+    this.#slabOf = new Float64Array(this.#capacity).fill(-1)
+    this.#offOf = new Int32Array(this.#capacity)
+    this.#lenOf = new Int32Array(this.#capacity)
   }
 
   write(event: AuditEvent): void {
@@ -91,21 +109,62 @@ export class MemoryAuditSink implements AuditSink {
   }
 
   /**
-   * Keeps the event with its (small) payload; `payloadB3` is computed when {@link events} reads
-   * it, once. An event overwritten unread never costs a hash: under a flood of forgeries the
-   * ring turns over without hashing a byte. Holds at most `capacity` × 16 KiB of payloads.
+   * Keeps the event with a copy of its (small) payload; `payloadB3` is computed when
+   * {@link events} reads it, once. An event overwritten unread never costs a hash: under a flood
+   * of forgeries the ring turns over without hashing a byte. The bytes are copied into shared
+   * slabs rather than holding the request's buffer: a thousand held request buffers (and the
+   * socket reads behind them) were a thousand objects for every young-generation GC to copy and
+   * promote. Holds at most `capacity` × 16 KiB of payloads (a larger one is hashed at once).
    */
   writeLazy(event: AuditEvent, payload: Uint8Array): void {
-    this.#put({ event, payload })
-  }
-
-  #put(item: Queued): void {
-    if (this.#ring.length < this.#capacity) {
-      this.#ring.push(item)
+    const len = payload.byteLength
+    if (len > LAZY_HASH_MAX_BYTES) {
+      event.payloadB3 = addressOf(payload)
+      this.#put(event)
       return
     }
-    this.#ring[this.#next] = item
-    this.#next = (this.#next + 1) % this.#capacity
+    if (this.#slabUsed + len > SLAB_BYTES) {
+      this.#slabId++
+      this.#slabUsed = 0
+      this.#slabs.set(this.#slabId, { buf: Buffer.allocUnsafeSlow(SLAB_BYTES), refs: 0 })
+    }
+    const slab = this.#slabs.get(this.#slabId)!
+    slab.buf.set(payload, this.#slabUsed)
+    const i = this.#put(event)
+    this.#slabOf[i] = this.#slabId
+    this.#offOf[i] = this.#slabUsed
+    this.#lenOf[i] = len
+    slab.refs++
+    this.#slabUsed += len
+  }
+
+  /** Stores `event` in the ring (overwriting the oldest once full); returns its slot. */
+  #put(event: AuditEvent): number {
+    let i: number
+    if (this.#ring.length < this.#capacity) {
+      i = this.#ring.length
+      this.#ring.push(event)
+    } else {
+      i = this.#next
+      this.#release(i)
+      this.#ring[i] = event
+      this.#next = (i + 1) % this.#capacity
+    }
+    return i
+  }
+
+  /** Forgets slot `i`'s held payload, dropping its slab once no slot needs it. */
+  #release(i: number): void {
+    const id = this.#slabOf[i]!
+    if (id < 0) return
+    this.#slabOf[i] = -1
+    const slab = this.#slabs.get(id)!
+    if (--slab.refs === 0 && id !== this.#slabId) this.#slabs.delete(id)
+  }
+
+  /** Slabs currently held (for tests). @internal */
+  get slabCount(): number {
+    return this.#slabs.size
   }
 
   /** The events held, oldest first (payload hashes computed now where still pending). */
@@ -114,8 +173,13 @@ export class MemoryAuditSink implements AuditSink {
     const n = this.#ring.length
     for (let k = 0; k < n; k++) {
       const i = (this.#next + k) % n
-      const e = complete(this.#ring[i]!)
-      this.#ring[i] = e
+      const e = this.#ring[i]!
+      const id = this.#slabOf[i]!
+      if (id >= 0) {
+        const off = this.#offOf[i]!
+        e.payloadB3 = addressOf(this.#slabs.get(id)!.buf.subarray(off, off + this.#lenOf[i]!))
+        this.#release(i)
+      }
       out.push(e)
     }
     return out

@@ -152,6 +152,28 @@ describe('audit payload hashes off the request path', () => {
     await sup.shutdown(1000)
   })
 
+  it('a memory sink keeps a copy of each payload in shared slabs, drops slabs no event needs, and hashes what was written', () => {
+    const sink = new MemoryAuditSink(8)
+    const bodies: Buffer[] = []
+    for (let i = 0; i < 200; i++) {
+      const b = Buffer.alloc(10_000 + i, i % 251)
+      bodies.push(b)
+      sink.writeLazy({ ...event(i), seq: i, at: 0 }, b)
+      // The caller's buffer may be reused at once: the sink hashes its own copy.
+      b.fill(0)
+      // 8 events of about 10 KB need at most two 256 KiB slabs (the one filling and the one before).
+      expect(sink.slabCount).toBeLessThanOrEqual(2)
+    }
+    const events = sink.events()
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 8 }, (_, k) => 192 + k))
+    expect(events.map((e) => e.payloadB3)).toEqual(events.map((e) => addressOf(Buffer.alloc(10_000 + e.seq, e.seq % 251))))
+    expect(sink.slabCount).toBeLessThanOrEqual(1) // read: only the slab being filled is kept
+    const big = Buffer.alloc(LAZY_HASH_MAX_BYTES + 1, 9) // hashed at once, never held
+    sink.writeLazy({ ...event(500), seq: 500, at: 0 }, big)
+    big.fill(1)
+    expect(sink.events().at(-1)?.payloadB3).toBe(addressOf(Buffer.alloc(LAZY_HASH_MAX_BYTES + 1, 9)))
+  })
+
   it('a sink without writeLazy gets every event with its payloadB3 filled in by the sink task', async () => {
     const clock = new VirtualClock(0)
     const metrics = createServiceMetrics({ service: 'interop' })
