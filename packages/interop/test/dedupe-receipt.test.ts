@@ -57,6 +57,26 @@ describe('receipts', () => {
     expect(Buffer.from(r.body).equals(Buffer.from(body))).toBe(true)
   })
 
+  it('are byte for byte the documented layout (magic, JSON header line, raw body), non-ASCII and lone surrogates included', () => {
+    // The layout spelled out with TextEncoder, independently of encodeReceipt's buffer handling.
+    const reference = (deliveryId: string, headers: Record<string, string>, b: Uint8Array): Buffer => {
+      const sorted = Object.fromEntries(Object.keys(headers).sort().map((k) => [k, headers[k]!]))
+      const line = new TextEncoder().encode(`${JSON.stringify({ provider: 'github', deliveryId, headers: sorted, bodyB3: addressOf(b), bodySize: b.byteLength })}\n`)
+      return Buffer.concat([Buffer.from('RON-RECEIPT/1\n'), line, b])
+    }
+    const big = new Uint8Array(10_000).fill(0xc3) // past node's pooled sizes
+    for (const [id, headers, b] of [
+      ['d-1', v.signatureHeaders, body],
+      ['délivré-\u{1F680}', { 'x-hub-signature-256': 'sha256=ab', 'x-github-event': 'push' }, body],
+      ['lone-\ud800-surrogate', {}, new Uint8Array(0)],
+      ['big', v.signatureHeaders, big],
+    ] as const) {
+      const out = encodeReceipt('github', id, headers, b)
+      expect(Buffer.from(out).equals(reference(id, headers, b))).toBe(true)
+      expect(decodeReceipt(out).header.bodySize).toBe(b.byteLength)
+    }
+  })
+
   it('re-verify with the secret only; a tampered body or a foreign blob is refused', () => {
     const bytes = encodeReceipt('github', v.deliveryId, v.signatureHeaders, body)
     expect(verifyReceipt(bytes, ['k']).ok).toBe(true)
