@@ -1,7 +1,8 @@
 /**
  * Profiles the interop server out of process under one load: `npx tsx bench/profile-interop.ts <case>`
- * (cases `forgery`, `bare`, `webhook`, `storage-webhook`, `put-1m`, `storage-put-1m`). The server runs in its own process
- * (the `interop` or `storage` mode of `interop.bench.ts`), the load runs here (autocannon/undici),
+ * (cases `forgery`, `bare`, `floor`, `webhook`, `storage-webhook`, `put-1m`, `storage-put-1m`). The server runs in its own process
+ * (the `interop` or `storage` mode of `interop.bench.ts`; `floor`: the same HMAC check and 401 text on core's service host
+ * alone, `servers/interop-floor.ts`), the load runs here (autocannon/undici),
  * and the top self/inclusive functions of the server's V8 profile are printed (the `.cpuprofile`
  * stays in `$TMPDIR/ron-profiles/`).
  */
@@ -18,7 +19,7 @@ const which = process.argv[2] ?? 'forgery'
 const profDir = join(tmpdir(), 'ron-profiles')
 await mkdir(profDir, { recursive: true })
 const mode = which.startsWith('storage-') ? 'storage' : which === 'bare' ? 'bare' : 'interop'
-const server = await spawnServer(mode, './interop.bench.ts', { mode })
+const server = which === 'floor' ? await spawnServer('floor', './servers/interop-floor.ts', { mode: 'service' }) : await spawnServer(mode, './interop.bench.ts', { mode })
 const stamp = `${process.pid}-${Date.now()}`
 const body = (n: number): Buffer => Buffer.from(JSON.stringify({ action: 'opened', number: n, stamp, pull_request: { title: 'x'.repeat(800) } }))
 
@@ -53,6 +54,7 @@ const fresh = (): Buffer => {
 const run = async (): Promise<string> => {
   switch (which) {
     case 'forgery':
+    case 'floor':
     case 'bare': {
       const forged = signWebhook({ provider: 'github', secret: 'not-the-secret', body: body(0) })
       const r = await autocannon({ url: `${server.url}/webhooks/github`, method: 'POST', connections: 50, duration: 5, headers: forged.headers, body: Buffer.from(forged.body) })
