@@ -40,14 +40,23 @@ export interface Receipt {
   body: Uint8Array
 }
 
+/** `headers` with its names in sorted order: itself when they already are (verify collects them sorted). */
+function sortedHeaders(headers: Record<string, string>): Record<string, string> {
+  const keys = Object.keys(headers)
+  let ordered = true
+  for (let i = 1; i < keys.length && ordered; i++) ordered = keys[i - 1]! < keys[i]!
+  if (ordered) return headers
+  const sorted: Record<string, string> = {}
+  for (const k of keys.sort()) sorted[k] = headers[k]!
+  return sorted
+}
+
 /**
  * Builds the receipt bytes for a verified delivery. `bodyB3`: the body's address when the caller
  * already has it (computed here otherwise; a wrong one makes a receipt that fails verification).
  */
 export function encodeReceipt(provider: WebhookProvider, deliveryId: string, headers: Record<string, string>, body: Uint8Array, bodyB3: Address = addressOf(body)): Uint8Array {
-  const sorted: Record<string, string> = {}
-  for (const k of Object.keys(headers).sort()) sorted[k] = headers[k]!
-  const header: ReceiptHeader = { provider, deliveryId, headers: sorted, bodyB3, bodySize: body.byteLength }
+  const header: ReceiptHeader = { provider, deliveryId, headers: sortedHeaders(headers), bodyB3, bodySize: body.byteLength }
   const line = `${JSON.stringify(header)}\n`
   const lineBytes = Buffer.byteLength(line, 'utf8')
   // One allocation, every byte written below: from node's pool for the usual small receipt. A

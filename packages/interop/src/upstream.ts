@@ -136,19 +136,25 @@ export class Upstreams {
    *   {@link CanceledError}, transport errors; after the retries for idempotent calls.
    */
   async call(target: string, call: UpstreamCall): Promise<TransportResponse> {
-    const { op, timeoutMs, idempotent, signal, corrId, ...rest } = call
-    const req = corrId === undefined ? rest : { ...rest, headers: { ...rest.headers, 'x-corr-id': corrId } }
-    const tries = idempotent ? Math.max(1, this.#o.retry.tries) : 1
+    const { op, timeoutMs, signal } = call
+    // Built field by field: an object rest/spread of the call (and of the request again per
+    // attempt) was a generic property copy on every receipt store.
+    const headers = call.corrId === undefined ? call.headers : { ...call.headers, 'x-corr-id': call.corrId }
+    const tries = call.idempotent ? Math.max(1, this.#o.retry.tries) : 1
     // Reads and writes of one upstream trip separately: a storage refusing writes (full disk)
     // still serves reads, and reads must keep working through a write brownout.
-    const breaker = this.breaker(breakerName(target, req.method))
+    const breaker = this.breaker(breakerName(target, call.method))
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted()
       const started = this.#o.clock.now()
       try {
         return await breaker.execute(async (s) => {
           const sig = s ?? signal
-          const res = await this.#o.transport.request(target, { ...req, ...(sig === undefined ? {} : { signal: sig }), timeoutMs, idempotent: false })
+          const req: TransportRequest = { method: call.method, path: call.path, timeoutMs, idempotent: false }
+          if (headers !== undefined) req.headers = headers
+          if (call.body !== undefined) req.body = call.body
+          if (sig !== undefined) req.signal = sig
+          const res = await this.#o.transport.request(target, req)
           this.#o.onLatency(this.#o.clock.now() - started)
           if (res.status >= 500) throw await errorFromResponse(res)
           return res

@@ -52,6 +52,7 @@ describe('receipts', () => {
     const b = encodeReceipt('github', v.deliveryId, { ...v.signatureHeaders }, Uint8Array.from(body))
     expect(addressOf(a)).toBe(addressOf(b))
     const r = decodeReceipt(a)
+    expect(Object.keys(v.signatureHeaders)).toEqual(['x-github-delivery', 'x-github-event', 'x-hub-signature-256']) // collected sorted
     expect(Object.keys(r.header.headers)).toEqual(['x-github-delivery', 'x-github-event', 'x-hub-signature-256'])
     expect(r.header).toMatchObject({ provider: 'github', deliveryId: 'd-1', bodyB3: addressOf(body), bodySize: body.byteLength })
     expect(Buffer.from(r.body).equals(Buffer.from(body))).toBe(true)
@@ -70,6 +71,7 @@ describe('receipts', () => {
       ['délivré-\u{1F680}', { 'x-hub-signature-256': 'sha256=ab', 'x-github-event': 'push' }, body],
       ['lone-\ud800-surrogate', {}, new Uint8Array(0)],
       ['big', v.signatureHeaders, big],
+      ['unsorted', { 'x-z': '1', 'x-a': '2', '42': 'n', 'x-m': '3' }, body],
     ] as const) {
       const out = encodeReceipt('github', id, headers, b)
       expect(Buffer.from(out).equals(reference(id, headers, b))).toBe(true)

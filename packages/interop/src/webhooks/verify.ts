@@ -168,9 +168,17 @@ function jsonField(body: Uint8Array, field: string): string | undefined {
   return undefined
 }
 
+/** {@link SIGNATURE_HEADERS} in sorted order: receipts list them sorted, and then need no sort of their own. */
+const SIGNATURE_HEADERS_SORTED: Readonly<Record<WebhookProvider, readonly string[]>> = {
+  github: [...SIGNATURE_HEADERS.github].sort(),
+  slack: [...SIGNATURE_HEADERS.slack].sort(),
+  stripe: [...SIGNATURE_HEADERS.stripe].sort(),
+  standard: [...SIGNATURE_HEADERS.standard].sort(),
+}
+
 function collect(provider: WebhookProvider, headers: WebhookHeaders): Record<string, string> {
   const out: Record<string, string> = {}
-  for (const name of SIGNATURE_HEADERS[provider]) {
+  for (const name of SIGNATURE_HEADERS_SORTED[provider]) {
     const v = header(headers, name)
     if (typeof v === 'string') out[name] = v
   }
