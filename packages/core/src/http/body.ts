@@ -111,7 +111,7 @@ export function checkTransferEncoding(header: string | string[] | undefined): vo
  * unknown encoding, {@link NotImplementedError} (501) for a transfer coding other than chunked,
  * {@link RequestTimeoutError} (408) when the client stalls longer than `readTimeoutMs` between chunks.
  */
-export function decodedBody(req: RonRequest, o: BodyLimits): AsyncGenerator<Uint8Array> {
+export function decodedBody(req: RonRequest, o: BodyLimits): AsyncIterableIterator<Uint8Array> {
   // Validate eagerly so a bad header fails before any body is read.
   checkTransferEncoding(req.headers['transfer-encoding'])
   const decoder = decoderFor(headerString(req.headers['content-encoding']))
@@ -126,7 +126,13 @@ export function decodedBody(req: RonRequest, o: BodyLimits): AsyncGenerator<Uint
   return decoder === undefined ? identity(req, o) : decoded(req, o, decoder())
 }
 
-async function* identity(req: RonRequest, o: BodyLimits): AsyncGenerator<Uint8Array> {
+function identity(req: RonRequest, o: BodyLimits): AsyncIterableIterator<Uint8Array> {
+  const body = req.body as Partial<Readable>
+  if (typeof body.on === 'function' && typeof body.pause === 'function' && typeof body.resume === 'function') return new StreamedBody(body as Readable, o)
+  return identityIterated(req, o)
+}
+
+async function* identityIterated(req: RonRequest, o: BodyLimits): AsyncGenerator<Uint8Array> {
   let total = 0
   for await (const chunk of timedChunks(req.body, o, undefined)) {
     total += chunk.byteLength
@@ -305,6 +311,164 @@ export function readWholeBody(req: RonRequest, o: Omit<BodyLimits, 'signal'>, si
   return new Promise<Uint8Array>((resolve, reject) => {
     new WholeBodyReader(stream, o, explicit, resolve, reject).start()
   })
+}
+
+/**
+ * An identity-encoded `node:http` body (storage objects, interop uploads) as an async iterator
+ * driven by the stream's events: per chunk no async generator, no timer and no abort listener,
+ * and a promise only when the consumer has to wait for the client. The chain it replaces (node's
+ * stream iterator, the gap wait, two generators) cost several microseconds per 64 KiB piece.
+ *
+ * Same rules as {@link timedChunks} + the limit count: at most two pieces are held ahead (the
+ * stream is paused beyond that), a wait for the client longer than `readTimeoutMs` is 408 (one
+ * timer re-armed per timeout period, not per chunk), the request's abort and a client that goes
+ * away (ECONNRESET, or `close` before `end`) reject the pending `next()`, and stopping early
+ * (`return()`, a failure) pauses the request without destroying it, so an error reply can still
+ * be written on its socket.
+ */
+class StreamedBody implements AsyncIterableIterator<Uint8Array> {
+  readonly #held: Uint8Array[] = []
+  #total = 0
+  #ended = false
+  #failure: Error | undefined = undefined
+  #detached = false
+  #resolve: ((r: IteratorResult<Uint8Array>) => void) | undefined = undefined
+  #reject: ((e: Error) => void) | undefined = undefined
+  #waitSince = 0
+  #timer: TimerHandle | undefined = undefined
+  readonly #onData = (c: Buffer): void => this.#data(c)
+  readonly #onEnd = (): void => this.#end()
+  readonly #onError = (e: unknown): void => {
+    // A client that goes away mid-body surfaces as ECONNRESET ('aborted') from node:http.
+    if ((e as { code?: unknown } | undefined)?.code === 'ECONNRESET') this.#fail(new CanceledError('client aborted the request body', { cause: e }))
+    else this.#fail(e instanceof Error ? e : new Error(String(e)))
+  }
+  readonly #onClose = (): void => {
+    if (!this.#ended) this.#fail(new CanceledError('client disconnected'))
+  }
+  readonly #onAbort = (): void => this.#fail(abortReason(this.o.signal))
+  readonly #onGap = (): void => this.#gap()
+
+  constructor(
+    private readonly stream: Readable,
+    private readonly o: BodyLimits,
+  ) {
+    if (o.signal.aborted) {
+      this.#failure = abortReason(o.signal)
+      this.#detached = true
+      return
+    }
+    if (stream.readableEnded) {
+      this.#ended = true
+      this.#detached = true
+      return
+    }
+    if (stream.destroyed) {
+      // Gone before the handler asked for the body: its 'error'/'close' are past.
+      this.#failure = new CanceledError('client disconnected', stream.errored === null ? {} : { cause: stream.errored })
+      this.#detached = true
+      return
+    }
+    o.signal.addEventListener('abort', this.#onAbort, { once: true })
+    stream.on('error', this.#onError)
+    stream.on('close', this.#onClose)
+    stream.on('end', this.#onEnd)
+    stream.on('data', this.#onData)
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this
+  }
+
+  next(): Promise<IteratorResult<Uint8Array>> {
+    if (this.#held.length > 0) {
+      const value = this.#held.shift()!
+      if (this.#held.length < 2 && !this.#detached && this.stream.isPaused()) this.stream.resume()
+      return Promise.resolve({ value, done: false })
+    }
+    if (this.#failure !== undefined) return Promise.reject(this.#failure)
+    if (this.#ended) return Promise.resolve({ value: undefined, done: true })
+    return new Promise<IteratorResult<Uint8Array>>((resolve, reject) => {
+      this.#resolve = resolve
+      this.#reject = reject
+      this.#waitSince = this.o.clock.now()
+      if (this.#timer === undefined) this.#arm(this.o.readTimeoutMs)
+    })
+  }
+
+  return(): Promise<IteratorResult<Uint8Array>> {
+    this.#ended = true
+    this.#held.length = 0
+    this.#detach()
+    return Promise.resolve({ value: undefined, done: true })
+  }
+
+  #data(c: Buffer): void {
+    this.#total += c.byteLength
+    if (this.#total > this.o.limit) {
+      this.#fail(overLimit('body_limit', this.o.limit))
+      return
+    }
+    const resolve = this.#resolve
+    if (resolve !== undefined) {
+      this.#resolve = this.#reject = undefined
+      resolve({ value: c, done: false })
+      return
+    }
+    this.#held.push(c)
+    if (this.#held.length >= 2) this.stream.pause()
+  }
+
+  #end(): void {
+    this.#ended = true
+    this.#detach()
+    const resolve = this.#resolve
+    this.#resolve = this.#reject = undefined
+    resolve?.({ value: undefined, done: true })
+  }
+
+  #fail(e: Error): void {
+    if (this.#failure !== undefined || (this.#ended && this.#detached)) return
+    this.#failure = e
+    this.#held.length = 0
+    this.#detach()
+    const reject = this.#reject
+    this.#resolve = this.#reject = undefined
+    reject?.(e)
+  }
+
+  /** Fires at most once per `readTimeoutMs`: fails a wait that has lasted that long, or re-arms for the rest of it. */
+  #gap(): void {
+    this.#timer = undefined
+    if (this.#resolve === undefined || this.#detached) return
+    const waited = this.o.clock.now() - this.#waitSince
+    if (waited < this.o.readTimeoutMs) {
+      this.#arm(this.o.readTimeoutMs - waited)
+      return
+    }
+    this.o.metrics?.inc('io_timeouts_total', { op: 'read' })
+    this.#fail(new RequestTimeoutError(`no request body data for ${this.o.readTimeoutMs} ms`, { details: { op: 'read', reason: 'gap', timeoutMs: this.o.readTimeoutMs } }))
+  }
+
+  #arm(ms: number): void {
+    this.#timer = this.o.clock.setTimeout(this.#onGap, ms)
+    this.#timer.unref?.()
+  }
+
+  /** Stops listening; a request not read to its end is paused, never destroyed. */
+  #detach(): void {
+    if (this.#detached) return
+    this.#detached = true
+    if (this.#timer !== undefined) this.o.clock.clearTimeout(this.#timer)
+    this.#timer = undefined
+    const s = this.stream
+    s.removeListener('data', this.#onData)
+    s.removeListener('end', this.#onEnd)
+    s.removeListener('error', this.#onError)
+    s.removeListener('close', this.#onClose)
+    this.o.signal.removeEventListener('abort', this.#onAbort)
+    if (!s.readableEnded) s.pause()
+  }
 }
 
 /** One {@link readWholeBody} read. Listeners are bound once per read (no closure per chunk). */
