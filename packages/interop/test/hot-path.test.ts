@@ -9,8 +9,8 @@ import { addressOf, createServiceMetrics, Supervisor } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
 import { AuditLog, MemoryAuditSink, signWebhook, type AuditEvent, type AuditSink } from '../src/index.js'
 import { LAZY_HASH_MAX_BYTES } from '../src/audit.js'
-import { KEY_CACHE_MAX, decodeHex32, decodeHex32Into, hmacKey, hmacKeyCacheSize, hmacSha256 } from '../src/webhooks/hmac.js'
-import { verifyWebhook } from '../src/webhooks/verify.js'
+import { KEY_CACHE_MAX, base64HmacKey, decodeHex32, decodeHex32Into, hmacKey, hmacKeyCacheSize, hmacSha256 } from '../src/webhooks/hmac.js'
+import { WEBHOOK_PROVIDERS, verifyWebhook, webhookProvider } from '../src/webhooks/verify.js'
 import { refusalBody, refusalCacheSize } from '../src/routes/webhooks.js'
 import { talliedVerifyCounter } from '../src/service.js'
 import { UnauthorizedError } from '@ron/core'
@@ -30,6 +30,19 @@ describe('hmac key cache', () => {
     expect(hmacKey('a')).toBe(hmacKey('a'))
   })
 
+  it('base64 (Standard Webhooks) keys are cached per secret too, an undecodable secret included', () => {
+    const secret = `whsec_${Buffer.from('0123456789abcdef').toString('base64')}`
+    const k = base64HmacKey(secret)
+    expect(k).toBeDefined()
+    expect(base64HmacKey(secret)).toBe(k)
+    // The same bytes without the prefix are another cache entry, and the same key material.
+    expect(base64HmacKey(secret.slice('whsec_'.length))?.export().equals(k!.export())).toBe(true)
+    for (let i = 0; i < 2; i++) expect(base64HmacKey('not base64!')).toBeUndefined()
+    expect(base64HmacKey('')).toBeUndefined()
+    // A UTF-8 secret spelled like a base64 one is a different key: the two caches never mix.
+    expect(hmacKey(secret).export().equals(k!.export())).toBe(false)
+  })
+
   it('a rotated secret verifies at once and a removed one no longer does (the cache answers per secret)', () => {
     const body = Buffer.from('{"x":2}')
     const w = signWebhook({ provider: 'github', secret: 'old', body })
@@ -37,6 +50,16 @@ describe('hmac key cache', () => {
     expect(at(['old']).ok).toBe(true)
     expect(at(['new', 'old'])).toMatchObject({ ok: true, secretIndex: 1 })
     expect(at(['new'])).toMatchObject({ ok: false, reason: 'bad_signature' })
+  })
+})
+
+describe('webhookProvider', () => {
+  it('answers the constant provider string for a copy of its name, and undefined otherwise', () => {
+    for (const p of WEBHOOK_PROVIDERS) {
+      const copy = `${p.slice(0, 1)}${p.slice(1)}` // a different string object, same text
+      expect(webhookProvider(copy)).toBe(p)
+    }
+    for (const bad of [undefined, '', 'GitHub', 'github ', 'gitlab', '__proto__', 'constructor']) expect(webhookProvider(bad)).toBeUndefined()
   })
 })
 

@@ -22,7 +22,7 @@ import {
 import { latencyBucket } from '../audit.js'
 import { encodeReceipt } from '../receipt.js'
 import type { InteropConfig } from '../config.js'
-import { isWebhookProvider, verifyWebhook, type WebhookAccepted, type WebhookFailureReason, type WebhookProvider, type WebhookRejected } from '../webhooks/verify.js'
+import { isWebhookProvider, verifyWebhook, webhookProvider, type WebhookAccepted, type WebhookFailureReason, type WebhookProvider, type WebhookRejected } from '../webhooks/verify.js'
 import { admitWrite, recordOutcome, type InteropContext } from './context.js'
 
 const ENDPOINT = 'POST /webhooks/:provider'
@@ -72,10 +72,13 @@ export async function storeReceipt(s: InteropContext, bytes: Uint8Array, signal:
 
 async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   const started = s.clock.now()
-  const provider = ctx.params.provider ?? ''
+  const provider = webhookProvider(ctx.params.provider)
   const cfg = s.cfg()
-  const secrets = isWebhookProvider(provider) ? cfg.webhooks.providers[provider]?.secrets : undefined
-  if (!isWebhookProvider(provider) || secrets === undefined) throw new NotFoundError(`no webhook provider '${provider}' is configured`, { details: { provider } })
+  const secrets = provider === undefined ? undefined : cfg.webhooks.providers[provider]?.secrets
+  if (provider === undefined || secrets === undefined) {
+    const name = ctx.params.provider ?? ''
+    throw new NotFoundError(`no webhook provider '${name}' is configured`, { details: { provider: name } })
+  }
   admitWrite(s, ENDPOINT)
   const body = await ctx.bytes()
   const v = verifyWebhook({ provider, body, headers: ctx.req.headers, secrets, nowMs: s.clock.now(), toleranceSec: cfg.webhooks.toleranceSec })

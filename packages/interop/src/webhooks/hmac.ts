@@ -9,18 +9,13 @@ import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'no
 
 /** Most secret strings whose key objects are kept (a few per provider are configured). */
 export const KEY_CACHE_MAX = 64
-const keys = new Map<string, KeyObject>()
-
-function cachedKey(cacheKey: string, make: () => KeyObject | undefined): KeyObject | undefined {
-  let k = keys.get(cacheKey)
-  if (k === undefined) {
-    k = make()
-    if (k === undefined) return undefined
-    if (keys.size >= KEY_CACHE_MAX) keys.clear()
-    keys.set(cacheKey, k)
-  }
-  return k
-}
+/**
+ * Key objects by secret string, one map per encoding (keyed by the secret itself, not a prefixed
+ * copy: the configured string's hash is computed once, a key built per request would be hashed
+ * on every lookup).
+ */
+const utf8Keys = new Map<string, KeyObject>()
+const base64Keys = new Map<string, KeyObject | null>()
 
 /**
  * The HMAC key object of a UTF-8 secret string, built once: `createHmac` with a string key
@@ -29,7 +24,13 @@ function cachedKey(cacheKey: string, make: () => KeyObject | undefined): KeyObje
  * past {@link KEY_CACHE_MAX} distinct secrets (reloads rotating many) it starts over.
  */
 export function hmacKey(secret: string): KeyObject {
-  return cachedKey(`u:${secret}`, () => createSecretKey(Buffer.from(secret, 'utf8')))!
+  let k = utf8Keys.get(secret)
+  if (k === undefined) {
+    k = createSecretKey(Buffer.from(secret, 'utf8'))
+    if (utf8Keys.size >= KEY_CACHE_MAX) utf8Keys.clear()
+    utf8Keys.set(secret, k)
+  }
+  return k
 }
 
 /**
@@ -37,16 +38,20 @@ export function hmacKey(secret: string): KeyObject {
  * like {@link hmacKey}; undefined when the secret is not strict base64 or decodes to nothing.
  */
 export function base64HmacKey(secret: string): KeyObject | undefined {
-  return cachedKey(`b:${secret}`, () => {
+  let k = base64Keys.get(secret)
+  if (k === undefined) {
     const raw = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret
     const key = decodeBase64Strict(raw)
-    return key === undefined || key.byteLength === 0 ? undefined : createSecretKey(key)
-  })
+    k = key === undefined || key.byteLength === 0 ? null : createSecretKey(key)
+    if (base64Keys.size >= KEY_CACHE_MAX) base64Keys.clear()
+    base64Keys.set(secret, k)
+  }
+  return k ?? undefined
 }
 
 /** Number of key objects cached by {@link hmacKey} (for tests). @internal */
 export function hmacKeyCacheSize(): number {
-  return keys.size
+  return utf8Keys.size + base64Keys.size
 }
 
 /** HMAC-SHA256 of `parts` (concatenated) under `key` (a string secret is used as UTF-8). */

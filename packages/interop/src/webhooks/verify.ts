@@ -88,6 +88,17 @@ export const SIGNATURE_HEADERS: Readonly<Record<WebhookProvider, readonly string
   standard: ['webhook-id', 'webhook-timestamp', 'webhook-signature'],
 }
 
+/**
+ * The supported provider named `p`, as the constant string of {@link WEBHOOK_PROVIDERS}, or
+ * undefined. The request path's copy is a fresh string every time; the constant's hash is
+ * computed once, so the map and property lookups keyed by the provider after this cost no
+ * hashing per request.
+ */
+export function webhookProvider(p: string | undefined): WebhookProvider | undefined {
+  for (const w of WEBHOOK_PROVIDERS) if (w === p) return w
+  return undefined
+}
+
 /** True when `p` names a supported provider. */
 export function isWebhookProvider(p: string): p is WebhookProvider {
   return (WEBHOOK_PROVIDERS as readonly string[]).includes(p)
