@@ -76,6 +76,12 @@ export function redactCapabilityId(jti: string): string {
 /** Bytes per payload slab of a {@link MemoryAuditSink}. */
 const SLAB_BYTES = 256 * 1024
 
+/** A block of copied payloads and how many ring slots still point into it. */
+interface Slab {
+  readonly buf: Buffer
+  refs: number
+}
+
 /** A bounded in-memory ring of the most recent events (the default sink; amnesia-safe). */
 export class MemoryAuditSink implements AuditSink {
   readonly kind = 'memory'
@@ -84,22 +90,22 @@ export class MemoryAuditSink implements AuditSink {
   readonly #ring: AuditEvent[] = []
   #next = 0
   /**
-   * Payloads still to be hashed, copied into slabs (see {@link writeLazy}): per ring slot, the
-   * slab id (-1: none), offset and length. Plain numbers, so a held payload is no object of its
-   * own for the young-generation GC to copy and promote.
+   * Payloads still to be hashed, copied into slabs (see {@link writeLazy}): per ring slot, its
+   * slab (undefined: none), offset and length. Numbers and a few long-lived slabs, so a held
+   * payload is no object of its own for the young-generation GC to copy and promote.
    */
-  readonly #slabOf: Float64Array
+  readonly #slabOf: Array<Slab | undefined>
   readonly #offOf: Int32Array
   readonly #lenOf: Int32Array
-  /** Slabs by id, with how many slots still point into each; a slab no slot needs is dropped. */
-  readonly #slabs = new Map<number, { buf: Buffer; refs: number }>()
-  #slabId = -1
-  #slabUsed = SLAB_BYTES
+  /** The slab being filled, and how much of it is used. */
+  #cur: Slab | undefined
+  #curUsed = 0
+  #slabCount = 0
 
   /** @param capacity events kept. @default 1024 */
   constructor(capacity = 1024) {
     this.#capacity = Math.max(1, Math.floor(capacity))
-    this.#slabOf = new Float64Array(this.#capacity).fill(-1)
+    this.#slabOf = new Array<Slab | undefined>(this.#capacity).fill(undefined)
     this.#offOf = new Int32Array(this.#capacity)
     this.#lenOf = new Int32Array(this.#capacity)
   }
@@ -123,19 +129,22 @@ export class MemoryAuditSink implements AuditSink {
       this.#put(event)
       return
     }
-    if (this.#slabUsed + len > SLAB_BYTES) {
-      this.#slabId++
-      this.#slabUsed = 0
-      this.#slabs.set(this.#slabId, { buf: Buffer.allocUnsafeSlow(SLAB_BYTES), refs: 0 })
+    let slab = this.#cur
+    if (slab === undefined || this.#curUsed + len > SLAB_BYTES) {
+      // The previous slab lives on while slots point into it (see #release).
+      if (slab !== undefined && slab.refs === 0) this.#slabCount--
+      slab = { buf: Buffer.allocUnsafeSlow(SLAB_BYTES), refs: 0 }
+      this.#cur = slab
+      this.#curUsed = 0
+      this.#slabCount++
     }
-    const slab = this.#slabs.get(this.#slabId)!
-    slab.buf.set(payload, this.#slabUsed)
+    slab.buf.set(payload, this.#curUsed)
     const i = this.#put(event)
-    this.#slabOf[i] = this.#slabId
-    this.#offOf[i] = this.#slabUsed
+    this.#slabOf[i] = slab
+    this.#offOf[i] = this.#curUsed
     this.#lenOf[i] = len
     slab.refs++
-    this.#slabUsed += len
+    this.#curUsed += len
   }
 
   /** Stores `event` in the ring (overwriting the oldest once full); returns its slot. */
@@ -153,18 +162,17 @@ export class MemoryAuditSink implements AuditSink {
     return i
   }
 
-  /** Forgets slot `i`'s held payload, dropping its slab once no slot needs it. */
+  /** Forgets slot `i`'s held payload; a slab no slot needs (and not being filled) is left to the GC. */
   #release(i: number): void {
-    const id = this.#slabOf[i]!
-    if (id < 0) return
-    this.#slabOf[i] = -1
-    const slab = this.#slabs.get(id)!
-    if (--slab.refs === 0 && id !== this.#slabId) this.#slabs.delete(id)
+    const slab = this.#slabOf[i]
+    if (slab === undefined) return
+    this.#slabOf[i] = undefined
+    if (--slab.refs === 0 && slab !== this.#cur) this.#slabCount--
   }
 
   /** Slabs currently held (for tests). @internal */
   get slabCount(): number {
-    return this.#slabs.size
+    return this.#slabCount
   }
 
   /** The events held, oldest first (payload hashes computed now where still pending). */
@@ -174,10 +182,10 @@ export class MemoryAuditSink implements AuditSink {
     for (let k = 0; k < n; k++) {
       const i = (this.#next + k) % n
       const e = this.#ring[i]!
-      const id = this.#slabOf[i]!
-      if (id >= 0) {
+      const slab = this.#slabOf[i]
+      if (slab !== undefined) {
         const off = this.#offOf[i]!
-        e.payloadB3 = addressOf(this.#slabs.get(id)!.buf.subarray(off, off + this.#lenOf[i]!))
+        e.payloadB3 = addressOf(slab.buf.subarray(off, off + this.#lenOf[i]!))
         this.#release(i)
       }
       out.push(e)
