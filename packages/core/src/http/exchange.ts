@@ -6,7 +6,7 @@
  * @module
  */
 
-import { toRonError, type RonError, RonUsageError } from '../errors.js'
+import { envelopeJson, toRonError, type RonError, RonUsageError } from '../errors.js'
 import { closeIterable } from './iter.js'
 import type { Reply, ReplyBody, ReplyHeaders, RonRequest } from './types.js'
 
@@ -72,7 +72,7 @@ export class Exchange {
     this.error = err
     this.status = err.status
     this.replyHeaders = undefined
-    this.body = JSON.stringify(err.toEnvelope(this.corrId))
+    this.body = envelopeJson(err, this.corrId)
     this.contentType = 'application/json'
     // SPEC.md 4: 429 and 503 always say when to come back; any other error that carries a hint
     // (a 504 from a slow dependency) passes it on too.

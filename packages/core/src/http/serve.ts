@@ -9,7 +9,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { abortReason, systemClock, type Clock, type TimerHandle } from '../clock.js'
-import { BusyError } from '../errors.js'
+import { BusyError, envelopeJson } from '../errors.js'
 import { generateCorrId } from './corr-id.js'
 
 const SWEEP_MS = 20
@@ -92,7 +92,7 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
       details: { reason: 'per_ip', limit: maxPerIp },
       retryAfterMs: 1000,
     })
-    const body = JSON.stringify(err.toEnvelope(corrId))
+    const body = envelopeJson(err, corrId)
     res.shouldKeepAlive = false
     res.writeHead(429, {
       'content-type': 'application/json',
