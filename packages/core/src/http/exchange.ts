@@ -31,6 +31,8 @@ export class Exchange {
   retryAfter: number | undefined = undefined
   /** `Allow` for 405. */
   allow: string | undefined = undefined
+  /** CORS headers for a cross-origin request (node path), written before the reply's own. */
+  cors: Record<string, string> | undefined = undefined
   /** Metric label: route name/path, `builtin` or `unmatched`. */
   label = 'unmatched'
   /** The error this exchange answers with, when it failed. */

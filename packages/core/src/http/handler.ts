@@ -62,6 +62,12 @@ export interface HttpHooks {
    * abandoned — with the request it served (for releasing what the caller tied to it).
    */
   finished?(req: RonRequest): void
+  /**
+   * Headers for the response to a request that carries `Origin` (CORS), on the `node:http` path;
+   * `undefined` for none. The reply's own headers win over these. In-process callers (`dispatch`)
+   * do not get them: their host adds what applies.
+   */
+  cors?(method: string, origin: string): Record<string, string> | undefined
   /** Called once per finished request for metrics (route = route.name ?? route.path, or 'builtin'/'unmatched'). */
   observe?(route: string, method: string, status: number, seconds: number): void
   /**
@@ -296,7 +302,12 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
-    const ex = new Exchange(new NodeRequest(req, res), corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, onFinish)
+    const h = req.headers
+    const ex = new Exchange(new NodeRequest(req, res), corrIdFrom(h['x-corr-id']), observing ? clock.now() : 0, onFinish)
+    if (hooks.cors !== undefined) {
+      const origin = h.origin
+      if (origin !== undefined) ex.cors = hooks.cors(req.method ?? 'GET', origin)
+    }
     const pending = run(ex)
     if (pending === undefined) writeNode(ex, req, res, nodeWrite)
     else void pending.then(() => writeNode(ex, req, res, nodeWrite))

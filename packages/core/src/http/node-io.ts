@@ -77,6 +77,10 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   // One flat header list handed to writeHead: cheaper than setHeader() per header on the hot path.
   const headers: (string | number | readonly string[])[] = []
   const h = ex.replyHeaders
+  const cors = ex.cors
+  if (cors !== undefined) {
+    for (const k in cors) if (h === undefined || !hasHeader(h, k)) headers.push(k, cors[k]!)
+  }
   if (h !== undefined) {
     for (const k in h) headers.push(k, h[k]!)
   }
@@ -140,6 +144,13 @@ function hasBody(req: IncomingMessage): boolean {
   if (h['transfer-encoding'] !== undefined) return true
   const len = h['content-length']
   return len !== undefined && len !== '0'
+}
+
+/** Whether `headers` has `lower` (a lower-case name) in any case. */
+function hasHeader(headers: Record<string, unknown>, lower: string): boolean {
+  if (lower in headers) return true
+  for (const k in headers) if (k.toLowerCase() === lower) return true
+  return false
 }
 
 /** After the reply is written, discard the rest of an unread request body for up to `lingerMs`. */

@@ -403,6 +403,7 @@ class Host<C> implements ServiceHost<C> {
       authenticate: (req, route) => this.authenticate(req, route.scope),
       submit: (queue, job, signal) => this.pool(queue).submit(job, signal),
       observe: (route, method, status, seconds) => this.metrics.observeHttp(route, method, status, seconds),
+      cors: (method, origin) => this.#cors.responseHeaders(method, origin),
       finished: (req) => {
         const link = this.#links.get(req)
         if (link === undefined) return
@@ -451,12 +452,8 @@ class Host<C> implements ServiceHost<C> {
   }
 
   #makeService(): RonService {
-    const handle = (req: IncomingMessage, res: ServerResponse): void => {
-      // CORS headers go on before the handler's writeHead, which merges them.
-      const cors = this.#corsHeaders(req)
-      if (cors !== undefined) for (const k in cors) res.setHeader(k, cors[k]!)
-      this.#handlerOrCreate().handle(req, res)
-    }
+    // CORS headers for node:http requests come through the handler's `cors` hook.
+    const handle = (req: IncomingMessage, res: ServerResponse): void => this.#handlerOrCreate().handle(req, res)
     const dispatch = async (req: RonRequest): Promise<RonResponse> => {
       // In-process requests also abort when the host force-closes. The link is released when
       // the exchange finishes (the `finished` hook), not left on the host's long-lived signal.

@@ -121,3 +121,59 @@ describe('synchronous replies over real sockets', () => {
     expect(r.text.match(/"code":"Internal"/g)).toHaveLength(2)
   })
 })
+
+describe('request headers the pipeline reads itself', () => {
+  it('echoes X-Corr-ID in any case, and generates one when the header is repeated (node joins repeats with ", ")', async () => {
+    const srv = await start([hello])
+    const r = await exchange(
+      srv,
+      'GET /hello HTTP/1.1\r\nhost: x\r\nX-Corr-ID: Mixed.1\r\n\r\nGET /hello HTTP/1.1\r\nhost: x\r\nx-corr-id: a\r\nx-corr-id: b\r\n\r\n',
+      2,
+    )
+    const ids = [...r.text.matchAll(/x-corr-id: (\S+)/g)].map((m) => m[1])
+    expect(ids[0]).toBe('Mixed.1')
+    expect(ids[1]).toMatch(/^[0-9a-z]{6}-[0-9a-z]{1,5}$/)
+  })
+
+  it('a chunked upload answered synchronously before it was read still lingers and keeps the connection', async () => {
+    const srv = await start([hello, { method: 'PUT', path: '/ignore', public: true, handler: () => ({ status: 202 }) }])
+    const chunk = `${(32 * 1024).toString(16)}\r\n${'y'.repeat(32 * 1024)}\r\n`
+    const r = await exchange(srv, `PUT /ignore HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n${chunk}`, 1, (s) => {
+      s.write(`${chunk}0\r\n\r\nGET /hello HTTP/1.1\r\nhost: x\r\nx-corr-id: after\r\n\r\n`)
+    })
+    expect(r.text.startsWith('HTTP/1.1 202')).toBe(true)
+    const s = sockets.at(-1)!
+    const after = await new Promise<string>((resolve) => {
+      let text = ''
+      s.on('data', (d: Buffer) => {
+        text += d.toString('latin1')
+        if (text.includes('{"hello":"after"}')) resolve(text)
+      })
+    })
+    expect(after.startsWith('HTTP/1.1 200')).toBe(true)
+  })
+
+  it('CORS headers from the cors hook go out once, and a reply header of the same name (any case) wins', async () => {
+    const h = createHttpHandler({
+      serviceId: 't',
+      routes: [
+        hello,
+        { method: 'GET', path: '/own', handler: () => ({ status: 200, headers: { Vary: 'Accept' }, body: 'x' }) },
+      ],
+      hooks: { cors: (method, origin) => ({ 'access-control-allow-origin': origin, vary: 'Origin', 'x-method': method }) },
+    })
+    const srv = await serve(h, { port: 0 })
+    servers.push(srv)
+    const r = await exchange(
+      srv,
+      'GET /hello HTTP/1.1\r\nhost: x\r\nOrigin: https://a.example\r\n\r\nGET /own HTTP/1.1\r\nhost: x\r\norigin: https://b.example\r\n\r\nGET /hello HTTP/1.1\r\nhost: x\r\n\r\n',
+      3,
+    )
+    const [first, second, third] = r.text.split(/(?=HTTP\/1\.1 )/)
+    expect(first).toContain('access-control-allow-origin: https://a.example\r\nvary: Origin\r\nx-method: GET\r\n')
+    expect(second).toContain('access-control-allow-origin: https://b.example')
+    expect(second!.match(/vary:/gi)).toHaveLength(1)
+    expect(second).toContain('Vary: Accept')
+    expect(third).not.toContain('access-control')
+  })
+})
