@@ -54,7 +54,7 @@ describe('Admission', () => {
     const clock = new VirtualClock()
     const plain = new Admission({ maxKeys: 3 })
     for (let i = 0; i < 100; i++) plain.acquire(`k${i}`)()
-    expect(plain.size).toBe(0)
+    expect(plain.size).toBeLessThanOrEqual(3)
     const rated = new Admission({ maxKeys: 3, rate: { capacity: 1, refillPerSec: 1 }, clock })
     for (let i = 0; i < 100; i++) rated.acquire(`k${i}`)()
     expect(rated.size).toBeLessThanOrEqual(3)
@@ -69,6 +69,22 @@ describe('Admission', () => {
     gate.acquire('b')
     expect(() => gate.acquire('c')).toThrow(BusyError)
     gate.acquire('a')
+  })
+
+  it('under key pressure forgets the least recently admitted idle key, and keeps a busy one', () => {
+    const clock = new VirtualClock()
+    // Spent buckets (capacity 1, no refill while the clock stands): nothing is free to forget.
+    const gate = new Admission({ maxKeys: 3, rate: { capacity: 1, refillPerSec: 0.001 }, clock })
+    gate.acquire('a')()
+    gate.acquire('b')()
+    const holdC = gate.acquire('c')
+    // A refused attempt on 'a' still counts as its latest use: 'b' is now the least recent idle key.
+    expect(() => gate.acquire('a')).toThrow(BusyError)
+    gate.acquire('d')()
+    expect(() => gate.acquire('a')).toThrow(BusyError) // kept, with its spent bucket
+    gate.acquire('b')() // forgotten: it starts over with a full bucket
+    expect(gate.size).toBeLessThanOrEqual(3)
+    holdC()
   })
 
   it('evicting an idle key with a spent bucket happens only under key pressure (its rate state is kept otherwise)', async () => {
