@@ -5,6 +5,7 @@
  */
 
 import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
 import { createWriteStream } from 'node:fs'
 import { rename, rm } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
@@ -75,9 +76,13 @@ export async function getCommand(args: GetArgs, stdout: NodeJS.WritableStream = 
       if (actual !== address) throw new IntegrityFailedError(`content of ${address} hashes to ${actual}`, { details: { expected: address, actual } })
     }
     if (tmp !== undefined && target !== undefined) {
+      const out = createWriteStream(tmp, { flags: 'wx', mode: 0o644 })
       try {
-        await pipeline(verified(), createWriteStream(tmp, { flags: 'wx', mode: 0o644 }))
+        await pipeline(verified(), out)
       } catch (e) {
+        // pipeline can reject while the file's open is still under way; it would then be created
+        // after the cleanup below removed its name. Wait until the stream has closed its file.
+        if (!out.closed) await once(out, 'close')
         const code = (e as { code?: unknown }).code
         if (!isRonError(e) && typeof code === 'string' && /^E[A-Z]+$/.test(code)) {
           throw new CliError(`cannot write ${target}: ${errnoText(e)}`, ExitCode.Error, { cause: e })
