@@ -23,11 +23,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
-import { MemoryTransport, createHttpHandler, serve } from '@ron/core'
+import { MemoryTransport, serve } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import { createInteropService, hashApiKey, signWebhook } from '@ron/interop'
 import { createStorageService } from '@ron/storage'
 import { CpuPerRequest, FULL, alternate, printRounds } from './harness.js'
+import { passportStandIn } from './servers/passport-stand-in.js'
 import { spawnServer, type ServerProcess } from './process.js'
 import type { ServerFactory } from './server-child.js'
 
@@ -79,21 +80,7 @@ const start: ServerFactory = async (options) => {
     }
   }
   // A passport stand-in: mints the requested capability with the same issuer storage trusts.
-  const passport = createHttpHandler({
-    serviceId: 'passport',
-    routes: [
-      {
-        method: 'POST',
-        path: '/v1/passport/issue',
-        public: true,
-        handler: async (ctx) => {
-          const req = await ctx.json({ parse: (v: unknown) => v as { sub: string; aud: string[]; scope: string[]; ttlSec: number; caveats?: { maxBytes: number } } })
-          const jti = `j${Math.random().toString(36).slice(2)}`
-          return { status: 200, json: { token: issuer.mint({ sub: req.sub, aud: req.aud, scope: req.scope, ttlSec: req.ttlSec, jti, ...(req.caveats === undefined ? {} : { ron: req.caveats }) }), jti } }
-        },
-      },
-    ],
-  })
+  const passport = passportStandIn(issuer)
   const transport = new MemoryTransport()
   transport.mount('storage', storage)
   transport.mount('passport', passport)

@@ -9,10 +9,11 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { MemoryTransport, createHttpHandler, serve } from '@ron/core'
+import { MemoryTransport, serve } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import { createStorageService } from '@ron/storage'
 import type { ServerFactory } from '../server-child.js'
+import { passportStandIn } from './passport-stand-in.js'
 
 const start: ServerFactory = async (options) => {
   const mod = (typeof options.dist === 'string' ? await import(`${options.dist}/index.js`) : await import('@ron/interop')) as typeof import('@ron/interop')
@@ -20,21 +21,7 @@ const start: ServerFactory = async (options) => {
   const issuer = createTestIssuer()
   const storage = await createStorageService({ dataDir: dir, auth: { keys: issuer.keys } })
   const token = issuer.mint({ scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'], ttlSec: 86_400 })
-  const passport = createHttpHandler({
-    serviceId: 'passport',
-    routes: [
-      {
-        method: 'POST',
-        path: '/v1/passport/issue',
-        public: true,
-        handler: async (ctx) => {
-          const req = await ctx.json({ parse: (v: unknown) => v as { sub: string; aud: string[]; scope: string[]; ttlSec: number; caveats?: { maxBytes: number } } })
-          const jti = `j${Math.random().toString(36).slice(2)}`
-          return { status: 200, json: { token: issuer.mint({ sub: req.sub, aud: req.aud, scope: req.scope, ttlSec: req.ttlSec, jti, ...(req.caveats === undefined ? {} : { ron: req.caveats }) }), jti } }
-        },
-      },
-    ],
-  })
+  const passport = passportStandIn(issuer)
   const transport = new MemoryTransport()
   transport.mount('storage', storage)
   transport.mount('passport', passport)
