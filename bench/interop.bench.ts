@@ -46,7 +46,13 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks)
 }
 
-/** Server factory: `storage` (fs backend), `interop` (with its own fs storage and a passport stand-in) or `bare`. */
+/**
+ * Server factory: `storage` (fs backend), `interop` (with its own fs storage and a passport
+ * stand-in) or `bare`. For back-to-back A/B runs of `interop`: `options.dist` names a copy of
+ * `packages/interop/dist` taken before a change (keep it at the same depth inside the workspace,
+ * e.g. `packages/interop/.ab/before`, not committed: a copy elsewhere resolves and loads
+ * differently and measured slower for nothing), and `options.ring` sets `audit.memoryCapacity`.
+ */
 const start: ServerFactory = async (options) => {
   if (options.mode === 'bare') {
     const server = createServer((req, res) => {
@@ -84,10 +90,17 @@ const start: ServerFactory = async (options) => {
   const transport = new MemoryTransport()
   transport.mount('storage', storage)
   transport.mount('passport', passport)
-  const interop = await createInteropService(
+  const mod = typeof options.dist === 'string' ? ((await import(`${options.dist}/index.js`)) as typeof import('@ron/interop')) : { createInteropService, hashApiKey }
+  const interop = await mod.createInteropService(
     // Brownout off: fsync-bound storage on a loaded box can push the upstream p95 past 500 ms, and
     // a shed (503) round would abort the measurement; shedding is tested, not benchmarked.
-    { webhooks: { providers: { github: { secrets: [SECRET] } } }, apiKeys: [{ client: 'bench', keyHash: hashApiKey(API_KEY) }], rateLimit: false, brownout: { enabled: false } },
+    {
+      webhooks: { providers: { github: { secrets: [SECRET] } } },
+      apiKeys: [{ client: 'bench', keyHash: mod.hashApiKey(API_KEY) }],
+      rateLimit: false,
+      brownout: { enabled: false },
+      ...(typeof options.ring === 'number' ? { audit: { memoryCapacity: options.ring } } : {}),
+    },
     transport,
     { tokens: token },
   )
