@@ -1,0 +1,18 @@
+/**
+ * Entry point of a server under callgrind (see `callgrind.ts`): `node --import tsx
+ * callgrind-child.ts <factory module> <options json>` starts the factory and prints one line,
+ * `LISTENING <url> <pid>`. No IPC: valgrind sits between the parent and node.
+ */
+import { pathToFileURL } from 'node:url'
+import { setFlagsFromString } from 'node:v8'
+import type { ServerFactory } from './server-child.js'
+
+const growth = process.env.RON_BENCH_HEAP_GROWTH
+if (growth !== undefined && growth !== 'auto') setFlagsFromString(`--heap-growing-percent=${Math.round((Number(growth) - 1) * 100)}`)
+const [factoryPath, optionsJson] = process.argv.slice(2)
+const mod = (await import(pathToFileURL(factoryPath!).href)) as { default: ServerFactory }
+const server = await mod.default(JSON.parse(optionsJson ?? '{}') as Record<string, unknown>)
+process.stdout.write(`LISTENING ${server.url} ${process.pid}\n`)
+process.once('SIGTERM', () => {
+  void server.close().finally(() => process.exit(0))
+})
