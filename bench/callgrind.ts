@@ -25,7 +25,7 @@ const requests = Number(n)
 const dir = mkdtempSync(join(tmpdir(), 'ron-callgrind-'))
 const child = spawn(
   'valgrind',
-  ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${dir}/cg.%p`, process.execPath, '--import', 'tsx', '--perf-basic-prof', here('./callgrind-child.ts'), here(`./servers/${factory}`), optionsJson],
+  ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${dir}/cg.%p`, process.execPath, '--import', 'tsx', '--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${dir}/v8.log`, here('./callgrind-child.ts'), here(`./servers/${factory}`), optionsJson],
   {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, ...(SERVER_CODE === 'dist' ? { TSX_TSCONFIG_PATH: here('./tsconfig.dist.json') } : {}) },
