@@ -4,11 +4,10 @@
  * `LISTENING <url> <pid>`. No IPC: valgrind sits between the parent and node.
  */
 import { pathToFileURL } from 'node:url'
-import { setFlagsFromString } from 'node:v8'
+import { applyBenchHeapGrowth } from './heap-setting.js'
 import type { ServerFactory } from './server-child.js'
 
-const growth = process.env.RON_BENCH_HEAP_GROWTH
-if (growth !== undefined && growth !== 'auto') setFlagsFromString(`--heap-growing-percent=${Math.round((Number(growth) - 1) * 100)}`)
+applyBenchHeapGrowth()
 const [factoryPath, optionsJson] = process.argv.slice(2)
 const mod = (await import(pathToFileURL(factoryPath!).href)) as { default: ServerFactory }
 const server = await mod.default(JSON.parse(optionsJson ?? '{}') as Record<string, unknown>)

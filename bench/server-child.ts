@@ -6,7 +6,7 @@
 import { writeFile } from 'node:fs/promises'
 import { Session } from 'node:inspector/promises'
 import { pathToFileURL } from 'node:url'
-import { setFlagsFromString } from 'node:v8'
+import { applyBenchHeapGrowth } from './heap-setting.js'
 
 /** What a server factory returns once it listens. */
 export interface StartedServer {
@@ -23,10 +23,7 @@ export interface StartedServer {
  */
 export type ServerFactory = (options: Record<string, unknown>) => Promise<StartedServer>
 
-// The heap sizing ron-node applies (`setHeapGrowingFactor` in @ron/core, the same formula), set
-// here so that baselines get it too without loading @ron/core: see SERVER_HEAP_GROWTH in process.ts.
-const heapGrowth = process.env.RON_BENCH_HEAP_GROWTH
-if (heapGrowth !== undefined && heapGrowth !== 'auto') setFlagsFromString(`--heap-growing-percent=${Math.round((Number(heapGrowth) - 1) * 100)}`)
+applyBenchHeapGrowth()
 
 const [factoryPath, optionsJson] = process.argv.slice(2)
 let server: StartedServer | undefined

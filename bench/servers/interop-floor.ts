@@ -6,8 +6,9 @@
  * process). Tells the host's share of a refusal from interop's own.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { createHttpHandler, createServiceHost, serve, type Route } from '@ron/core'
+import { serve, type Route } from '@ron/core'
 import type { ServerFactory } from '../server-child.js'
+import { serveOnCore } from './core-host.js'
 
 const SECRET = 'bench-webhook-secret'
 const routes: Route[] = [
@@ -45,19 +46,6 @@ const start: ServerFactory = async (options) => {
     const server = await serve(interop, { port: 0 })
     return { url: server.url, close: async () => { await server.close(); await interop.close(); await transport.close() } }
   }
-  if (options.mode === 'handler') {
-    const server = await serve(createHttpHandler({ serviceId: 'bench', routes }), { port: 0 })
-    return { url: server.url, close: () => server.close() }
-  }
-  const host = createServiceHost({ id: 'bench', version: '0.0.0', topology: { service: 'bench', tasks: [], channels: [] } })
-  host.routes(routes)
-  const server = await serve(host.service, { port: 0 })
-  return {
-    url: server.url,
-    close: async () => {
-      await server.close()
-      await host.service.close()
-    },
-  }
+  return serveOnCore(routes, options.mode)
 }
 export default start
