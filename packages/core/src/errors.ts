@@ -33,6 +33,7 @@ export const ErrorCodes = {
   Canceled: 503,
   BreakerOpen: 503,
   Brownout: 503,
+  Unavailable: 503,
   Closed: 503,
   Timeout: 504,
   Internal: 500,
@@ -49,6 +50,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'Draining',
   'BreakerOpen',
   'Brownout',
+  'Unavailable',
   'Timeout',
 ])
 
@@ -235,6 +237,11 @@ export class CanceledError extends define('Canceled', 'canceled') {}
 export class BreakerOpenError extends define('BreakerOpen', 'circuit breaker open') {}
 /** 503: load shedding is active. */
 export class BrownoutError extends define('Brownout', 'brownout') {}
+/**
+ * 503: something this request needs is unreachable: every peer of a lookup, a write quorum of
+ * peers, etcd quorum. Faults of the local disk are {@link NotReadyError} instead (SPEC.md §4).
+ */
+export class UnavailableError extends define('Unavailable', 'unavailable') {}
 /** 503: the resource was closed; calls after `close()` fail with this. */
 export class ClosedError extends define('Closed', 'closed') {}
 /** 504: a deadline was exceeded. `details.op` names the operation when known. */
@@ -315,6 +322,7 @@ const CLASSES: { [C in ErrorCode]: new (message?: string, options?: RonErrorOpti
   Canceled: CanceledError,
   BreakerOpen: BreakerOpenError,
   Brownout: BrownoutError,
+  Unavailable: UnavailableError,
   Closed: ClosedError,
   Timeout: TimeoutError,
   Internal: InternalError,

@@ -58,6 +58,7 @@ export {
   CanceledError,
   BreakerOpenError,
   BrownoutError,
+  UnavailableError,
   ClosedError,
   TimeoutError,
   InternalError,
@@ -78,6 +79,12 @@ export { setHeapGrowingFactor, SERVER_HEAP_GROWING_FACTOR } from './heap.js'
 export type { Clock, TimerHandle } from './clock.js'
 export { systemRandom } from './random.js'
 export type { Random } from './random.js'
+
+// Faults of the local disk (SPEC.md §4) and canonical JSON (RFC 8785).
+export { diskFaultReason, toDiskFault, hasErrnoCode } from './disk-fault.js'
+export type { DiskFaultReason } from './disk-fault.js'
+export { canonicalJson, canonicalBytes } from './canonical-json.js'
+export type { JsonValue } from './canonical-json.js'
 export { collectBytes } from './bytes.js'
 export { noopMetrics } from './metrics-sink.js'
 export type { Labels, MetricsSink } from './metrics-sink.js'
@@ -154,6 +161,15 @@ export {
   isStrongEd25519Key,
   KNOWN_CAVEATS,
   checkCaveats,
+  nameWithinPrefix,
+  NODE_ID_PATTERN,
+  isNodeId,
+  newNodeId,
+  nodeIdentityFromKey,
+  nodePublicKey,
+  verifyNodeSignature,
+  normalizeEndpoint,
+  staticNodeDirectory,
   bearerToken,
   createRevocationFeed,
   SCOPES,
@@ -198,6 +214,9 @@ export type {
   TokenProviderOptions,
   ClientAssertionOptions,
   TokenSource,
+  NodeIdentity,
+  KnownNode,
+  NodeDirectory,
 } from './auth/index.js'
 
 // Contracts between services (SPEC.md section 6a).

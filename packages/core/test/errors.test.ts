@@ -47,6 +47,7 @@ const SPEC_CODES: Record<string, number> = {
   Canceled: 503,
   BreakerOpen: 503,
   Brownout: 503,
+  Unavailable: 503,
   Timeout: 504,
   Internal: 500,
   NotImplemented: 501,

@@ -8,8 +8,7 @@
  */
 
 import { z } from 'zod'
-import { toAddress, blake3, type Address } from '@ron/core'
-import { canonicalBytes, type JsonValue } from './canonical-json.js'
+import { canonicalBytes, toAddress, blake3, type Address, type JsonValue } from '@ron/core'
 
 /** The one schema version this package writes and reads. */
 export const DESCRIPTOR_SCHEMA_VERSION = 1

@@ -6,8 +6,7 @@
  * @module
  */
 
-import { blake3, toAddress, type Address } from '@ron/core'
-import { canonicalBytes } from './canonical-json.js'
+import { blake3, canonicalBytes, toAddress, type Address } from '@ron/core'
 import type { DescriptorSet, SignerSet } from './descriptors.js'
 import type { TreeHashName } from './merkle.js'
 import type { Approval } from './signers.js'

@@ -50,8 +50,8 @@ export type { RegistryUpdated, ProposalView, ApprovalResult, CommitResult } from
 export { UPDATED_EVENT } from './publisher.js'
 export { DEADLINE_HEADER } from './routes/writes.js'
 
-export { canonicalJson, canonicalBytes } from './canonical-json.js'
-export type { JsonValue } from './canonical-json.js'
+export { canonicalJson, canonicalBytes } from '@ron/core'
+export type { JsonValue } from '@ron/core'
 export {
   DESCRIPTOR_SCHEMA_VERSION,
   descriptorSetSchema,

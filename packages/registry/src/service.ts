@@ -8,12 +8,11 @@
 
 import { randomBytes, type KeyObject } from 'node:crypto'
 import { join } from 'node:path'
-import { BoundedQueue, ConfigError, NotReadyError, SseHub, createServiceHost, noopLogger, systemClock } from '@ron/core'
+import { BoundedQueue, ConfigError, NotReadyError, SseHub, canonicalJson, createServiceHost, noopLogger, systemClock } from '@ron/core'
 import type { RonService, ServiceHost, Subscription, Transport } from '@ron/core'
 import { generateLogKey, noteSigner } from './checkpoint.js'
 import { Checkpointor, type RetentionCommand } from './checkpointor.js'
 import { Committer, type RegistryUpdated } from './committer.js'
-import { canonicalJson } from './canonical-json.js'
 import { IMMUTABLE_KEYS, registryConfigSchema, resolveConfig, splitConfig, type RegistryConfig, type RegistryServiceConfig } from './config.js'
 import { DeepVerifier, type VerifyReport } from './deep-verifier.js'
 import type { Genesis, Head } from './entry.js'

@@ -8,9 +8,8 @@
  * @module
  */
 
-import { isRonError } from '@ron/core'
+import { canonicalJson, isRonError } from '@ron/core'
 import { verifyCheckpoint } from './checkpoint.js'
-import { canonicalJson } from './canonical-json.js'
 import { descriptorSetSchema, payloadB3, signerSetOf, type SignerSet } from './descriptors.js'
 import { entryHash, genesisHash, type LogEntry } from './entry.js'
 import { MerkleTree, treeHasher } from './merkle.js'

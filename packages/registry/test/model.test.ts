@@ -2,7 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { ed25519 } from '@noble/curves/ed25519.js'
-import { canonicalJson } from '../src/canonical-json.js'
+import { canonicalJson } from '@ron/core'
 import { descriptorSetSchema, payloadB3, type DescriptorSet } from '../src/descriptors.js'
 import { approvalMessage, countQuorum, evaluateQuorum, exportSignerKey, generateSignerKey, importSignerKey, signApproval, verifyApprovalSig } from '../src/signers.js'
 import {

@@ -55,3 +55,16 @@ export function checkCaveats(claims: Pick<Claims, 'ron'>, req: CaveatRequest): v
     })
   }
 }
+
+/**
+ * True when the `namePrefix` caveat `prefix` allows writing `name`: the name itself or any name
+ * under it (`docs.alice` allows `docs.alice` and `a.docs.alice`, not `xdocs.alice` or `alice`).
+ * Comparison is on the lowercase DNS form names are stored in.
+ * @example
+ * ```ts
+ * nameWithinPrefix('blog.docs.alice', 'docs.alice') // true
+ * ```
+ */
+export function nameWithinPrefix(name: string, prefix: string): boolean {
+  return name === prefix || (prefix.length > 0 && name.endsWith(`.${prefix}`))
+}

@@ -17,7 +17,7 @@ export type { RevocationCheck, RevocationSetOptions } from './revocation.js'
 export { createTokenVerifier, ed25519Verify, KNOWN_CAVEATS } from './verifier.js'
 export { isStrongEd25519Key } from './ed25519-key.js'
 export type { TokenVerifierOptions, TokenRequirement, UnauthorizedReason, ForbiddenReason, CachingTokenVerifier, VerifierCacheOptions } from './verifier.js'
-export { checkCaveats } from './caveats.js'
+export { checkCaveats, nameWithinPrefix } from './caveats.js'
 export type { CaveatRequest } from './caveats.js'
 export { bearerToken } from './bearer.js'
 export { createRevocationFeed } from './revocation-feed.js'
@@ -34,3 +34,14 @@ export type {
   ClientAssertionOptions,
   TokenSource,
 } from './token-provider.js'
+export {
+  NODE_ID_PATTERN,
+  isNodeId,
+  newNodeId,
+  nodeIdentityFromKey,
+  nodePublicKey,
+  verifyNodeSignature,
+  normalizeEndpoint,
+  staticNodeDirectory,
+} from './node-identity.js'
+export type { NodeIdentity, KnownNode, NodeDirectory } from './node-identity.js'

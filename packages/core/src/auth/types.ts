@@ -12,6 +12,11 @@ export interface Caveats {
   pathPrefix?: string
   /** Only these HTTP methods. */
   methods?: string[]
+  /**
+   * Only names at or under this one (index name writes): `docs.alice` allows `docs.alice` and
+   * `*.docs.alice`, nothing else (see {@link nameWithinPrefix}).
+   */
+  namePrefix?: string
   [name: string]: unknown
 }
 

@@ -30,10 +30,11 @@ export type UnauthorizedReason =
 
 /**
  * The caveat catalog (SPEC.md section 5): the `ron` caveats every verifier knows. A token carrying
- * any other caveat is refused as `unknown_caveat` (caveats fail closed). Enforcement of the known
- * ones is {@link checkCaveats}.
+ * any other caveat is refused as `unknown_caveat` (caveats fail closed). `maxBytes`, `pathPrefix`
+ * and `methods` are enforced by {@link checkCaveats}; `namePrefix` by index's name writes
+ * ({@link nameWithinPrefix}).
  */
-export const KNOWN_CAVEATS: readonly string[] = Object.freeze(['maxBytes', 'pathPrefix', 'methods'])
+export const KNOWN_CAVEATS: readonly string[] = Object.freeze(['maxBytes', 'pathPrefix', 'methods', 'namePrefix'])
 
 /** Why a valid token was rejected with 403 (`details.reason` of {@link ForbiddenError}). */
 export type ForbiddenReason = 'missing_scope' | 'caveat'
@@ -126,6 +127,7 @@ const caveatsSchema = z.looseObject({
   maxBytes: z.number().int().nonnegative().optional(),
   pathPrefix: z.string().optional(),
   methods: z.array(z.string()).optional(),
+  namePrefix: z.string().optional(),
 })
 const claimsSchema = z.object({
   iss: z.string(),

@@ -21,7 +21,7 @@
 
 import { mkdir, open, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { NotReadyError, isRonError, parseAddress } from '@ron/core'
+import { diskFaultReason, hasErrnoCode, parseAddress, toDiskFault } from '@ron/core'
 import type { Address } from '@ron/core'
 
 /** Where one object lives. */
@@ -68,36 +68,19 @@ export async function fsyncDir(path: string): Promise<void> {
   }
 }
 
-/** True when `e` is a Node system error with one of `codes`. */
-export function hasCode(e: unknown, ...codes: string[]): boolean {
-  const code = (e as { code?: unknown } | null)?.code
-  return typeof code === 'string' && codes.includes(code)
-}
+/** True when `e` is a Node system error with one of `codes` (core's {@link hasErrnoCode}). */
+export const hasCode = hasErrnoCode
 
-const IO_REASONS: Record<string, string> = {
-  ENOSPC: 'disk_full',
-  EDQUOT: 'disk_full',
-  EFBIG: 'disk_full',
-  EIO: 'io_error',
-  EROFS: 'read_only',
-}
-
-/** The write-readiness reason for a system error, when it is one that the disk imposes. */
-export function ioReason(e: unknown): string | undefined {
-  const code = (e as { code?: unknown } | null)?.code
-  return typeof code === 'string' ? IO_REASONS[code] : undefined
-}
+/** The write-readiness reason for a system error, when it is one that the disk imposes (core's classifier). */
+export const ioReason: (e: unknown) => string | undefined = diskFaultReason
 
 /**
- * Maps disk-imposed write failures (ENOSPC, EDQUOT, EFBIG, EIO, EROFS) to {@link NotReadyError}
- * with `details.reason` (`disk_full`, `io_error`, `read_only`) so the service can flip write
+ * Maps disk-imposed write failures (ENOSPC, EDQUOT, EFBIG, EIO, EROFS) to `NotReadyError` with
+ * `details.reason` (`disk_full`, `io_error`, `read_only`) so the service can flip write
  * readiness. RonErrors and other errors pass through unchanged.
  */
 export function mapIoError(e: unknown): unknown {
-  if (isRonError(e)) return e
-  const reason = ioReason(e)
-  if (reason === undefined) return e
-  return new NotReadyError(`storage not writable: ${reason}`, { details: { reason }, cause: e, retryAfterMs: 1000 })
+  return toDiskFault(e, 'storage')
 }
 
 /** What {@link recover} did. */

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { MalformedError } from '@ron/core'
+import { MalformedError } from './errors.js'
 
 /** A JSON value (I-JSON: finite numbers, well-formed strings). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
