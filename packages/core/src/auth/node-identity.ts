@@ -50,7 +50,7 @@ export interface NodeIdentity {
  * @throws {@link MalformedError} when `id` is not a node id.
  */
 export function nodeIdentityFromKey(id: string, key: Pick<IssuerKey, 'privateKey' | 'publicJwk'>): NodeIdentity {
-  if (!isNodeId(id)) throw new MalformedError(`not a node id: ${id}`, { details: { field: 'nodeId' } })
+  if (!isNodeId(id)) throw new MalformedError(`not a node id: ${String(id)}`, { details: { field: 'nodeId' } })
   const privateKey = key.privateKey
   return Object.freeze({
     id,
@@ -144,7 +144,7 @@ export function staticNodeDirectory(nodes: readonly KnownNode[]): NodeDirectory 
   const byId = new Map<string, KnownNode>()
   const byUrl = new Map<string, KnownNode>()
   for (const n of nodes) {
-    if (!isNodeId(n.id)) throw new MalformedError(`not a node id: ${n.id}`, { details: { field: 'nodes.id' } })
+    if (!isNodeId(n.id)) throw new MalformedError(`not a node id: ${String(n.id)}`, { details: { field: 'nodes.id' } })
     byId.set(n.id, n)
     for (const url of Object.values(n.services)) {
       const e = normalizeEndpoint(url)
