@@ -185,10 +185,10 @@ function build(
     host.readiness.setPath('names', e === undefined, reason)
     if (!faultChanged.closed) faultChanged.set(faultChanged.get() + 1)
   }
-  const storeFailed = (e: unknown): void => {
+  const storeFailed = (e: unknown, count = true): void => {
     const f = diskFault(e)
     if (f === undefined) return
-    metrics.storeFaults.inc({ reason: (f.details as { reason: string }).reason })
+    if (count) metrics.storeFaults.inc({ reason: (f.details as { reason: string }).reason })
     if (fault === undefined) logger.warn({ err: e }, 'index: the disk refused a name write; name writes are unready until it takes one')
     setFault(f)
   }
@@ -267,7 +267,8 @@ function build(
         }
       } catch (e) {
         if (diskFault(e) === undefined) throw e
-        storeFailed(e)
+        // A failed probe keeps the fault (and its reason up to date); only refused writes count.
+        storeFailed(e, fault === undefined)
       }
     }
   })

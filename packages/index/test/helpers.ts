@@ -101,7 +101,7 @@ export function manifestFor(n: number | string, size = 10): Manifest {
 }
 
 /** Behaviour of a {@link FakePeer} for one key. */
-export type PeerReply = { status: 200; json: unknown } | { status: 404 } | { status: 503 } | { status: 500 } | { hang: true }
+export type PeerReply = { status: 200; json: unknown } | { status: 404; json?: unknown } | { status: 503 } | { status: 500 } | { hang: true }
 
 /**
  * A stand-in peer index: answers `GET /resolve/:key` after `delayMs` of (virtual) time, and records

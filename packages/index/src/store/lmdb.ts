@@ -48,11 +48,17 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     // Durability: never skip the sync (each write also awaits `db.flushed` before it answers).
     noSync: false,
     encoding: 'msgpack',
+    // Each write here is its own transaction. lmdb's event-turn batching would open a batch per
+    // event turn whose own commit promise nobody awaits: when that commit fails (a full disk) the
+    // rejection is unhandled and ends the process.
+    eventTurnBatching: false,
   })
   const names: Database<NameRecord, string> = root
   const tombstones: Database<SignedNameRecord, string> = root.openDB<SignedNameRecord, string>({ name: 'tombstones', encoding: 'msgpack', compression: false })
   const meta: Database<number, string> = root.openDB<number, string>({ name: 'meta', encoding: 'msgpack', compression: false })
   let closed = false
+  /** A commit failed and no commit succeeded since. */
+  let failed = false
   const guard = (): void => {
     if (closed) throw new ClosedError('name store is closed')
   }
@@ -74,8 +80,10 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
         }
       })
       await root.flushed
+      failed = false
     } catch (e) {
       if (refused !== undefined) throw refused
+      failed = true
       throw await lmdbFault(e, dir)
     }
     if (out === undefined) throw await lmdbFault(new Error('the transaction did not run'), dir)
@@ -175,6 +183,10 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     async close() {
       if (closed) return
       closed = true
+      // lmdb's close waits for the flush of the last batch, which never comes when that batch's
+      // commit failed (a full disk): an empty transaction commits without writing a page and
+      // brings a flush that does.
+      if (failed) await root.transaction(() => undefined).catch(() => undefined)
       await root.close()
     },
   }
