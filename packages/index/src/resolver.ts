@@ -8,7 +8,7 @@
 
 import { NotFoundError, TimeoutError, isRonError, parseAddress } from '@ron/core'
 import type { Address, Clock, MetricsSink, NodeDirectory, Random, Transport } from '@ron/core'
-import { isNameResolution, type AddressResolution, type AnswerSource, type NameResolution, type RankedProvider, type Resolution } from './answer.js'
+import { isNameResolution, type AnswerSource, type NameResolution, type RankedProvider, type Resolution } from './answer.js'
 import type { BreakerTable, PeerHealth } from './breakers.js'
 import { jitteredTtl, type TtlCache } from './cache.js'
 import type { ResolvedIndexConfig } from './config.js'
@@ -299,7 +299,7 @@ export class Resolver {
           const r = reply.answer
           // Only an answer for the key asked, of the kind asked for, satisfies the lookup.
           if (r.key !== p.key) return undefined
-          if (!('manifestAddress' in r)) return p.kind === 'address' && r.providers.length > 0 ? (r as AddressResolution) : undefined
+          if (!('manifestAddress' in r)) return p.kind === 'address' && r.providers.length > 0 ? (r) : undefined
           if (p.kind !== 'name') return undefined
           // A name answer is used only with the manifest's exact text, and only if that text
           // hashes to the manifest address: a peer cannot hand out a manifest of its own making.

@@ -11,6 +11,7 @@ import { addressOf, verifyNodeSignature } from '@ron/core'
 import type { Address } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
 import { NAME_RECORD_DOMAIN, createIndexClient, nameRecordBytes, signNameRecord, verifyNameRecord } from '../src/index.js'
+import type { NameResolution } from '../src/index.js'
 import { FakePeer, directory, manifestFor, nameAnswer, setup, signed, testNode, type Env, type TestNode } from './helpers.js'
 
 let env: Env | undefined
@@ -199,7 +200,7 @@ describe('homes', () => {
     expect((await env.client.setName('s.x', b)).seq).toBe(2)
     expect((await env.client.deleteName('s.x')).seq).toBe(3)
     expect((await env.client.setName('s.x', a)).seq).toBe(4)
-    const r = await env.anon.resolve('s.x')
+    const r = (await env.anon.resolve('s.x')) as NameResolution
     expect(verifyNameRecord(r.record, 's.x', directory(me))).toMatchObject({ ok: true, record: { seq: 4, manifestAddress: a, signedAt: 9_000_000 } })
     expect((await env.client.deleteName('s.x')).seq).toBe(5)
     // Past the keeping time the janitor purges the tombstone: the name starts over.

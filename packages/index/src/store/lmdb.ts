@@ -69,20 +69,20 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
   const commit = async <T>(body: () => T): Promise<T> => {
     guard()
     let out: { value: T } | undefined
-    let refused: unknown
+    let refused: { error: unknown } | undefined
     try {
       await root.transaction(() => {
         try {
           out = { value: body() }
         } catch (e) {
-          refused = e
+          refused = { error: e }
           throw e
         }
       })
       await root.flushed
       failed = false
     } catch (e) {
-      if (refused !== undefined) throw refused
+      if (refused !== undefined) throw refused.error
       failed = true
       throw await lmdbFault(e, dir)
     }

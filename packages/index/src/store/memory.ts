@@ -30,30 +30,24 @@ export function createMemoryNameStore(): NameStore {
       guard()
       return tombstones.get(name)
     },
-    put(name, expected, make): Promise<WriteResult> {
-      try {
-        guard()
-        const binding = names.get(name)
-        const previous = binding?.manifestAddress
-        checkPut(name, previous, expected)
-        names.set(name, make({ binding, tombstone: tombstones.get(name) }))
-        tombstones.delete(name)
-        return Promise.resolve({ previous: previous ?? null })
-      } catch (e) {
-        return Promise.reject(e as Error)
-      }
+    // eslint-disable-next-line @typescript-eslint/require-await
+    async put(name, expected, make): Promise<WriteResult> {
+      guard()
+      const binding = names.get(name)
+      const previous = binding?.manifestAddress
+      checkPut(name, previous, expected)
+      names.set(name, make({ binding, tombstone: tombstones.get(name) }))
+      tombstones.delete(name)
+      return { previous: previous ?? null }
     },
-    delete(name, expected, make): Promise<WriteResult> {
-      try {
-        guard()
-        const binding = names.get(name)
-        const previous = checkDelete(name, binding?.manifestAddress, expected)
-        tombstones.set(name, make(binding!, tombstones.get(name)))
-        names.delete(name)
-        return Promise.resolve({ previous })
-      } catch (e) {
-        return Promise.reject(e as Error)
-      }
+    // eslint-disable-next-line @typescript-eslint/require-await
+    async delete(name, expected, make): Promise<WriteResult> {
+      guard()
+      const binding = names.get(name)
+      const previous = checkDelete(name, binding?.manifestAddress, expected)
+      tombstones.set(name, make(binding!, tombstones.get(name)))
+      names.delete(name)
+      return { previous }
     },
     migrate(fix) {
       guard()
