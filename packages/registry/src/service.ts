@@ -68,7 +68,7 @@ function registerMetrics(host: ServiceHost<RegistryConfig>): void {
   m.gauge('registry_storage_bytes', 'Bytes held by the log (segments, leaf hashes, checkpoints).')
   m.histogram('audit_chain_verify_seconds', 'Duration of a deep verification pass.', [], [0.001, 0.01, 0.1, 1, 10, 60])
   m.histogram('registry_commit_seconds', 'Duration of the append + fsync of a commit.', [], [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5])
-  for (const kind of ['torn_tail', 'empty_segment', 'leaves_rebuilt', 'leaves_truncated', 'torn_checkpoint']) {
+  for (const kind of ['torn_tail', 'empty_segment', 'leaves_rebuilt', 'leaves_truncated', 'torn_checkpoint', 'head_rolled_forward']) {
     m.counter('registry_recoveries_total', '', ['kind']).labels({ kind }).inc(0)
   }
   const depth = m.gauge('queue_depth', 'Items waiting in a bounded queue.', ['queue'])

@@ -14,7 +14,8 @@ import { RegistryLog } from '../src/log.js'
 import { createSegmentStore } from '../src/store/index.js'
 import { HEAD_FILE, readHeadFile } from '../src/store/head-record.js'
 import { repairLog, verifyLog } from '../src/verify-log.js'
-import { approve, genesisFor, payload, setOf, signers, tempDir } from './helpers.js'
+import { createRegistryService } from '../src/service.js'
+import { ORIGIN, approve, genesisFor, payload, setOf, signers, tempDir } from './helpers.js'
 
 const keys = signers(3)
 const genesis = genesisFor(setOf(keys, 2))
@@ -209,6 +210,28 @@ describe('what is still repaired on open', () => {
     expect(again.recoveries).toMatchObject({ head_rolled_forward: 1 })
     await again.store.close()
     expect((await readHeadFile(l.dir)).record).toMatchObject({ version: 4 })
+  })
+})
+
+describe('the service on a log with a whole record past its head record', () => {
+  it('starts, keeps it, and counts registry_recoveries_total{kind="head_rolled_forward"}', async () => {
+    const t = await tempDir()
+    cleanups.push(t.cleanup)
+    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2) })
+    expect(await svc.metricsText()).toMatch(/registry_recoveries_total\{kind="head_rolled_forward",service="registry"\} 0/)
+    await svc.close()
+    const before = await readHeadFile(t.dir)
+    const log = await RegistryLog.open(createSegmentStore({ dir: t.dir }), undefined)
+    await fill(log, 1)
+    await log.store.close()
+    await writeFile(join(t.dir, HEAD_FILE), before.bytes)
+    const again = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2) })
+    try {
+      expect(again.head().version).toBe(1)
+      expect(await again.metricsText()).toMatch(/registry_recoveries_total\{kind="head_rolled_forward",service="registry"\} 1/)
+    } finally {
+      await again.close()
+    }
   })
 })
 
