@@ -114,6 +114,8 @@ export async function findLog(dir: string, o: { segmentEntries: number; rebuildH
   let oldest = 0
   let lastName: string | undefined
   let shortReported = false
+  /** The entry hash of the version the head record names, as held. */
+  let ackedHash: string | undefined
   for (let i = 0; i < names.length; i++) {
     const name = names[i]!
     const path = join(dir, name)
@@ -180,6 +182,7 @@ export async function findLog(dir: string, o: { segmentEntries: number; rebuildH
       }
       prevHash = entryHash(r.bytes)
       prevVersion = v
+      if (v === acked) ackedHash = prevHash
       seg.offsets.push(r.offset)
       seg.lengths.push(r.bytes.length)
       seg.info.last = v
@@ -204,10 +207,9 @@ export async function findLog(dir: string, o: { segmentEntries: number; rebuildH
         problems.push(`${where}: the log ends at version ${last}, but ${HEAD_FILE} records version ${acked} as acknowledged (versions ${last + 1}..${acked} are missing)`)
       }
     } else if (acked > 0) {
-      const bytes = tail.get(acked)
-      const hash = bytes === undefined ? undefined : entryHash(bytes)
+      const hash = ackedHash
       if (hash === undefined) {
-        problems.push(`${HEAD_FILE} records version ${acked}, far behind the log's last version ${last} (an old copy of ${HEAD_FILE}?)`)
+        problems.push(`${HEAD_FILE} records version ${acked}, which the log no longer holds (pruned?) though it ends at ${last}`)
       } else if (hash !== rec.hash) {
         const seg = segments.find((s) => s.info.first <= acked && acked <= s.info.last)
         const file = seg === undefined ? where : seg.path.slice(dir.length + 1)
