@@ -96,8 +96,10 @@ describe('registry on a full disk', () => {
 
     // Space comes back: the probe passes, writes turn ready, the same proposal commits.
     await setFull(false)
-    await x.clock.advance(1000)
-    await vi.waitFor(() => expect(x.svc.health().writeReady).toBe(true))
+    await vi.waitFor(async () => {
+      await x.clock.advance(1000)
+      expect(x.svc.health().writeReady).toBe(true)
+    })
     expect((await x.client.commit(p.proposalId, { approvals })).version).toBe(3)
     const metrics = await x.svc.metricsText()
     expect(metrics).toMatch(/http_requests_total\{[^}]*status="503"[^}]*\} [1-9]/)
