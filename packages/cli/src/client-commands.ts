@@ -224,9 +224,17 @@ export function registerClientCommands(y: Argv, io: CliIo): Argv {
         )
         .command(
           'fsck',
-          "verify the local node's registry log on disk (read-only); exit 5 on problems",
-          (r) => r.options(COMMON).option('dir', { type: 'string', describe: 'registry directory [default: <data-dir>/registry]', requiresArg: true }).example('$0 registry fsck', '').epilog(EXIT_CODES_HELP),
-          async (a) => (await import('./commands/registry.js')).registryFsckCommand({ ...common(a as Common), dir: a.dir }, out),
+          "verify the local node's registry log on disk (read-only unless --repair); exit 5 on problems",
+          (r) =>
+            r
+              .options(COMMON)
+              .option('dir', { type: 'string', describe: 'registry directory [default: <data-dir>/registry]', requiresArg: true })
+              .option('repair', { type: 'boolean', describe: 'cut what was never acknowledged (a torn record past head.bin), as a start would; never an acknowledged entry' })
+              .option('rebuild-head', { type: 'boolean', describe: 'write head.bin for a log without a usable one (a log from before head records); only when nothing else is wrong' })
+              .example('$0 registry fsck', '')
+              .example('$0 registry fsck --repair', '')
+              .epilog(EXIT_CODES_HELP),
+          async (a) => (await import('./commands/registry.js')).registryFsckCommand({ ...common(a as Common), dir: a.dir, repair: a.repair, rebuildHead: a.rebuildHead }, out),
         )
         .demandCommand(1, 'say which: registry propose, approve, commit, head, watch or fsck'),
     )

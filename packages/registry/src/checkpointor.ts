@@ -12,6 +12,7 @@ import type { BoundedQueue, Clock, Logger, MetricsSink } from '@ron/core'
 import { signCheckpoint, type NoteSigner } from './checkpoint.js'
 import type { RegistryLog } from './log.js'
 import type { StoredCheckpoint } from './store/types.js'
+import { faultReason, writeFault } from './write-fault.js'
 
 /** What Retention is asked to do. */
 export interface RetentionCommand {
@@ -27,6 +28,8 @@ export interface CheckpointorOptions {
   clock: Clock
   metrics: MetricsSink
   logger: Logger
+  /** Told when storing a checkpoint fails on the disk (drives write readiness). */
+  onFault?: (reason: string, error: unknown) => void
 }
 
 /** Signs and stores checkpoints. Checkpoint writes are serialised here. */
@@ -53,6 +56,8 @@ export class Checkpointor {
   /**
    * Signs and stores a checkpoint of the current tree now (unless the latest one already has this
    * size), then asks Retention to run. Calls are serialised.
+   * @throws {@link NotReadyError} when the disk refuses the write (`details.reason` `disk_full`,
+   *   `io_error`, `read_only`); the checkpoint is then not stored
    */
   checkpointNow(): Promise<StoredCheckpoint> {
     const run = this.#tail.then(() => this.#checkpoint())
@@ -77,7 +82,13 @@ export class Checkpointor {
       createdAt: clock.now(),
       signerSets: log.signerSetHistory().filter((s) => s.version > 0 && s.version <= size),
     }
-    await log.store.appendCheckpoint(cp)
+    try {
+      await log.store.appendCheckpoint(cp)
+    } catch (e) {
+      const reason = faultReason(e)
+      if (reason !== undefined) this.#o.onFault?.(reason, e)
+      throw writeFault(e)
+    }
     metrics.inc('registry_checkpoints_total')
     this.gauge()
     this.#askRetention()
@@ -119,6 +130,12 @@ export class Checkpointor {
       try {
         await this.checkpointNow()
       } catch (e) {
+        // A disk fault is not the task's failure: writes turn unready, and the next interval
+        // tries again (a restart loop would turn the whole service not-live for a full disk).
+        if (isRonError(e, 'NotReady')) {
+          this.#o.logger.warn({ err: e }, 'checkpoint not stored: the disk refused it')
+          continue
+        }
         this.#o.logger.error({ err: e }, 'checkpoint failed')
         throw e
       }

@@ -28,6 +28,7 @@ import { payloadB3, signerSetOf, type DescriptorSet, type SignerSet } from './de
 import type { RegistryLog } from './log.js'
 import { countQuorum, evaluateQuorum, keyOf, verifyApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
 import { CHANNELS } from './topology.js'
+import { writeFault } from './write-fault.js'
 
 /** `RegistryUpdated{version,b3}`: what the Committer broadcasts on `committed` after each commit. */
 export interface RegistryUpdated {
@@ -183,6 +184,7 @@ export class Committer {
    * `approvals` are recorded first, each exactly as {@link Committer.approve} would (one already
    * recorded with the same signature is skipped, so a retried call is harmless).
    * @throws {@link QuorumNotMetError}, {@link ChainMismatchError}, {@link NotFoundError}, {@link TimeoutError}, {@link BusyError},
+   *   {@link NotReadyError} when the log cannot be written (`details.reason` `disk_full`, `io_error`, `read_only`),
    *   and for `approvals` {@link DuplicateApprovalError}, {@link InvalidSignatureError}
    */
   commit(id: string, signal: AbortSignal, approvals?: Approval[]): Promise<CommitResult> {
@@ -456,7 +458,9 @@ export class Committer {
       enc = await log.append({ version: p.baseVersion, hash: p.baseHash }, p.payload, approvals, started, p.payloadB3)
     } catch (e) {
       this.#o.onAppend?.(this.#o.clock.now() - started, e)
-      throw e
+      // Not acknowledged, and nothing of it left in the log: a disk fault answers 503 NotReady
+      // (disk_full, io_error, read_only), never 500.
+      throw writeFault(e)
     }
     this.#o.onAppend?.(this.#o.clock.now() - started)
     if (enc === undefined) {

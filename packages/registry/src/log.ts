@@ -7,7 +7,7 @@
  * @module
  */
 
-import { ChainMismatchError, IntegrityFailedError } from '@ron/core'
+import { ChainMismatchError, IntegrityFailedError, toDiskFault } from '@ron/core'
 import type { Address } from '@ron/core'
 import { encodeEntry, entryHash, genesisHash, type EncodedEntry, type Genesis, type Head, type LogEntry } from './entry.js'
 import { payloadB3, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
@@ -131,13 +131,19 @@ export class RegistryLog {
    * Reads entry `version` (recent ones from a small cache).
    * @returns the entry, `{pruned}` when retention removed it, `undefined` when it does not exist
    * @throws {@link IntegrityFailedError} when the stored bytes fail their checksum or leaf hash
+   * @throws {@link NotReadyError} when the disk fails the read (`details.reason` `io_error`)
    */
   async read(version: number): Promise<ReadResult> {
     if (!Number.isSafeInteger(version) || version < 1 || version > this.#head.version) return undefined
     if (version < this.store.oldest()) return { pruned: true, checkpoint: this.coveringCheckpoint(version) }
     const cached = this.#cache.get(version)
     if (cached !== undefined) return { entry: cached.entry, bytes: cached.bytes, hash: cached.hash }
-    const bytes = await this.store.read(version)
+    let bytes: Uint8Array | undefined
+    try {
+      bytes = await this.store.read(version)
+    } catch (e) {
+      throw toDiskFault(e, 'registry log')
+    }
     if (bytes === undefined) return { pruned: true, checkpoint: this.coveringCheckpoint(version) }
     if (Buffer.compare(this.hasher.leaf(bytes), this.tree.leafHash(version - 1)) !== 0) {
       throw new IntegrityFailedError(`stored entry ${version} does not match its leaf hash`, { details: { version } })

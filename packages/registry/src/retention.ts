@@ -11,7 +11,9 @@
 import type { BoundedQueue, Clock, Logger, MetricsSink } from '@ron/core'
 import type { RetentionCommand } from './checkpointor.js'
 import type { RegistryLog } from './log.js'
+import { isRonError } from '@ron/core'
 import type { SegmentInfo } from './store/types.js'
+import { faultReason, writeFault } from './write-fault.js'
 
 /** Retention limits (reloadable). */
 export interface RetentionLimits {
@@ -28,6 +30,8 @@ export interface RetentionOptions {
   clock: Clock
   metrics: MetricsSink
   logger: Logger
+  /** Told when pruning fails on the disk (drives write readiness). */
+  onFault?: (reason: string, error: unknown) => void
 }
 
 /** Prunes segments covered by checkpoints. */
@@ -66,14 +70,24 @@ export class Retention {
     return out
   }
 
-  /** Prunes what {@link Retention.plan} allows. Returns the segments removed. */
+  /**
+   * Prunes what {@link Retention.plan} allows. Returns the segments removed.
+   * @throws {@link NotReadyError} when the disk refuses the change (`details.reason` as for commits)
+   */
   async pruneNow(): Promise<SegmentInfo[]> {
     const plan = this.plan()
     if (plan.length === 0) {
       this.gauge()
       return []
     }
-    const removed = await this.#o.log.store.prune(plan.at(-1)!.last)
+    let removed: SegmentInfo[]
+    try {
+      removed = await this.#o.log.store.prune(plan.at(-1)!.last)
+    } catch (e) {
+      const reason = faultReason(e)
+      if (reason !== undefined) this.#o.onFault?.(reason, e)
+      throw writeFault(e)
+    }
     this.#o.metrics.inc('registry_pruned_segments_total', undefined, removed.length)
     this.#o.logger.info({ segments: removed.length, through: removed.at(-1)?.last }, 'pruned segments covered by a checkpoint')
     this.gauge()
@@ -84,7 +98,13 @@ export class Retention {
   async run(signal: AbortSignal): Promise<void> {
     for (;;) {
       await this.#o.queue.recv(signal)
-      await this.pruneNow()
+      try {
+        await this.pruneNow()
+      } catch (e) {
+        // The disk refused: the next checkpoint asks again.
+        if (!isRonError(e, 'NotReady')) throw e
+        this.#o.logger.warn({ err: e }, 'pruning skipped: the disk refused it')
+      }
     }
   }
 }

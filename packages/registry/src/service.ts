@@ -21,6 +21,7 @@ import { RegistryLog } from './log.js'
 import { Publisher, UPDATED_EVENT } from './publisher.js'
 import { Retention } from './retention.js'
 import { registryRoutes } from './routes/index.js'
+import { faultReason } from './write-fault.js'
 import { createMemoryStore, createSegmentStore } from './store/index.js'
 import type { SegmentInfo, StoredCheckpoint } from './store/types.js'
 import { CHANNELS, TASKS, registryTopology } from './topology.js'
@@ -67,7 +68,7 @@ function registerMetrics(host: ServiceHost<RegistryConfig>): void {
   m.gauge('registry_storage_bytes', 'Bytes held by the log (segments, leaf hashes, checkpoints).')
   m.histogram('audit_chain_verify_seconds', 'Duration of a deep verification pass.', [], [0.001, 0.01, 0.1, 1, 10, 60])
   m.histogram('registry_commit_seconds', 'Duration of the append + fsync of a commit.', [], [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5])
-  for (const kind of ['torn_tail', 'empty_segment', 'leaves_rebuilt', 'leaves_truncated', 'torn_checkpoint']) {
+  for (const kind of ['torn_tail', 'empty_segment', 'leaves_rebuilt', 'leaves_truncated', 'torn_checkpoint', 'head_rolled_forward']) {
     m.counter('registry_recoveries_total', '', ['kind']).labels({ kind }).inc(0)
   }
   const depth = m.gauge('queue_depth', 'Items waiting in a bounded queue.', ['queue'])
@@ -183,11 +184,18 @@ function build(
   host.readiness.declare('integrity', 'write', true)
   host.readiness.setPath('commit', true)
   host.readiness.setPath('read', true)
-  const disk = { ok: true, slowUntil: 0 }
+  // `reason`: slow, or a disk fault (disk_full, io_error, read_only) — what `missing` and a
+  // shed write's `details.reason` say.
+  const disk: { ok: boolean; slowUntil: number; reason: string | undefined } = { ok: true, slowUntil: 0, reason: undefined }
   const setDisk = (ok: boolean, reason?: string): void => {
     disk.ok = ok
-    host.readiness.set('disk', ok, reason)
-    host.readiness.setPath('commit', ok && integrity.ok, ok ? 'integrity' : (reason ?? 'disk'))
+    disk.reason = ok ? undefined : (reason ?? 'io_error')
+    host.readiness.set('disk', ok, disk.reason)
+    host.readiness.setPath('commit', ok && integrity.ok, ok ? 'integrity' : disk.reason)
+  }
+  const onFault = (reason: string, error: unknown): void => {
+    if (disk.ok || disk.reason !== reason) logger.error({ err: error, reason }, 'registry log write failed: writes are unready until the disk probe passes')
+    setDisk(false, reason)
   }
   const integrity = { ok: true }
   const setIntegrity = (ok: boolean): void => {
@@ -208,8 +216,9 @@ function build(
     onAppend(ms, error) {
       sink.observe('registry_commit_seconds', undefined, ms / 1000)
       if (error !== undefined) {
-        logger.error({ err: error }, 'commit append failed')
-        setDisk(false, 'disk_failed')
+        const reason = faultReason(error)
+        if (reason !== undefined) onFault(reason, error)
+        else logger.error({ err: error }, 'commit append failed')
       } else if (ms > cfg().writeReadiness.slowCommitMs) {
         disk.slowUntil = clock.now() + 2 * cfg().writeReadiness.probeIntervalMs
         setDisk(false, 'slow')
@@ -229,8 +238,8 @@ function build(
   })
   const publisher = new Publisher({ committed, hub, log, metrics: sink, logger })
   const retentionQueue = new BoundedQueue<RetentionCommand>({ name: CHANNELS.retention, capacity: c.queues.retention, metrics: sink })
-  const checkpointor = new Checkpointor({ log, signer, retention: retentionQueue, intervalMs: () => cfg().checkpointIntervalMs, clock, metrics: sink, logger })
-  const retention = new Retention({ log, queue: retentionQueue, limits: () => cfg().retention, clock, metrics: sink, logger })
+  const checkpointor = new Checkpointor({ log, signer, retention: retentionQueue, intervalMs: () => cfg().checkpointIntervalMs, clock, metrics: sink, logger, onFault })
+  const retention = new Retention({ log, queue: retentionQueue, limits: () => cfg().retention, clock, metrics: sink, logger, onFault })
   const verifier = new DeepVerifier({
     log,
     committed,
@@ -255,7 +264,8 @@ function build(
       authenticate: (req, scope) => host.authenticate(req, scope),
       writeGate() {
         if (!disk.ok || !integrity.ok) {
-          throw new NotReadyError('registry writes are unavailable', { details: { reason: disk.ok ? 'integrity' : 'disk' }, retryAfterMs: 1000 })
+          const reason = disk.ok ? 'integrity' : (disk.reason ?? 'io_error')
+          throw new NotReadyError(`registry writes are unavailable: ${reason}`, { details: { reason }, retryAfterMs: 1000 })
         }
       },
     }),
@@ -272,10 +282,13 @@ function build(
       checkpointor.gauge()
       if (disk.ok || clock.now() < disk.slowUntil) continue
       try {
+        // Also undoes what a failed write left behind, before writes turn ready again.
         await log.store.probe()
         setDisk(true)
       } catch (e) {
         logger.warn({ err: e }, 'disk probe failed')
+        const reason = faultReason(e)
+        if (reason !== undefined && reason !== disk.reason) setDisk(false, reason)
       }
     }
   })

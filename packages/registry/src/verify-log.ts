@@ -1,21 +1,40 @@
 /**
  * `verifyLog(dir)`: offline verification of a registry log directory (what `ron-node registry
- * fsck <dir>` runs). It opens the segment store read-only (nothing is repaired or created) and
- * checks the whole chain, every leaf hash and the tree, every approval against the signer set in
- * force at its version (with the TUF rule for signer-set changes), and every checkpoint's root
- * and signature by the log key.
+ * fsck` runs). It opens the segment store read-only (nothing is repaired or created), reports what
+ * the head record says was acknowledged and what is missing, and checks the whole chain, every
+ * leaf hash and the tree, every approval against the signer set in force at its version (with the
+ * TUF rule for signer-set changes), and every checkpoint's root and signature by the log key.
+ *
+ * `repairLog(dir)` (`fsck --repair`) makes the repairs a start would make — cutting a torn record
+ * past the head record, which was never acknowledged — and refuses a damaged log without writing.
  *
  * @module
  */
 
-import { canonicalJson, isRonError } from '@ron/core'
+import { readdir } from 'node:fs/promises'
+import { MalformedError, canonicalJson, isRonError } from '@ron/core'
 import { verifyCheckpoint } from './checkpoint.js'
 import { descriptorSetSchema, payloadB3, signerSetOf, type SignerSet } from './descriptors.js'
 import { entryHash, genesisHash, type LogEntry } from './entry.js'
 import { MerkleTree, treeHasher } from './merkle.js'
 import { evaluateQuorum } from './signers.js'
+import { readHeadFile, type HeadRecord } from './store/head-record.js'
+import { GENESIS } from './store/segment-format.js'
 import { createSegmentStore } from './store/segment.js'
 import type { RecoveredLog } from './store/types.js'
+
+export type { HeadRecord } from './store/head-record.js'
+
+/** Options of {@link verifyLog} and {@link repairLog}. */
+export interface LogCheckOptions {
+  /**
+   * Treat a missing or unreadable head record as something to rebuild from the log as it is
+   * (`fsck --rebuild-head`), not as damage. Only for a log written before head records existed,
+   * or whose head record alone was lost: it cannot tell whether acknowledged entries went with it.
+   * @default false
+   */
+  rebuildHead?: boolean
+}
 
 /** The outcome of {@link verifyLog}. */
 export interface VerifyLogReport {
@@ -33,6 +52,26 @@ export interface VerifyLogReport {
   problems: string[]
   /** Recoverable conditions a normal start would repair (e.g. a torn tail). */
   warnings: string[]
+  /** What the head record (`head.bin`) says was acknowledged; `undefined` when it is missing or unreadable. */
+  headRecord: HeadRecord | undefined
+}
+
+/** The outcome of {@link repairLog}. */
+export interface RepairLogReport {
+  /** What was repaired, by kind (`torn_tail`, `torn_checkpoint`, `empty_segment`, `head_rebuilt`…). */
+  repaired: Record<string, number>
+  /** HEAD after the repair. */
+  head: number
+}
+
+const WARNING_TEXT: Record<string, string> = {
+  torn_tail: 'a torn record past the last acknowledged version (a crash mid-append; never acknowledged): start and --repair cut it',
+  empty_segment: 'an empty last segment past the last acknowledged version: start and --repair remove it',
+  torn_checkpoint: 'a torn checkpoint line past the recorded ones: start and --repair cut it',
+  head_rolled_forward: 'whole entries past the head record (a crash between the two fsyncs of a commit; never acknowledged): start and --repair keep them and move the head record',
+  head_rebuilt: 'no usable head record: --rebuild-head writes one for the log as it is',
+  leaves_rebuilt: 'leaf hashes not yet durable in leaves.bin: start and --repair rebuild them from the segments',
+  leaves_truncated: 'leaves.bin holds more leaf hashes than the log: start and --repair trim it',
 }
 
 /**
@@ -45,19 +84,25 @@ export interface VerifyLogReport {
  * if (!report.ok) console.error(report.problems.join('\n'))
  * ```
  */
-export async function verifyLog(dir: string): Promise<VerifyLogReport> {
-  const store = createSegmentStore({ dir, readOnly: true })
+export async function verifyLog(dir: string, options: LogCheckOptions = {}): Promise<VerifyLogReport> {
+  const store = createSegmentStore({ dir, readOnly: true, rebuildHead: options.rebuildHead ?? false })
   const problems: string[] = []
   const warnings: string[] = []
+  const headRecord = await readHeadFile(dir).then(
+    (h) => h.record,
+    () => undefined,
+  )
   try {
     let r: RecoveredLog
     try {
       r = await store.open({ genesis: undefined, leafHash: (b, t) => treeHasher(t).leaf(b) })
     } catch (e) {
       if (!isRonError(e, 'IntegrityFailed')) throw e
-      return { ok: false, origin: '', treeHash: '', head: 0, oldest: 0, entries: 0, checkpoints: 0, root: '', problems: [e.message], warnings }
+      const listed = (e.details as { problems?: unknown } | undefined)?.problems
+      return { ok: false, origin: '', treeHash: '', head: 0, oldest: 0, entries: 0, checkpoints: 0, root: '', problems: Array.isArray(listed) ? (listed as string[]) : [e.message], warnings, headRecord }
     }
-    for (const [kind, n] of Object.entries(r.recoveries)) warnings.push(`${kind} × ${n} (a normal start repairs this)`)
+    problems.push(...(r.problems ?? []))
+    for (const [kind, n] of Object.entries(r.recoveries)) warnings.push(`${kind} × ${n}: ${WARNING_TEXT[kind] ?? 'a normal start repairs this'}`)
     const g = r.genesis
     const hasher = treeHasher(g.treeHash)
     const tree = new MerkleTree(hasher)
@@ -151,7 +196,35 @@ export async function verifyLog(dir: string): Promise<VerifyLogReport> {
       root: Buffer.from(tree.root()).toString('hex'),
       problems,
       warnings,
+      headRecord,
     }
+  } finally {
+    await store.close()
+  }
+}
+
+/**
+ * Repairs what a start would repair, and nothing else: a torn record past the head record (a
+ * crash mid-append, never acknowledged), a torn checkpoint line past the recorded ones, leaf
+ * hashes not yet durable; with `rebuildHead`, writes a head record for a log without a usable one.
+ * A damaged log (acknowledged entries or checkpoints missing or rewritten) is refused unchanged.
+ *
+ * @throws {@link IntegrityFailedError} naming what is damaged (nothing is written)
+ * @throws {@link MalformedError} when `dir` holds no registry log
+ * @example
+ * ```ts
+ * const { repaired } = await repairLog('./data/registry') // e.g. { torn_tail: 1 }
+ * ```
+ */
+export async function repairLog(dir: string, options: LogCheckOptions = {}): Promise<RepairLogReport> {
+  const names = await readdir(dir).catch(() => [] as string[])
+  if (!names.includes(GENESIS) && !names.some((n) => n.startsWith('seg-') || n === 'head.bin' || n === 'checkpoints.jsonl')) {
+    throw new MalformedError(`${dir} holds no registry log (no ${GENESIS})`, { details: { field: 'dir' } })
+  }
+  const store = createSegmentStore({ dir, rebuildHead: options.rebuildHead ?? false })
+  try {
+    const r = await store.open({ genesis: undefined, leafHash: (b, t) => treeHasher(t).leaf(b) })
+    return { repaired: { ...r.recoveries }, head: r.head.version }
   } finally {
     await store.close()
   }

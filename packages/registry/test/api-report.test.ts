@@ -54,6 +54,7 @@ describe('exported names', () => {
       'policyDescriptorSchema',
       'registryConfigSchema',
       'registryTopology',
+      'repairLog',
       'resolveConfig',
       'rootFromInclusionProof',
       'serviceDescriptorSchema',

@@ -5,9 +5,9 @@
  */
 
 import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { connectTo, output, type ClientOptions } from '../client.js'
-import { defaultDataDir, errnoText } from '../data-dir.js'
+import { defaultDataDir, errnoText, processAlive } from '../data-dir.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 
 /** Options shared by these commands. */
@@ -118,22 +118,82 @@ export async function registryWatchCommand(args: RegistryArgs & { from?: number 
   }
 }
 
-/** `registry fsck [--data-dir]`: verifies the node's registry log on disk, read-only; exit 5 on problems. */
-export async function registryFsckCommand(args: RegistryArgs & { dir?: string | undefined }, out: NodeJS.WritableStream): Promise<void> {
-  const { verifyLog } = await import('@ron/registry')
+/** Options of `registry fsck`. */
+export interface RegistryFsckArgs extends RegistryArgs {
+  /** The registry directory. @default `<data-dir>/registry` */
+  dir?: string | undefined
+  /** Make the repairs a start would make (cut what was never acknowledged), and only those. */
+  repair?: boolean | undefined
+  /** Write a head record for a log without a usable one (a log from before head records). */
+  rebuildHead?: boolean | undefined
+}
+
+/**
+ * `registry fsck [--dir] [--repair] [--rebuild-head]`: verifies the node's registry log on disk,
+ * read-only, and says what the head record (`head.bin`) records as acknowledged and what is
+ * missing; exit 5 on problems. `--repair` makes the repairs a start makes — cutting a torn record
+ * past the head record, which was never acknowledged — and refuses (writing nothing) when
+ * acknowledged entries or their evidence are missing. `--rebuild-head` writes a head record for
+ * the log as it is (only when nothing else is wrong).
+ */
+export async function registryFsckCommand(args: RegistryFsckArgs, out: NodeJS.WritableStream): Promise<void> {
+  const { verifyLog, repairLog } = await import('@ron/registry')
   const dir = args.dir ?? join(args.dataDir ?? defaultDataDir({ env: args.env ?? process.env }), 'registry')
-  const report = await verifyLog(dir)
-  const lines = [
+  const rebuildHead = args.rebuildHead === true
+  const writes = args.repair === true || rebuildHead
+  if (writes) await refuseWhileRunning(dir)
+  const report = await verifyLog(dir, { rebuildHead })
+  const lines = fsckLines(dir, report)
+  let repaired: Record<string, number> | undefined
+  if (writes && report.ok && report.warnings.length > 0) {
+    repaired = (await repairLog(dir, { rebuildHead })).repaired
+    const after = await verifyLog(dir)
+    lines.push(...Object.entries(repaired).map(([kind, n]) => `repaired   ${kind} × ${n}`))
+    if (!after.ok) {
+      lines.push(...after.problems.map((p) => `PROBLEM    ${p}`))
+      output(out, args.json, { ...after, repaired }, lines.join('\n'))
+      throw new CliError(`registry log ${dir} failed verification after the repair`, ExitCode.Integrity)
+    }
+    lines.push('ok (repaired)')
+  } else if (report.ok) {
+    lines.push(report.warnings.length === 0 ? 'ok' : 'ok; a start makes the repairs above, or run `ron-node registry fsck --repair` to make them now')
+  } else {
+    const headLost = report.headRecord === undefined && report.problems.some((p) => p.startsWith('head.bin'))
+    lines.push(
+      `the log is damaged: acknowledged entries, or the evidence of them, are missing or rewritten (see above). ${writes ? 'Nothing was changed: ' : ''}--repair only removes what was never acknowledged and cannot fix this; restore the registry directory from a backup${headLost ? ', or, only if this log was written by a release without head records, run `ron-node registry fsck --rebuild-head`' : ''}`,
+    )
+  }
+  output(out, args.json, repaired === undefined ? report : { ...report, repaired }, lines.join('\n'))
+  if (!report.ok) throw new CliError(`registry log ${dir} failed verification`, ExitCode.Integrity)
+}
+
+/** The human-readable report of `registry fsck`. */
+function fsckLines(dir: string, report: import('@ron/registry').VerifyLogReport): string[] {
+  const h = report.headRecord
+  return [
     `log        ${dir}`,
     `origin     ${report.origin}`,
     `head       ${report.head} (oldest ${report.oldest}, ${report.entries} entries, ${report.checkpoints} checkpoints)`,
+    h === undefined
+      ? 'recorded   head.bin: none'
+      : `recorded   head.bin: version ${h.version} ${h.hash} (oldest ${h.oldest}, ${h.checkpoints} checkpoints in ${h.checkpointBytes} bytes, ${h.leaves} durable leaf hashes, write ${h.seq})`,
     `root       ${report.root}`,
     ...report.warnings.map((w) => `warning    ${w}`),
     ...report.problems.map((p) => `PROBLEM    ${p}`),
-    report.ok ? 'ok' : 'the log has problems (see above); restore the registry directory from a backup',
   ]
-  output(out, args.json, report, lines.join('\n'))
-  if (!report.ok) throw new CliError(`registry log ${dir} failed verification`, ExitCode.Integrity)
+}
+
+/** Refuses to change a registry directory whose node is running (its lock file names a live process). */
+async function refuseWhileRunning(dir: string): Promise<void> {
+  let pid: number
+  try {
+    pid = Number.parseInt((await readFile(join(dirname(dir), 'lock'), 'utf8')).trim(), 10)
+  } catch {
+    return
+  }
+  if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && processAlive(pid)) {
+    throw new CliError(`the node using ${dirname(dir)} is running (pid ${pid}); stop it before repairing its registry log`, ExitCode.Error)
+  }
 }
 
 /** The node's webhook secrets (`<data-dir>/interop/webhook-secrets.json`), by provider. */

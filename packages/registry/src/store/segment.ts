@@ -3,29 +3,42 @@
  *
  * ```
  * genesis.json             the log's genesis record (written once, atomically)
+ * head.bin                 the head record: the last acknowledged version and its entry hash,
+ *                          the oldest version held, the checkpoints and durable leaf hashes
+ *                          stored (two checksummed slots; see head-record.ts)
  * seg-<first version>.log  records: u32 length | u32 crc32 | canonical entry JSON
  * leaves.bin               32-byte Merkle leaf hashes of every version, pruned ones included
  * checkpoints.jsonl        one signed checkpoint per line
  * ```
  *
- * A commit writes its record and fsyncs the segment before it is acknowledged. `leaves.bin` is
- * derived data: it is written without fsync and made durable before each checkpoint (nothing is
- * pruned that a durable checkpoint does not cover), and recovery rebuilds its tail from the
- * segments. Recovery verifies the tail segment's checksums and chain, truncates a torn last
- * record (never one that was acknowledged: an acknowledged record was fsynced whole), and refuses
- * to open when a record before the tail is corrupt.
+ * A commit writes its record and its leaf hash, fdatasyncs the segment, then writes and
+ * fdatasyncs the head record, and only then is acknowledged. So every version up to the head
+ * record is durable and acknowledged, and nothing past it ever was. Opening checks the log
+ * against the head record and refuses — IntegrityFailed naming the file and `ron-node registry
+ * fsck` — a log that holds less than it acknowledged (a segment cut, emptied or deleted, a last
+ * record rewritten, fewer checkpoints than recorded, a deleted head record or genesis); it cuts a
+ * torn record past the head record (a crash mid-append) and keeps whole records past it (a crash
+ * between the two fsyncs). `leaves.bin` is derived data: fsynced before each checkpoint and at
+ * close, with the head record counting the leaf hashes known durable; the rest are rebuilt from
+ * the segments on open, and a rewrite of the file is atomic.
+ *
+ * A failed write is never acknowledged and is undone (the segment cut back, the head record
+ * rewritten) before the next one; while it cannot be undone (the disk still failing), writes
+ * answer `NotReady` and {@link LogStore.probe} retries the undo.
  *
  * @module
  */
 
-import { writeSync } from 'node:fs'
-import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { mkdir, open, readFile, readdir, rm, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
-import { ChainMismatchError, ClosedError, IntegrityFailedError, MalformedError, NotReadyError } from '@ron/core'
+import { ChainMismatchError, ClosedError, IntegrityFailedError, MalformedError, NotReadyError, diskFaultReason } from '@ron/core'
+import { genesisHash, type EncodedEntry, type Genesis, type Head } from '../entry.js'
+import { HEAD_FILE, encodeHeadRecord, headFileBytes, slotOffset, type HeadRecord } from './head-record.js'
 import { noGenesis } from './notable.js'
-import { entryHash, genesisHash, type EncodedEntry, type Genesis, type Head, type LogEntry } from '../entry.js'
-import { isNotable } from './notable.js'
+import { CHECKPOINTS, GENESIS, HEADER, LEAF, LEAVES, PROBE, frame, fsyncDir, segName, writeAll, writeFileAtomic } from './segment-format.js'
+import { damagedLogError, findLog, genesisLost, type Segment } from './segment-recovery.js'
 import type { LogStore, OpenOptions, RecoveredLog, SegmentInfo, StoredCheckpoint } from './types.js'
 
 /** Options of {@link createSegmentStore}. */
@@ -38,85 +51,26 @@ export interface SegmentStoreOptions {
   segmentBytes?: number
   /**
    * Open without writing anything: no genesis is created, a torn tail is reported but not
-   * truncated (offline verification).
+   * truncated, and damage is returned in {@link RecoveredLog.problems} instead of thrown
+   * (offline verification).
    * @default false
    */
   readOnly?: boolean
+  /**
+   * Accept a missing or unreadable head record and write one for the log as it is (`ron-node
+   * registry fsck --rebuild-head`): for a log written before head records existed, or whose
+   * head record alone was lost. It cannot tell whether acknowledged entries went missing with it.
+   * @default false
+   */
+  rebuildHead?: boolean
 }
 
-const HEADER = 8
-const LEAF = 32
-const GENESIS = 'genesis.json'
-const LEAVES = 'leaves.bin'
-const CHECKPOINTS = 'checkpoints.jsonl'
-const PROBE = '.probe'
 /** Read handles kept open (the recent segments serve most reads). */
 const READERS = 4
+/** Bytes the disk probe writes (one page: a full volume refuses it). */
+const PROBE_BYTES = 4096
 
-interface Segment {
-  info: SegmentInfo
-  path: string
-  /** Byte offset of each record, by version − first. */
-  offsets: number[]
-  lengths: number[]
-}
-
-function segName(first: number): string {
-  return `seg-${String(first).padStart(20, '0')}.log`
-}
-
-function frame(bytes: Uint8Array): Buffer {
-  const buf = Buffer.allocUnsafe(HEADER + bytes.length)
-  buf.writeUInt32BE(bytes.length, 0)
-  buf.writeUInt32BE(crc32(bytes), 4)
-  buf.set(bytes, HEADER)
-  return buf
-}
-
-/** Writes all of `buf` at the end of the (append-mode) file `fd`, synchronously. */
-function writeAll(fd: number, buf: Uint8Array): void {
-  let off = 0
-  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off)
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r')
-  try {
-    await fh.sync()
-  } finally {
-    await fh.close()
-  }
-}
-
-/** A parsed record of a segment file. */
-interface Record {
-  offset: number
-  bytes: Buffer
-  entry: LogEntry
-}
-
-/** Scans a segment: records up to the first bad one, and where and why scanning stopped. */
-function scan(buf: Buffer): { records: Record[]; stop: number; reason: 'end' | 'torn' | 'corrupt' } {
-  const records: Record[] = []
-  let off = 0
-  while (off < buf.length) {
-    if (off + HEADER > buf.length) return { records, stop: off, reason: 'torn' }
-    const len = buf.readUInt32BE(off)
-    const sum = buf.readUInt32BE(off + 4)
-    if (off + HEADER + len > buf.length) return { records, stop: off, reason: 'torn' }
-    const bytes = buf.subarray(off + HEADER, off + HEADER + len)
-    if (crc32(bytes) !== sum) return { records, stop: off, reason: off + HEADER + len === buf.length ? 'torn' : 'corrupt' }
-    let entry: LogEntry
-    try {
-      entry = JSON.parse(bytes.toString('utf8')) as LogEntry
-    } catch {
-      return { records, stop: off, reason: 'corrupt' }
-    }
-    records.push({ offset: off, bytes, entry })
-    off += HEADER + len
-  }
-  return { records, stop: off, reason: 'end' }
-}
+type HeadState = Omit<HeadRecord, 'seq'>
 
 class SegmentStore implements LogStore {
   readonly kind = 'segment'
@@ -124,203 +78,171 @@ class SegmentStore implements LogStore {
   readonly #segmentEntries: number
   readonly #segmentBytes: number
   readonly #readOnly: boolean
-  readonly #segments: Segment[] = []
+  readonly #rebuildHead: boolean
+  #segments: Segment[] = []
   readonly #readers = new Map<string, Promise<FileHandle>>()
   #checkpoints: StoredCheckpoint[] = []
+  #checkpointBytes = 0
   #head: Head = { version: 0, hash: 'b3:' }
   #oldest = 1
   #active: FileHandle | undefined
   #leaves: FileHandle | undefined
   #leavesDirty = false
   #leafCount = 0
-  #checkpointBytes = 0
+  #headFile: FileHandle | undefined
+  /** What head.bin holds (the last record written whole). */
+  #durable: HeadRecord | undefined
+  /** Head record writes, one at a time (commits, checkpoints and pruning all write it). */
+  #headChain: Promise<unknown> = Promise.resolve()
+  /** A failed write not yet undone: appends wait for `fix` to succeed. */
+  #unclean: { fix: () => Promise<void>; cause: unknown } | undefined
   #closed = false
   #opened = false
-  #failed: unknown = undefined
 
   constructor(o: SegmentStoreOptions) {
     this.#dir = o.dir
     this.#segmentEntries = o.segmentEntries ?? 1000
     this.#segmentBytes = o.segmentBytes ?? 64 * 1024 * 1024
     this.#readOnly = o.readOnly ?? false
+    this.#rebuildHead = o.rebuildHead ?? false
   }
 
   async open(o: OpenOptions): Promise<RecoveredLog> {
     this.#check()
     if (this.#opened) throw new Error('segment store already opened')
     this.#opened = true
-    const recoveries: Record_<number> = {}
+    try {
+      return await this.#open(o)
+    } catch (e) {
+      for (const path of [...this.#readers.keys()]) await this.#dropReader(path)
+      throw e
+    }
+  }
+
+  async #open(o: OpenOptions): Promise<RecoveredLog> {
+    const dir = this.#dir
+    if (!this.#readOnly) await mkdir(dir, { recursive: true })
+    const names = await readdir(dir).catch((e: unknown) => {
+      if (this.#readOnly && (e as { code?: unknown }).code === 'ENOENT') return [] as string[]
+      throw e
+    })
+    if (!names.includes(GENESIS)) {
+      if (await genesisLost(dir)) throw damagedLogError(dir, [`${GENESIS} is missing, but the directory holds a log (segments, checkpoints or a head record past version 0)`])
+      if (this.#readOnly) throw new MalformedError(`${dir} holds no registry log (no ${GENESIS})`, { details: { field: 'dir' } })
+      if (o.genesis === undefined) throw noGenesis()
+      await this.#create(o.genesis)
+    }
+
+    const found = await findLog(dir, { segmentEntries: this.#segmentEntries, rebuildHead: this.#rebuildHead })
+    const { genesis, head, recoveries } = found
     const bump = (kind: string): void => {
       recoveries[kind] = (recoveries[kind] ?? 0) + 1
     }
-    if (!this.#readOnly) await mkdir(this.#dir, { recursive: true })
-    const genesis = await this.#loadGenesis(o.genesis)
-    const gHash = genesisHash(genesis)
+    this.#segments = found.segments
+    this.#head = head
+    this.#oldest = found.oldest
+    this.#checkpoints = found.checkpoints
+    this.#checkpointBytes = found.checkpointBytes
 
-    // Segments, oldest first.
-    const names = (await readdir(this.#dir)).filter((n) => /^seg-\d{20}\.log$/.test(n)).sort()
-    let prevHash = gHash
-    let prevVersion = 0
-    const tailLeaves: Array<{ version: number; bytes: Uint8Array }> = []
-    const notable: LogEntry[] = []
-    for (let i = 0; i < names.length; i++) {
-      const name = names[i]!
-      const path = join(this.#dir, name)
-      const first = Number(name.slice(4, 24))
-      const isLast = i === names.length - 1
-      const buf = await readFile(path)
-      const { records, stop, reason } = scan(buf)
-      if (reason === 'corrupt' || (reason === 'torn' && !isLast)) {
-        throw new IntegrityFailedError(`log segment ${name} is corrupt at byte ${stop}`, { details: { segment: name, offset: stop } })
-      }
-      if (reason === 'torn') {
-        bump('torn_tail')
-        if (!this.#readOnly) {
-          const fh = await open(path, 'r+')
-          try {
-            await fh.truncate(stop)
-            await fh.sync()
-          } finally {
-            await fh.close()
-          }
-        }
-      }
-      if (records.length === 0) {
-        // An empty last segment (created, then crashed before its first record): drop it.
-        if (isLast && !this.#readOnly) {
-          await rm(path, { force: true })
-          bump('empty_segment')
-        }
+    // Leaf hashes: those the head record counts as durable (and every pruned one) come from
+    // leaves.bin; the rest are rebuilt from the segments.
+    const leavesPath = join(dir, LEAVES)
+    const leafBuf = await readFile(leavesPath).catch((e: unknown) => {
+      if ((e as { code?: unknown }).code === 'ENOENT') return Buffer.alloc(0)
+      throw e
+    })
+    const whole = Math.floor(leafBuf.length / LEAF)
+    const trusted = Math.min(whole, head.version, Math.max(found.record?.leaves ?? 0, found.oldest - 1))
+    const leafHashes: Uint8Array[] = []
+    for (let i = 0; i < trusted; i++) leafHashes.push(Uint8Array.from(leafBuf.subarray(i * LEAF, (i + 1) * LEAF)))
+    let rewrite = whole !== head.version || leafBuf.length % LEAF !== 0
+    if (rewrite) bump(whole > head.version ? 'leaves_truncated' : 'leaves_rebuilt')
+    for (let v = leafHashes.length + 1; v <= head.version; v++) {
+      const bytes = found.tail.get(v) ?? (v >= found.oldest ? await this.read(v) : undefined)
+      if (bytes === undefined) {
+        found.problems.push(`${LEAVES}: the leaf hash of pruned version ${v} is lost (it held ${whole} of ${head.version})`)
+        leafHashes.push(new Uint8Array(LEAF))
         continue
       }
-      if (i === 0) this.#oldest = first
-      if (records[0]!.entry.version !== first) throw new IntegrityFailedError(`segment ${name} starts at version ${records[0]!.entry.version}`)
-      const seg: Segment = {
-        path,
-        offsets: [],
-        lengths: [],
-        info: { first, last: first - 1, bytes: 0, firstCommittedAt: records[0]!.entry.committedAt, lastCommittedAt: 0 },
+      const h = o.leafHash(bytes, genesis.treeHash)
+      if (v <= whole && Buffer.compare(h, leafBuf.subarray((v - 1) * LEAF, v * LEAF)) !== 0) {
+        if (!rewrite) bump('leaves_rebuilt')
+        rewrite = true
       }
-      for (const r of records) {
-        const v = r.entry.version
-        if (prevVersion !== 0 && v !== prevVersion + 1) throw new IntegrityFailedError(`log gap: version ${v} follows ${prevVersion}`)
-        // The chain is verified in the tail segment at every start (and everywhere by the deep verifier).
-        // (The first held entry of a pruned log has no predecessor here to link to.)
-        if (isLast && (v === 1 || prevVersion > 0) && r.entry.prev !== prevHash) {
-          throw new IntegrityFailedError(`log chain broken at version ${v}`, { details: { version: v } })
-        }
-        prevHash = entryHash(r.bytes)
-        prevVersion = v
-        seg.offsets.push(r.offset)
-        seg.lengths.push(r.bytes.length)
-        seg.info.last = v
-        seg.info.lastCommittedAt = r.entry.committedAt
-        seg.info.bytes = r.offset + HEADER + r.bytes.length
-        if (isNotable(r.entry)) notable.push(r.entry)
-        tailLeaves.push({ version: v, bytes: r.bytes })
-        if (tailLeaves.length > this.#segmentEntries * 2) tailLeaves.shift()
-      }
-      this.#segments.push(seg)
+      leafHashes.push(h)
     }
-    this.#head = prevVersion === 0 ? { version: 0, hash: gHash } : { version: prevVersion, hash: prevHash }
-    if (this.#segments.length === 0) this.#oldest = this.#head.version + 1
-
-    // Leaf hashes: the file may be behind (not fsynced) or ahead (a torn record) of the segments.
-    const leavesPath = join(this.#dir, LEAVES)
-    let leafBuf: Buffer = await readFile(leavesPath).catch(() => Buffer.alloc(0))
-    const whole = Math.floor(leafBuf.length / LEAF)
-    const leafHashes: Uint8Array[] = []
-    for (let i = 0; i < Math.min(whole, this.#head.version); i++) leafHashes.push(Uint8Array.from(leafBuf.subarray(i * LEAF, (i + 1) * LEAF)))
-    if (whole !== this.#head.version || leafBuf.length % LEAF !== 0) bump(whole > this.#head.version ? 'leaves_truncated' : 'leaves_rebuilt')
-    const byVersion = new Map(tailLeaves.map((t) => [t.version, t.bytes]))
-    for (let v = leafHashes.length + 1; v <= this.#head.version; v++) {
-      const bytes = byVersion.get(v) ?? (await this.read(v))
-      if (bytes === undefined) throw new IntegrityFailedError(`leaf hash of pruned version ${v} is lost`, { details: { version: v } })
-      leafHashes.push(o.leafHash(bytes, genesis.treeHash))
-    }
-    // The tail's stored leaf hashes must match its records.
-    for (const [v, bytes] of byVersion) {
+    // The recent records are authentic (chained to the head record): their leaf hashes win.
+    for (const [v, bytes] of found.tail) {
       const h = o.leafHash(bytes, genesis.treeHash)
       if (Buffer.compare(h, leafHashes[v - 1]!) !== 0) {
-        bump('leaves_rebuilt')
+        if (!rewrite) bump('leaves_rebuilt')
+        rewrite = true
         leafHashes[v - 1] = h
       }
     }
-    leafBuf = Buffer.concat(leafHashes)
     this.#leafCount = leafHashes.length
+
     if (!this.#readOnly) {
-      if (recoveries['leaves_rebuilt'] !== undefined || recoveries['leaves_truncated'] !== undefined) {
-        await writeFile(leavesPath, leafBuf)
-      }
-      this.#leaves = await open(leavesPath, 'a')
+      if (found.problems.length > 0) throw damagedLogError(dir, found.problems)
+      for (const r of found.repairs) await r.run()
+      if (rewrite || whole === 0) await writeFileAtomic(dir, leavesPath, Buffer.concat(leafHashes))
+      this.#leaves = await open(leavesPath, 'r+')
       await this.#leaves.sync()
+      await this.#openHead(found.record, {
+        version: head.version,
+        hash: head.hash,
+        oldest: this.#oldest,
+        checkpoints: this.#checkpoints.length,
+        checkpointBytes: this.#checkpointBytes,
+        leaves: this.#leafCount,
+      })
+      const last = this.#segments.at(-1)
+      if (last !== undefined) this.#active = await open(last.path, 'a')
     }
-
-    this.#checkpoints = await this.#loadCheckpoints(bump)
-    const last = this.#segments.at(-1)
-    if (!this.#readOnly && last !== undefined) this.#active = await open(last.path, 'a')
-    return { genesis, head: { ...this.#head }, leafHashes, oldest: this.#oldest, checkpoints: [...this.#checkpoints], notable, recoveries }
+    const r: RecoveredLog = { genesis, head: { ...head }, leafHashes, oldest: this.#oldest, checkpoints: [...this.#checkpoints], notable: found.notable, recoveries }
+    if (this.#readOnly) r.problems = found.problems
+    return r
   }
 
-  async #loadGenesis(fresh: Genesis | undefined): Promise<Genesis> {
-    const path = join(this.#dir, GENESIS)
-    try {
-      return JSON.parse(await readFile(path, 'utf8')) as Genesis
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new IntegrityFailedError(`cannot read ${path}`, { cause: e })
-    }
-    if (this.#readOnly) throw new MalformedError(`${this.#dir} holds no registry log (no ${GENESIS})`, { details: { field: 'dir' } })
-    if (fresh === undefined) throw noGenesis()
-    const tmp = `${path}.tmp`
-    const fh = await open(tmp, 'w', 0o644)
-    try {
-      await fh.writeFile(`${JSON.stringify(fresh, null, 2)}\n`)
-      await fh.sync()
-    } finally {
-      await fh.close()
-    }
-    await rename(tmp, path)
-    await fsyncDir(this.#dir)
-    return fresh
+  /** A new log: its head record (version 0), then its genesis, each durable before the next. */
+  async #create(genesis: Genesis): Promise<void> {
+    const dir = this.#dir
+    const record: HeadRecord = { seq: 1, version: 0, hash: genesisHash(genesis), oldest: 1, checkpoints: 0, checkpointBytes: 0, leaves: 0 }
+    await writeFileAtomic(dir, join(dir, HEAD_FILE), headFileBytes(record))
+    await writeFileAtomic(dir, join(dir, GENESIS), `${JSON.stringify(genesis, null, 2)}\n`)
   }
 
-  async #loadCheckpoints(bump: (k: string) => void): Promise<StoredCheckpoint[]> {
-    const path = join(this.#dir, CHECKPOINTS)
-    let text: string
-    try {
-      text = await readFile(path, 'utf8')
-    } catch {
-      return []
+  /** Opens head.bin for in-place writes, writing the state found when the record differs from it. */
+  async #openHead(record: HeadRecord | undefined, state: HeadState): Promise<void> {
+    const path = join(this.#dir, HEAD_FILE)
+    if (record === undefined) {
+      // --rebuild-head: a fresh file (the old one is missing or unreadable).
+      const fresh: HeadRecord = { ...state, seq: 1 }
+      await writeFileAtomic(this.#dir, path, headFileBytes(fresh))
+      this.#headFile = await open(path, 'r+')
+      this.#durable = fresh
+      return
     }
-    const out: StoredCheckpoint[] = []
-    const lines = text.split('\n')
-    let good = 0
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i]!
-      if (line === '') {
-        if (i === lines.length - 1) break
-        continue
-      }
-      try {
-        out.push(JSON.parse(line) as StoredCheckpoint)
-        good += Buffer.byteLength(line) + 1
-      } catch {
-        if (i < lines.length - 1 && lines.slice(i + 1).some((l) => l !== '')) throw new IntegrityFailedError(`${CHECKPOINTS} is corrupt at line ${i + 1}`)
-        bump('torn_checkpoint')
-        if (!this.#readOnly) {
-          const fh = await open(path, 'r+')
-          try {
-            await fh.truncate(good)
-            await fh.sync()
-          } finally {
-            await fh.close()
-          }
-        }
-        break
-      }
-    }
-    this.#checkpointBytes = good
-    return out
+    this.#headFile = await open(path, 'r+')
+    this.#durable = record
+    const same = (Object.keys(state) as Array<keyof HeadState>).every((k) => state[k] === record[k])
+    if (!same) await this.#writeHead(state)
+  }
+
+  /**
+   * Writes the head record: the durable state with `change` applied, in the slot not holding the
+   * current record, fdatasynced. Writes are serialised, and each starts from the last one written,
+   * so a checkpoint's write never rolls back a commit's.
+   */
+  #writeHead(change: Partial<HeadState>): Promise<void> {
+    const run = this.#headChain.then(async () => {
+      const next: HeadRecord = { ...this.#durable!, ...change, seq: this.#durable!.seq + 1 }
+      writeAll(this.#headFile!.fd, encodeHeadRecord(next), slotOffset(next.seq))
+      await this.#headFile!.datasync()
+      this.#durable = next
+    })
+    this.#headChain = run.catch(() => undefined)
+    return run
   }
 
   head(): Head {
@@ -329,61 +251,105 @@ class SegmentStore implements LogStore {
 
   async compareAndAppend(expected: Head, e: EncodedEntry, leafHash: Uint8Array): Promise<boolean> {
     this.#writable()
+    await this.#restore()
     if (expected.version !== this.#head.version || expected.hash !== this.#head.hash) return false
     if (e.entry.version !== expected.version + 1 || e.entry.prev !== expected.hash) {
       throw new ChainMismatchError('entry does not extend HEAD', { details: { version: e.entry.version } })
     }
     let seg = this.#segments.at(-1)
-    if (seg === undefined || seg.offsets.length >= this.#segmentEntries || seg.info.bytes >= this.#segmentBytes) {
-      await this.#active?.close()
-      this.#active = undefined
+    let fh = this.#active
+    let fresh: Segment | undefined
+    if (seg === undefined || fh === undefined || seg.offsets.length >= this.#segmentEntries || seg.info.bytes >= this.#segmentBytes) {
       const path = join(this.#dir, segName(e.entry.version))
-      this.#active = await open(path, 'a')
-      await fsyncDir(this.#dir)
-      seg = {
+      fh = await open(path, 'a')
+      try {
+        await fsyncDir(this.#dir)
+      } catch (err) {
+        await fh.close().catch(() => undefined)
+        await rm(path, { force: true }).catch(() => undefined)
+        throw err
+      }
+      fresh = {
         path,
         offsets: [],
         lengths: [],
         info: { first: e.entry.version, last: e.entry.version - 1, bytes: 0, firstCommittedAt: e.entry.committedAt, lastCommittedAt: 0 },
       }
-      this.#segments.push(seg)
+      seg = fresh
     }
+    const at = seg.info.bytes
     const rec = frame(e.bytes)
+    let stage: 'segment' | 'head' = 'segment'
     try {
-      // The record goes to the page cache synchronously (a few µs for a record of a few hundred
-      // bytes, cheaper than a thread-pool round trip); the one wait is the fdatasync: the record
-      // and the file size it needs are durable, without a full inode flush.
-      writeAll(this.#active!.fd, rec)
-      await this.#active!.datasync()
+      // The record and its leaf hash go to the page cache synchronously (a few µs, cheaper than a
+      // thread-pool round trip each); the waits are the two fdatasyncs, segment first: the head
+      // record never names a version the segment might not hold.
+      writeAll(fh.fd, rec)
+      writeAll(this.#leaves!.fd, leafHash.subarray(0, LEAF), this.#leafCount * LEAF)
+      await fh.datasync()
+      stage = 'head'
+      await this.#writeHead({ version: e.entry.version, hash: e.hash })
     } catch (err) {
-      // Not acknowledged: cut what may have been written so the next append starts clean. If even
-      // that fails, refuse further appends until a restart recovers the tail.
-      try {
-        await this.#active!.truncate(seg.info.bytes)
-        await this.#active!.sync()
-      } catch {
-        this.#failed = err
-      }
+      await this.#undo(fh, fresh, at, stage, err)
       throw err
     }
-    seg.offsets.push(seg.info.bytes)
+    if (fresh !== undefined) {
+      const old = this.#active
+      this.#active = fh
+      this.#segments.push(fresh)
+      await old?.close().catch(() => undefined)
+    }
+    seg.offsets.push(at)
     seg.lengths.push(e.bytes.length)
     seg.info.bytes += rec.length
     seg.info.last = e.entry.version
     seg.info.lastCommittedAt = e.entry.committedAt
     this.#head = { version: e.entry.version, hash: e.hash }
-    // Derived data, made durable before the next checkpoint (see the module comment); written
-    // synchronously to the page cache so the acknowledgement waits for nothing but the fdatasync.
-    // The record is durable by now, so a failure here does not fail the commit: further appends
-    // are refused until a restart, whose recovery rebuilds the leaf hashes from the segments.
-    try {
-      writeAll(this.#leaves!.fd, leafHash.subarray(0, LEAF))
-    } catch (err) {
-      this.#failed = err
-    }
     this.#leafCount++
     this.#leavesDirty = true
     return true
+  }
+
+  /**
+   * Undoes a failed append. Before the head record was written: cut the segment back. After (the
+   * head record's write failed, and may or may not have reached the disk): first a new head
+   * record of the current HEAD, then the cut — so that a crash at any point leaves a head record
+   * the segment satisfies. What cannot be done now is retried before the next write and by probe().
+   */
+  async #undo(fh: FileHandle, fresh: Segment | undefined, at: number, stage: 'segment' | 'head', cause: unknown): Promise<void> {
+    const head = { version: this.#head.version, hash: this.#head.hash }
+    const cut = async (): Promise<void> => {
+      if (fresh !== undefined) {
+        await fh.close().catch(() => undefined)
+        await rm(fresh.path, { force: true })
+        await fsyncDir(this.#dir)
+      } else {
+        await fh.truncate(at)
+        await fh.sync()
+      }
+    }
+    const fix = stage === 'segment' ? cut : async (): Promise<void> => {
+      await this.#writeHead(head)
+      await cut()
+    }
+    try {
+      await fix()
+    } catch {
+      this.#unclean = { fix, cause }
+    }
+  }
+
+  /** Retries the undo of a failed write. @throws {@link NotReadyError} while it still fails */
+  async #restore(): Promise<void> {
+    const u = this.#unclean
+    if (u === undefined) return
+    try {
+      await u.fix()
+      this.#unclean = undefined
+    } catch (e) {
+      const reason = diskFaultReason(e) ?? diskFaultReason(u.cause) ?? 'io_error'
+      throw new NotReadyError(`registry log not writable: ${reason} (a failed write is not yet undone)`, { details: { reason }, cause: e, retryAfterMs: 1000 })
+    }
   }
 
   async read(version: number): Promise<Uint8Array | undefined> {
@@ -447,19 +413,27 @@ class SegmentStore implements LogStore {
 
   async appendCheckpoint(cp: StoredCheckpoint): Promise<void> {
     this.#writable()
+    await this.#restore()
+    const leaves = this.#leafCount
     if (this.#leavesDirty) {
       await this.#leaves!.sync()
-      this.#leavesDirty = false
+      this.#leavesDirty = this.#leafCount !== leaves
     }
-    const line = `${JSON.stringify(cp)}\n`
-    const fh = await open(join(this.#dir, CHECKPOINTS), 'a')
+    const line = Buffer.from(`${JSON.stringify(cp)}\n`)
+    const path = join(this.#dir, CHECKPOINTS)
+    const created = this.#checkpointBytes === 0
+    // Written at its place (not appended), so a line left by a failed write is overwritten.
+    const fh = await open(path, constants.O_RDWR | constants.O_CREAT, 0o644)
     try {
-      await fh.write(line)
+      writeAll(fh.fd, line, this.#checkpointBytes)
+      await fh.truncate(this.#checkpointBytes + line.length)
       await fh.sync()
     } finally {
       await fh.close()
     }
-    this.#checkpointBytes += Buffer.byteLength(line)
+    if (created) await fsyncDir(this.#dir)
+    await this.#writeHead({ checkpoints: this.#checkpoints.length + 1, checkpointBytes: this.#checkpointBytes + line.length, leaves })
+    this.#checkpointBytes += line.length
     this.#checkpoints.push(cp)
   }
 
@@ -479,39 +453,55 @@ class SegmentStore implements LogStore {
 
   async prune(through: number): Promise<SegmentInfo[]> {
     this.#writable()
-    const removed: SegmentInfo[] = []
-    while (this.#segments.length > 1 && this.#segments[0]!.info.last <= through) {
-      const s = this.#segments.shift()!
-      this.#oldest = s.info.last + 1
+    await this.#restore()
+    let n = 0
+    while (n < this.#segments.length - 1 && this.#segments[n]!.info.last <= through) n++
+    if (n === 0) return []
+    const gone = this.#segments.slice(0, n)
+    // The head record says they are gone before they are: a crash in between leaves files below
+    // `oldest` (harmless leftovers), never a head record that expects files that are gone.
+    await this.#writeHead({ oldest: gone.at(-1)!.info.last + 1 })
+    this.#segments = this.#segments.slice(n)
+    this.#oldest = gone.at(-1)!.info.last + 1
+    for (const s of gone) {
       await this.#dropReader(s.path)
       await rm(s.path, { force: true })
-      removed.push({ ...s.info })
     }
-    if (removed.length > 0) await fsyncDir(this.#dir)
-    return removed
+    await fsyncDir(this.#dir)
+    return gone.map((s) => ({ ...s.info }))
   }
 
   async probe(): Promise<void> {
     this.#writable()
+    await this.#restore()
+    // A fresh page of a fresh file: a full volume refuses it (rewriting an old file may not).
     const path = join(this.#dir, PROBE)
-    const fh = await open(path, 'w')
+    await rm(path, { force: true })
+    const fh = await open(path, 'wx')
     try {
-      await fh.write('probe')
+      await fh.write(Buffer.alloc(PROBE_BYTES, 0x70))
       await fh.sync()
     } finally {
       await fh.close()
+      await rm(path, { force: true }).catch(() => undefined)
     }
-    await stat(path)
   }
 
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
     try {
-      if (this.#leavesDirty) await this.#leaves?.sync()
+      if (this.#leavesDirty && this.#leaves !== undefined && this.#unclean === undefined) {
+        const leaves = this.#leafCount
+        await this.#leaves.sync()
+        // Best effort: the next open rebuilds whatever the head record does not count.
+        await this.#writeHead({ leaves }).catch(() => undefined)
+      }
     } finally {
+      await this.#headChain
       await this.#active?.close()
       await this.#leaves?.close()
+      await this.#headFile?.close()
       for (const path of [...this.#readers.keys()]) await this.#dropReader(path)
     }
   }
@@ -524,11 +514,8 @@ class SegmentStore implements LogStore {
     this.#check()
     if (this.#readOnly) throw new Error('log store is read-only')
     if (!this.#opened) throw new Error('log store is not open')
-    if (this.#failed !== undefined) throw new NotReadyError('log store failed a write; restart to recover its tail', { cause: this.#failed, retryAfterMs: 5000 })
   }
 }
-
-type Record_<T> = { [k: string]: T }
 
 /**
  * Creates a segment-file log store in `options.dir`.

@@ -42,6 +42,11 @@ export interface RecoveredLog {
   notable: LogEntry[]
   /** What recovery had to repair, by kind (e.g. `torn_tail`), for `registry_recoveries_total{kind}`. */
   recoveries: Record<string, number>
+  /**
+   * Read-only opens only: what makes the log damaged, one line each naming its file (a writable
+   * open throws instead). Absent or empty when the log is sound.
+   */
+  problems?: string[]
 }
 
 /** Hooks the store needs from the log's hashing. */
@@ -59,13 +64,24 @@ export interface OpenOptions {
 export interface LogStore {
   /** `'memory'` or `'segment'`. */
   readonly kind: string
-  /** Recovers (verifying the tail, truncating a torn last record) and returns the log's state. */
+  /**
+   * Recovers and returns the log's state. A durable store keeps evidence of what it acknowledged
+   * (the segment store: its head record) and refuses to open a log that holds less: a segment cut,
+   * emptied or deleted, a rewritten last record, fewer checkpoints than recorded, lost evidence.
+   * It repairs only what was never acknowledged (a torn record past the last acknowledged one).
+   * @throws {@link IntegrityFailedError} naming the damaged file and `ron-node registry fsck`
+   */
   open(options: OpenOptions): Promise<RecoveredLog>
   /** The current HEAD. */
   head(): Head
   /**
    * Appends `entry` (version HEAD + 1) and moves HEAD to it, only if HEAD equals `expected`; durable
-   * (fsynced) when it resolves `true`; resolves `false` and writes nothing when HEAD moved.
+   * (fsynced, with the store's evidence of HEAD) when it resolves `true`; resolves `false` and
+   * writes nothing when HEAD moved. When it rejects, the entry is not appended and nothing it wrote
+   * survives as part of the log (a store that cannot undo a partial write yet refuses further
+   * writes with `NotReady` until it can).
+   * @throws the system error of a failed write (ENOSPC, EIO, EROFS…: the service maps it to 503
+   *   `NotReady`), or {@link NotReadyError} while an earlier failed write is not yet undone
    */
   compareAndAppend(expected: Head, entry: EncodedEntry, leafHash: Uint8Array): Promise<boolean>
   /**
@@ -89,7 +105,10 @@ export interface LogStore {
    * @returns the segments removed
    */
   prune(through: number): Promise<SegmentInfo[]>
-  /** Checks the medium is writable (write + fsync of a probe). @throws when it is not */
+  /**
+   * Checks the medium is writable (write + fsync of a probe), after retrying the undo of an
+   * earlier failed write. @throws when it is not
+   */
   probe(): Promise<void>
   /** Releases files. Idempotent. */
   close(): Promise<void>
