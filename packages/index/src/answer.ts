@@ -9,6 +9,7 @@ import { z } from 'zod'
 import type { Address } from '@ron/core'
 import { isAddress } from '@ron/core'
 import { manifestSchema, type Manifest } from './contracts.js'
+import type { SignedNameRecord } from './name-record.js'
 
 /** Where an answer came from. */
 export type AnswerSource = 'cache' | 'local' | 'peer'
@@ -40,6 +41,11 @@ export interface NameResolution {
    * that it hashes to `manifestAddress` before they use the answer.
    */
   manifestText?: string | undefined
+  /**
+   * The record the name's home signed for this binding (SPEC §6a): peers believe an answer only
+   * when it verifies under the pinned key of `record.node`.
+   */
+  record?: SignedNameRecord | undefined
   /** Providers of the manifest's content. */
   providers: RankedProvider[]
   source: AnswerSource
@@ -70,6 +76,9 @@ export const resolutionSchema = z.union([
     manifestAddress: addressSchema,
     manifest: manifestSchema,
     manifestText: z.string().max(1024 * 1024).optional(),
+    // Checked strictly (and its signature verified) by the resolver, not here: a malformed record
+    // is a refused answer, counted, not a broken peer.
+    record: z.unknown().optional(),
     providers: z.array(rankedProviderSchema).max(256),
     source: z.enum(['cache', 'local', 'peer']),
     ttlSec: z.number().nonnegative(),

@@ -9,6 +9,7 @@
 import { resolveToken, throwIfError } from '@ron/core'
 import type { Address, ProviderAnnouncement, TokenSource, Transport, TransportResponse } from '@ron/core'
 import type { ProvidersAnswer, Resolution } from './answer.js'
+import type { NameList } from './routes/names.js'
 
 /** Options of {@link createIndexClient}. */
 export interface IndexClientOptions {
@@ -31,6 +32,8 @@ export interface NameWriteResult {
   manifestAddress: Address
   /** What the name was bound to before (`null`: it was new). */
   previous: Address | null
+  /** The `seq` of the record the name's home signed for this write. */
+  seq: number
 }
 
 /** Result of {@link IndexClient.deleteName}. */
@@ -38,6 +41,8 @@ export interface NameDeleteResult {
   name: string
   deleted: true
   previous: Address | null
+  /** The `seq` of the tombstone the name's home signed. */
+  seq: number
 }
 
 /** Result of {@link IndexClient.announce}. */
@@ -70,8 +75,13 @@ export interface IndexClient {
    * @throws {@link NotFoundError}, {@link ConflictError}
    */
   deleteName(name: string, options?: IndexCallOptions & { ifMatch?: string }): Promise<NameDeleteResult>
-  /** Announces a provider (SPEC §6a DTO). */
+  /**
+   * Announces a provider (SPEC §6a DTO). The token must be the node's own (`sub: node:<node>`).
+   * @throws {@link ForbiddenError} (`details.reason` `not_own_node`, `unknown_endpoint`), {@link MalformedError} (`bad_endpoint`)
+   */
   announce(a: ProviderAnnouncement, options?: IndexCallOptions): Promise<AnnounceResult>
+  /** One page of the names homed on this index, in name order (`limit` 1..1000, default 100). */
+  listNames(options?: IndexCallOptions & { prefix?: string; cursor?: string; limit?: number }): Promise<NameList>
 }
 
 /**
@@ -130,6 +140,14 @@ export function createIndexClient(transport: Transport, options: IndexClientOpti
     async announce(a, o) {
       const res = await call('POST', '/providers', o, a, {}, true)
       return res.json<AnnounceResult>()
+    },
+    async listNames(o) {
+      const q = new URLSearchParams()
+      if (o?.prefix !== undefined) q.set('prefix', o.prefix)
+      if (o?.cursor !== undefined) q.set('cursor', o.cursor)
+      if (o?.limit !== undefined) q.set('limit', String(o.limit))
+      const res = await call('GET', `/names${q.size > 0 ? `?${q.toString()}` : ''}`, o)
+      return res.json<NameList>()
     },
   }
 }

@@ -9,7 +9,7 @@
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { durationSchema, validateConfig } from '@ron/core'
-import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
+import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, NodeDirectory, NodeIdentity, Random, TokenVerifier } from '@ron/core'
 
 const positiveInt = z.number().int().positive()
 const duration = durationSchema
@@ -103,6 +103,10 @@ export const indexConfigSchema = z.strictObject({
   maxProviderRecords: positiveInt.default(1_000_000),
   /** Largest `ttlSec` an announcement may ask for. */
   maxAnnounceTtlSec: positiveInt.default(86_400),
+  /** How long the signed tombstone of a deleted name is kept (SPEC §6a): its home keeps counting `seq`, and peers learn the delete. */
+  tombstoneTtlSec: positiveInt.default(7 * 86_400),
+  /** While the disk refuses name writes (full, failing, read-only), the store janitor probes it this often; writes come back once a probe succeeds. */
+  storeProbeMs: duration.default(1_000),
   /** Resolver workers consuming the `work` queue. */
   resolverWorkers: positiveInt.max(1024).default(DEFAULT_RESOLVER_WORKERS),
   /** Capacity of the `work` queue (full → 429 Busy). */
@@ -148,6 +152,19 @@ export interface IndexRuntimeOptions {
   cors?: CorsOptions
   /** HTTP limits (timeouts, JSON body cap, decompression caps) of the host. @default the host's defaults */
   limits?: HttpLimits
+  /**
+   * This node's identity: the home of the names this index stores and the key that signs their
+   * records (SPEC §6a). Must be the directory's own node when `nodes` is given.
+   * @default an ephemeral identity (a fresh node id and key per start), as an amnesia node has
+   */
+  identity?: NodeIdentity
+  /**
+   * The nodes this index believes (SPEC §5 "Peers"): a peer's name answer counts only when it
+   * verifies under the pinned key of the name's home in here, and an announcement's endpoint must
+   * be a URL its node advertises in here.
+   * @default none: no peer's name answer is believed, and endpoints may also be transport target names (embedded, in-process)
+   */
+  nodes?: NodeDirectory
 }
 
 /** What `createIndexService` accepts: every field optional, with the documented defaults. */
@@ -158,8 +175,10 @@ export type ResolvedIndexConfig = z.output<typeof indexConfigSchema>
 
 /** Splits the runtime dependencies from the data configuration. */
 export function splitConfig(config: IndexConfig): { data: z.input<typeof indexConfigSchema>; runtime: IndexRuntimeOptions } {
-  const { auth, clock, random, logger, cors, limits, ...data } = config
+  const { auth, clock, random, logger, cors, limits, identity, nodes, ...data } = config
   const runtime: IndexRuntimeOptions = {}
+  if (identity !== undefined) runtime.identity = identity
+  if (nodes !== undefined) runtime.nodes = nodes
   if (cors !== undefined) runtime.cors = cors
   if (limits !== undefined) runtime.limits = limits
   if (auth !== undefined) runtime.auth = auth

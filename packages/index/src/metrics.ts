@@ -7,12 +7,16 @@
 
 import type { Counter, Gauge, Histogram } from 'prom-client'
 import type { ServiceMetrics } from '@ron/core'
+import { NAME_RECORD_REJECTIONS } from './name-record.js'
 import { CHANNELS, ROUTES } from './topology.js'
 
 /** Buckets of `resolve_latency_seconds`: around the 150 ms hedge and the 1200 ms budget. */
 export const RESOLVE_BUCKETS: readonly number[] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.25, 0.5, 0.75, 1, 1.2, 2]
 /** Buckets of `index_dht_lookup_ms`, in milliseconds. */
 export const LOOKUP_BUCKETS_MS: readonly number[] = [1, 5, 10, 25, 50, 100, 150, 250, 500, 750, 1000, 1200, 2000]
+
+/** Why an announcement was refused: `index_announcements_refused_total{reason}` and the error's `details.reason`. */
+export const ANNOUNCE_REFUSALS = ['not_own_node', 'bad_endpoint', 'unknown_endpoint'] as const
 
 /** Handles on the index's own metrics. */
 export interface IndexMetrics {
@@ -29,6 +33,11 @@ export interface IndexMetrics {
   cacheEntries: Gauge<'cache'>
   announcements: Counter<string>
   nameWrites: Counter<'result'>
+  /** `rejected_total{reason}`: admission refusals and refused peer name records. */
+  nameRecordsRejected: Counter<'reason'>
+  nameConflicts: Gauge<string>
+  storeFaults: Counter<'reason'>
+  announcementsRefused: Counter<'reason'>
 }
 
 /** Every metric name the index registers, for the README and the startup test. */
@@ -46,6 +55,9 @@ export const INDEX_METRIC_NAMES: readonly string[] = [
   'index_cache_entries',
   'index_announcements_total',
   'index_name_writes_total',
+  'index_name_conflicts',
+  'index_store_faults_total',
+  'index_announcements_refused_total',
   'breaker_state',
   'breaker_open_total',
   'backoff_retries_total',
@@ -76,7 +88,11 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
     providerRecords: m.gauge('index_provider_records', 'Provider records held (soft state).'),
     cacheEntries: m.gauge('index_cache_entries', 'Entries in the positive and negative caches.', ['cache']),
     announcements: m.counter('index_announcements_total', 'Provider announcements accepted.'),
-    nameWrites: m.counter('index_name_writes_total', 'Name writes and deletes by result (ok, conflict, invalid_reference).', ['result']),
+    nameWrites: m.counter('index_name_writes_total', 'Name writes and deletes by result (ok, conflict, home_elsewhere, invalid_reference, not_ready).', ['result']),
+    nameRecordsRejected: m.counter('rejected_total', 'Requests rejected by admission (per_ip, rate) and peer name records refused (name_unsigned, name_unknown_home, name_bad_signature, name_stale).', ['reason']),
+    nameConflicts: m.gauge('index_name_conflicts', 'Names two remote homes both claim (the lower node id is believed; see conflicts()).'),
+    storeFaults: m.counter('index_store_faults_total', 'Writes of the name store the disk refused, by reason (disk_full, io_error, read_only).', ['reason']),
+    announcementsRefused: m.counter('index_announcements_refused_total', 'Provider announcements refused, by reason (not_own_node, bad_endpoint, unknown_endpoint).', ['reason']),
   }
   for (const source of ['cache', 'local', 'peer', 'none']) out.resolveLatency.labels({ source })
   for (const cache of ['positive', 'negative']) {
@@ -91,7 +107,11 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
   out.names.set(0)
   out.providerRecords.set(0)
   out.announcements.inc(0)
-  for (const result of ['ok', 'conflict', 'invalid_reference']) out.nameWrites.labels({ result }).inc(0)
+  for (const result of ['ok', 'conflict', 'home_elsewhere', 'invalid_reference', 'not_ready']) out.nameWrites.labels({ result }).inc(0)
+  for (const reason of ['per_ip', 'rate', ...NAME_RECORD_REJECTIONS]) out.nameRecordsRejected.labels({ reason }).inc(0)
+  out.nameConflicts.set(0)
+  for (const reason of ['disk_full', 'io_error', 'read_only']) out.storeFaults.labels({ reason }).inc(0)
+  for (const reason of ANNOUNCE_REFUSALS) out.announcementsRefused.labels({ reason }).inc(0)
 
   const breakerState = m.gauge('breaker_state', 'Circuit breaker state per peer: 0 closed, 1 open, 2 half-open.', ['target'])
   const breakerOpen = m.counter('breaker_open_total', 'Times a peer breaker opened.', ['target'])
@@ -109,8 +129,6 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
   for (const endpoint of new Set(Object.values(ROUTES))) busy.labels({ endpoint, queue: CHANNELS.work }).inc(0)
   busy.labels({ endpoint: ROUTES.announce, queue: '' }).inc(0)
   busy.labels({ endpoint: 'admission', queue: '' }).inc(0)
-  const rejected = m.counter('rejected_total', 'Requests rejected by admission.', ['reason'])
-  for (const reason of ['per_ip', 'rate']) rejected.labels({ reason }).inc(0)
   m.gauge('queue_depth', 'Items waiting in a bounded queue.', ['queue']).labels({ queue: CHANNELS.work }).set(0)
   m.counter('queue_dropped_total', 'Items evicted from drop-oldest queues.', ['queue']).labels({ queue: CHANNELS.events }).inc(0)
   const spawned = m.counter('tasks_spawned_total', 'Supervised tasks started (including restarts).', ['kind'])

@@ -9,7 +9,8 @@
 
 import { CanceledError, InternalError, TimeoutError, isRonError, retry, throwIfError } from '@ron/core'
 import type { Clock, MetricsSink, Random, Transport, TransportResponse } from '@ron/core'
-import { resolutionSchema, type Resolution } from './answer.js'
+import { z } from 'zod'
+import { resolutionSchema } from './answer.js'
 import type { PeerHealth } from './breakers.js'
 import type { ResolvedIndexConfig } from './config.js'
 
@@ -37,12 +38,22 @@ export interface PeerQueryEnv {
   cfg: ResolvedIndexConfig
 }
 
+/** A peer's answer as read off the wire (its name record still to be verified). */
+export type PeerResolution = z.infer<typeof resolutionSchema>
+
+/** What a peer said: an answer, or "not found" with the signed tombstone it may have sent along. */
+export type PeerReply = { found: true; answer: PeerResolution } | { found: false; tombstone: unknown }
+
+/** A NotFound a peer may send with the tombstone of a name deleted at its home (SPEC §6a). */
+const notFoundSchema = z.object({ error: z.object({ details: z.object({ record: z.unknown().optional() }).optional() }) })
+
 /**
  * Asks `peer` for `key` until `deadlineAt` (bypassing its caches when `fresh`).
- * @returns the peer's answer, or `undefined` when it answered 404.
+ * @returns the peer's answer, or `found: false` when it answered 404 (with `tombstone` when it
+ *   sent one along, `undefined` otherwise).
  * @throws the peer's error, {@link BreakerOpenError}, {@link TimeoutError}, or a cancellation.
  */
-export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string, deadlineAt: number, signal: AbortSignal, fresh = false): Promise<Resolution | undefined> {
+export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string, deadlineAt: number, signal: AbortSignal, fresh = false): Promise<PeerReply> {
   const { cfg, clock } = env
   return retry(
     () =>
@@ -66,9 +77,11 @@ export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string
           throw e
         }
         if (res.status === 404) {
-          await res.dump()
+          // "Not found" is an answer; a body that cannot be read as one just carries no tombstone.
+          const body = await readAnswer(res, peer.target).catch(() => undefined)
           peer.observe(clock.now() - started)
-          return undefined
+          const nf = notFoundSchema.safeParse(body)
+          return { found: false, tombstone: nf.success ? nf.data.error.details?.record : undefined }
         }
         await throwIfError(res)
         const body = await readAnswer(res, peer.target)
@@ -76,7 +89,7 @@ export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string
         const parsed = resolutionSchema.safeParse(body)
         // A peer that answers garbage is unhealthy.
         if (!parsed.success) throw new InternalError(`peer ${peer.target} sent a malformed answer`, { details: { target: peer.target } })
-        return parsed.data
+        return { found: true, answer: parsed.data }
       }, signal),
     {
       tries: cfg.peers.tries,

@@ -7,7 +7,7 @@
  */
 
 import { NotFoundError, TimeoutError, isRonError, parseAddress } from '@ron/core'
-import type { Address, Clock, MetricsSink, Random, Transport } from '@ron/core'
+import type { Address, Clock, MetricsSink, NodeDirectory, Random, Transport } from '@ron/core'
 import { isNameResolution, type AnswerSource, type NameResolution, type RankedProvider, type Resolution } from './answer.js'
 import type { BreakerTable, PeerHealth } from './breakers.js'
 import { jitteredTtl, type TtlCache } from './cache.js'
@@ -16,10 +16,12 @@ import { hedgedLookup } from './hedge.js'
 import type { IndexMetrics } from './metrics.js'
 import { verifyManifestText } from './manifest-fetch.js'
 import { checkName } from './names.js'
+import { verifyNameRecord, type NameRecordRejection, type SignedNameRecord } from './name-record.js'
 import { queryPeer } from './peer-client.js'
 import type { ProviderTable } from './providers.js'
 import { rank, scoreFromPeer, scoreLocal } from './ranking.js'
-import type { NameStore } from './store/types.js'
+import type { RemoteNames } from './remote-names.js'
+import type { NameRecord, NameStore } from './store/types.js'
 
 /** A cached answer: a resolution without its per-reply fields. */
 export type CachedAnswer = Omit<NameResolution, 'source' | 'ttlSec'> | { key: Address; providers: RankedProvider[] }
@@ -48,6 +50,14 @@ export interface ResolverDeps {
   random: Random
   sink: MetricsSink
   metrics: IndexMetrics
+  /** The nodes whose records are believed (their pinned keys); none: no peer's name answer is. */
+  nodes: NodeDirectory | undefined
+  /** This node's id: the home of every name in `store`. */
+  selfId: string
+  /** Names homed elsewhere, as learnt from verified peer records. */
+  remote: RemoteNames
+  /** The signed record of a local binding (signs one written before records were signed). */
+  recordOf(name: string, binding: NameRecord): SignedNameRecord
 }
 
 /** What {@link Resolver} peer lookups answer when no peer could be asked or every one asked failed. */
@@ -190,11 +200,40 @@ export class Resolver {
     return { key: address, providers: rank([scoreLocal(records, this.#d.clock.now())], cfg.maxProviders) }
   }
 
+  /**
+   * A name homed here. A name deleted here answers NotFound at once with its signed tombstone
+   * (`details.record`), so peers learn the delete; it is never looked up at the peers, whose
+   * records could only be older or another home's claim on a name homed here.
+   */
   async #localName(name: string, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined> {
     const rec = this.#d.store.get(name)
-    if (rec === undefined) return undefined
+    if (rec === undefined) {
+      const tombstone = this.#d.store.tombstone(name)
+      if (tombstone !== undefined) throw notFound(name, 'deleted', tombstone)
+      return undefined
+    }
+    const record = this.#d.recordOf(name, rec)
     const providers = await this.#contentProviders(rec.manifest.content, [], cfg, o, deadlineAt)
-    return { key: name, manifestAddress: rec.manifestAddress, manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), providers }
+    return { key: name, manifestAddress: rec.manifestAddress, manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), record, providers }
+  }
+
+  /**
+   * The record of `name` at its home elsewhere, if any: what verified peer answers taught, or —
+   * when nothing is known and peers can be asked — a fresh lookup at the peers. Peers that cannot
+   * be reached leave the name unknown (a write goes ahead; two homes then resolve by node id).
+   * @throws the signal's reason when `signal` aborts.
+   */
+  async remoteHome(name: string, signal: AbortSignal): Promise<SignedNameRecord | undefined> {
+    const d = this.#d
+    const known = d.remote.get(name)
+    if (known !== undefined || d.nodes === undefined) return known
+    const cfg = d.config()
+    try {
+      await this.#askPeers({ kind: 'name', key: name }, cfg, { fresh: true, signal }, d.clock.now() + cfg.deadlineMs)
+    } catch (e) {
+      if (signal.aborted) throw e
+    }
+    return d.remote.get(name)
   }
 
   /**
@@ -221,6 +260,19 @@ export class Resolver {
    * asked failed.
    */
   async #fromPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined | typeof UNAVAILABLE> {
+    const out = await this.#askPeers(p, cfg, o, deadlineAt)
+    if (out === undefined || out === UNAVAILABLE) return out
+    const peerProviders = scoreFromPeer(out.value.providers, out.peer.health, out.peer.latencyMs)
+    if (isNameResolution(out.value)) {
+      const v = out.value
+      const providers = await this.#contentProviders(v.manifest.content, peerProviders, cfg, o, deadlineAt)
+      return { key: p.key, manifestAddress: v.manifestAddress, manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), record: v.record, providers }
+    }
+    return { key: p.key as Address, providers: rank([peerProviders], cfg.maxProviders) }
+  }
+
+  /** The hedged lookup itself: the first answer that passes every check, with the peer that gave it. */
+  async #askPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<{ value: Resolution; peer: PeerHealth } | undefined | typeof UNAVAILABLE> {
     const d = this.#d
     const transport = d.transport
     if (transport === undefined || cfg.peers.targets.length === 0) return undefined
@@ -238,38 +290,65 @@ export class Resolver {
         clock: d.clock,
         ...(o.signal === undefined ? {} : { signal: o.signal }),
         call: async (peer, signal) => {
-          const r = await queryPeer(env, peer, p.key, deadlineAt, signal, o.fresh === true)
-          // Only an answer for the key asked, of the kind asked for, satisfies the lookup.
-          if (r === undefined || r.key !== p.key) return undefined
-          if (p.kind === 'name' ? !isNameResolution(r) : isNameResolution(r) || r.providers.length === 0) return undefined
-          if (isNameResolution(r)) {
-            // A name answer is used only with the manifest's exact text, and only if that text
-            // hashes to the manifest address: a peer cannot hand out a manifest of its own making.
-            const manifest = verifyManifestText(r.manifestAddress, r.manifestText)
-            if (manifest === undefined) {
-              d.metrics.integrityFail.inc()
-              return undefined
-            }
-            return { ...r, manifest }
+          const reply = await queryPeer(env, peer, p.key, deadlineAt, signal, o.fresh === true)
+          if (!reply.found) {
+            // A NotFound from a name's home carries its signed tombstone: believed like a binding.
+            if (p.kind === 'name' && reply.tombstone !== undefined) this.#believe(p.key, reply.tombstone, null)
+            return undefined
           }
-          return r
+          const r = reply.answer
+          // Only an answer for the key asked, of the kind asked for, satisfies the lookup.
+          if (r.key !== p.key) return undefined
+          if (!('manifestAddress' in r)) return p.kind === 'address' && r.providers.length > 0 ? (r) : undefined
+          if (p.kind !== 'name') return undefined
+          // A name answer is used only with the manifest's exact text, and only if that text
+          // hashes to the manifest address: a peer cannot hand out a manifest of its own making.
+          const manifest = verifyManifestText(r.manifestAddress, r.manifestText)
+          if (manifest === undefined) {
+            d.metrics.integrityFail.inc()
+            return undefined
+          }
+          // And only with a record its home signed for that very binding (SPEC §6a).
+          const record = this.#believe(p.key, r.record, r.manifestAddress)
+          if (record === undefined) return undefined
+          return { ...r, manifest, record }
         },
         onHedge: (result) => d.metrics.hedged.inc({ result }),
       })
       if (!out.found) return out.asked > 0 && out.errors === out.asked ? UNAVAILABLE : undefined
-      const peerProviders = scoreFromPeer(out.value.providers, out.peer.health, out.peer.latencyMs)
-      if (isNameResolution(out.value)) {
-        const v = out.value
-        const providers = await this.#contentProviders(v.manifest.content, peerProviders, cfg, o, deadlineAt)
-        return { key: p.key, manifestAddress: v.manifestAddress, manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), providers }
-      }
-      return { key: p.key as Address, providers: rank([peerProviders], cfg.maxProviders) }
+      return out
     } catch (e) {
       if (e instanceof TimeoutError) d.metrics.ioTimeouts.inc({ op: 'peer' })
       throw e
     } finally {
       d.metrics.lookupMs.observe(d.clock.now() - started)
     }
+  }
+
+  /**
+   * Checks a name record a peer sent for `name` with an answer binding it to `manifestAddress`
+   * (`null`: a tombstone): it must verify under the pinned key of its home, say what the answer
+   * says, not be a record of a name homed here, and be the newest known of the home that holds the
+   * name. Refusals are counted in `rejected_total{reason}`.
+   * @returns the record when it is believed.
+   */
+  #believe(name: string, raw: unknown, manifestAddress: Address | null): SignedNameRecord | undefined {
+    const d = this.#d
+    const refuse = (reason: NameRecordRejection): undefined => {
+      d.metrics.nameRecordsRejected.inc({ reason })
+      return undefined
+    }
+    const v = verifyNameRecord(raw, name, d.nodes)
+    if (!v.ok) return refuse(v.reason)
+    if (v.record.manifestAddress !== manifestAddress) return refuse('name_bad_signature')
+    // A record of this node's own that this node no longer holds is old news, never an answer.
+    if (v.record.node === d.selfId) return refuse('name_stale')
+    const offered = d.remote.offer(v.record, d.clock.now())
+    d.metrics.nameConflicts.set(d.remote.conflictCount)
+    if (offered === 'stale') return refuse('name_stale')
+    // Another home with a lower node id holds the name: the conflict is recorded, this answer lost.
+    if (offered === 'lost') return undefined
+    return v.record
   }
 
   /** Peers worth asking, best first: not open, healthier first, then faster (unknown = untried, first). */
@@ -300,6 +379,6 @@ function forCaller(r: Resolution, o: ResolveOptions): Resolution {
   return rest
 }
 
-function notFound(key: string, reason: string): NotFoundError {
-  return new NotFoundError(`nothing known for '${key}'`, { details: { key, reason } })
+function notFound(key: string, reason: string, record?: SignedNameRecord): NotFoundError {
+  return new NotFoundError(`nothing known for '${key}'`, { details: { key, reason, ...(record === undefined ? {} : { record }) } })
 }

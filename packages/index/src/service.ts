@@ -6,18 +6,20 @@
  * @module
  */
 
-import { Watch, createServiceHost, noopLogger, systemClock, systemRandom, validateConfig } from '@ron/core'
+import { ConfigError, NotReadyError, Watch, createServiceHost, generateIssuerKey, isRonError, newNodeId, nodeIdentityFromKey, noopLogger, systemClock, systemRandom, validateConfig } from '@ron/core'
 import type { ServiceHost } from '@ron/core'
-import type { Clock, RonService, Subscription, Transport } from '@ron/core'
+import type { Clock, Logger, NodeIdentity, RonService, Subscription, Transport } from '@ron/core'
 import type { Resolution } from './answer.js'
 import { BreakerTable } from './breakers.js'
 import { TtlCache } from './cache.js'
 import { IMMUTABLE_PATHS, indexConfigSchema, splitConfig, type IndexConfig, type IndexRuntimeOptions, type ResolvedIndexConfig } from './config.js'
 import { registerIndexMetrics } from './metrics.js'
+import { signNameRecord, type SignedNameRecord } from './name-record.js'
 import { ProviderTable } from './providers.js'
+import { RemoteNames, type NameConflict } from './remote-names.js'
 import { Resolver, type CachedAnswer, type ResolveOptions } from './resolver.js'
 import { indexRoutes, type IndexContext, type IndexEvent } from './routes/index.js'
-import { createMemoryNameStore, openLmdbNameStore, type NameStore } from './store/index.js'
+import { createMemoryNameStore, openLmdbNameStore, type NameRecord, type NameStore } from './store/index.js'
 import { CHANNELS, TASKS, indexTopology } from './topology.js'
 
 /** The index service: a {@link RonService} plus index-specific handles. */
@@ -30,6 +32,57 @@ export interface IndexService extends RonService {
   subscribe(): Subscription<IndexEvent>
   /** True when names are kept on disk (LMDB); false in amnesia or memory mode. */
   readonly durable: boolean
+  /** This node's identity: the home of the names this index stores (ephemeral unless `identity` was given). */
+  readonly identity: NodeIdentity
+  /**
+   * Names two remote homes both claim (SPEC §6a: the lower node id is believed), for the node to
+   * show in `/status`. Memory only, at most 1024, most recent last.
+   */
+  conflicts(): NameConflict[]
+}
+
+/** The disk-fault reasons of SPEC §4 that turn name writes unready. */
+const DISK_FAULTS = new Set(['disk_full', 'io_error', 'read_only'])
+
+/** The disk fault in `e`, if it is one (a {@link NotReadyError} with a disk `details.reason`). */
+function diskFault(e: unknown): NotReadyError | undefined {
+  if (!isRonError(e, 'NotReady')) return undefined
+  const reason = (e.details as { reason?: unknown } | undefined)?.reason
+  return typeof reason === 'string' && DISK_FAULTS.has(reason) ? (e as NotReadyError) : undefined
+}
+
+/**
+ * The record of a binding homed on `identity`: the stored one when it is this node's and says what
+ * the binding says, otherwise one signed now from the binding (`signedAt` = when it was written, so
+ * the signature is the same every time: Ed25519 is deterministic).
+ */
+function recordOfBinding(identity: NodeIdentity, name: string, b: NameRecord): SignedNameRecord {
+  const r = b.record
+  if (r !== undefined && r.node === identity.id && r.name === name && r.manifestAddress === b.manifestAddress) return r
+  return signNameRecord(identity, { name, manifestAddress: b.manifestAddress, seq: r?.seq ?? 1, node: identity.id, signedAt: b.updatedAt })
+}
+
+/** Signs, in the store, every record that is not this node's (written before records were signed, or under another identity). */
+async function signStoredRecords(store: NameStore, identity: NodeIdentity): Promise<number> {
+  return store.migrate({
+    binding: (name, b) => {
+      const r = recordOfBinding(identity, name, b)
+      return r === b.record ? undefined : { ...b, record: r }
+    },
+    tombstone: (name, t) => (t.node === identity.id && t.name === name ? undefined : signNameRecord(identity, { ...t, name, node: identity.id })),
+  })
+}
+
+function identityOf(config: IndexConfig): NodeIdentity {
+  const { identity, nodes } = config
+  if (identity === undefined) {
+    if (nodes !== undefined) throw new ConfigError('identity: required with nodes (the node directory names this node)', { details: { path: 'identity' } })
+    return nodeIdentityFromKey(newNodeId(), generateIssuerKey())
+  }
+  if (nodes !== undefined && nodes.selfId !== identity.id) {
+    throw new ConfigError(`identity: node ${identity.id} is not the directory's own node ${nodes.selfId}`, { details: { path: 'identity' } })
+  }
+  return identity
 }
 
 /**
@@ -51,16 +104,34 @@ export async function createIndexService(config: IndexConfig = {}, transport?: T
   const { data, runtime } = splitConfig(config)
   // Validates the config (ConfigError naming the field) before anything is opened.
   const cfg0 = validateConfig(indexConfigSchema, data)
+  const identity = identityOf(config)
   const store: NameStore = cfg0.amnesia || cfg0.dataDir === undefined ? createMemoryNameStore() : await openLmdbNameStore({ dir: cfg0.dataDir })
   try {
-    return build(data, cfg0, runtime, store, transport)
+    // Bindings stored before records were signed are homed here: sign them now. A disk that
+    // refuses the write does not stop the start: the names are served (their records signed on
+    // the fly, byte for byte the same), writes stay unready, and the store janitor retries.
+    let fault: NotReadyError | undefined
+    try {
+      await signStoredRecords(store, identity)
+    } catch (e) {
+      fault = diskFault(e)
+      if (fault === undefined) throw e
+    }
+    return build(data, cfg0, { ...runtime, identity }, store, transport, fault)
   } catch (e) {
     await store.close().catch(() => undefined)
     throw e
   }
 }
 
-function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRuntimeOptions, store: NameStore, transport: Transport | undefined): IndexService {
+function build(
+  data: IndexConfig,
+  probe: ResolvedIndexConfig,
+  runtime: IndexRuntimeOptions & { identity: NodeIdentity },
+  store: NameStore,
+  transport: Transport | undefined,
+  startFault: NotReadyError | undefined,
+): IndexService {
   const clock: Clock = runtime.clock ?? systemClock
   const random = runtime.random ?? systemRandom
   const host: ServiceHost<ResolvedIndexConfig> = createServiceHost<ResolvedIndexConfig>({
@@ -90,8 +161,41 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
   const breakers = new BreakerTable(clock, sink)
   breakers.sync(cfg0)
   const events = host.broadcast<IndexEvent>(CHANNELS.events)
-  const resolver = new Resolver({ config: () => cfg.get(), store, providers, cache, negative, breakers, transport, clock, random, sink, metrics })
+  const identity = runtime.identity
+  const nodes = runtime.nodes
+  const logger: Logger = runtime.logger ?? noopLogger
+  const remote = new RemoteNames()
+  const recordOf = (name: string, b: NameRecord): SignedNameRecord => recordOfBinding(identity, name, b)
+  const resolver = new Resolver({ config: () => cfg.get(), store, providers, cache, negative, breakers, transport, clock, random, sink, metrics, nodes, selfId: identity.id, remote, recordOf })
   metrics.names.set(store.count())
+
+  // Name writes need the disk: a write or commit it refuses (full, failing, read-only volume)
+  // turns them unready — 503 NotReady with the fault's reason, `/readyz` writeReady false with
+  // `disk` missing — while reads go on; the store janitor probes until the disk takes a write.
+  let fault: NotReadyError | undefined
+  let probeAt = 0
+  let unsigned = startFault !== undefined
+  const faultChanged = new Watch<number>(0)
+  host.readiness.declare('disk', 'write', true)
+  const setFault = (e: NotReadyError | undefined): void => {
+    fault = e
+    probeAt = clock.now() + cfg.get().storeProbeMs
+    const reason = (e?.details as { reason?: string } | undefined)?.reason
+    host.readiness.set('disk', e === undefined, reason)
+    host.readiness.setPath('names', e === undefined, reason)
+    if (!faultChanged.closed) faultChanged.set(faultChanged.get() + 1)
+  }
+  const storeFailed = (e: unknown, count = true): void => {
+    const f = diskFault(e)
+    if (f === undefined) return
+    if (count) metrics.storeFaults.inc({ reason: (f.details as { reason: string }).reason })
+    if (fault === undefined) logger.warn({ err: e }, 'index: the disk refused a name write; name writes are unready until it takes one')
+    setFault(f)
+  }
+  const writable = (): void => {
+    if (fault === undefined) return
+    throw new NotReadyError(fault.message, { details: { ...(fault.details as object) }, retryAfterMs: Math.max(1000, cfg.get().storeProbeMs) })
+  }
 
   const ctx: IndexContext = {
     config: () => cfg.get(),
@@ -101,6 +205,12 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
     metrics,
     clock,
     events,
+    identity,
+    nodes,
+    remote,
+    recordOf,
+    writable,
+    storeFailed,
     work: (job, signal) => host.pool(CHANNELS.work).submit(job, signal),
     manifests: {
       transport,
@@ -121,6 +231,47 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
   // Ready once the config is loaded and the store is open; peers are optional (dead peers
   // degrade answers, they do not unready the service).
   host.readiness.declare('store', 'both', true)
+  host.readiness.setPath('resolve', true)
+  host.readiness.setPath('names', true)
+  if (startFault !== undefined) storeFailed(startFault)
+
+  // The store janitor: the only background writer of the store. It signs what the start could
+  // not, purges expired tombstones every `purgeIntervalMs`, and while a disk fault stands probes
+  // every `storeProbeMs` until the disk takes a write again.
+  host.supervisor.spawn(TASKS.storeJanitor, async (signal) => {
+    let purgeAt = clock.now() + cfg.get().purgeIntervalMs
+    for (;;) {
+      const c = cfg.get()
+      const wait = Math.max(0, (fault === undefined ? purgeAt : probeAt) - clock.now())
+      // Sleep until the next purge or probe, or until a fault is reported; the other wait is
+      // cancelled so nothing is left behind per round.
+      const round = new AbortController()
+      const both = AbortSignal.any([signal, round.signal])
+      try {
+        await Promise.race([clock.sleep(wait, both), faultChanged.changed(both)])
+      } finally {
+        round.abort()
+      }
+      signal.throwIfAborted()
+      try {
+        if (fault !== undefined) {
+          if (clock.now() < probeAt) continue
+          await store.probe()
+          if (unsigned) await signStoredRecords(store, identity)
+          unsigned = false
+          logger.info({}, 'index: the disk takes writes again; name writes are ready')
+          setFault(undefined)
+        } else if (clock.now() >= purgeAt) {
+          purgeAt = clock.now() + c.purgeIntervalMs
+          await store.purgeTombstones(clock.now() - c.tombstoneTtlSec * 1000)
+        }
+      } catch (e) {
+        if (diskFault(e) === undefined) throw e
+        // A failed probe keeps the fault (and its reason up to date); only refused writes count.
+        storeFailed(e, fault === undefined)
+      }
+    }
+  })
 
   const purge = (): void => {
     const now = clock.now()
@@ -180,11 +331,11 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
     peersChanged = true
     wakeBreakerJanitor.set(wakeBreakerJanitor.get() + 1)
   })
-  host.readiness.setPath('resolve', true)
-  host.readiness.setPath('names', true)
 
   host.onClose(async () => {
     wakeBreakerJanitor.close()
+    faultChanged.close()
+    remote.clear()
     cache.clear()
     negative.clear()
     providers.clear()
@@ -197,5 +348,7 @@ function build(data: IndexConfig, probe: ResolvedIndexConfig, runtime: IndexRunt
     config: () => cfg.get(),
     subscribe: () => events.subscribe(),
     durable: store.durable,
+    identity,
+    conflicts: () => remote.conflicts(),
   }
 }

@@ -26,6 +26,7 @@ export const TASKS = {
   cacheJanitor: 'cache-janitor',
   breakerJanitor: 'breaker-janitor',
   warmup: 'warmup-prefetcher',
+  storeJanitor: 'store-janitor',
 } as const
 
 /** Route names (the `endpoint`/`route` metric labels). */
@@ -34,6 +35,7 @@ export const ROUTES = {
   providers: '/providers/:address',
   announce: '/providers',
   names: '/names/:name',
+  nameList: '/names',
 } as const
 
 /**
@@ -54,6 +56,7 @@ export function indexTopology(c: ResolvedIndexConfig): Topology {
       { name: TASKS.reloader, count: 1, criticality: 'important', description: '`reload(partial)`: validates, swaps the config snapshot atomically, rolls back on failure' },
       { name: TASKS.cacheJanitor, count: 1, criticality: 'important', description: 'only writer of cache metadata: evicts expired answers and NotFounds, purges expired provider records every `purgeIntervalMs`' },
       { name: TASKS.breakerJanitor, count: 1, criticality: 'important', description: 'only writer of the breaker table: follows the peer list, publishes `breaker_state{target}`' },
+      { name: TASKS.storeJanitor, count: 1, criticality: 'important', description: 'only background writer of the name store: signs unsigned records at start, purges expired tombstones, probes the disk while a fault keeps name writes unready' },
       { name: TASKS.warmup, count: c.warmupKeys.length > 0 ? 1 : 0, criticality: 'optional', description: 'resolves `warmupKeys` once at start to fill the cache' },
     ],
     channels: [

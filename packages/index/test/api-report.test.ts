@@ -8,18 +8,24 @@ import * as index from '@ron/index'
 describe('exported names', () => {
   it('@ron/index', () => {
     expect(Object.keys(index).sort()).toEqual([
+      'ANNOUNCE_REFUSALS',
       'CHANNELS',
+      'DEFAULT_NAME_LIMIT',
       'DEFAULT_PROVIDER_LIMIT',
       'DEFAULT_RESOLVER_WORKERS',
       'IMMUTABLE_PATHS',
       'INDEX_METRIC_NAMES',
+      'MAX_NAME_LIMIT',
       'MAX_PROVIDER_LIMIT',
+      'NAME_RECORD_DOMAIN',
+      'NAME_RECORD_REJECTIONS',
       'PEER_HEADER',
       'RESERVED_TLDS',
       'ROUTES',
       'SERVICE_ID',
       'TASKS',
       'checkName',
+      'checkNamePrefix',
       'createIndexClient',
       'createIndexService',
       'createMemoryNameStore',
@@ -27,9 +33,13 @@ describe('exported names', () => {
       'indexConfigSchema',
       'indexTopology',
       'isReservedName',
+      'nameRecordBytes',
       'openLmdbNameStore',
       'parseKey',
       'resolveIndexConfig',
+      'signNameRecord',
+      'signedNameRecordSchema',
+      'verifyNameRecord',
     ])
   })
 })

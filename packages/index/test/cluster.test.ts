@@ -5,7 +5,8 @@ import { VirtualClock, createTestIssuer } from '@ron/core/testing'
 import { createStorageClient, createStorageService } from '@ron/storage'
 import { createIndexClient, createIndexService } from '../src/index.js'
 import type { IndexService } from '../src/index.js'
-import { FakeStorage, manifestFor, settle } from './helpers.js'
+import { FakeStorage, manifestFor, settle, testNode } from './helpers.js'
+import { staticNodeDirectory } from '@ron/core'
 
 const closers: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -39,8 +40,12 @@ describe('a five-node index cluster on MemoryTransport', () => {
     transport.mount('storage', storage)
     const names = ['idx-0', 'idx-1', 'idx-2', 'idx-3', 'idx-4']
     const nodes: IndexService[] = []
-    for (const name of names) {
-      const svc = await createIndexService({ amnesia: true, nodeId: name, clock, auth: { keys: issuer.keys }, peers: { targets: names.filter((n) => n !== name) } }, transport)
+    // Each index knows every node's key: name answers are believed when their home signed them.
+    const members = names.map((_, i) => testNode({ storage: `http://storage-${i}:7701` }))
+    for (const [i, name] of names.entries()) {
+      const me = members[i]!
+      const dir = staticNodeDirectory([me.known, ...members.filter((m) => m !== me).map((m) => m.known)])
+      const svc = await createIndexService({ amnesia: true, nodeId: name, clock, auth: { keys: issuer.keys }, peers: { targets: names.filter((n) => n !== name) }, identity: me.identity, nodes: dir }, transport)
       closers.push(() => svc.close())
       nodes.push(svc)
     }
@@ -54,11 +59,18 @@ describe('a five-node index cluster on MemoryTransport', () => {
     const m = manifestFor('cluster')
     const ma = storage.put(JSON.stringify(m))
     for (const target of ['idx-4']) {
-      const c = createIndexClient(transport, { target, token: issuer.mint({ scope: ['index:write', 'index:announce'], aud: 'index' }) })
-      await c.setName('site.cluster', ma)
-      await c.announce({ address: m.content, node: 'storage-4', endpoint: 'http://storage-4:7701', ttlSec: 600 })
+      const c = createIndexClient(transport, { target, token: issuer.mint({ scope: ['index:write'], aud: 'index' }) })
+      // A create first asks the peers whether the name is homed elsewhere (the slow peer holds
+      // that up to the budget): virtual time moves on meanwhile.
+      const created = settle(c.setName('site.cluster', ma))
+      for (let t = 0; t < 1_300; t += 50) await clock.advance(50)
+      expect((await created).ok).toBe(true)
+      // The storage node of idx-4's node announces its own copy, at a URL that node advertises.
+      const storage4 = createIndexClient(transport, { target, token: issuer.mint({ sub: `node:${members[4]!.identity.id}`, scope: ['index:announce'], aud: 'index' }) })
+      await storage4.announce({ address: m.content, node: members[4]!.identity.id, endpoint: 'http://storage-4:7701', ttlSec: 600 })
     }
     const client = createIndexClient(transport, { target: 'idx-0' })
+    const abortedBefore = slowPeer.aborted
     const started = clock.now()
     let doneAt = 0
     const pending = settle(client.resolve('site.cluster').finally(() => (doneAt = clock.now())))
@@ -67,10 +79,10 @@ describe('a five-node index cluster on MemoryTransport', () => {
     expect(out.ok).toBe(true)
     if (!out.ok) return
     expect(out.value).toMatchObject({ key: 'site.cluster', manifestAddress: ma, manifest: m, source: 'peer' })
-    expect(out.value.providers.map((p) => p.node)).toEqual(['storage-4'])
+    expect(out.value.providers.map((p) => p.node)).toEqual([members[4]!.identity.id])
     expect(doneAt - started).toBeLessThan(1_200)
     // The slow peer's request was cancelled once idx-4 answered.
-    expect(slowPeer.aborted).toBe(1)
+    expect(slowPeer.aborted - abortedBefore).toBe(1)
     await clock.advance(3_000)
   })
 
@@ -88,7 +100,8 @@ describe('a five-node index cluster on MemoryTransport', () => {
         advertise: 'storage',
         auth: { keys: issuer.keys },
         announce: { target: 'index', ttlSec: 600 },
-        tokens: { token: ({ aud, scope }) => issuer.mint({ aud, scope }) },
+        // Its service tokens are its own: sub node:<its id> (the index takes announcements only so).
+        tokens: { token: ({ aud, scope }) => issuer.mint({ sub: 'node:node-a', aud, scope }) },
       },
       transport,
     )

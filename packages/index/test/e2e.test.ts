@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { HttpTransport, addressOf, serve } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import { createIndexClient, createIndexService } from '../src/index.js'
-import { manifestFor } from './helpers.js'
+import { directory, manifestFor, testNode } from './helpers.js'
 
 const closers: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -36,32 +36,36 @@ describe('index over real sockets', () => {
     const ma = addressOf(bytes)
     objects.set(ma, bytes)
 
+    // Node b is the name's home and runs the storage; a knows b's key (and b a's).
+    const nodeA = testNode()
+    const nodeB = testNode({ storage: storageUrl })
     const tb = new HttpTransport({ targets: { storage: storageUrl } })
     closers.push(() => tb.close())
     // Real sockets and real time: budgets far above what a loaded CI machine can take, so only
     // behaviour decides the outcome (the budgets themselves are tested on virtual time).
     const budgets = { deadlineMs: 30_000, storageTimeoutMs: 30_000 }
-    const b = await createIndexService({ amnesia: true, auth: { keys: issuer.keys }, ...budgets }, tb)
+    const b = await createIndexService({ amnesia: true, auth: { keys: issuer.keys }, identity: nodeB.identity, nodes: directory(nodeB, nodeA), ...budgets }, tb)
     closers.push(() => b.close())
     const sb = await serve(b)
     closers.push(() => sb.close())
 
     const ta = new HttpTransport({ targets: { storage: storageUrl } })
     closers.push(() => ta.close())
-    const a = await createIndexService({ amnesia: true, peers: { targets: [sb.url] }, cache: { ttlMs: 600_000 }, ...budgets }, ta)
+    const a = await createIndexService({ amnesia: true, peers: { targets: [sb.url] }, cache: { ttlMs: 600_000 }, identity: nodeA.identity, nodes: directory(nodeA, nodeB), ...budgets }, ta)
     closers.push(() => a.close())
     const sa = await serve(a)
     closers.push(() => sa.close())
 
     const client = new HttpTransport()
     closers.push(() => client.close())
-    const writer = createIndexClient(client, { target: sb.url, token: () => issuer.mint({ scope: ['index:write', 'index:announce'], aud: 'index' }) })
+    const writer = createIndexClient(client, { target: sb.url, token: () => issuer.mint({ scope: ['index:write'], aud: 'index' }) })
     await writer.setName('docs.e2e', ma)
-    await writer.announce({ address: m.content, node: 'node-b', endpoint: 'http://node-b:7701', ttlSec: 60 })
+    const storageB = createIndexClient(client, { target: sb.url, token: () => issuer.mint({ sub: `node:${nodeB.identity.id}`, scope: ['index:announce'], aud: 'index' }) })
+    await storageB.announce({ address: m.content, node: nodeB.identity.id, endpoint: storageUrl, ttlSec: 60 })
 
     const r = await createIndexClient(client, { target: sa.url }).resolve('docs.e2e')
-    expect(r).toMatchObject({ key: 'docs.e2e', manifestAddress: ma, manifest: m, source: 'peer' })
-    expect(r.providers.map((p) => p.node)).toEqual(['node-b'])
+    expect(r).toMatchObject({ key: 'docs.e2e', manifestAddress: ma, manifest: m, source: 'peer', record: { node: nodeB.identity.id, seq: 1 } })
+    expect(r.providers.map((p) => p.node)).toEqual([nodeB.identity.id])
 
     // Plain fetch, as curl would.
     const res = await fetch(`${sa.url}/resolve/docs.e2e`, { headers: { 'x-corr-id': 'corr-e2e-1' } })

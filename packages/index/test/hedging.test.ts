@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { NotFoundError, TimeoutError } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
 import { addressOf } from '@ron/core'
-import { FakePeer, addr, addressAnswer, manifestFor, settle, setup, type Env, type PeerReply } from './helpers.js'
+import { FakePeer, addr, addressAnswer, directory, manifestFor, settle, setup, signed, testNode, type Env, type PeerReply } from './helpers.js'
 
 let env: Env | undefined
 afterEach(async () => {
@@ -180,14 +180,18 @@ describe('peer answers', () => {
 
 describe('manifests from peers', () => {
   it('a name answer is used only if the manifest text hashes to its address; clients never see the text', async () => {
-    const { env, peers } = await withPeers(3)
+    // Every answer carries a record the name's home signed: only the manifest text decides here.
+    const me = testNode()
+    const home = testNode()
+    const { env, peers } = await withPeers(3, { identity: me.identity, nodes: directory(me, home) })
     const real = manifestFor('real')
     const text = JSON.stringify(real)
     const ma = addressOf(new TextEncoder().encode(text))
     const forged = { ...real, size: 999 }
+    const record = signed(home, 'site.x', ma)
     const answer = (manifest: unknown, manifestText: string | undefined): PeerReply => ({
       status: 200,
-      json: { key: 'site.x', manifestAddress: ma, manifest, ...(manifestText === undefined ? {} : { manifestText }), providers: [], source: 'local', ttlSec: 10 },
+      json: { key: 'site.x', manifestAddress: ma, manifest, ...(manifestText === undefined ? {} : { manifestText }), record, providers: [], source: 'local', ttlSec: 10 },
     })
     peers[0]!.reply = () => answer(forged, JSON.stringify(forged))
     peers[1]!.reply = () => answer(forged, undefined)
@@ -198,7 +202,7 @@ describe('manifests from peers', () => {
     expect(await metric(env, 'index_integrity_fail_total')).toMatch(/\} 2$/)
     // A peer query gets the text, so the next index can check it in turn.
     const res = await env.request('GET', '/resolve/site.x', { 'x-ron-peer': '1' })
-    expect(await res.json()).toMatchObject({ manifestText: text })
+    expect(await res.json()).toMatchObject({ manifestText: text, record })
   })
 })
 

@@ -1,8 +1,43 @@
-import { MemoryTransport, addressOf } from '@ron/core'
-import type { Address, Clock, DispatchTarget, Manifest, RonRequest, RonResponse, TransportResponse } from '@ron/core'
+import { MemoryTransport, addressOf, generateIssuerKey, newNodeId, nodeIdentityFromKey, staticNodeDirectory } from '@ron/core'
+import type { Address, Clock, DispatchTarget, KnownNode, Manifest, NodeDirectory, NodeIdentity, RonRequest, RonResponse, TransportResponse } from '@ron/core'
 import { createTestIssuer, type TestIssuer } from '@ron/core/testing'
-import { createIndexClient, createIndexService } from '../src/index.js'
-import type { IndexClient, IndexConfig, IndexService } from '../src/index.js'
+import { createIndexClient, createIndexService, signNameRecord } from '../src/index.js'
+import type { IndexClient, IndexConfig, IndexService, SignedNameRecord } from '../src/index.js'
+
+/** A node of a test: its identity (to sign with) and how a directory knows it. */
+export interface TestNode {
+  identity: NodeIdentity
+  known: KnownNode
+}
+
+/** A fresh node with a fresh key, advertising `services`. */
+export function testNode(services: Record<string, string> = {}, admin?: string): TestNode {
+  const identity = nodeIdentityFromKey(newNodeId(), generateIssuerKey())
+  return { identity, known: { id: identity.id, nodeKey: identity.publicKey, services, ...(admin === undefined ? {} : { admin }) } }
+}
+
+/** A directory of `self` first, then `others`. */
+export function directory(self: TestNode, ...others: TestNode[]): NodeDirectory {
+  return staticNodeDirectory([self.known, ...others.map((o) => o.known)])
+}
+
+/** A record `home` signs for `name`. */
+export function signed(home: TestNode, name: string, manifestAddress: Address | null, seq = 1, signedAt = 1_000): SignedNameRecord {
+  return signNameRecord(home.identity, { name, manifestAddress, seq, node: home.identity.id, signedAt })
+}
+
+/** A peer's answer for a name, with the manifest's text and (unless `record: null`) the record `home` signed. */
+export function nameAnswer(name: string, manifest: Manifest, o: { home?: TestNode; record?: unknown; seq?: number; providers?: unknown[] } = {}): unknown {
+  const text = JSON.stringify(manifest)
+  const manifestAddress = addressOf(new TextEncoder().encode(text))
+  const record = o.record !== undefined ? o.record : o.home === undefined ? undefined : signed(o.home, name, manifestAddress, o.seq ?? 1)
+  return { key: name, manifestAddress, manifest, manifestText: text, ...(record === null || record === undefined ? {} : { record }), providers: o.providers ?? [], source: 'local', ttlSec: 10 }
+}
+
+/** A tombstone a store test writes (stores do not verify records). */
+export function tomb(name: string, seq = 1): SignedNameRecord {
+  return { name, manifestAddress: null, seq, node: 'n0000000000000001', signedAt: 1, sig: 'x'.repeat(86) }
+}
 
 /** A deterministic `b3:` address for test content `n`. */
 export function addr(n: number | string): Address {
@@ -17,6 +52,8 @@ export interface Env {
   /** index:write + index:announce */
   client: IndexClient
   anon: IndexClient
+  /** A client whose token is `node`'s own (`sub: node:<node>`, scope index:announce). */
+  announcer(node: string): IndexClient
   tokens: { write: string; announce: string; storage: string }
   /** Stores `manifest` (or raw bytes) in storage and returns its address. */
   put(value: Manifest | string | Uint8Array): Promise<Address>
@@ -44,6 +81,7 @@ export async function setup(config: IndexConfig = {}, opts: { clock?: Clock; tra
     tokens,
     client: createIndexClient(transport, { token: issuer.mint({ scope: ['index:write', 'index:announce'], aud: 'index' }) }),
     anon: createIndexClient(transport),
+    announcer: (node) => createIndexClient(transport, { token: issuer.mint({ sub: `node:${node}`, scope: 'index:announce', aud: 'index' }) }),
     put(value) {
       const body = typeof value === 'string' || value instanceof Uint8Array ? value : JSON.stringify(value)
       return Promise.resolve(storage.put(body))
@@ -63,7 +101,7 @@ export function manifestFor(n: number | string, size = 10): Manifest {
 }
 
 /** Behaviour of a {@link FakePeer} for one key. */
-export type PeerReply = { status: 200; json: unknown } | { status: 404 } | { status: 503 } | { status: 500 } | { hang: true }
+export type PeerReply = { status: 200; json: unknown } | { status: 404; json?: unknown } | { status: 503 } | { status: 500 } | { hang: true }
 
 /**
  * A stand-in peer index: answers `GET /resolve/:key` after `delayMs` of (virtual) time, and records

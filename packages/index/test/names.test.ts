@@ -15,10 +15,12 @@ describe('names', () => {
     env = await setup({}, { clock: new VirtualClock(1_000_000) })
     const m = manifestFor(1)
     const ma = await env.put(m)
-    await env.client.announce({ address: m.content, node: 'node-a', endpoint: 'http://node-a:7701', ttlSec: 60 })
-    expect(await env.client.setName('docs.alice', ma)).toEqual({ name: 'docs.alice', manifestAddress: ma, previous: null })
+    await env.announcer('node-a').announce({ address: m.content, node: 'node-a', endpoint: 'http://node-a:7701', ttlSec: 60 })
+    expect(await env.client.setName('docs.alice', ma)).toEqual({ name: 'docs.alice', manifestAddress: ma, previous: null, seq: 1 })
     const r = await env.anon.resolve('docs.alice')
     expect(r).toMatchObject({ key: 'docs.alice', manifestAddress: ma, manifest: m, source: 'local', ttlSec: 10 })
+    // The answer carries the record this node (the name's home) signed for the binding.
+    expect(r).toMatchObject({ record: { name: 'docs.alice', manifestAddress: ma, seq: 1, node: env.index.identity.id, signedAt: 1_000_000 } })
     expect(r.providers).toEqual([{ node: 'node-a', endpoint: 'http://node-a:7701', score: 1 }])
     expect((await env.anon.resolve('docs.alice')).source).toBe('cache')
   })
@@ -34,7 +36,7 @@ describe('names', () => {
     expect((await env.client.setName('n.x', a)).previous).toBe(b)
     // DELETE with If-Match
     await expect(env.client.deleteName('n.x', { ifMatch: b })).rejects.toBeInstanceOf(ConflictError)
-    expect(await env.client.deleteName('n.x', { ifMatch: a })).toEqual({ name: 'n.x', deleted: true, previous: a })
+    expect(await env.client.deleteName('n.x', { ifMatch: a })).toEqual({ name: 'n.x', deleted: true, previous: a, seq: 4 })
     await expect(env.client.deleteName('n.x')).rejects.toBeInstanceOf(NotFoundError)
     await env.client.setName('n.x', a)
     expect((await env.client.deleteName('n.x')).previous).toBe(a)

@@ -15,7 +15,7 @@ describe('resolve sources and the provider set', () => {
     const clock = new VirtualClock(1_000_000)
     env = await setup({}, { clock })
     const a = addr(1)
-    await env.client.announce({ address: a, node: 'n1', endpoint: 'http://n1:7701', ttlSec: 60 })
+    await env.announcer('n1').announce({ address: a, node: 'n1', endpoint: 'http://n1:7701', ttlSec: 60 })
     expect(await env.anon.resolve(a)).toEqual({ key: a, providers: [{ node: 'n1', endpoint: 'http://n1:7701', score: 1 }], source: 'local', ttlSec: 10 })
     await clock.advance(4_000)
     expect(await env.anon.resolve(a)).toMatchObject({ source: 'cache', ttlSec: 6 })
@@ -28,7 +28,7 @@ describe('resolve sources and the provider set', () => {
     const clock = new VirtualClock(1_000_000)
     env = await setup({ purgeIntervalMs: 5_000 }, { clock })
     const a = addr(2)
-    const r = await env.client.announce({ address: a, node: 'n1', endpoint: 'http://n1', ttlSec: 3 })
+    const r = await env.announcer('n1').announce({ address: a, node: 'n1', endpoint: 'http://n1', ttlSec: 3 })
     expect(r).toMatchObject({ ttlSec: 3, expiresAt: 1_003_000 })
     await clock.advance(3_000)
     await expect(env.anon.resolve(a, { fresh: true })).rejects.toBeInstanceOf(NotFoundError)
@@ -41,7 +41,7 @@ describe('resolve sources and the provider set', () => {
     env = await setup({}, { clock })
     const a = addr(3)
     for (let i = 0; i < 8; i++) {
-      await env.client.announce({ address: a, node: `n${i}`, endpoint: `http://n${i}`, ttlSec: 100 })
+      await env.announcer(`n${i}`).announce({ address: a, node: `n${i}`, endpoint: `http://n${i}`, ttlSec: 100 })
       await clock.advance(10_000)
     }
     const all = await env.anon.providers(a, { limit: 32 })
@@ -64,7 +64,7 @@ describe('resolve sources and the provider set', () => {
       expect(res.status, JSON.stringify(body)).toBe(400)
       await res.dump()
     }
-    expect((await env.client.announce({ ...good, ttlSec: 5000 })).ttlSec).toBe(100)
+    expect((await env.announcer('n').announce({ ...good, ttlSec: 5000 })).ttlSec).toBe(100)
     const res = await env.request('POST', '/providers', { 'content-type': 'application/json', authorization: `Bearer ${env.tokens.write}` }, JSON.stringify(good))
     expect(res.status).toBe(403)
     await res.dump()

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { ConfigError, isRonError } from '@ron/core'
 import { VirtualClock, concurrencyDocProblems } from '@ron/core/testing'
 import { INDEX_METRIC_NAMES, createIndexService, indexTopology, resolveIndexConfig } from '../src/index.js'
-import { FakePeer, addr, addressAnswer, manifestFor, settle, setup, type Env } from './helpers.js'
+import { FakePeer, addr, addressAnswer, directory, manifestFor, nameAnswer, settle, setup, testNode, type Env } from './helpers.js'
 
 let env: Env | undefined
 afterEach(async () => {
@@ -148,9 +148,11 @@ describe('service lifecycle', () => {
     env = env0
     // a second index over the same transport with the name bound at a peer
     const p = new FakePeer(clock)
-    p.reply = (k) => (k === 'warm.up' ? { status: 200, json: { key: 'warm.up', manifestAddress: m, manifest: manifestFor(9), manifestText: JSON.stringify(manifestFor(9)), providers: [], source: 'local', ttlSec: 10 } } : { status: 404 })
+    const me = testNode()
+    const home = testNode()
+    p.reply = (k) => (k === 'warm.up' ? { status: 200, json: nameAnswer('warm.up', manifestFor(9), { home }) } : { status: 404 })
     env.transport.mount('peer-w', p)
-    const svc = await createIndexService({ amnesia: true, clock, warmupKeys: ['warm.up'], peers: { targets: ['peer-w'] } }, env.transport)
+    const svc = await createIndexService({ amnesia: true, clock, warmupKeys: ['warm.up'], peers: { targets: ['peer-w'] }, identity: me.identity, nodes: directory(me, home) }, env.transport)
     try {
       await clock.advance(10)
       expect(p.calls).toContain('warm.up')
@@ -180,7 +182,7 @@ describe('janitors', () => {
     for (let i = 0; i < 50; i++) await clock.advance(1_000)
     await svc.reload({ peers: { targets: ['p', 'q'] } })
     await clock.advance(10)
-    expect(clock.pending).toBeLessThanOrEqual(2) // one cache-janitor sleep, one breaker-janitor sleep
+    expect(clock.pending).toBeLessThanOrEqual(3) // one sleep each: cache janitor, breaker janitor, store janitor
     await svc.close()
     expect(clock.pending).toBe(0)
   })
@@ -190,11 +192,11 @@ describe('reload reaches every setting it accepts', () => {
   it('a lowered maxProviderRecords refuses new records at once; drainDeadlineMs (fixed at start) is refused as immutable', async () => {
     const clock = new VirtualClock(1_000_000)
     env = await setup({}, { clock })
-    await env.client.announce({ address: addr(1), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })
+    await env.announcer('n1').announce({ address: addr(1), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })
     await env.index.reload({ maxProviderRecords: 1 })
-    await expect(env.client.announce({ address: addr(2), node: 'n2', endpoint: 'http://n2', ttlSec: 60 })).rejects.toMatchObject({ code: 'Busy', details: { reason: 'provider_table_full' } })
+    await expect(env.announcer('n2').announce({ address: addr(2), node: 'n2', endpoint: 'http://n2', ttlSec: 60 })).rejects.toMatchObject({ code: 'Busy', details: { reason: 'provider_table_full' } })
     // A refresh of a known record is still accepted.
-    await expect(env.client.announce({ address: addr(1), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })).resolves.toMatchObject({ node: 'n1' })
+    await expect(env.announcer('n1').announce({ address: addr(1), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })).resolves.toMatchObject({ node: 'n1' })
     await expect(env.index.reload({ drainDeadlineMs: 100 })).rejects.toMatchObject({ code: 'Malformed', details: { reason: 'immutable' } })
   })
 })

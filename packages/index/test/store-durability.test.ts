@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, sep } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { openLmdbNameStore } from '../src/index.js'
-import { addr, manifestFor } from './helpers.js'
+import { addr, manifestFor, tomb } from './helpers.js'
 
 /** What the tests control: the flush gate of the next database opened. */
 const hooks: { gate: Promise<void> | undefined; real: { flushed: PromiseLike<unknown> } | undefined } = { gate: undefined, real: undefined }
@@ -70,7 +70,7 @@ describe('LMDB name store durability', () => {
     dirs.push(dir)
     const store = await openLmdbNameStore({ dir })
     try {
-      const put = store.put('a.b', rec(1), null)
+      const put = store.put('a.b', null, () => rec(1))
       expect(await isSettled(put)).toBe(false)
       // Committed (visible to readers) but not yet durable: the writer is still waiting.
       expect(store.get('a.b')?.manifestAddress).toBe(addr(1))
@@ -83,7 +83,7 @@ describe('LMDB name store durability', () => {
       await store.close()
       const again = await openLmdbNameStore({ dir })
       try {
-        const del = again.delete('a.b', addr(1))
+        const del = again.delete('a.b', addr(1), () => tomb('a.b'))
         expect(await isSettled(del)).toBe(false)
         open2()
         await expect(del).resolves.toEqual({ previous: addr(1) })
@@ -107,7 +107,7 @@ describe('LMDB name store durability', () => {
     const dir = await mkdtemp(join(tmpdir(), 'ron-index-load-'))
     dirs.push(dir)
     const store = await openLmdbNameStore({ dir })
-    await store.put('x.y', rec(2), null)
+    await store.put('x.y', null, () => rec(2))
     expect(store.count()).toBe(1)
     await store.close()
   })

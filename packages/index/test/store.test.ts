@@ -7,7 +7,7 @@ import { ConflictError, isRonError } from '@ron/core'
 import type { Address } from '@ron/core'
 import { createIndexService, createMemoryNameStore, openLmdbNameStore } from '../src/index.js'
 import type { NameStore } from '../src/index.js'
-import { addr, manifestFor, setup, type Env } from './helpers.js'
+import { addr, manifestFor, setup, tomb, type Env } from './helpers.js'
 
 const dirs: string[] = []
 let env: Env | undefined
@@ -42,7 +42,7 @@ async function casProperty(open: () => Promise<NameStore>): Promise<void> {
         const results = await Promise.allSettled(
           ops.map((op, i) => {
             const expected = op.expected === 'any' ? undefined : op.expected === 'none' ? null : addr(`w${op.expected}`)
-            return store.put('n.x', rec(addrs[i]!), expected)
+            return store.put('n.x', expected, () => rec(addrs[i]!))
           }),
         )
         const byPrevious = new Map<Address | null, Address>()
@@ -88,9 +88,9 @@ describe('name stores', () => {
   it('LMDB: bindings survive a reopen; deletes too', async () => {
     const dir = await tmp()
     let s = await openLmdbNameStore({ dir })
-    await s.put('a.b', rec(addr(1)), null)
-    await s.put('c.d', rec(addr(2)), undefined)
-    await s.delete('c.d', addr(2))
+    await s.put('a.b', null, () => rec(addr(1)))
+    await s.put('c.d', undefined, () => rec(addr(2)))
+    await s.delete('c.d', addr(2), () => tomb('c.d'))
     await s.close()
     await s.close() // idempotent
     s = await openLmdbNameStore({ dir })
@@ -122,7 +122,7 @@ describe('name stores', () => {
     expect(env.index.durable).toBe(false)
     const m = await env.put(manifestFor(8))
     await env.client.setName('gone.soon', m)
-    await env.client.announce({ address: addr(8), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })
+    await env.announcer('n1').announce({ address: addr(8), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })
     await expect(env.anon.resolve('gone.soon')).resolves.toMatchObject({ manifestAddress: m })
     await env.index.close()
     await expect(stat(dir)).rejects.toMatchObject({ code: 'ENOENT' })
@@ -132,13 +132,13 @@ describe('name stores', () => {
   it('both stores: close() is idempotent and every later call fails with Closed', async () => {
     const stores = [createMemoryNameStore(), await openLmdbNameStore({ dir: await tmp() })]
     for (const s of stores) {
-      await s.put('a.b', rec(addr(1)), null)
+      await s.put('a.b', null, () => rec(addr(1)))
       await s.close()
       await s.close()
       expect(() => s.get('a.b')).toThrow(expect.objectContaining({ code: 'Closed' }))
       expect(() => s.count()).toThrow(expect.objectContaining({ code: 'Closed' }))
-      await expect(s.put('a.b', rec(addr(2)), undefined)).rejects.toMatchObject({ code: 'Closed' })
-      await expect(s.delete('a.b', undefined)).rejects.toMatchObject({ code: 'Closed' })
+      await expect(s.put('a.b', undefined, () => rec(addr(2)))).rejects.toMatchObject({ code: 'Closed' })
+      await expect(s.delete('a.b', undefined, () => tomb('a.b'))).rejects.toMatchObject({ code: 'Closed' })
     }
   })
 

@@ -15,6 +15,7 @@ import {
   systemRandom,
   type Clock,
   type Logger,
+  type NodeDirectory,
   type Random,
   type RonService,
   type Subscription,
@@ -51,6 +52,12 @@ export interface InteropRuntime {
   random?: Random
   /** @default noopLogger */
   logger?: Logger
+  /**
+   * The nodes reads may fetch from (SPEC §5 "Peers", §6a): `GET /o/:addr` follows a provider
+   * endpoint from index only when it is the storage URL a node in here advertises.
+   * @default none: reads follow only endpoints that are transport target names (in-process) and otherwise read the configured storage
+   */
+  nodes?: NodeDirectory
 }
 
 /** The interop service: a {@link RonService} plus interop-specific handles. */
@@ -206,7 +213,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     uploadsInFlight: new Map(),
     verifyCounter: talliedVerifyCounter(verify),
   }
-  host.routes([...webhookRoutes(ctx), ...uploadRoutes(ctx), ...objectRoutes(ctx)])
+  host.routes([...webhookRoutes(ctx), ...uploadRoutes(ctx), ...objectRoutes(ctx, runtime.nodes)])
 
   host.onReload(() => {
     const next = cfg()

@@ -4,18 +4,20 @@
  * @module
  */
 
-import type { Broadcast, Clock } from '@ron/core'
+import type { Broadcast, Clock, NodeDirectory, NodeIdentity } from '@ron/core'
 import type { ResolvedIndexConfig } from '../config.js'
 import type { ManifestFetchEnv } from '../manifest-fetch.js'
 import type { IndexMetrics } from '../metrics.js'
 import type { ProviderTable } from '../providers.js'
 import type { Resolver } from '../resolver.js'
-import type { NameStore } from '../store/types.js'
+import type { RemoteNames } from '../remote-names.js'
+import type { NameRecord, NameStore } from '../store/types.js'
+import type { SignedNameRecord } from '../name-record.js'
 
 /** An event on the `events` broadcast. */
 export type IndexEvent =
-  | { type: 'name:set'; name: string; manifestAddress: string; previous: string | null }
-  | { type: 'name:deleted'; name: string; previous: string | null }
+  | { type: 'name:set'; name: string; manifestAddress: string; previous: string | null; seq: number }
+  | { type: 'name:deleted'; name: string; previous: string | null; seq: number }
   | { type: 'provider:added'; address: string; node: string; endpoint: string; expiresAt: number }
 
 /** Shared state of the routes. */
@@ -28,6 +30,21 @@ export interface IndexContext {
   metrics: IndexMetrics
   clock: Clock
   events: Broadcast<IndexEvent>
+  /** This node: the home of the names it stores, the signer of their records. */
+  identity: NodeIdentity
+  /** The nodes this index believes (pinned keys, advertised URLs); none: embedded mode. */
+  nodes: NodeDirectory | undefined
+  /** Names homed elsewhere, learnt from verified peer records. */
+  remote: RemoteNames
+  /**
+   * The disk gate of name writes: throws the standing disk fault ({@link NotReadyError}) while the
+   * store's volume refuses writes.
+   */
+  writable(): void
+  /** The signed record of a binding homed here. */
+  recordOf(name: string, binding: NameRecord): SignedNameRecord
+  /** Reports a store failure: a disk fault turns writes unready until the probe succeeds. */
+  storeFailed(e: unknown): void
   /**
    * Runs `job` on the resolver pool through the `work` queue.
    * @throws {@link BusyError} at once when the queue is full; {@link DrainingError} once closing.

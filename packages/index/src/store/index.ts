@@ -4,6 +4,6 @@
  * @module
  */
 
-export type { NameRecord, NameStore, Expected, WriteResult } from './types.js'
+export type { NameRecord, NameState, NameStore, Expected, WriteResult } from './types.js'
 export { createMemoryNameStore } from './memory.js'
 export { openLmdbNameStore, type LmdbNameStoreOptions } from './lmdb.js'

@@ -8,15 +8,21 @@
  * flushes. Compare-and-set runs inside one write transaction, so concurrent writers (even from
  * other processes) serialise.
  *
+ * Three databases share the environment: `names` (bindings), `tombstones` (signed deletes) and
+ * `meta` (the disk probe). Writes inside a transaction use the synchronous calls, so no promise of
+ * `lmdb` is ever left without a handler; a failed commit or flush (a full or failing volume) is a
+ * 503 `NotReady` disk fault ({@link lmdbFault}), never an unhandled rejection.
+ *
  * @module
  */
 
 import { mkdir } from 'node:fs/promises'
-import { open, type RootDatabase } from 'lmdb'
-import { ClosedError } from '@ron/core'
-import type { Address } from '@ron/core'
-import type { Expected, NameRecord, NameStore, WriteResult } from './types.js'
+import { open, type Database, type RootDatabase } from 'lmdb'
+import { ClosedError, toDiskFault } from '@ron/core'
+import type { SignedNameRecord } from '../name-record.js'
+import type { NameRecord, NameStore, WriteResult } from './types.js'
 import { checkDelete, checkPut } from './cas.js'
+import { LOW_SPACE_BYTES, freeBytes, lmdbFault } from './disk-fault.js'
 
 /** Options of {@link openLmdbNameStore}. */
 export interface LmdbNameStoreOptions {
@@ -31,55 +37,157 @@ export interface LmdbNameStoreOptions {
  * @throws the `lmdb` error when the directory cannot be created or opened.
  */
 export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<NameStore> {
-  await mkdir(options.dir, { recursive: true, mode: 0o700 })
-  const db: RootDatabase<NameRecord, string> = open<NameRecord, string>({
-    path: options.dir,
+  const dir = options.dir
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  // The bindings keep the database the store has always used (`names`), so existing data opens.
+  const root: RootDatabase<NameRecord, string> = open<NameRecord, string>({
+    path: dir,
     name: 'names',
     compression: false,
     mapSize: options.mapSize ?? 1024 ** 3,
     // Durability: never skip the sync (each write also awaits `db.flushed` before it answers).
     noSync: false,
     encoding: 'msgpack',
+    // Each write here is its own transaction. lmdb's event-turn batching would open a batch per
+    // event turn whose own commit promise nobody awaits: when that commit fails (a full disk) the
+    // rejection is unhandled and ends the process.
+    eventTurnBatching: false,
   })
+  const names: Database<NameRecord, string> = root
+  const tombstones: Database<SignedNameRecord, string> = root.openDB<SignedNameRecord, string>({ name: 'tombstones', encoding: 'msgpack', compression: false })
+  const meta: Database<number, string> = root.openDB<number, string>({ name: 'meta', encoding: 'msgpack', compression: false })
   let closed = false
+  /** A commit failed and no commit succeeded since. */
+  let failed = false
   const guard = (): void => {
     if (closed) throw new ClosedError('name store is closed')
+  }
+  /**
+   * Runs `body` in one write transaction and waits until it is on disk. What `body` throws (a
+   * compare-and-set conflict) passes through as it is; a failed commit or flush is a disk fault.
+   */
+  const commit = async <T>(body: () => T): Promise<T> => {
+    guard()
+    let out: { value: T } | undefined
+    let refused: { error: unknown } | undefined
+    try {
+      await root.transaction(() => {
+        try {
+          out = { value: body() }
+        } catch (e) {
+          refused = { error: e }
+          throw e
+        }
+      })
+      await root.flushed
+      failed = false
+    } catch (e) {
+      if (refused !== undefined) throw refused.error
+      failed = true
+      throw await lmdbFault(e, dir)
+    }
+    if (out === undefined) throw await lmdbFault(new Error('the transaction did not run'), dir)
+    return out.value
   }
   return {
     durable: true,
     get(name) {
       guard()
-      return db.get(name)
+      return names.get(name)
     },
-    async put(name: string, record: NameRecord, expected: Expected): Promise<WriteResult> {
+    tombstone(name) {
       guard()
-      let previous: Address | undefined
-      await db.transaction(() => {
-        previous = db.get(name)?.manifestAddress
+      return tombstones.get(name)
+    },
+    put(name, expected, make): Promise<WriteResult> {
+      return commit(() => {
+        const binding = names.get(name)
+        const previous = binding?.manifestAddress
         checkPut(name, previous, expected)
-        void db.put(name, record)
+        names.putSync(name, make({ binding, tombstone: tombstones.get(name) }))
+        tombstones.removeSync(name)
+        return { previous: previous ?? null }
       })
-      await db.flushed
-      return { previous: previous ?? null }
     },
-    async delete(name, expected): Promise<WriteResult> {
-      guard()
-      let previous: Address | undefined
-      await db.transaction(() => {
-        previous = checkDelete(name, db.get(name)?.manifestAddress, expected)
-        void db.remove(name)
+    delete(name, expected, make): Promise<WriteResult> {
+      return commit(() => {
+        const binding = names.get(name)
+        const previous = checkDelete(name, binding?.manifestAddress, expected)
+        tombstones.putSync(name, make(binding!, tombstones.get(name)))
+        names.removeSync(name)
+        return { previous }
       })
-      await db.flushed
-      return { previous: previous ?? null }
+    },
+    migrate(fix) {
+      return commit(() => {
+        let n = 0
+        for (const { key, value } of names.getRange()) {
+          const r = fix.binding(key, value)
+          if (r !== undefined) {
+            names.putSync(key, r)
+            n++
+          }
+        }
+        for (const { key, value } of tombstones.getRange()) {
+          const r = fix.tombstone(key, value)
+          if (r !== undefined) {
+            tombstones.putSync(key, r)
+            n++
+          }
+        }
+        return n
+      })
+    },
+    async purgeTombstones(before) {
+      guard()
+      // Read first: most rounds find nothing to purge and need no write at all.
+      const expired: string[] = []
+      for (const { key, value } of tombstones.getRange()) if (value.signedAt < before) expired.push(key)
+      if (expired.length === 0) return 0
+      return commit(() => {
+        let n = 0
+        for (const key of expired) {
+          const t = tombstones.get(key)
+          if (t !== undefined && t.signedAt < before) {
+            tombstones.removeSync(key)
+            n++
+          }
+        }
+        return n
+      })
+    },
+    list(prefix, after, limit) {
+      guard()
+      const out: Array<[string, NameRecord]> = []
+      // Keys sort as strings: start at the prefix (or just after the cursor) and stop at the first
+      // name outside the prefix.
+      const start = after !== undefined && after >= prefix ? after : prefix
+      for (const { key, value } of names.getRange({ start })) {
+        if (out.length >= limit || !key.startsWith(prefix)) break
+        if (after !== undefined && key <= after) continue
+        out.push([key, value])
+      }
+      return out
+    },
+    async probe() {
+      // A copy-on-write B+tree can reuse freed pages on a full volume, so a tiny write may pass
+      // where a real one fails: the volume must also have room.
+      const free = await freeBytes(dir)
+      if (free !== undefined && free < LOW_SPACE_BYTES) throw toDiskFault(Object.assign(new Error(`${free} bytes free`), { code: 'ENOSPC' }), 'index')
+      await commit(() => meta.putSync('probe', (meta.get('probe') ?? 0) + 1))
     },
     count() {
       guard()
-      return db.getCount()
+      return names.getCount()
     },
     async close() {
       if (closed) return
       closed = true
-      await db.close()
+      // lmdb's close waits for the flush of the last batch, which never comes when that batch's
+      // commit failed (a full disk): an empty transaction commits without writing a page and
+      // brings a flush that does.
+      if (failed) await root.transaction(() => undefined).catch(() => undefined)
+      await root.close()
     },
   }
 }

@@ -1,11 +1,15 @@
 /**
- * The name store: name → the manifest it is bound to. Writes are compare-and-set (SPEC §6a).
+ * The name store: the names homed on this node (SPEC §6a "Signed name records"). Each bound name
+ * keeps its manifest and the record this node signed for it; a deleted name keeps its signed
+ * tombstone (so its `seq` goes on counting) until the janitor purges it. Writes are
+ * compare-and-set on the binding.
  *
  * @module
  */
 
 import type { Address } from '@ron/core'
 import type { Manifest } from '../contracts.js'
+import type { SignedNameRecord } from '../name-record.js'
 
 /** What a name is bound to. The manifest is kept with the binding: it is immutable (content-addressed). */
 export interface NameRecord {
@@ -15,6 +19,11 @@ export interface NameRecord {
   manifestText?: string
   /** When the binding was written, Unix ms. */
   updatedAt: number
+  /**
+   * The record this node signed for the binding. Absent only in bindings written before records
+   * were signed; the service signs those at start.
+   */
+  record?: SignedNameRecord
 }
 
 /**
@@ -28,23 +37,51 @@ export interface WriteResult {
   previous: Address | null
 }
 
+/** What a write sees of a name inside its transaction. */
+export interface NameState {
+  binding: NameRecord | undefined
+  tombstone: SignedNameRecord | undefined
+}
+
 /** Durable (LMDB) or memory name storage. */
 export interface NameStore {
   /** True when bindings survive a restart. */
   readonly durable: boolean
   /** The binding of `name`, if any. */
   get(name: string): NameRecord | undefined
+  /** The tombstone of `name` (it was deleted here and not bound since), if any. */
+  tombstone(name: string): SignedNameRecord | undefined
   /**
-   * Binds `name` to `record` if the current binding matches `expected`.
-   * @throws {@link ConflictError} (`details: {name, expected, actual}`) when it does not.
+   * Binds `name` to `make(state)` if the current binding matches `expected`, in one transaction
+   * (the tombstone, if any, goes). `make` runs inside it, so it sees the state it replaces.
+   * @throws {@link ConflictError} (`details: {name, expected, actual}`) when the binding does not match.
+   * @throws {@link NotReadyError} (`details.reason` `disk_full`, `io_error`, `read_only`) when the disk refuses the write.
    */
-  put(name: string, record: NameRecord, expected: Expected): Promise<WriteResult>
+  put(name: string, expected: Expected, make: (state: NameState) => NameRecord): Promise<WriteResult>
   /**
-   * Removes the binding of `name` if it matches `expected`.
+   * Replaces the binding of `name` with the tombstone `make(binding)` if it matches `expected`.
    * @throws {@link NotFoundError} when the name is not bound and nothing was expected.
    * @throws {@link ConflictError} when the binding does not match `expected`.
+   * @throws {@link NotReadyError} on a disk fault, as {@link NameStore.put}.
    */
-  delete(name: string, expected: Address | undefined): Promise<WriteResult>
+  delete(name: string, expected: Address | undefined, make: (binding: NameRecord, tombstone: SignedNameRecord | undefined) => SignedNameRecord): Promise<WriteResult>
+  /**
+   * Rewrites, in one transaction, every binding and tombstone for which `fix` returns a
+   * replacement (signing records at start).
+   * @returns how many were rewritten.
+   * @throws {@link NotReadyError} on a disk fault.
+   */
+  migrate(fix: { binding(name: string, b: NameRecord): NameRecord | undefined; tombstone(name: string, t: SignedNameRecord): SignedNameRecord | undefined }): Promise<number>
+  /**
+   * Removes the tombstones signed before `before` (Unix ms).
+   * @returns how many were removed.
+   * @throws {@link NotReadyError} on a disk fault.
+   */
+  purgeTombstones(before: number): Promise<number>
+  /** Bound names in name order: those starting with `prefix`, after `after` (exclusive), at most `limit`. */
+  list(prefix: string, after: string | undefined, limit: number): Array<[string, NameRecord]>
+  /** Checks that the disk takes a write now. @throws {@link NotReadyError} on a disk fault. */
+  probe(): Promise<void>
   /** Number of bound names. */
   count(): number
   /** Releases the store. Idempotent. */
