@@ -1,0 +1,129 @@
+/**
+ * The C2SP tlog-tiles read API under `/registry/`: `checkpoint` (the latest signed checkpoint
+ * with the witness cosignatures collected for it), `tile/<L>/<N>[.p/<W>]` (Merkle tree hashes)
+ * and `tile/entries/<N>[.p/<W>]` (entry bundles of the exact leaf bytes). Full tiles and bundles
+ * never change (`immutable`); partial ones are cached briefly. Hash tiles are kept when retention
+ * prunes entries, so proofs of pruned entries keep verifying; a bundle with a pruned entry is
+ * `410 Gone`.
+ *
+ * @module
+ */
+
+import { GoneError, NotFoundError } from '@ron/core'
+import type { Reply, Route, RouteContext } from '@ron/core'
+import type { RegistryLog } from '../log.js'
+import { TILE_HEIGHT, TILE_WIDTH, encodeBundle, parseTilePath, type TileCoord } from '../tiles.js'
+import type { RouteDeps } from './context.js'
+
+const IMMUTABLE = 'public, max-age=31536000, immutable'
+/** Partial tiles are immutable too, but a log may drop them once the full tile exists (C2SP). */
+const PARTIAL = 'public, max-age=60'
+const OCTETS = 'application/octet-stream'
+/** Path elements after `tile/`: the level, up to 5 index elements (2^53 / 256 < 10^15) and `.p/<W>`. */
+const PARAMS = ['a', 'b', 'c', 'd', 'e', 'f', 'g'] as const
+
+/** A byte-bounded LRU of replies of full (immutable) tiles. */
+class ReplyCache {
+  readonly #max: number
+  readonly #map = new Map<string, { reply: Reply; bytes: number }>()
+  #bytes = 0
+  constructor(maxBytes: number) {
+    this.#max = maxBytes
+  }
+  get(key: string): Reply | undefined {
+    const hit = this.#map.get(key)
+    if (hit === undefined) return undefined
+    this.#map.delete(key)
+    this.#map.set(key, hit)
+    return hit.reply
+  }
+  set(key: string, reply: Reply, bytes: number): void {
+    if (bytes > this.#max / 4) return
+    this.#map.set(key, { reply, bytes })
+    this.#bytes += bytes
+    for (const [k, v] of this.#map) {
+      if (this.#bytes <= this.#max) break
+      this.#map.delete(k)
+      this.#bytes -= v.bytes
+    }
+  }
+}
+
+function octets(body: Buffer, full: boolean): Reply {
+  return { status: 200, headers: { 'content-type': OCTETS, 'cache-control': full ? IMMUTABLE : PARTIAL }, body }
+}
+
+/** The hash tile `t`, or `undefined` when the tree does not have it yet. */
+function hashTile(log: RegistryLog, t: TileCoord & { level: number }): Buffer | undefined {
+  return log.tree.subtreeHashes(TILE_HEIGHT * t.level, t.index * TILE_WIDTH, t.width)
+}
+
+/** The entry bundle `t` (its leaves read from the log). @throws GoneError when an entry of it was pruned */
+async function bundle(log: RegistryLog, t: TileCoord): Promise<Buffer | undefined> {
+  const first = t.index * TILE_WIDTH + 1
+  const last = first + t.width - 1
+  if (last > log.tree.size) return undefined
+  const leaves: Uint8Array[] = []
+  for (let v = first; v <= last; v++) {
+    const r = await log.leaf(v)
+    if (r === undefined) return undefined
+    if ('pruned' in r) {
+      const cp = r.checkpoint
+      throw new GoneError(`entry bundle ${t.index} holds entries pruned by retention (the oldest held is ${log.oldest()})`, {
+        details: { minIndex: log.oldest() - 1, oldest: log.oldest(), checkpoint: cp === undefined ? null : { treeSize: cp.treeSize, root: cp.root, createdAt: cp.createdAt } },
+      })
+    }
+    leaves.push(r.bytes)
+  }
+  return encodeBundle(leaves)
+}
+
+/** The tiles routes (and `checkpoint`). */
+export function tileRoutes(d: RouteDeps): Route[] {
+  const { log } = d
+  const cache = new ReplyCache(32 * 1024 * 1024)
+  const notFound = (t: TileCoord): NotFoundError =>
+    new NotFoundError(`no such tile in a tree of size ${log.tree.size}`, { details: { level: t.level, index: t.index, width: t.width, treeSize: log.tree.size } })
+  const handler = (ctx: RouteContext): Reply | Promise<Reply> => {
+    const parts: string[] = [ctx.params['l'] ?? '']
+    for (const p of PARAMS) {
+      const v = ctx.params[p]
+      if (v === undefined) break
+      parts.push(v)
+    }
+    const t = parseTilePath(parts)
+    if (t === undefined) throw new NotFoundError('not a tile path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])', { details: { path: parts.join('/') } })
+    const full = t.width === TILE_WIDTH
+    const key = parts.join('/')
+    if (full) {
+      const hit = cache.get(key)
+      if (hit !== undefined) return hit
+    }
+    if (t.level !== 'entries') {
+      const body = hashTile(log, t as TileCoord & { level: number })
+      if (body === undefined) throw notFound(t)
+      const reply = octets(body, full)
+      if (full) cache.set(key, reply, body.length)
+      return reply
+    }
+    return bundle(log, t).then((body) => {
+      if (body === undefined) throw notFound(t)
+      const reply = octets(body, full)
+      if (full) cache.set(key, reply, body.length)
+      return reply
+    })
+  }
+  const routes: Route[] = [
+    {
+      method: 'GET',
+      path: '/registry/checkpoint',
+      handler() {
+        return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache' }, body: d.notary.served() }
+      },
+    },
+  ]
+  for (let n = 1; n <= PARAMS.length; n++) {
+    routes.push({ method: 'GET', path: `/registry/tile/:l/${PARAMS.slice(0, n).map((p) => `:${p}`).join('/')}`, name: '/registry/tile/*', handler })
+  }
+  return routes
+}
