@@ -180,7 +180,7 @@ export class WitnessPusher {
           body,
           timeoutMs: this.#o.timeoutMs(),
           signal,
-          idempotent: true,
+          idempotent: false,
         })
       } catch (e) {
         if (signal.aborted) throw abortReason(signal)

@@ -9,10 +9,10 @@
  * @module
  */
 
-import { GoneError, NotFoundError } from '@ron/core'
+import { GoneError, NotFoundError, NotImplementedError } from '@ron/core'
 import type { Reply, Route, RouteContext } from '@ron/core'
 import type { RegistryLog } from '../log.js'
-import { TILE_HEIGHT, TILE_WIDTH, encodeBundle, parseTilePath, type TileCoord } from '../tiles.js'
+import { MAX_BUNDLE_LEAF, TILE_HEIGHT, TILE_WIDTH, encodeBundle, parseTilePath, type TileCoord } from '../tiles.js'
 import type { RouteDeps } from './context.js'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
@@ -73,6 +73,12 @@ async function bundle(log: RegistryLog, t: TileCoord): Promise<Buffer | undefine
         details: { minIndex: log.oldest() - 1, oldest: log.oldest(), checkpoint: cp === undefined ? null : { treeSize: cp.treeSize, root: cp.root, createdAt: cp.createdAt } },
       })
     }
+    // Only a log created before entry bundles existed can hold a leaf too large for one.
+    if (r.bytes.length > MAX_BUNDLE_LEAF) {
+      throw new NotImplementedError(`entry ${v} (${r.bytes.length} bytes) is larger than an entry bundle can carry; read it at /registry/${v}/leaf`, {
+        details: { version: v, bytes: r.bytes.length, limit: MAX_BUNDLE_LEAF },
+      })
+    }
     leaves.push(r.bytes)
   }
   return encodeBundle(leaves)
@@ -95,7 +101,8 @@ export function tileRoutes(d: RouteDeps): Route[] {
     if (t === undefined) throw new NotFoundError('not a tile path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])', { details: { path: parts.join('/') } })
     const full = t.width === TILE_WIDTH
     const key = parts.join('/')
-    if (full) {
+    // A bundle reaching below the oldest held entry was pruned (even when a copy is cached).
+    if (full && (t.level !== 'entries' || t.index * TILE_WIDTH + 1 >= log.oldest())) {
       const hit = cache.get(key)
       if (hit !== undefined) return hit
     }
