@@ -11,9 +11,9 @@ import type { KeyObject } from 'node:crypto'
 import { z } from 'zod'
 import { durationSchema, sizeSchema, validateConfig } from '@ron/core'
 import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
-import { parseVerifierKey } from './checkpoint.js'
-import { parseCosignerKey } from './cosignature.js'
 import { signerSetSchema } from './descriptors.js'
+import { witnessedLogSchema } from './witness.js'
+import { witnessEndpointSchema } from './witness-pusher.js'
 import type { LogStore } from './store/types.js'
 
 const DAY = 24 * 60 * 60 * 1000
@@ -21,40 +21,6 @@ const positiveInt = z.number().int().positive()
 const ms = durationSchema
 const bytes = sizeSchema
 const keyName = z.string().min(1).max(255).regex(/^[^\s+]+$/, 'a key name has no whitespace and no "+"')
-
-/** A witness this log sends its checkpoints to (C2SP tlog-witness). */
-const witnessEndpointSchema = z
-  .strictObject({
-    /** The witness's key name. */
-    name: keyName,
-    /** Its submission prefix (`add-checkpoint` is POSTed to `<url>/add-checkpoint`); a ron-node's is `<registry URL>/registry/witness`. */
-    url: z.url({ protocol: /^https?$/ }),
-    /** Its cosignature verifier key, `name+id+base64(0x04 || key)`. */
-    key: z.string().min(1).max(512),
-  })
-  .superRefine((w, ctx) => {
-    try {
-      if (parseCosignerKey(w.key).name !== w.name) ctx.addIssue({ code: 'custom', message: `the key is named '${w.key.split('+')[0] ?? ''}', not '${w.name}'`, path: ['key'] })
-    } catch (e) {
-      ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : 'not a witness key', path: ['key'] })
-    }
-  })
-
-/** A log this node witnesses. */
-const witnessedLogSchema = z
-  .strictObject({
-    /** The log's origin line. */
-    origin: z.string().min(1).max(255).regex(/^[^\n]+$/),
-    /** The log's note verifier key (`name+id+base64(0x01 || key)`, printed by the log's `ron-node status`). */
-    key: z.string().min(1).max(512),
-  })
-  .superRefine((l, ctx) => {
-    try {
-      parseVerifierKey(l.key)
-    } catch (e) {
-      ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : 'not a verifier key', path: ['key'] })
-    }
-  })
 
 /** The registry's data config (strict; every field optional with a default). */
 export const registryConfigSchema = z.strictObject({
@@ -110,6 +76,7 @@ export const registryConfigSchema = z.strictObject({
     .strictObject({
       /** The witness key's name. @default `<this log's origin>/witness` */
       name: keyName.optional(),
+      /** The logs this node witnesses: each log's origin and note verifier key (as its `ron-node status` prints it). */
       logs: z.array(witnessedLogSchema).max(1024).default([]),
     })
     .default({ logs: [] }),

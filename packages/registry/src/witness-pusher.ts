@@ -10,6 +10,7 @@
  * @module
  */
 
+import { z } from 'zod'
 import { WakeableSleep, abortReason, backoffDelay, isRonError } from '@ron/core'
 import type { Clock, Logger, MetricsSink, Random, Transport } from '@ron/core'
 import { parseCosignerKey, verifyCosignature, type CosignerVerifier } from './cosignature.js'
@@ -25,6 +26,24 @@ export interface WitnessEndpoint {
   /** Its cosignature verifier key (`name+id+base64(0x04 || key)`). */
   key: string
 }
+
+/** Config schema of a {@link WitnessEndpoint} (the key must be a cosignature key of that name). */
+export const witnessEndpointSchema = z
+  .strictObject({
+    /** The witness's key name. */
+    name: z.string().min(1).max(255).regex(/^[^\s+]+$/, 'a key name has no whitespace and no "+"'),
+    /** Its submission prefix (`add-checkpoint` is POSTed to `<url>/add-checkpoint`); a ron-node's is `<registry URL>/registry/witness`. */
+    url: z.url({ protocol: /^https?$/ }),
+    /** Its cosignature verifier key, `name+id+base64(0x04 || key)`. */
+    key: z.string().min(1).max(512),
+  })
+  .superRefine((w, ctx) => {
+    try {
+      if (parseCosignerKey(w.key).name !== w.name) ctx.addIssue({ code: 'custom', message: `the key is named '${w.key.split('+')[0] ?? ''}', not '${w.name}'`, path: ['key'] })
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : 'not a witness key', path: ['key'] })
+    }
+  })
 
 /** Results counted in `registry_witness_requests_total{witness,result}`. */
 export const PUSH_RESULTS = ['cosigned', 'conflict', 'rejected', 'unreachable', 'invalid'] as const

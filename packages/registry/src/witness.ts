@@ -15,6 +15,7 @@
  */
 
 import { createHash } from 'node:crypto'
+import { z } from 'zod'
 import { open, readFile, rename } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { BusyError, ForbiddenError, IntegrityFailedError, MalformedError, NotFoundError } from '@ron/core'
@@ -30,6 +31,22 @@ export interface WitnessedLog {
   /** The log's note verifier key (`name+id+base64(0x01 || key)`). */
   key: string
 }
+
+/** Config schema of a {@link WitnessedLog} (the key must be a note verifier key). */
+export const witnessedLogSchema = z
+  .strictObject({
+    /** The log's origin line. */
+    origin: z.string().min(1).max(255).regex(/^[^\n]+$/),
+    /** The log's note verifier key (`name+id+base64(0x01 || key)`, printed by the log's `ron-node status`). */
+    key: z.string().min(1).max(512),
+  })
+  .superRefine((l, ctx) => {
+    try {
+      parseVerifierKey(l.key)
+    } catch (e) {
+      ctx.addIssue({ code: 'custom', message: e instanceof Error ? e.message : 'not a verifier key', path: ['key'] })
+    }
+  })
 
 /** What the witness remembers of one log. */
 interface LogState {
