@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto'
 import { z } from 'zod'
 import { open, readFile, rename } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { BusyError, ForbiddenError, IntegrityFailedError, MalformedError, NotFoundError } from '@ron/core'
+import { BusyError, ForbiddenError, IntegrityFailedError, MalformedError, NotFoundError, NotReadyError, isRonError, toDiskFault } from '@ron/core'
 import type { Clock, Logger, MetricsSink } from '@ron/core'
 import { checkpointTreeHash, parseCheckpoint, parseNote, parseVerifierKey, verifyNote, type Checkpoint, type NoteVerifier } from './checkpoint.js'
 import { cosign, type Cosigner } from './cosignature.js'
@@ -246,7 +246,10 @@ export class Witness {
         const doc = JSON.parse(await readFile(file, 'utf8')) as { logs?: Record<string, LogState> }
         state = new Map(Object.entries(doc.logs ?? {}))
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new IntegrityFailedError(`witness state ${file} is unreadable`, { cause: e })
+        // Never start over from nothing: forgetting what was cosigned would let a log roll back.
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+          throw new NotReadyError(`witness state ${file} is unreadable; restore it (or remove it to forget every log's state)`, { details: { reason: 'io_error' }, cause: e, retryAfterMs: 5000 })
+        }
       }
     }
     this.#state ??= state
@@ -258,19 +261,25 @@ export class Witness {
     const file = this.#o.stateFile
     if (file === undefined) return
     const tmp = `${file}.tmp`
-    const fh = await open(tmp, 'w', 0o644)
     try {
-      await fh.writeFile(`${JSON.stringify({ format: 1, logs: Object.fromEntries(state) })}\n`)
-      await fh.sync()
-    } finally {
-      await fh.close()
-    }
-    await rename(tmp, file)
-    const dir = await open(dirname(file), 'r')
-    try {
-      await dir.sync()
-    } finally {
-      await dir.close()
+      const fh = await open(tmp, 'w', 0o644)
+      try {
+        await fh.writeFile(`${JSON.stringify({ format: 1, logs: Object.fromEntries(state) })}\n`)
+        await fh.sync()
+      } finally {
+        await fh.close()
+      }
+      await rename(tmp, file)
+      const dir = await open(dirname(file), 'r')
+      try {
+        await dir.sync()
+      } finally {
+        await dir.close()
+      }
+    } catch (e) {
+      // Not cosigned: the state did not change (the rename is the commit point).
+      const fault = toDiskFault(e, 'witness state')
+      throw isRonError(fault) ? fault : new NotReadyError('witness state not writable', { details: { reason: 'io_error' }, cause: e, retryAfterMs: 1000 })
     }
   }
 }

@@ -7,7 +7,9 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { serve, systemClock, type RonServer } from '@ron/core'
-import { createTestIssuer, metricValue } from '@ron/core/testing'
+import { createTestIssuer, metricValue, mountTmpfs } from '@ron/core/testing'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { formatCheckpoint, generateLogKey, noteSigner, signNote, signatureLine, treeHashLine } from '../src/checkpoint.js'
 import { cosigner, parseCosignerKey, verifyCosignature } from '../src/cosignature.js'
 import { MerkleTree, sha256TreeHasher } from '../src/merkle.js'
@@ -187,6 +189,36 @@ describe('the witness side (add-checkpoint)', () => {
     expect((await addCheckpoint(w, body(6, tree.consistencyProof(6, 8), cp(tree, 8)))).status).toBe(200)
     const text = await w.svc.metricsText()
     for (const [result, n] of [['cosigned', 1], ['conflict', 1]] as const) expect(metricValue(text, 'registry_witness_checkpoints_total', { result })).toBeGreaterThanOrEqual(n)
+  })
+
+  it('a full disk or an unreadable state is a 503 and cosigns nothing; freed, it goes on from what it knew', async () => {
+    const tmp = await mountTmpfs(1024 * 1024)
+    const t = tmp === undefined ? await tempDir() : undefined
+    cleanup.push(async () => {
+      await tmp?.close()
+      await t?.cleanup()
+    })
+    const dir = tmp?.path ?? t!.dir
+    const config = { dataDir: dir, witness: { logs: [{ origin: ORIGIN, key: signer.verifierKey }] } }
+    const keys = signers(1)
+    const w = await node(config, keys)
+    const tree = treeOf(10)
+    expect((await addCheckpoint(w, body(0, [], cp(tree, 3)))).status).toBe(200)
+    if (tmp !== undefined) {
+      await tmp.fill()
+      const full = await addCheckpoint(w, body(3, tree.consistencyProof(3, 5), cp(tree, 5)))
+      expect(full.status).toBe(503)
+      expect(JSON.parse(full.text)).toMatchObject({ error: { code: 'NotReady', details: { reason: 'disk_full' } } })
+      await tmp.unfill()
+      expect((await addCheckpoint(w, body(3, tree.consistencyProof(3, 5), cp(tree, 5)))).status).toBe(200)
+    }
+    // A state file that cannot be read is never taken for an empty one.
+    await cleanup.pop()!()
+    await writeFile(join(dir, 'witness-state.json'), '{"logs": {"split.test/log": {"size": 5,')
+    const w2 = await node(config, keys)
+    const broken = await addCheckpoint(w2, body(0, [], cp(tree, 7)))
+    expect(broken.status).toBe(503)
+    expect(JSON.parse(broken.text)).toMatchObject({ error: { code: 'NotReady', details: { reason: 'io_error' } } })
   })
 
   it('a size-0 checkpoint must carry the empty root', async () => {
