@@ -11,6 +11,7 @@ import { GoneError, MalformedError, NotFoundError, blake3, canonicalBytes, canon
 import type { Reply, Route, RouteContext } from '@ron/core'
 import type { StoredCheckpoint } from '../store/types.js'
 import type { RouteDeps } from './context.js'
+import { ReplyCache } from './reply-cache.js'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex')
@@ -93,7 +94,7 @@ export function readRoutes(d: RouteDeps): Route[] {
   }
   // Entry views: canonical JSON (the same bytes before and after a restart), built once per
   // version and supersede mark; the ETag is the BLAKE3 of those bytes.
-  const views = new Map<string, Reply & { etag: string }>()
+  const views = new ReplyCache<Reply & { etag: string }>(16 * 1024 * 1024)
   const entryView = async (version: number): Promise<Reply & { etag: string }> => {
     const superseded = log.supersededBy(version)
     const key = superseded === undefined ? String(version) : `${version}/s`
@@ -115,8 +116,7 @@ export function readRoutes(d: RouteDeps): Route[] {
     // An unmarked entry may still gain a supersede mark (a new view, a new ETag): cache briefly.
     const cacheControl = superseded === undefined ? 'public, max-age=60' : IMMUTABLE
     const reply = { status: 200, headers: { 'content-type': 'application/json', 'cache-control': cacheControl, etag }, body, etag }
-    views.set(key, reply)
-    if (views.size > 256) views.delete(views.keys().next().value!)
+    views.set(key, reply, body.length)
     return reply
   }
   return [

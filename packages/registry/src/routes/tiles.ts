@@ -12,6 +12,7 @@
 import { GoneError, NotFoundError, NotImplementedError } from '@ron/core'
 import type { Reply, Route, RouteContext } from '@ron/core'
 import type { RegistryLog } from '../log.js'
+import { ReplyCache } from './reply-cache.js'
 import { MAX_BUNDLE_LEAF, TILE_HEIGHT, TILE_WIDTH, encodeBundle, parseTilePath, type TileCoord } from '../tiles.js'
 import type { RouteDeps } from './context.js'
 
@@ -21,33 +22,6 @@ const PARTIAL = 'public, max-age=60'
 const OCTETS = 'application/octet-stream'
 /** Path elements after `tile/`: the level, up to 5 index elements (2^53 / 256 < 10^15) and `.p/<W>`. */
 const PARAMS = ['a', 'b', 'c', 'd', 'e', 'f', 'g'] as const
-
-/** A byte-bounded LRU of replies of full (immutable) tiles. */
-class ReplyCache {
-  readonly #max: number
-  readonly #map = new Map<string, { reply: Reply; bytes: number }>()
-  #bytes = 0
-  constructor(maxBytes: number) {
-    this.#max = maxBytes
-  }
-  get(key: string): Reply | undefined {
-    const hit = this.#map.get(key)
-    if (hit === undefined) return undefined
-    this.#map.delete(key)
-    this.#map.set(key, hit)
-    return hit.reply
-  }
-  set(key: string, reply: Reply, bytes: number): void {
-    if (bytes > this.#max / 4) return
-    this.#map.set(key, { reply, bytes })
-    this.#bytes += bytes
-    for (const [k, v] of this.#map) {
-      if (this.#bytes <= this.#max) break
-      this.#map.delete(k)
-      this.#bytes -= v.bytes
-    }
-  }
-}
 
 function octets(body: Buffer, full: boolean): Reply {
   return { status: 200, headers: { 'content-type': OCTETS, 'cache-control': full ? IMMUTABLE : PARTIAL }, body }
