@@ -218,21 +218,24 @@ export class WitnessPusher {
         count('rejected')
         throw new Error(`witness ${w.name} answered ${res.status}: ${text.slice(0, 200)}`)
       }
-      // Keep only lines that verify as this witness's cosignature of exactly this checkpoint.
-      let attached = false
+      // Keep only lines that verify as this witness's cosignature of exactly this checkpoint
+      // (attached unless a newer checkpoint was signed meanwhile).
+      let valid = false
       for (const line of text.split('\n').filter((l) => l !== '')) {
         try {
-          if (verifyCosignature(`${cp.note}${line}\n`, verifier) !== undefined) attached = this.#o.notary.addCosignature(cp.treeSize, w.name, `${line}\n`) || attached
+          if (verifyCosignature(`${cp.note}${line}\n`, verifier) === undefined) continue
+          valid = true
+          this.#o.notary.addCosignature(cp.treeSize, w.name, `${line}\n`)
         } catch (e) {
           this.#o.logger.warn({ err: e, witness: w.name }, 'witness answered an invalid cosignature')
         }
       }
       status.cosignedSize = cp.treeSize
-      delete status.error
-      if (!attached && this.#o.notary.latest().treeSize === cp.treeSize) {
+      if (!valid) {
         count('invalid')
         throw new Error(`witness ${w.name} answered no valid cosignature`)
       }
+      delete status.error
       count('cosigned')
       return
     }
