@@ -69,7 +69,7 @@ describe('backpressure', () => {
       const inflight = [client.issue(req), client.issue(req), client.issue(req)] // 1 running + 2 queued
       await until(() => kms.held === 1, 'one issuance signing')
       await until(async () => metric(await passport.metricsText(), 'queue_depth', 'queue="issue"') === 2, 'two issuances queued')
-      expect(passport.health().paths).toEqual({ issue: false, verify: true })
+      expect(passport.health().paths).toEqual({ issue: false, revoke: true, verify: true })
       const res = await transport.request('passport', {
         method: 'POST',
         path: '/v1/passport/issue',
@@ -83,7 +83,7 @@ describe('backpressure', () => {
       expect(await client.verify(good)).toMatchObject({ valid: true })
       kms.release()
       expect(await Promise.all(inflight)).toHaveLength(3)
-      expect(passport.health().paths).toEqual({ issue: true, verify: true })
+      expect(passport.health().paths).toEqual({ issue: true, revoke: true, verify: true })
       const text = await passport.metricsText()
       expect(metric(text, 'queue_dropped_total', 'queue="issue"')).toBe(1)
       expect(metric(text, 'busy_rejections_total', 'endpoint="/v1/passport/issue",queue="issue"')).toBe(1)
@@ -115,7 +115,7 @@ describe('KMS deadline', () => {
       expect(metric(await passport.metricsText(), 'io_timeouts_total', 'op="kms"')).toBe(1)
       kms.release()
       await expect(client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'] })).resolves.toBeDefined()
-      expect(passport.health().paths).toEqual({ issue: true, verify: true })
+      expect(passport.health().paths).toEqual({ issue: true, revoke: true, verify: true })
     } finally {
       kms.release()
       await close()
@@ -251,7 +251,7 @@ describe('KMS breaker', () => {
       kms.fail = false
       await clock.advance(10_000)
       await expect(client.issue(req)).resolves.toBeDefined()
-      expect(passport.health().paths).toEqual({ issue: true, verify: true })
+      expect(passport.health().paths).toEqual({ issue: true, revoke: true, verify: true })
     } finally {
       await close()
     }
