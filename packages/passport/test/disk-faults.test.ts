@@ -153,3 +153,53 @@ describe('a revocation is acknowledged only once it is on disk (issue 20, item 3
     await expect(client.rotate()).resolves.toBeDefined()
   })
 })
+
+describe('parent links are durable; a revocation being written blocks minting from its subtree', () => {
+  it('after a restart, revoking a token still revokes what was minted from it before', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ron-passport-tree-'))
+    cleanups.push(() => rm(dir, { recursive: true, force: true }))
+    const clock = new VirtualClock(T0)
+    const p = await open(dir, clock)
+    const admin = await p.passport.mintAdminToken({ aud: ['passport', 'storage'], scope: [...ALL_SCOPES], ttlSec: 30 * 86400 })
+    const client = createPassportClient(p.transport, { token: admin.token })
+    const parent = await client.issue({ sub: 'admin', aud: ['storage', 'passport'], scope: ['storage:write', 'passport:issue'], ttlSec: 600 })
+    const child = await client.attenuate({ token: parent.token, ttlSec: 300 })
+    const issued = await createPassportClient(p.transport, { token: parent.token }).issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'], ttlSec: 300 })
+    const grandchild = await client.attenuate({ token: issued.token, ttlSec: 60 })
+    await p.close()
+    const again = await open(dir, clock)
+    const c2 = createPassportClient(again.transport, { token: admin.token })
+    const r = await c2.revoke({ jti: parent.jti })
+    expect(new Set(r.revoked)).toEqual(new Set([parent.jti, child.jti, issued.jti, grandchild.jti]))
+    for (const t of [child, issued, grandchild]) expect(await c2.verify(t.token)).toEqual({ valid: false, reason: 'revoked' })
+  })
+
+  it('while a revocation is being made durable its tokens still verify, and a mint from its subtree is refused', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ron-passport-race-'))
+    cleanups.push(() => {
+      Object.assign(fsFault, { under: undefined, gate: undefined })
+      return rm(dir, { recursive: true, force: true })
+    })
+    const clock = new VirtualClock(T0)
+    const p = await open(dir, clock)
+    const admin = await p.passport.mintAdminToken({ aud: ['passport', 'storage'], scope: [...ALL_SCOPES], ttlSec: 30 * 86400 })
+    const client = createPassportClient(p.transport, { token: admin.token })
+    const parent = await client.issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 600 })
+    const child = await client.attenuate({ token: parent.token, ttlSec: 300 })
+    let open_!: () => void
+    Object.assign(fsFault, { under: dir, gate: new Promise<void>((r) => (open_ = r)), held: 0 })
+    const revoking = client.revoke({ jti: parent.jti })
+    await until(() => fsFault.held === 1, 'the revocation waits for its fdatasync')
+    // Not acknowledged, so not applied: the tokens verify...
+    expect(await client.verify(child.token)).toMatchObject({ valid: true })
+    // ...but nothing more is minted from the subtree being revoked.
+    for (const from of [parent, child]) {
+      const e = await rejection(client.attenuate({ token: from.token, ttlSec: 30 }))
+      expect([e.status, e.details['reason']]).toEqual([401, 'revoked'])
+    }
+    fsFault.gate = undefined
+    open_()
+    expect((await revoking).revoked).toHaveLength(2)
+    expect(await client.verify(child.token)).toEqual({ valid: false, reason: 'revoked' })
+  })
+})

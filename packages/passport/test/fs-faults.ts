@@ -14,11 +14,22 @@
 import type * as fsp from 'node:fs/promises'
 
 /** What is failing, under which directory; `counts` counts file-handle writes and syncs under it. */
-export const fsFault: { under: string | undefined; code: 'ENOSPC' | 'EROFS' | 'EIO' | undefined; partial: boolean; counts: Record<string, number> } = {
+export const fsFault: {
+  under: string | undefined
+  code: 'ENOSPC' | 'EROFS' | 'EIO' | undefined
+  partial: boolean
+  counts: Record<string, number>
+  /** While set, every fdatasync under `under` waits for it (a slow disk, to order events). */
+  gate: Promise<void> | undefined
+  /** fdatasync calls waiting at the gate. */
+  held: number
+} = {
   under: undefined,
   code: undefined,
   partial: false,
   counts: {},
+  gate: undefined,
+  held: 0,
 }
 
 const under = (path: unknown): boolean => fsFault.under !== undefined && String(path).startsWith(fsFault.under)
@@ -39,6 +50,14 @@ export function injectableFs(real: typeof fsp): typeof fsp {
         if (typeof prop !== 'string' || !HANDLE_WRITES.has(prop)) return fn.bind(target)
         return async (...args: unknown[]) => {
           if (under(path)) fsFault.counts[prop] = (fsFault.counts[prop] ?? 0) + 1
+          if (prop === 'datasync' && under(path) && fsFault.gate !== undefined) {
+            fsFault.held++
+            try {
+              await fsFault.gate
+            } finally {
+              fsFault.held--
+            }
+          }
           if (!failing(path)) return fn.apply(target, args)
           if (prop === 'truncate' && fsFault.code === 'ENOSPC') return fn.apply(target, args)
           // A full volume may take part of a write before it refuses the rest.

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { ALL_SCOPES, createTokenVerifier, exportIssuerKey, generateIssuerKey, signToken, staticKeySource } from '@ron/core'
 import { VirtualClock, metricValue } from '@ron/core/testing'
 import { createPassportClient, createPassportService, ensureAdminToken, rotateWithAdminToken } from '../src/index.js'
-import { ADMIN_POLICY, T0, headerOf, setup } from './helpers.js'
+import { ADMIN_POLICY, T0, controllableKms, headerOf, setup, until } from './helpers.js'
 
 describe('rotation', () => {
   it('next becomes current, a new next is published, the old current stays verify-only with a retirement time', async () => {
@@ -95,6 +95,26 @@ describe('rotation', () => {
       }
       expect(kids.size).toBeGreaterThan(1)
     } finally {
+      await close()
+    }
+  })
+
+  it('a key rotated out stops signing at once: an issuance whose signature was in flight is signed again with the new key', async () => {
+    const kms = controllableKms()
+    const { client, passport, close } = await setup({ keystore: kms })
+    try {
+      const oldKid = passport.keySummary().current.kid
+      kms.hold()
+      const pending = client.issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 600 })
+      await until(() => kms.held === 1, 'the issuance is being signed by the old key')
+      const r = await passport.rotate()
+      kms.release()
+      const t = await pending
+      expect(r.previous.map((k) => k.kid)).toEqual([oldKid])
+      expect([t.kid, headerOf(t.token)['kid']]).toEqual([r.current.kid, r.current.kid])
+      await expect(passport.verifier.verify(t.token, { audience: 'storage' })).resolves.toMatchObject({ jti: t.jti })
+    } finally {
+      kms.release()
       await close()
     }
   })
