@@ -380,7 +380,7 @@ describe('JSON routes take JSON', () => {
 describe('the service host', () => {
   it('passes its limits to the handler and setSlowClientLimits reaches bodies read after it (also before the first request)', async () => {
     const clock = new VirtualClock(0)
-    const host = createServiceHost({ id: 't', version: '1', topology: { tasks: [], channels: [] }, clock, limits: { minBytesPerSec: 10, rateWindowMs: 1000 } })
+    const host = createServiceHost({ id: 't', version: '1', topology: { service: 't', tasks: [], channels: [] }, clock, limits: { minBytesPerSec: 10, rateWindowMs: 1000 } })
     host.routes([sink])
     expect(() => host.setSlowClientLimits({ rateWindowMs: -1 })).toThrow(/rateWindowMs/)
     host.setSlowClientLimits({ minBytesPerSec: 1000 })
