@@ -83,8 +83,11 @@ export const interopConfigSchema = z.strictObject({
        * from the last byte to storage's answer (its commit and fsync). @default 30000
        */
       timeoutMs: durationSchema.default(30_000),
-      /** Uploads one API-key client may have in flight; more → 429 `Busy` (SPEC §4 slow clients). @default 8 */
-      maxConcurrentPerClient: positiveInt.default(8),
+      /**
+       * Uploads one API-key client may have in flight; more → 429 `Busy` (SPEC §4 slow clients).
+       * Half of the default `maxConcurrent`: no single client takes every upload slot. @default 4
+       */
+      maxConcurrentPerClient: positiveInt.default(4),
       /**
        * Uploads of all clients together holding `work` slots (queued or streaming); more → 429
        * `Busy` (`details.reason: "uploads"`). Below `workers`, so webhook receipts always find a

@@ -14,7 +14,7 @@
  * @module
  */
 
-import { mkdir, open, readFile, rename, type FileHandle } from 'node:fs/promises'
+import { mkdir, open, rename, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ClosedError, NotReadyError, diskFaultReason, hasErrnoCode, toDiskFault, type DiskFaultReason } from '@ron/core'
 import type { DedupeRecord } from './dedupe.js'
@@ -84,7 +84,7 @@ export class DedupeJournal {
     const path = join(dir, DEDUPE_FILE)
     let text = ''
     try {
-      text = await readFile(path, 'utf8')
+      text = await readSized(path)
     } catch (e) {
       if (!hasErrnoCode(e, 'ENOENT')) throw e
     }
@@ -96,15 +96,16 @@ export class DedupeJournal {
       const r = parseLine(line)
       if (r !== undefined) records.push(r)
     }
-    let fh: FileHandle | undefined
-    let fault: DiskFaultReason | undefined
+    const journal = new DedupeJournal(dir, undefined, lines, undefined, o)
     try {
-      fh = await open(path, 'a', 0o600)
+      // A torn last line (a crash mid-append) would glue onto the next append: rewrite first.
+      if (text !== '' && !text.endsWith('\n')) await journal.#rewrite(records)
+      else journal.#fh = await open(path, 'a', 0o600)
     } catch (e) {
-      fault = diskFaultReason(e)
+      const fault = diskFaultReason(e)
       if (fault === undefined) throw e
+      journal.#fault = fault
     }
-    const journal = new DedupeJournal(dir, fh, lines, fault, o)
     return { journal, records }
   }
 
@@ -191,8 +192,8 @@ export class DedupeJournal {
   }
 
   /** Writes the live records to a temporary file, fsyncs it, renames it over the journal, fsyncs the directory, reopens. */
-  async #rewrite(): Promise<void> {
-    const live = this.#o.live()
+  async #rewrite(records?: DedupeRecord[]): Promise<void> {
+    const live = records ?? this.#o.live()
     const tmp = `${this.#path}.tmp`
     const out = await open(tmp, 'w', 0o600)
     try {
@@ -223,6 +224,24 @@ export class DedupeJournal {
 
   #faultError(): NotReadyError {
     return new NotReadyError(`webhook dedupe not writable: ${this.#fault}`, { details: { reason: this.#fault }, retryAfterMs: 1000 })
+  }
+}
+
+/** The file's bytes up to the size it had when opened (never an unbounded read, whatever the path is). */
+async function readSized(path: string): Promise<string> {
+  const fh = await open(path, 'r')
+  try {
+    const size = (await fh.stat()).size
+    const buf = Buffer.allocUnsafe(size)
+    let off = 0
+    while (off < size) {
+      const { bytesRead } = await fh.read(buf, off, size - off, off)
+      if (bytesRead === 0) break
+      off += bytesRead
+    }
+    return buf.toString('utf8', 0, off)
+  } finally {
+    await fh.close()
   }
 }
 

@@ -437,6 +437,7 @@ class StreamedBody implements AsyncIterableIterator<Uint8Array> {
     stream.on('error', this.#onError)
     stream.on('close', this.#onClose)
     stream.on('end', this.#onEnd)
+    o.pace?.go(o.clock.now())
     stream.on('data', this.#onData)
   }
 
@@ -587,8 +588,9 @@ class WholeBodyReader {
     s.on('error', this.onError)
     s.on('close', this.onClose)
     s.on('end', this.onEnd)
-    s.on('data', this.onData)
     this.lastData = this.o.clock.now()
+    this.o.pace?.go(this.lastData)
+    s.on('data', this.onData)
     this.arm(waitTimerMs(this.o))
   }
 

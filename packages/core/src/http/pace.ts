@@ -61,7 +61,8 @@ export class BodyPace {
   readonly #start: number
   /** Time not counted (the host was not reading). */
   #excluded = 0
-  #stoppedAt = -1
+  /** When the host stopped reading, or -1 while it reads. A pace starts stopped: the reader's first read starts it. */
+  #stoppedAt: number
   #total = 0
   #counts: Float64Array | undefined = undefined
   #lastIdx = 0
@@ -74,6 +75,7 @@ export class BodyPace {
     this.#deadlineMs = bodyDeadlineMs(expectedBytes, limits)
     this.#metrics = metrics
     this.#start = clock.now()
+    this.#stoppedAt = this.#start
   }
 
   /** The deadline of this body in ms of reading time, `undefined` for none. */
@@ -102,7 +104,7 @@ export class BodyPace {
     if (this.#stoppedAt < 0) this.#stoppedAt = now
   }
 
-  /** The host reads again. */
+  /** The host reads (again). Readers call this when they start reading. */
   go(now: number): void {
     if (this.#stoppedAt < 0) return
     this.#excluded += now - this.#stoppedAt

@@ -36,6 +36,7 @@ describe('BodyPace: the minimum rate and the deadline of one body', () => {
     const clock = new VirtualClock(0)
     const metrics = recording()
     const pace = new BodyPace(limits, undefined, clock, metrics)
+    pace.go(0)
     let failure
     // 10 bytes every 200 ms: 50 B/s against a minimum of 100.
     for (let t = 0; t <= 2000 && failure === undefined; t += 200) failure = pace.add(10, t)
@@ -49,23 +50,29 @@ describe('BodyPace: the minimum rate and the deadline of one body', () => {
   it('lets a body at the minimum rate through however long it takes, and judges only the last window', () => {
     const clock = new VirtualClock(0)
     const pace = new BodyPace(limits, undefined, clock, noopMetrics)
+    pace.go(0)
     for (let t = 0; t <= 60_000; t += 100) expect(pace.add(12, t)).toBeUndefined() // 120 B/s
     // A burst long ago does not pay for a stall now: 10 kB at once, then silence.
     const burst = new BodyPace(limits, undefined, clock, noopMetrics)
+    burst.go(0)
     expect(burst.add(10_000, 0)).toBeUndefined()
     expect(burst.check(900)).toBeUndefined()
     expect(reasonOf(burst.check(2200))).toBe('RequestTimeout:min_rate')
   })
 
-  it('does not count the time the host was not reading (its consumer was busy)', () => {
+  it('does not count the time the host was not reading (its consumer was busy), nor the time before its first read', () => {
     const clock = new VirtualClock(0)
     const pace = new BodyPace(limits, undefined, clock, noopMetrics)
-    expect(pace.add(50, 0)).toBeUndefined()
-    pace.stop(100)
+    // Created when the handler asked for the body, read only after a minute in a queue.
+    expect(pace.check(60_000)).toBeUndefined()
+    expect(pace.elapsed(60_000)).toBe(0)
+    pace.go(60_000)
+    expect(pace.add(50, 60_000)).toBeUndefined()
+    pace.stop(60_100)
     // 30 s of the host's own backpressure: not the client's fault.
-    pace.go(30_100)
-    expect(pace.elapsed(30_200)).toBe(200)
-    for (let t = 30_200; t <= 33_000; t += 100) expect(pace.add(15, t)).toBeUndefined()
+    pace.go(90_100)
+    expect(pace.elapsed(90_200)).toBe(200)
+    for (let t = 90_200; t <= 93_000; t += 100) expect(pace.add(15, t)).toBeUndefined()
   })
 
   it('sets the deadline to requestTimeoutMs plus the time the body takes at the minimum rate', () => {
@@ -78,6 +85,7 @@ describe('BodyPace: the minimum rate and the deadline of one body', () => {
     const clock = new VirtualClock(0)
     const metrics = recording()
     const pace = new BodyPace({ minBytesPerSec: 1, rateWindowMs: 60_000, requestTimeoutMs: 1000 }, 10, clock, metrics)
+    pace.go(0)
     expect(pace.deadlineMs).toBe(11_000)
     expect(pace.add(5, 5000)).toBeUndefined()
     const late = pace.check(11_000)
