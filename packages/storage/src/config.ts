@@ -230,14 +230,15 @@ export const storageOptionsSchema = storageConfigSchema
     const self = o.advertise ?? o.nodeId
     const peers = [...new Set(o.peers.filter((p) => p !== self))]
     const writersPerPrincipal = o.writersPerPrincipal ?? Math.max(1, Math.floor(o.writers / 2))
+    // A principal's uploads are read only once they hold a writer: never refuse one that does.
+    const http = { ...o.http, maxBodiesPerPrincipal: o.http.maxBodiesPerPrincipal ?? Math.max(16, writersPerPrincipal) }
     return {
       ...o,
       peers,
       rf: o.rf ?? (peers.length > 0 ? 2 : 1),
       advertise: o.advertise ?? o.nodeId,
       writersPerPrincipal,
-      // A principal's uploads are read only once they hold a writer: never refuse one that does.
-      http: { ...o.http, maxBodiesPerPrincipal: o.http.maxBodiesPerPrincipal ?? Math.max(16, writersPerPrincipal) },
+      http,
       announce: { ...o.announce, intervalMs: o.announce.intervalMs ?? (o.announce.ttlSec * 1000) / 2 },
     }
   })
