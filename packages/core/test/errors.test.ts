@@ -105,7 +105,7 @@ describe('error catalog', () => {
       'Busy:per_ip_rate',
       'Busy:too_many_keys',
       'Busy:sse_clients',
-      // Slow clients and Node's own refusals (issue 20); interop's upload slots; disk faults.
+      // Slow clients and Node's own refusals (issue 20); interop's upload slots.
       'Busy:per_principal',
       'Busy:uploads',
       'RequestTimeout:gap',
@@ -114,9 +114,6 @@ describe('error catalog', () => {
       'RequestTimeout:headers',
       'OverLimit:header_overflow',
       'OverLimit:chunk_extensions_overflow',
-      'NotReady:disk_full',
-      'NotReady:io_error',
-      'NotReady:read_only',
     ]
     expect([...reasons].sort()).toEqual(expected.sort())
   })
