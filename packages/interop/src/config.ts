@@ -112,8 +112,9 @@ export const interopConfigSchema = z.strictObject({
       /** Whole-request deadline of a body: this plus its `Content-Length` at `minBytesPerSec`; later → 408 RequestTimeout `deadline`. @default 10000 */
       requestTimeoutMs: durationSchema.refine((n) => n > 0, 'expected a positive duration').default(10_000),
       /**
-       * Bodies one principal (an API-key client; else the client address, e.g. a webhook
-       * provider's) may have in flight; more → 429 `Busy` `per_principal`. @default 32
+       * Lingering bodies (still arriving after a tenth of `rateWindowMs`) one principal (an
+       * API-key client; else the client address, e.g. a webhook provider's) may have at once;
+       * more → 429 `Busy` `per_principal`. @default 32
        */
       maxBodiesPerPrincipal: positiveInt.default(32),
     })

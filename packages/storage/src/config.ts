@@ -81,7 +81,11 @@ const httpSchema = z.strictObject({
    * `maxObjectBytes`) takes at `minBytesPerSec`; later → 408 RequestTimeout `deadline`. @default 30000
    */
   requestTimeoutMs: positiveMs.default(30_000),
-  /** Request bodies one principal (token `sub`, else client address) may have in flight. @default the larger of 16 and `writersPerPrincipal` */
+  /**
+   * Lingering request bodies (still arriving after a tenth of `rateWindowMs`) one principal (token
+   * `sub`, else client address) may have at once; more → 429 Busy `per_principal`.
+   * @default the larger of 16 and `writersPerPrincipal`
+   */
   maxBodiesPerPrincipal: positiveInt.optional(),
   /** Longest a streamed reply waits for the client to take data. @default 5000 */
   writeTimeoutMs: positiveMs.default(5000),

@@ -8,7 +8,7 @@
 import type { Claims } from '../auth/types.js'
 import { MalformedError, RonError, UnsupportedMediaTypeError } from '../errors.js'
 import { decodedBody, headerString, readWholeBody, type BodyLimits, type BodyOwner } from './body.js'
-import { BodyPace, type PaceLimits } from './pace.js'
+import { BodyPace, type PaceLimits, type SlowBodyOwner } from './pace.js'
 import type { BodyShares } from './shares.js'
 import type { RonRequest, RouteContext } from './types.js'
 
@@ -21,12 +21,12 @@ export interface ContextLimits {
   metrics: BodyLimits['metrics']
   /** Minimum rate and whole-request deadline of bodies. */
   pace: PaceLimits
-  /** Bodies in flight per principal. */
+  /** Lingering bodies per principal. */
   shares: BodyShares
 }
 
 /** Implementation of {@link RouteContext}. @internal */
-export class Context implements RouteContext, BodyOwner {
+export class Context implements RouteContext, BodyOwner, SlowBodyOwner {
   readonly req: RonRequest
   readonly params: Readonly<Record<string, string>>
   readonly corrId: string
@@ -80,14 +80,20 @@ export class Context implements RouteContext, BodyOwner {
   }
 
   /**
-   * Takes a body share for this request, unless it is known to carry no body.
-   * @throws {@link BusyError} `per_principal` when the principal has its share of bodies in flight
+   * The body has been read for one check period without ending: it takes one of its principal's
+   * shares of lingering bodies (a body read at line speed never does), or is refused.
+   * @returns {@link BusyError} `per_principal` when the principal already has its share
    */
-  private takeShare(): void {
-    if (!mayHaveBody(this.req)) return
+  bodyLingers(): RonError | undefined {
+    if (this.holding !== undefined) return undefined
     const key = this.principalKey()
-    this.limits.shares.acquire(key)
+    try {
+      this.limits.shares.acquire(key)
+    } catch (e) {
+      return e as RonError
+    }
     this.holding = key
+    return undefined
   }
 
   /** Releases the body share (idempotent): the body is read, failed or abandoned, or the exchange finished. */
@@ -108,7 +114,7 @@ export class Context implements RouteContext, BodyOwner {
       readTimeoutMs: l.readTimeoutMs,
       clock: l.clock,
       metrics: l.metrics,
-      pace: new BodyPace(l.pace, expectedBytes(this.req, this.limit), l.clock, l.metrics),
+      pace: new BodyPace(l.pace, expectedBytes(this.req, this.limit), l.clock, l.metrics, this),
       owner: this,
     }
   }
@@ -116,7 +122,6 @@ export class Context implements RouteContext, BodyOwner {
   stream(): AsyncIterable<Uint8Array> {
     if (this.consumed) throw new RonError('Internal', 'request body already consumed')
     this.consumed = true
-    this.takeShare()
     try {
       return decodedBody(this.req, { ...this.bodyLimits(), signal: this.signal })
     } catch (e) {
@@ -128,7 +133,6 @@ export class Context implements RouteContext, BodyOwner {
   async bytes(): Promise<Uint8Array> {
     if (this.consumed) throw new RonError('Internal', 'request body already consumed')
     this.consumed = true
-    this.takeShare()
     try {
       return await readWholeBody(this.req, this.bodyLimits(), () => this.signal, this.sig)
     } finally {
@@ -174,16 +178,6 @@ function announcesBody(req: RonRequest): boolean {
   if (h['transfer-encoding'] !== undefined) return true
   const len = h['content-length']
   return len !== undefined && len !== '0'
-}
-
-/**
- * Whether the request may carry a body: its headers announce one, or it is an in-process request
- * whose body is a stream of unknown length (a `node:http` request without those headers has none).
- */
-function mayHaveBody(req: RonRequest): boolean {
-  if (announcesBody(req)) return true
-  if (req.headers['content-length'] === '0') return false
-  return typeof (req.body as { readableEnded?: unknown }).readableEnded !== 'boolean'
 }
 
 /** What the body may amount to, for its deadline: its `Content-Length`, else the route's cap (undefined when unbounded). */

@@ -48,8 +48,9 @@ export interface HttpLimits {
    */
   requestTimeoutMs?: number
   /**
-   * Request bodies one principal (token subject, a route's API-key client, or the client address
-   * for anonymous requests) may have in flight at once. More → 429 Busy,
+   * Lingering request bodies — still arriving after a tenth of `rateWindowMs` of reading; a body
+   * read at line speed never counts — one principal (token subject, a route's API-key client, or
+   * the client address for anonymous requests) may have at once. More → 429 Busy,
    * `details.reason: "per_principal"`. @default 16
    */
   maxBodiesPerPrincipal?: number

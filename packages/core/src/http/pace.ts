@@ -10,7 +10,7 @@
  */
 
 import type { Clock } from '../clock.js'
-import { RequestTimeoutError } from '../errors.js'
+import { RequestTimeoutError, type RonError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
 
 /** Buckets of the sliding window of the rate rule. */
@@ -44,10 +44,19 @@ export function bodyDeadlineMs(expectedBytes: number | undefined, l: PaceLimits)
   return l.requestTimeoutMs + Math.ceil((expectedBytes / l.minBytesPerSec) * 1000)
 }
 
+/** Told once when a body has been read for one check period without ending. @internal */
+export interface SlowBodyOwner {
+  /** Returns an error to fail the body with (its principal already has its share of lingering bodies). */
+  bodyLingers(): RonError | undefined
+}
+
 /**
  * One body's pace: bytes counted into {@link BUCKETS} buckets over the rate window, on a clock
  * that stops while the host is not reading. The readers call {@link BodyPace.add} per chunk and
  * {@link BodyPace.check} from their timer; both return the failure (once) instead of throwing.
+ * A body still arriving after one check period is *lingering*: the pace tells its owner once
+ * ({@link SlowBodyOwner.bodyLingers}), which may refuse it (the per-principal share of lingering
+ * bodies, `shares.ts`); a body read at line speed never counts.
  * The buckets are allocated only for a body that is still arriving after one bucket's time, so a
  * body read at once costs a few numbers.
  *
@@ -66,9 +75,12 @@ export class BodyPace {
   #total = 0
   #counts: Float64Array | undefined = undefined
   #lastIdx = 0
-  #failure: RequestTimeoutError | undefined = undefined
+  #failure: RonError | undefined = undefined
+  readonly #owner: SlowBodyOwner | undefined
+  #lingering = false
 
-  constructor(limits: PaceLimits, expectedBytes: number | undefined, clock: Clock, metrics: MetricsSink | undefined) {
+  constructor(limits: PaceLimits, expectedBytes: number | undefined, clock: Clock, metrics: MetricsSink | undefined, owner?: SlowBodyOwner) {
+    this.#owner = owner
     // A snapshot: a reload applies to bodies read from then on.
     this.#windowMs = limits.rateWindowMs
     this.#minRate = limits.minBytesPerSec
@@ -88,8 +100,8 @@ export class BodyPace {
     return Math.max(1, Math.floor(this.#windowMs / BUCKETS))
   }
 
-  /** The failure, once a rule failed. */
-  get failure(): RequestTimeoutError | undefined {
+  /** The failure, once a rule failed (or the owner refused the lingering body). */
+  get failure(): RonError | undefined {
     return this.#failure
   }
 
@@ -112,7 +124,7 @@ export class BodyPace {
   }
 
   /** Counts `n` bytes received now and checks the rules. */
-  add(n: number, now: number): RequestTimeoutError | undefined {
+  add(n: number, now: number): RonError | undefined {
     if (this.#failure !== undefined) return this.#failure
     const elapsed = this.elapsed(now)
     this.#total += n
@@ -120,6 +132,8 @@ export class BodyPace {
     if (this.#counts === undefined) {
       // Everything so far arrived within the first bucket: nothing to keep apart yet.
       if (elapsed < bucketMs) return this.#deadlineMs !== undefined && elapsed >= this.#deadlineMs ? this.#check(elapsed) : undefined
+      const refused = this.#lingers()
+      if (refused !== undefined) return refused
       this.#counts = new Float64Array(BUCKETS)
       this.#counts[0] = this.#total - n
     }
@@ -130,12 +144,26 @@ export class BodyPace {
   }
 
   /** Checks the rules now (from a reader's timer while it waits for the client). */
-  check(now: number): RequestTimeoutError | undefined {
+  check(now: number): RonError | undefined {
     if (this.#failure !== undefined) return this.#failure
-    return this.#check(this.elapsed(now))
+    const elapsed = this.elapsed(now)
+    if (elapsed >= this.#windowMs / BUCKETS) {
+      const refused = this.#lingers()
+      if (refused !== undefined) return refused
+    }
+    return this.#check(elapsed)
   }
 
-  #check(elapsed: number): RequestTimeoutError | undefined {
+  /** Tells the owner, once, that this body lingers; its refusal becomes the failure. */
+  #lingers(): RonError | undefined {
+    if (this.#lingering) return undefined
+    this.#lingering = true
+    const refused = this.#owner?.bodyLingers()
+    if (refused !== undefined) this.#failure = refused
+    return refused
+  }
+
+  #check(elapsed: number): RonError | undefined {
     if (this.#deadlineMs !== undefined && elapsed >= this.#deadlineMs) {
       return this.#fail('deadline', `request body not received within ${this.#deadlineMs} ms`, { deadlineMs: this.#deadlineMs, received: this.#total })
     }
@@ -169,7 +197,8 @@ export class BodyPace {
 
   #fail(reason: 'min_rate' | 'deadline', message: string, details: Record<string, unknown>): RequestTimeoutError {
     this.#metrics?.inc('io_timeouts_total', { op: reason === 'min_rate' ? 'read_rate' : 'read_deadline' })
-    this.#failure = new RequestTimeoutError(message, { details: { op: 'read', reason, ...details } })
-    return this.#failure
+    const failure = new RequestTimeoutError(message, { details: { op: 'read', reason, ...details } })
+    this.#failure = failure
+    return failure
   }
 }

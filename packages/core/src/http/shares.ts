@@ -1,8 +1,10 @@
 /**
  * Per-principal fair shares of request bodies (SPEC.md 4 "Slow clients"): at most
- * `maxBodiesPerPrincipal` bodies of one principal are being read at once, so no client (a token
- * subject, an API-key client, or an address for anonymous requests) can hold every reader and
- * push other clients' traffic into queueing, timeouts or brownout. Over the share: `429 Busy`,
+ * `maxBodiesPerPrincipal` *lingering* bodies of one principal — still arriving after one check
+ * period of reading (a tenth of the rate window) — are read at once, so no client (a token
+ * subject, an API-key client, or an address for anonymous requests) can hold every reader with
+ * slow bodies and push other clients' traffic into queueing, timeouts or brownout; a body read at
+ * line speed never takes a share, however many arrive together. Over the share: `429 Busy`,
  * `details.reason: "per_principal"`, with `Retry-After`.
  *
  * @module
@@ -14,7 +16,7 @@ import { BusyError } from '../errors.js'
 const RETRY_AFTER_MS = 1000
 
 /**
- * Bodies in flight per principal. Memory is bounded by the bodies in flight: a principal with
+ * Lingering bodies per principal. Memory is bounded by the lingering bodies: a principal with
  * none is forgotten. Single writer (the event loop); no lock.
  *
  * @internal
@@ -49,7 +51,7 @@ export class BodyShares {
   acquire(principal: string): void {
     const n = this.#active.get(principal) ?? 0
     if (n >= this.#max) {
-      throw new BusyError(`too many request bodies in flight for this client (share ${this.#max})`, {
+      throw new BusyError(`too many slow request bodies in flight for this client (share ${this.#max})`, {
         details: { reason: 'per_principal', limit: this.#max },
         retryAfterMs: RETRY_AFTER_MS,
       })

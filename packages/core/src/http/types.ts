@@ -78,7 +78,8 @@ export interface RouteContext {
   json<T>(schema: { parse(value: unknown): T }): Promise<T>
   /**
    * Reads the whole decoded body under the route's cap, the gap timeout, the minimum rate and the
-   * whole-request deadline, holding one of the principal's body shares while it reads.
+   * whole-request deadline; a body still arriving after a tenth of the rate window takes one of
+   * its principal's shares (`maxBodiesPerPrincipal`) until it ends.
    * @throws {@link OverLimitError}, {@link RequestTimeoutError}, {@link BusyError} (`per_principal`)
    */
   bytes(): Promise<Uint8Array>

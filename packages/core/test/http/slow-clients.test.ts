@@ -278,24 +278,37 @@ describe('the handler: every route gets the slow-client rules', () => {
 })
 
 describe('per-principal body shares', () => {
+  // A 1 s window: a body still arriving after 100 ms of reading lingers and takes a share.
+  const shareLimits = (max: number): HttpLimits => ({ maxBodiesPerPrincipal: max, rateWindowMs: 1000, minBytesPerSec: 10 })
+  /** 50 bytes every 100 ms for 2 s: slow but well above the minimum rate. */
   const slowBody = (clock: VirtualClock): AsyncGenerator<Uint8Array> => trickle(clock, 100, 20, 'z'.repeat(50))
+  const errorOf = async (p: Promise<RonResponse>): Promise<string> => {
+    const res = await p
+    return res.status === 200 ? '200' : `${res.status} ${String(expectEnvelope(await readJson(res), res.status === 429 ? 'Busy' : 'RequestTimeout').details.reason)}`
+  }
 
-  it('a client over its share of bodies in flight gets 429 per_principal; another client and the same client afterwards do not', async () => {
+  it('a client over its share of lingering bodies gets 429 per_principal; another client, and the same client afterwards, do not', async () => {
     const clock = new VirtualClock(0)
-    const h = createHttpHandler({ serviceId: 't', routes: [sink], clock, limits: { maxBodiesPerPrincipal: 2 } })
-    const a1 = h.dispatch(mkReq('PUT', '/sink', { remoteAddress: '10.0.0.1', body: slowBody(clock) }))
-    const a2 = h.dispatch(mkReq('PUT', '/sink', { remoteAddress: '10.0.0.1', body: slowBody(clock) }))
-    await tick()
-    const over = await h.dispatch(mkReq('PUT', '/sink', { remoteAddress: '10.0.0.1', body: 'fast' }))
-    expect(over.status).toBe(429)
-    expect(over.headers['retry-after']).toBe('1')
-    expect(expectEnvelope(await readJson(over), 'Busy').details).toMatchObject({ reason: 'per_principal', limit: 2 })
-    const other = await h.dispatch(mkReq('PUT', '/sink', { remoteAddress: '10.0.0.2', body: 'fast' }))
-    expect(other.status).toBe(200)
-    expect((await settle(clock, a1)).res.status).toBe(200)
-    expect((await settle(clock, a2)).res.status).toBe(200)
-    const again = await h.dispatch(mkReq('PUT', '/sink', { remoteAddress: '10.0.0.1', body: 'fast' }))
-    expect(again.status).toBe(200)
+    const h = createHttpHandler({ serviceId: 't', routes: [sink], clock, limits: shareLimits(2) })
+    const put = (ip: string): Promise<RonResponse> => h.dispatch(mkReq('PUT', '/sink', { remoteAddress: ip, body: slowBody(clock) }))
+    const a1 = put('10.0.0.1')
+    const a2 = put('10.0.0.1')
+    await clock.advance(300) // both linger: the share is full
+    const a3 = put('10.0.0.1')
+    const b1 = put('10.0.0.2')
+    const over = await settle(clock, a3)
+    expect(over.res.status).toBe(429)
+    expect(over.res.headers['retry-after']).toBe('1')
+    expect(expectEnvelope(await readJson(over.res), 'Busy').details).toMatchObject({ reason: 'per_principal', limit: 2 })
+    expect(over.ms).toBeLessThan(500) // refused as soon as it lingers, not at its end
+    for (const p of [b1, a1, a2]) expect(await errorOf(settle(clock, p).then((r) => r.res))).toBe('200')
+    expect((await settle(clock, put('10.0.0.1'))).res.status).toBe(200)
+  })
+
+  it('bodies read at line speed never take a share, however many arrive together', async () => {
+    const h = createHttpHandler({ serviceId: 't', routes: [sink], limits: shareLimits(2) })
+    const all = await Promise.all(Array.from({ length: 100 }, () => h.dispatch(mkReq('PUT', '/sink', { remoteAddress: '10.0.0.1', body: 'fast' }))))
+    expect(all.map((r) => r.status)).toEqual(Array(100).fill(200))
   })
 
   it('the principal is the route-named one (an API key client) when set, whatever the address', async () => {
@@ -310,14 +323,15 @@ describe('per-principal body shares', () => {
         return { status: 200, json: { n } }
       },
     }
-    const h = createHttpHandler({ serviceId: 't', routes: [keyed], clock, limits: { maxBodiesPerPrincipal: 1 } })
-    const slow = h.dispatch(mkReq('PUT', '/keyed', { remoteAddress: '10.0.0.1', headers: { 'x-api-key': 'k1' }, body: slowBody(clock) }))
-    await tick()
-    const sameKey = await h.dispatch(mkReq('PUT', '/keyed', { remoteAddress: '10.0.0.9', headers: { 'x-api-key': 'k1' }, body: 'x' }))
-    expect(sameKey.status).toBe(429)
-    const otherKey = await h.dispatch(mkReq('PUT', '/keyed', { remoteAddress: '10.0.0.1', headers: { 'x-api-key': 'k2' }, body: 'x' }))
-    expect(otherKey.status).toBe(200)
-    expect((await settle(clock, slow)).res.status).toBe(200)
+    const h = createHttpHandler({ serviceId: 't', routes: [keyed], clock, limits: shareLimits(1) })
+    const put = (ip: string, key: string): Promise<RonResponse> => h.dispatch(mkReq('PUT', '/keyed', { remoteAddress: ip, headers: { 'x-api-key': key }, body: slowBody(clock) }))
+    const first = put('10.0.0.1', 'k1')
+    await clock.advance(300)
+    const sameKey = put('10.0.0.9', 'k1')
+    const otherKey = put('10.0.0.1', 'k2')
+    expect(await errorOf(settle(clock, sameKey).then((r) => r.res))).toBe('429 per_principal')
+    expect(await errorOf(settle(clock, otherKey).then((r) => r.res))).toBe('200')
+    expect(await errorOf(settle(clock, first).then((r) => r.res))).toBe('200')
   })
 
   it('a share is given back when the handler answers without reading the body to its end', async () => {
@@ -327,30 +341,15 @@ describe('per-principal body shares', () => {
       path: '/early',
       handler: async (ctx) => {
         const it = ctx.stream()[Symbol.asyncIterator]()
-        await it.next() // one piece, then answer without finishing (or returning) the iterator
+        for (let i = 0; i < 5; i++) await it.next() // lingers, then answers without finishing (or returning) the iterator
         return { status: 202 }
       },
     }
-    const h = createHttpHandler({ serviceId: 't', routes: [early, sink], clock, limits: { maxBodiesPerPrincipal: 1 } })
+    const h = createHttpHandler({ serviceId: 't', routes: [early, sink], clock, limits: shareLimits(1) })
     const first = await settle(clock, h.dispatch(mkReq('PUT', '/early', { body: slowBody(clock) })))
     expect(first.res.status).toBe(202)
-    const next = await h.dispatch(mkReq('PUT', '/sink', { body: 'x' }))
-    expect(next.status).toBe(200)
-  })
-
-  it('requests without a body take no share', async () => {
-    const h = createHttpHandler({ serviceId: 't', routes: [sink], limits: { maxBodiesPerPrincipal: 1 } })
-    const empty = async function* (): AsyncGenerator<Uint8Array> {
-      await new Promise(() => {}) // never yields: would hold a share forever if it took one
-      yield new Uint8Array(0)
-    }
-    const ac = new AbortController()
-    const held = h.dispatch(mkReq('PUT', '/sink', { headers: { 'content-length': '0' }, body: empty(), signal: ac.signal }))
-    await tick()
-    const res = await h.dispatch(mkReq('PUT', '/sink', { body: 'x' }))
-    expect(res.status).toBe(200)
-    ac.abort()
-    expect((await held).status).toBe(503)
+    const next = await settle(clock, h.dispatch(mkReq('PUT', '/sink', { body: slowBody(clock) })))
+    expect(next.res.status).toBe(200)
   })
 })
 
