@@ -246,15 +246,14 @@ export class PeerDirectory {
     const own = new Set([...Object.values(this.#o.self.services), ...(this.#o.self.admin === undefined ? [] : [this.#o.self.admin])].map((u) => normalizeEndpoint(u)))
     const stolen = Object.entries(services).find(([, url]) => own.has(url))
     if (stolen !== undefined) return refuse(`it reports this node’s own URL ${stolen[1]} as its ${stolen[0]}`)
-    const other = this.#o.pins.byId(nodeId)
-    if (other !== undefined && other.admin !== p.admin) return refuse(`node id ${nodeId} is pinned for another peer (${other.admin})`)
-
-    const pin = this.#o.pins.get(p.admin)
     const enrolments = await enrolment()
     const enrolledKey = enrolments?.get(nodeId)
     if (enrolledKey !== undefined && enrolledKey !== nodeKey) {
       return refuse(`node ${nodeId} reports key ${short(nodeKey)} but is enrolled with the passport under ${short(enrolledKey)}`, 'error')
     }
+    const other = this.#o.pins.byId(nodeId)
+    if (other !== undefined && other.admin !== p.admin) return refuse(`node id ${nodeId} is pinned for another peer (${other.admin})`)
+    const pin = this.#o.pins.get(p.admin)
     if (pin === undefined || (pin.nodeId === nodeId && pin.nodeKey !== nodeKey && enrolledKey === nodeKey)) {
       // First contact, or an operator re-enrolled this node's new key with the passport.
       if (enrolments === undefined) {

@@ -249,3 +249,58 @@ describe('what /status states', () => {
     }
   }, 60_000)
 })
+
+describe('the shared passport’s enrolment', () => {
+  it('vouches for peers’ keys: an enrolled id with another key is refused; with the enrolled key it is pinned from the enrolment', async () => {
+    const { summary: a } = await start(['--data-dir', join(root, 'enrol-a')])
+    const ownerToken = (await readFile(a.tokenFile, 'utf8')).trim()
+    // B joins A: its node key is enrolled with A's passport (B never needs to run for this).
+    const bDir = join(root, 'enrol-b')
+    const joinB = await runCli(['join', a.admin, '--token', ownerToken, '--data-dir', bDir, '--json'])
+    expect(joinB.code, joinB.stderr).toBe(0)
+    const bId = (JSON.parse(joinB.stdout) as { nodeId: string }).nodeId
+    const bKey = (JSON.parse(await readFile(join(bDir, 'keys', 'node.json'), 'utf8')) as { x: string }).x
+    // Anyone can read the enrolled keys.
+    const listed = (await (await fetch(`${a.services['passport']}/v1/passport/node-keys`)).json()) as { nodes: { nodeId: string; nodeKey: string }[] }
+    expect(listed.nodes).toContainEqual({ nodeId: bId, nodeKey: bKey })
+
+    const liar = await fake((url) => ({ name: 'ron-node', nodeId: bId, nodeKey: newKey(), version: '0', services: { storage: { url } } }))
+    const honest = await fake((url) => ({ name: 'ron-node', nodeId: bId, nodeKey: bKey, version: '0', services: { storage: { url } } }))
+    // C joins A too (it uses A's passport) and lists A, the liar and the honest one.
+    const cDir = join(root, 'enrol-c')
+    const joinC = await runCli(['join', a.admin, '--token', ownerToken, '--data-dir', cDir])
+    expect(joinC.code, joinC.stderr).toBe(0)
+    const { summary: c, proc } = await start(['--data-dir', cDir, '--peers', [a.admin, liar.url, honest.url].join(',')])
+    const peers = await peersOf(c.admin)
+    expect(peers.find((p) => p.admin === a.admin)).toMatchObject({ state: 'pinned', nodeId: a.nodeId, source: 'first-contact' })
+    expect(peers.find((p) => p.admin === honest.url)).toMatchObject({ state: 'pinned', nodeId: bId, nodeKey: bKey, source: 'enrolment' })
+    const lied = peers.find((p) => p.admin === liar.url)
+    expect(lied).toMatchObject({ state: 'refused' })
+    expect(lied?.error).toMatch(/enrolled with the passport/)
+    expect(proc.stderr()).toMatch(/peer refused: node n[0-9a-f]{16} reports key .* but is enrolled/)
+    expect(liar.received).toEqual([])
+  }, 90_000)
+})
+
+describe('a service token of this node, were it leaked', () => {
+  it('cannot have passport mint admin scopes (the node:<id> policy holds only service-call scopes)', async () => {
+    const dataDir = join(root, 'leaked')
+    const { summary } = await start(['--data-dir', dataDir])
+    const cli = (...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> => runCli([...args, '--node', summary.admin, '--data-dir', dataDir])
+    // What interop's upload path holds: sub node:<id>, passport:issue, audience passport.
+    const issued = await cli('token', 'issue', '--sub', `node:${summary.nodeId}`, '--aud', 'passport', '--scope', 'passport:issue', '--ttl', '10m')
+    expect(issued.code, issued.stderr).toBe(0)
+    const leaked = issued.stdout.trim()
+    for (const [aud, scope] of [
+      ['node', 'node:admin'],
+      ['passport', 'passport:admin'],
+      ['passport', 'passport:issue'],
+      ['registry', 'registry:admin'],
+      ['storage', 'storage:admin'],
+    ] as const) {
+      const r = await runCli(['token', 'issue', '--sub', 'thief', '--aud', aud, '--scope', scope, '--ttl', '10m', '--node', summary.admin, '--token', leaked])
+      expect(r.code, `${scope}: ${r.stdout}${r.stderr}`).toBe(4)
+      expect(r.stderr).toMatch(/policy|scope/)
+    }
+  }, 60_000)
+})
