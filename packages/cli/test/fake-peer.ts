@@ -21,10 +21,14 @@ export interface FakePeer {
   readonly url: string
   /** What `/status` answers: mutable, read on every request. */
   status: Record<string, unknown>
+  /** What `/keys` answers (a JWKS's `keys`): mutable. */
+  keys: unknown[]
   /** Every request other than `GET /status` and `GET /keys`, in arrival order. */
   readonly received: Received[]
   /** How many times `/status` was asked. */
   statusCalls(): number
+  /** How many times `/keys` was asked. */
+  keysCalls(): number
   close(): Promise<void>
 }
 
@@ -47,6 +51,7 @@ async function drain(req: IncomingMessage): Promise<void> {
 export async function startFakePeer(status: (url: string) => Record<string, unknown>): Promise<FakePeer> {
   const received: Received[] = []
   let statusCalls = 0
+  let keysCalls = 0
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!
     if (req.method === 'GET' && path === '/status') {
@@ -55,7 +60,8 @@ export async function startFakePeer(status: (url: string) => Record<string, unkn
       return
     }
     if (req.method === 'GET' && path === '/keys') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"keys":[]}')
+      keysCalls++
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: peer.keys }))
       return
     }
     const auth = req.headers.authorization
@@ -73,8 +79,10 @@ export async function startFakePeer(status: (url: string) => Record<string, unkn
   const peer: FakePeer = {
     url,
     status: status(url),
+    keys: [],
     received,
     statusCalls: () => statusCalls,
+    keysCalls: () => keysCalls,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

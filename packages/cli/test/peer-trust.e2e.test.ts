@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { generateIssuerKey, newNodeId } from '@ron/core'
+import { addressOf, generateIssuerKey, newNodeId, signToken } from '@ron/core'
 import { hashApiKey } from '@ron/interop'
 import { claimsOf, startFakePeer, type FakePeer } from './fake-peer.js'
 import { assertBuilt, firstJsonLine, killAll, runCli, spawnCli, type Proc } from './helpers.js'
@@ -302,5 +302,33 @@ describe('a service token of this node, were it leaked', () => {
       expect(r.code, `${scope}: ${r.stdout}${r.stderr}`).toBe(4)
       expect(r.stderr).toMatch(/policy|scope/)
     }
+  }, 60_000)
+})
+
+describe('replica writes from peers', () => {
+  it('a pinned peer’s issuer key signs storage:replicate only; a refused peer’s keys are never even read', async () => {
+    const pinnedKey = generateIssuerKey({ epoch: 1 })
+    const refusedKey = generateIssuerKey({ epoch: 1 })
+    const pinned = await fake((url) => ({ name: 'ron-node', nodeId: newNodeId(), nodeKey: newKey(), version: '0', services: { storage: { url } } }))
+    pinned.keys = [pinnedKey.publicJwk]
+    const refused = await fake((url) => ({ name: 'ron-node', nodeId: 'storage', nodeKey: newKey(), version: '0', services: { storage: { url } } }))
+    refused.keys = [refusedKey.publicJwk]
+    const { summary } = await start(['--amnesia', '--peers', `${pinned.url},${refused.url}`])
+    const storage = summary.services['storage']!
+    const push = async (key: typeof pinnedKey, scope: string, path: string): Promise<{ status: number; body: string }> => {
+      const token = signToken(key, { sub: 'node:peer', aud: ['storage'], scope: [scope], ttlSec: 60 })
+      const body = randomBytes(64)
+      const res = await fetch(`${storage}${path}`, { method: 'PUT', headers: { authorization: `Bearer ${token}`, 'x-expect-address': addressOf(body), 'content-type': 'application/octet-stream' }, body })
+      return { status: res.status, body: await res.text() }
+    }
+    expect((await push(pinnedKey, 'storage:replicate', '/replica')).status).toBe(201)
+    // The same key for a client write: refused.
+    expect((await push(pinnedKey, 'storage:write', '/o')).status).toBe(401)
+    // A refused peer's key is not looked up at all.
+    const fromRefused = await push(refusedKey, 'storage:replicate', '/replica')
+    expect(fromRefused.status).toBe(401)
+    expect(fromRefused.body).toContain('unknown_kid')
+    expect(refused.keysCalls()).toBe(0)
+    expect(pinned.keysCalls()).toBeGreaterThan(0)
   }, 60_000)
 })
