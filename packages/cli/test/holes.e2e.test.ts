@@ -177,7 +177,7 @@ describe('an unmet write quorum', () => {
       start(['--data-dir', dirs[i]!, '--port-base', String(bases[i]), '--peers', admins[1 - i]!, '--rf', '2', '--write-quorum', '2'])
     const [a, b] = await Promise.all([node(0), node(1)])
     const token = (await readFile(join(dirs[0]!, 'admin.token'), 'utf8')).trim()
-    const put = (body: Uint8Array): Promise<Response> => fetch(`${a.summary.services['storage']}/o`, { method: 'PUT', headers: { authorization: `Bearer ${token}` }, body })
+    const put = (body: Uint8Array): Promise<Response> => fetch(`${a.summary.services['storage']}/o`, { method: 'PUT', headers: { authorization: `Bearer ${token}` }, body: new Uint8Array(body) })
     const first = await put(randomBytes(256))
     expect(first.status, await first.text()).toBe(201)
 
