@@ -6,9 +6,10 @@
  * @module
  */
 
+import { existsSync } from 'node:fs'
 import { noopLogger } from '@ron/core'
 import { output, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
-import { defaultDataDir, prepareDataDir } from '../data-dir.js'
+import { dataDirLayout, defaultDataDir, prepareDataDir } from '../data-dir.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 import type { PeerRecord } from '../peers.js'
 import { normalizeUrl } from '../peers.js'
@@ -37,10 +38,16 @@ async function reach(url: string, init?: RequestInit): Promise<Response | undefi
   }
 }
 
-/** The pins of a stopped node, read (and changed by `fn`) under its data directory's lock. */
-async function withPins<T>(args: PeersArgs, fn: (pins: PinStore) => Promise<T>): Promise<T> {
-  const root = args.dataDir ?? defaultDataDir({ env: args.env ?? process.env })
-  const layout = await prepareDataDir(root, { logger: noopLogger })
+/** The data directory of the local node. */
+const rootOf = (args: PeersArgs): string => args.dataDir ?? defaultDataDir({ env: args.env ?? process.env })
+
+/**
+ * The pins of a stopped node, changed by `fn` under its data directory's lock. A data directory
+ * without a pins file is left untouched (nothing is created): `fn` is not called, undefined.
+ */
+async function withPins<T>(args: PeersArgs, fn: (pins: PinStore) => Promise<T>): Promise<T | undefined> {
+  if (!existsSync(dataDirLayout(rootOf(args)).pinsFile)) return undefined
+  const layout = await prepareDataDir(rootOf(args), { logger: noopLogger })
   try {
     return await fn(await PinStore.open(layout.pinsFile))
   } finally {
@@ -61,7 +68,8 @@ export async function peersLsCommand(args: PeersArgs, out: NodeJS.WritableStream
     output(out, args.json, { peers }, table(peers))
     return
   }
-  const pins = await withPins(args, (p) => Promise.resolve(p.list()))
+  // Read-only: no lock taken, nothing created.
+  const pins = (await PinStore.open(dataDirLayout(rootOf(args)).pinsFile)).list()
   const peers: PeerRecord[] = pins.map((p) => ({ admin: p.admin, state: 'pinned', nodeId: p.nodeId, nodeKey: p.nodeKey, source: p.source, pinnedAt: p.pinnedAt, services: {}, seenAt: 0 }))
   output(out, args.json, { peers, offline: true }, `${node} does not answer; the pins in the data directory:\n${table(peers)}`)
 }
@@ -88,7 +96,7 @@ export async function peersForgetCommand(args: PeersArgs & { url: string }, out:
   let forgotten: boolean
   let where: string
   if (res === undefined) {
-    forgotten = await withPins(args, (pins) => pins.forget(url))
+    forgotten = (await withPins(args, (pins) => pins.forget(url))) === true
     where = 'in the data directory (the node is not running)'
   } else {
     const body = (await res.json().catch(() => ({}))) as { forgotten?: unknown; error?: { code?: string; message?: string } }
