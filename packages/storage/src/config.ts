@@ -246,13 +246,15 @@ export const storageOptionsSchema = storageConfigSchema
     const advertise = o.advertise ?? DEFAULT_ADVERTISE
     const self = o.placementName ?? advertise
     const peers = [...new Set(o.peers.filter((p) => p !== self))]
+    const nodeId = o.nodeId ?? derivedNodeId(self)
+    const placementName = self
     return {
       ...o,
       peers,
       rf: o.rf ?? (peers.length > 0 ? 2 : 1),
-      nodeId: o.nodeId ?? derivedNodeId(self),
+      nodeId,
       advertise,
-      placementName: self,
+      placementName,
       writersPerPrincipal: o.writersPerPrincipal ?? Math.max(1, Math.floor(o.writers / 2)),
       announce: { ...o.announce, intervalMs: o.announce.intervalMs ?? (o.announce.ttlSec * 1000) / 2 },
     }
