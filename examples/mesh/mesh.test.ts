@@ -35,7 +35,7 @@ describe('the whole mesh on one MemoryTransport', () => {
 })
 
 describe('the mesh node’s identity', () => {
-  it('has a node id of the one form, announces under it, and its service tokens cannot mint admin scopes', async () => {
+  it('has a node id of the one form, announces under it, and its service tokens carry service-call scopes only', async () => {
     mesh = await startMesh({ githubSecret: 'gh-secret' })
     const { transport, adminToken, nodeId } = mesh
     expect(nodeId).toMatch(/^n[0-9a-f]{16}$/)
@@ -50,9 +50,17 @@ describe('the mesh node’s identity', () => {
       if (providers.length === 0) await new Promise((r) => setTimeout(r, 10))
     }
     expect(providers).toContainEqual(expect.objectContaining({ node: nodeId, endpoint: 'storage' }))
-    // A token of the node (as if leaked) issues nothing outside the service-call scopes.
+    // The node's own service tokens carry at most the service-call scopes: none for passport or node.
+    const { tokens } = mesh
+    for (const [aud, scope] of [
+      ['passport', 'passport:issue'],
+      ['passport', 'passport:admin'],
+      ['node', 'node:admin'],
+    ] as const) {
+      await expect(Promise.resolve().then(() => tokens.token({ aud, scope: [scope] })), scope).rejects.toMatchObject({ code: 'Forbidden' })
+    }
+    // Nor can the admin issue a token in the node's name (service identities come from enrolment).
     const passport = createPassportClient(transport, { token: adminToken })
-    const { token: nodeToken } = await passport.issue({ sub: `node:${nodeId}`, aud: ['passport'], scope: ['passport:issue'], ttlSec: 600 })
-    await expect(createPassportClient(transport, { token: nodeToken }).issue({ sub: 'thief', aud: ['passport'], scope: ['passport:admin'], ttlSec: 600 })).rejects.toMatchObject({ code: 'Forbidden' })
+    await expect(passport.issue({ sub: `node:${nodeId}`, aud: ['storage'], scope: ['storage:write'], ttlSec: 600 })).rejects.toMatchObject({ code: 'Forbidden' })
   })
 })

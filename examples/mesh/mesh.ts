@@ -4,14 +4,11 @@
  * minted by passport through core's token provider; storage announces to index; interop calls
  * storage, passport and index. Run by `mesh.test.ts`.
  */
-import { MemoryTransport, createTokenProvider, createTokenVerifier, newNodeId } from '@ron/core'
+import { MemoryTransport, SERVICE_CALL_SCOPES, createTokenProvider, createTokenVerifier, newNodeId } from '@ron/core'
 import { createIndexService } from '@ron/index'
 import { createInteropService } from '@ron/interop'
 import { createPassportService, passportMinter } from '@ron/passport'
 import { createStorageService } from '@ron/storage'
-
-/** The service-call scopes (SPEC §5): all a node's own service tokens may have passport issue. */
-const SERVICE_CALL_SCOPES = ['storage:replicate', 'storage:write', 'storage:read', 'index:announce', 'index:write']
 
 export async function startMesh(opts: { githubSecret: string }) {
   const transport = new MemoryTransport()
@@ -19,7 +16,7 @@ export async function startMesh(opts: { githubSecret: string }) {
   // MemoryTransport the services' endpoints stay target names.
   const nodeId = newNodeId()
   const passport = await createPassportService(
-    { policy: { callers: { admin: { scopes: ['*'], audiences: ['*'] }, [`node:${nodeId}`]: { scopes: SERVICE_CALL_SCOPES, audiences: ['storage', 'index'] } } } },
+    { policy: { callers: { admin: { scopes: ['*'], audiences: ['*'] }, [`node:${nodeId}`]: { scopes: [...SERVICE_CALL_SCOPES], audiences: ['storage', 'index'] } } } },
     transport,
   )
   transport.mount('passport', passport)
@@ -36,6 +33,7 @@ export async function startMesh(opts: { githubSecret: string }) {
   const admin = await passport.mintAdminToken({ aud: ['storage', 'index', 'passport', 'interop'], scope: ['storage:write', 'index:write', 'passport:issue', 'passport:revoke'], ttlSec: 3600 })
   return {
     nodeId,
+    tokens,
     transport,
     passport,
     storage,

@@ -282,26 +282,36 @@ describe('the shared passport’s enrolment', () => {
   }, 90_000)
 })
 
-describe('a service token of this node, were it leaked', () => {
-  it('cannot have passport mint admin scopes (the node:<id> policy holds only service-call scopes)', async () => {
-    const dataDir = join(root, 'leaked')
-    const { summary } = await start(['--data-dir', dataDir])
-    const cli = (...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> => runCli([...args, '--node', summary.admin, '--data-dir', dataDir])
-    // What interop's upload path holds: sub node:<id>, passport:issue, audience passport.
-    const issued = await cli('token', 'issue', '--sub', `node:${summary.nodeId}`, '--aud', 'passport', '--scope', 'passport:issue', '--ttl', '10m')
-    expect(issued.code, issued.stderr).toBe(0)
-    const leaked = issued.stdout.trim()
-    for (const [aud, scope] of [
-      ['node', 'node:admin'],
-      ['passport', 'passport:admin'],
-      ['passport', 'passport:issue'],
-      ['registry', 'registry:admin'],
-      ['storage', 'storage:admin'],
-    ] as const) {
-      const r = await runCli(['token', 'issue', '--sub', 'thief', '--aud', aud, '--scope', scope, '--ttl', '10m', '--node', summary.admin, '--token', leaked])
-      expect(r.code, `${scope}: ${r.stdout}${r.stderr}`).toBe(4)
-      expect(r.stderr).toMatch(/policy|scope/)
+describe('what a peer can do with the token it received', () => {
+  it('a replica token replayed on the node’s passport mints nothing: no issue, no widening attenuation', async () => {
+    const peer = await fake((url) => ({ name: 'ron-node', nodeId: newNodeId(), nodeKey: newKey(), version: '0', services: { storage: { url } } }))
+    const dataDir = join(root, 'replay')
+    const { summary } = await start(['--data-dir', dataDir, '--peers', peer.url, '--rf', '2', '--write-quorum', '2'])
+    const file = join(root, 'replay.bin')
+    await writeFile(file, randomBytes(1024))
+    const put = await runCli(['put', file, '--node', summary.admin, '--data-dir', dataDir])
+    expect(put.code, put.stderr).toBe(0)
+    const stolen = peer.received.find((r) => r.token !== undefined)?.token
+    expect(stolen).toBeDefined()
+    const passport = summary.services['passport']!
+    const post = async (path: string, body: unknown): Promise<{ status: number; code?: string }> => {
+      const res = await fetch(`${passport}${path}`, { method: 'POST', headers: { authorization: `Bearer ${stolen!}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+      const json = (await res.json()) as { error?: { code?: string } }
+      return { status: res.status, ...(json.error?.code === undefined ? {} : { code: json.error.code }) }
     }
+    // Issuing: its audience is storage, not passport, and it has no passport:issue anyway.
+    for (const scope of ['node:admin', 'passport:admin', 'storage:write', 'storage:replicate']) {
+      const r = await post('/v1/passport/issue', { sub: 'thief', aud: ['storage'], scope: [scope], ttlSec: 600 })
+      expect(r.status, scope).toBeGreaterThanOrEqual(401)
+      expect(r.status, scope).toBeLessThanOrEqual(403)
+    }
+    // Attenuating (holding a token is the right to narrow it, never to widen it).
+    for (const scope of ['storage:write', 'storage:admin', 'node:admin']) {
+      const r = await runCli(['token', 'attenuate', stolen!, '--scope', scope, '--node', summary.admin, '--data-dir', dataDir])
+      expect(r.code, `${scope}: ${r.stderr}`).toBe(4)
+    }
+    // And a node's service tokens never carry more than the call: the stolen one is storage:replicate only.
+    expect(claimsOf(stolen!).scope).toBe('storage:replicate')
   }, 60_000)
 })
 
