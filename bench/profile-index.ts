@@ -42,7 +42,7 @@ try {
   }
   const job = jobs[which]
   if (job === undefined) throw new Error(`unknown case ${which}; one of ${Object.keys(jobs).join(', ')}`)
-  await load.run({ ...job(), ...(job().kind === 'rate' ? { durationSec: 1 } : { requests: 100 }) } as LoadJob) // warm up
+  await load.run({ ...job(), ...(job().kind === 'rate' ? { durationSec: 1 } : { requests: 100 }) }) // warm up
   await server.profStart()
   const r = await load.run(job())
   const file = await server.profStop(join(profDir, `index-${which}-${Date.now()}.cpuprofile`))
