@@ -16,8 +16,11 @@ export interface Received {
   token?: string
 }
 
+/** A custom answer: JSON (`json`), or raw bytes with the headers the peer chooses (`body`, `headers`). */
+export type FakeReply = { status: number; json: unknown } | { status: number; body: string | Uint8Array; headers: Record<string, string> }
+
 /** What the fake peer answers to a request other than `/status` and `/keys`; `undefined`: the default. */
-export type FakeAnswer = (method: string, path: string) => { status: number; json: unknown } | undefined
+export type FakeAnswer = (method: string, path: string) => FakeReply | undefined
 
 /** A running fake peer. */
 export interface FakePeer {
@@ -74,8 +77,10 @@ export async function startFakePeer(status: (url: string) => Record<string, unkn
     received.push({ method: req.method ?? '', path, ...(auth?.startsWith('Bearer ') === true ? { token: auth.slice(7) } : {}) })
     void drain(req).then(() => {
       const custom = peer.answer?.(req.method ?? '', path)
-      if (custom !== undefined) {
+      if (custom !== undefined && 'json' in custom) {
         res.writeHead(custom.status, { 'content-type': 'application/json' }).end(JSON.stringify(custom.json))
+      } else if (custom !== undefined) {
+        res.writeHead(custom.status, { 'content-length': String(Buffer.byteLength(custom.body)), ...custom.headers }).end(custom.body)
       } else if (req.method === 'PUT' && path === '/replica') {
         res.writeHead(201, { 'content-type': 'application/json' }).end('{"address":"b3:0","size":0}')
       } else {

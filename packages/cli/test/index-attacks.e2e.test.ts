@@ -119,7 +119,7 @@ async function call(url: string, method: string, token: string | undefined, body
   const res = await fetch(url, {
     method,
     headers: { ...headers, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...(body === undefined ? {} : { 'content-type': typeof body === 'string' || body instanceof Uint8Array ? 'application/octet-stream' : 'application/json' }) },
-    ...(body === undefined ? {} : { body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body) }),
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : body instanceof Uint8Array ? new Uint8Array(body) : JSON.stringify(body) }),
   })
   const text = await res.text()
   return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Answer['body']) }
@@ -462,4 +462,69 @@ describe('a lying peer index against a real ron-node', () => {
     lies.set('free.site', forgedAnswer('free.site', 'the liar’s own', (m) => sign(liarIdentity, 'free.site', m, 1)))
     expect((await call(`${index}/resolve/free.site?fresh=1`, 'GET', undefined)).body).toMatchObject({ source: 'peer', record: { node: liarId } })
   }, 60_000)
+})
+
+describe('a known node’s storage serving content through interop', () => {
+  it('its content type never reaches a reader (octet-stream, nosniff), bytes that do not match the address are never served whole, and its redirects are not followed', async () => {
+    // Node C lists one peer, H: a pinned node whose storage is the fake peer itself, whose key C's
+    // passport enrolled — so H announces what it holds, as a joined node does.
+    const hId = newNodeId()
+    const hKey = generateIssuerKey()
+    const hIdentity = nodeIdentityFromKey(hId, hKey)
+    const hostile = await startFakePeer((url) => ({ name: 'ron-node', nodeId: hId, nodeKey: hIdentity.publicKey, version: '0', services: { storage: { url } } }))
+    try {
+      const page = new TextEncoder().encode('<script>document.cookie</script>')
+      const pageAddress = addressOf(page)
+      const claimed = randomBytes(512)
+      const claimedAddress = addressOf(claimed)
+      const movedAddress = addressOf(randomBytes(64))
+      hostile.answer = (method, path) => {
+        if (path === `/o/${pageAddress}`) return { status: 200, body: page, headers: { 'content-type': 'text/html; charset=utf-8' } }
+        // Other bytes than the address names (same length): a tampered copy.
+        if (path === `/o/${claimedAddress}`) return { status: 200, body: randomBytes(512), headers: { 'content-type': 'text/html' } }
+        // A redirect to an internal URL: never followed.
+        if (path === `/o/${movedAddress}`) return { status: 302, body: '', headers: { location: `${internalUrl}/moved` } }
+        return undefined
+      }
+      const proc = spawnCli(['start', '--json', '--log-level', 'warn', '--drain-deadline', '500ms', '--port-base', '0', '--data-dir', join(root, 'c'), '--rf', '1', '--peers', hostile.url])
+      const c: Node = { proc, s: await firstJsonLine<Summary>(proc, 60_000), admin: '' }
+      c.admin = c.s.admin
+      expect(await eventually(async () => (((await (await fetch(`${c.admin}/status`)).json()) as { peers: { state: string }[] }).peers[0]?.state === 'pinned' ? true : undefined))).toBe(true)
+      await createPassportClient(http, { target: c.s.services['passport']!, token: await adminToken(c) }).enrolNode({
+        nodeId: hId,
+        publicJwk: { kty: 'OKP', crv: 'Ed25519', x: hIdentity.publicKey },
+        scopes: [...SERVICE_CALL_SCOPES],
+      })
+      const hToken = await remotePassportMinter(http, { nodeId: hId, nodeKey: hKey, target: c.s.services['passport']! }).mint({ aud: 'index', scope: ['index:announce'], ttlSec: 600 })
+      for (const address of [pageAddress, claimedAddress, movedAddress]) {
+        const r = await call(`${c.s.services['index']}/providers`, 'POST', hToken, { address, node: hId, endpoint: hostile.url, ttlSec: 600 })
+        expect(r.status, JSON.stringify(r.body)).toBe(200)
+      }
+
+      // The page is read from H (C's storage does not hold it) and served as bytes, not as HTML.
+      const read = await fetch(`${c.s.services['interop']}/o/${pageAddress}`)
+      expect(read.status).toBe(200)
+      expect(read.headers.get('content-type')).toBe('application/octet-stream')
+      expect(read.headers.get('x-content-type-options')).toBe('nosniff')
+      expect(Buffer.from(await read.arrayBuffer()).equals(page)).toBe(true)
+      expect(hostile.received.filter((r) => r.path === `/o/${pageAddress}`).length).toBeGreaterThanOrEqual(1)
+      // The tampered copy is never delivered whole: the connection is cut before its last bytes
+      // (before any, for one chunk), or it is refused.
+      const got = await fetch(`${c.s.services['interop']}/o/${claimedAddress}`).then(
+        async (r) => (r.status === 200 ? r.arrayBuffer().then(() => 'whole', () => 'cut') : `status ${r.status}`),
+        () => 'cut',
+      )
+      expect(got).toMatch(/^(cut|status (404|502|503))$/)
+      // The redirect is not followed: nothing reaches the internal listener, the object is not found.
+      const moved = await fetch(`${c.s.services['interop']}/o/${movedAddress}`)
+      expect(moved.status).toBe(404)
+      await moved.body?.cancel()
+      expect(hostile.received.filter((r) => r.path === `/o/${movedAddress}`).length).toBeGreaterThanOrEqual(1)
+      expect(hits).toEqual([])
+      expect(hostile.received.filter((r) => r.path === `/o/${claimedAddress}`).length).toBeGreaterThanOrEqual(1)
+      expect(c.proc.child.exitCode).toBeNull()
+    } finally {
+      await hostile.close()
+    }
+  }, 90_000)
 })
