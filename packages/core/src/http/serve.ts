@@ -93,7 +93,7 @@ export interface RonServer {
  * await srv.close()
  * ```
  */
-export async function serve(target: { handle(req: IncomingMessage, res: ServerResponse): void; readonly listener?: ListenerPolicy }, options: ServeOptions = {}): Promise<RonServer> {
+export async function serve(target: { handle(req: IncomingMessage, res: ServerResponse): void; readonly listener?: ListenerPolicy | undefined }, options: ServeOptions = {}): Promise<RonServer> {
   const policy = target.listener
   const host = options.host ?? '127.0.0.1'
   const readTimeoutMs = options.readTimeoutMs ?? policy?.readTimeoutMs ?? 5000

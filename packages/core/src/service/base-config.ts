@@ -158,7 +158,7 @@ function httpShape(d: HttpConfig) {
  */
 export function serviceBaseShape(defaults: ServiceBaseDefaults = {}) {
   const b = SERVICE_BASE_DEFAULTS
-  const http = { ...b.http, ...defaults.http } as HttpConfig
+  const http: HttpConfig = { ...b.http, ...defaults.http }
   return {
     /** HTTP limits of this service (SPEC.md 3.2, 4), slow-client rules included. */
     http: z.strictObject(httpShape(http)).prefault({}),
