@@ -16,7 +16,8 @@ import { HttpTransport } from '../transport/http.js'
 /** A temporary directory; `cleanup()` (or `await using`) removes it and everything in it. */
 export interface TempDir {
   readonly dir: string
-  cleanup(): Promise<void>
+  /** Removes the directory (idempotent); a property, so `const { dir, cleanup } = await tempDir()` works. */
+  readonly cleanup: () => Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }
 
