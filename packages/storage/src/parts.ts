@@ -56,9 +56,10 @@ export function storageParts(host: ServiceHost<ResolvedStorageConfig>, rt: Stora
   const guard = new ObjectGuard()
   const wakeable = new WakeableSleep(clock)
   const peerToken = tokenFor(rt.tokens, o0.id, REPLICATE_SCOPE)
-  // Placement names a node by how its peers list it: its advertised storage URL (or transport
-  // name), the same string on every node, so all nodes compute the same placement.
-  const ranking = (address: Address): string[] => placement(address, [cfg().advertise, ...cfg().peers], cfg().peers.length + 1)
+  // Placement names a node by how its peers list it (`placementName`: its advertised storage URL or
+  // transport name by default, its node id under ron-node), the same string on every node, so all
+  // nodes compute the same placement.
+  const ranking = (address: Address): string[] => placement(address, [cfg().placementName, ...cfg().peers], cfg().peers.length + 1)
   const work = new WorkScheduler({ name: CHANNELS.work, ...workLimits(o0), metrics: sink, clock, signal: host.signal })
   const replicator = new Replicator({
     store,
@@ -70,7 +71,7 @@ export function storageParts(host: ServiceHost<ResolvedStorageConfig>, rt: Stora
     transport: net,
     token: peerToken,
     timeoutMs: o0.peerTimeoutMs,
-    nodeId: o0.advertise,
+    nodeId: o0.placementName,
     get peers() {
       return cfg().peers
     },
@@ -87,7 +88,7 @@ export function storageParts(host: ServiceHost<ResolvedStorageConfig>, rt: Stora
   })
   const repairQueue = new BoundedQueue<RepairItem>({ name: CHANNELS.repair, capacity: o0.repair.queue, metrics: sink })
   const planner = new RepairPlanner({
-    nodeId: o0.advertise,
+    nodeId: o0.placementName,
     get peers() {
       return cfg().peers
     },
@@ -110,7 +111,7 @@ export function storageParts(host: ServiceHost<ResolvedStorageConfig>, rt: Stora
   let bucket = new TokenBucket({ capacity: o0.repair.burst, refillPerSec: o0.repair.bytesPerSec, clock })
   let rate = o0.repair.bytesPerSec
   const workers = new RepairWorkers({
-    nodeId: o0.advertise,
+    nodeId: o0.placementName,
     store,
     transport: net,
     token: peerToken,

@@ -73,7 +73,7 @@ export async function cluster(
     const peers = names.filter((n) => n !== name)
     const { data, runtime } = splitRuntime<StorageRuntime>(options(name), undefined, STORAGE_RUNTIME_KEYS)
     const svc = await createStorageService(
-      { nodeId: name, ...(peers.length > 0 ? { peers } : {}), repair: { auto: false }, drainReadWindowMs: 0, ...data },
+      { advertise: name, ...(peers.length > 0 ? { peers } : {}), repair: { auto: false }, drainReadWindowMs: 0, ...data },
       transport,
       { auth: { keys: issuer.keys }, ...(peers.length > 0 ? { tokens: { token: () => replicate } } : {}), ...runtime },
     )

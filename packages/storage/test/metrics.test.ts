@@ -157,7 +157,7 @@ const DRIVERS: Record<keyof typeof STORAGE_METRICS.table, Driver> = {
     c = await cluster(['storage-a', 'storage-b'], () => ({ rf: 2, writeQuorum: 2 }))
     const a = c.node('storage-a')
     c.transport.mount('storage-b', { dispatch: () => Promise.reject(new Error('peer down')) })
-    await expect(a.client.put('no quorum')).rejects.toMatchObject({ code: 'QuorumNotMet' })
+    await expect(a.client.put('no quorum')).rejects.toMatchObject({ code: 'Unavailable', details: { reason: 'write_quorum' } })
     expect(await metricValue(a.svc, 'replication_failures_total', { peer: 'storage-b' })).toBe(1)
   },
 
