@@ -3,7 +3,7 @@
  * must do, as checks a test runner runs one by one — lifecycle and idempotent close, the built-in
  * endpoints, the drain order with its read window, limits and their 413/429 envelopes, CORS,
  * reload, error envelopes against the error catalog, metrics against the README, topology against
- * `docs/CONCURRENCY.md`. Framework-free (assertions are `node:assert`), so a third-party service
+ * `docs/CONCURRENCY.md`, and (with `surface`) the exported names against the API report. Framework-free (assertions are `node:assert`), so a third-party service
  * runs it with any runner:
  *
  * ```ts
@@ -21,6 +21,7 @@ import { isRonError } from '../errors.js'
 import { CORE_METRIC_NAMES } from '../metrics/service-metrics.js'
 import { metricValue } from '../metrics/exposition.js'
 import { concurrencyDocProblems } from '../service/topology-doc.js'
+import { BASE_IMMUTABLE_KEYS } from '../service/base-config.js'
 import type { RonService } from '../service/types.js'
 import { MemoryTransport } from '../transport/memory.js'
 import type { TransportRequest, TransportResponse } from '../transport/types.js'
@@ -60,6 +61,12 @@ export interface ConformanceSubject {
    * turns unready as a whole at the start of a drain (index). @default true
    */
   readWindow?: boolean
+  /**
+   * The package's public surface, checked against `docs/api-report.md` and the contract's names:
+   * the entry (`'@ron/storage'`), its module namespace (`import * as entry from '@ron/storage'`)
+   * and the text of the API report. @default not checked
+   */
+  surface?: { entry: string; exports: Record<string, unknown>; apiReport: string }
 }
 
 /** One check of the suite. */
@@ -351,6 +358,7 @@ export function serviceConformance(subject: ConformanceSubject): ConformanceChec
           }
         }),
     },
+    ...(subject.surface === undefined ? [] : [surfaceCheck(subject.surface)]),
     {
       name: 'describe() matches docs/CONCURRENCY.md',
       run: () =>
@@ -361,6 +369,50 @@ export function serviceConformance(subject: ConformanceSubject): ConformanceChec
     },
   ]
   return checks
+}
+
+/**
+ * The exported names against the API report, and the names the contract asks of a service
+ * package: a `create*Service(config, transport, runtime)` factory, its `*ConfigSchema` and its
+ * `*_IMMUTABLE_KEYS` (a superset of core's `BASE_IMMUTABLE_KEYS`).
+ */
+function surfaceCheck(surface: NonNullable<ConformanceSubject['surface']>): ConformanceCheck {
+  return {
+    name: 'the exported surface matches the API report and has the contract names (factory, config schema, immutable keys)',
+    run: () => Promise.resolve().then(() => {
+      const listed = apiReportNames(surface.apiReport, surface.entry)
+      assert.ok(listed !== undefined, `docs/api-report.md has a section for ${surface.entry}`)
+      for (const name of Object.keys(surface.exports)) assert.ok(listed.has(name), `${surface.entry} exports ${name}, which the API report does not list (regenerate it)`)
+      const names = Object.keys(surface.exports)
+      const factories = names.filter((n) => /^create\w+Service$/.test(n) && typeof surface.exports[n] === 'function')
+      assert.equal(factories.length, 1, `${surface.entry} exports one create*Service factory (found ${factories.join(', ') || 'none'})`)
+      const factory = surface.exports[factories[0]!] as (...args: unknown[]) => unknown
+      assert.ok(factory.length <= 3, `${factories[0]} takes (config, transport, runtime): at most three parameters`)
+      assert.ok(
+        names.some((n) => /ConfigSchema$/.test(n)),
+        `${surface.entry} exports its config schema (*ConfigSchema)`,
+      )
+      const immutable = names.filter((n) => /_IMMUTABLE_KEYS$/.test(n))
+      assert.equal(immutable.length, 1, `${surface.entry} exports its reload-immutable keys as <SERVICE>_IMMUTABLE_KEYS`)
+      const keys = surface.exports[immutable[0]!] as readonly string[]
+      for (const k of BASE_IMMUTABLE_KEYS) assert.ok(keys.includes(k), `${immutable[0]} includes the base key ${k}`)
+    }),
+  }
+}
+
+/** The names listed under `## \`entry\`` of an API report, or undefined when it has no such section. */
+function apiReportNames(report: string, entry: string): Set<string> | undefined {
+  const lines = report.split('\n')
+  const head = `## \`${entry}\` (`
+  const start = lines.findIndex((l) => l.startsWith(head))
+  if (start === -1) return undefined
+  const names = new Set<string>()
+  for (const l of lines.slice(start + 1)) {
+    if (l.startsWith('## ')) break
+    const m = /^- `([^`]+)`/.exec(l)
+    if (m) names.add(m[1]!)
+  }
+  return names
 }
 
 function toTransport(r: ConformanceRequest, extra: Record<string, string>): TransportRequest {

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { MemoryTransport, createServiceHost, isRonError, metricValue, noTransport, serviceBaseShape, type Topology } from '@ron/core'
 import { RecordingMetrics, VirtualClock, createTestIssuer, deferred, serviceConformance } from '@ron/core/testing'
 import { z } from 'zod'
+import * as helloEntry from './fixtures/hello-service.js'
 import { createHelloService, HELLO_CONCURRENCY, HELLO_README, type HelloConfig, type HelloRuntime, type HelloService } from './fixtures/hello-service.js'
 
 const issuer = createTestIssuer()
@@ -316,5 +317,37 @@ describe('the service contract (core host)', () => {
     })) {
       it(check.name, () => check.run())
     }
+  })
+
+  describe('conformance: the exported surface', () => {
+    const errors = readFileSync(new URL('../../../../docs/errors.md', import.meta.url), 'utf8')
+    const reportOf = (names: string[]): string => `# API report\n\n## \`@acme/hello\` (${names.length})\n\n${names.map((n) => `- \`${n}\` const`).join('\n')}\n\n## \`@acme/other\` (0)\n`
+    const check = (exports: Record<string, unknown>, report: string): (() => Promise<void>) => {
+      const c = serviceConformance({
+        id: 'hello',
+        create: (config, runtime) => createHelloService(config, undefined, { ...runtime, auth: { keys: issuer.keys } }),
+        read: { method: 'GET', path: '/hello' },
+        write: note(),
+        overLimit: { config: {}, request: note('y'.repeat(5000)) },
+        docs: { readme: HELLO_README, concurrency: HELLO_CONCURRENCY, errors },
+        surface: { entry: '@acme/hello', exports, apiReport: report },
+      }).find((x) => x.name.startsWith('the exported surface'))
+      if (c === undefined) throw new Error('no surface check')
+      return () => c.run()
+    }
+    const names = Object.keys(helloEntry)
+
+    it('passes for a package listed in the report with a factory, a config schema and <SERVICE>_IMMUTABLE_KEYS', async () => {
+      await check(helloEntry, reportOf(names))()
+    })
+
+    it('fails for a name the report does not list, a second factory, or immutable keys without the base ones', async () => {
+      await expect(check(helloEntry, reportOf(names.filter((n) => n !== 'HELLO_METRICS')))()).rejects.toThrow(/HELLO_METRICS/)
+      await expect(check(helloEntry, '# API report\n')()).rejects.toThrow(/section for @acme\/hello/)
+      const twoFactories = { ...helloEntry, createOtherService: () => undefined }
+      await expect(check(twoFactories, reportOf(Object.keys(twoFactories)))()).rejects.toThrow(/one create\*Service factory/)
+      const narrow = { ...helloEntry, HELLO_IMMUTABLE_KEYS: ['dataDir'] }
+      await expect(check(narrow, reportOf(names))()).rejects.toThrow(/includes the base key http\.readTimeoutMs/)
+    })
   })
 })
