@@ -63,9 +63,9 @@ export interface HttpHooks {
    */
   finished?(req: RonRequest): void
   /**
-   * Headers for the response to a request that carries `Origin` (CORS), on the `node:http` path;
-   * `undefined` for none. The reply's own headers win over these. In-process callers (`dispatch`)
-   * do not get them: their host adds what applies.
+   * Headers for the response to a request that carries `Origin` (CORS), on every path (`handle`
+   * and `dispatch`); `undefined` for none. The reply's own headers win over these; a route with
+   * `cors: false` gets none.
    */
   cors?(method: string, origin: string): Record<string, string> | undefined
   /** Called once per finished request for metrics (route = route.name ?? route.path, or 'builtin'/'unmatched'). */
@@ -135,6 +135,7 @@ function positive(name: string, v: number | undefined, def: number): number {
 export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   if (typeof opts.serviceId !== 'string' || opts.serviceId === '') throw new RouteConfigError('serviceId must be a non-empty string')
   const router = new Router(opts.routes)
+  const hasHostRoutes = router.hasHostRoutes
   const l = opts.limits ?? {}
   const clock = opts.clock ?? systemClock
   const hooks: HttpHooks = opts.hooks ?? {}
@@ -302,7 +303,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
       const url = req.url
       const q = url.indexOf('?')
       const path = q === -1 ? url : url.slice(0, q)
-      if (hooks.builtin !== undefined) {
+      // A host that has routes of its own (a gateway's site origins) sees only those: no built-ins.
+      const byHost = hasHostRoutes ? router.matchHost(req.method, headerValue(req.headers.host), path) : undefined
+      if (hooks.builtin !== undefined && byHost === undefined) {
         const b = hooks.builtin(path, req)
         if (b !== undefined) {
           ex.label = 'builtin'
@@ -311,8 +314,11 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
       }
       hooks.intake?.(req)
       if (hooks.admit !== undefined) ex.release = hooks.admit(req)
-      const m = router.match(req.method, path)
-      if (m.kind === 'found') return route(ex, m, q === -1 ? '' : url.slice(q + 1))
+      const m = byHost ?? router.match(req.method, path)
+      if (m.kind === 'found') {
+        if (m.route.route.cors === false) ex.cors = undefined
+        return route(ex, m, q === -1 ? '' : url.slice(q + 1))
+      }
       // Answered without a throw (see routeAuthenticated).
       if (m.kind === 'method') fail(ex, new MethodNotAllowedError(`method ${req.method} is not allowed on this path`, { details: { allow: m.allow } }))
       else fail(ex, new NotFoundError('no route matches this path', { details: { path } }))
@@ -337,6 +343,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
 
   async function dispatch(req: RonRequest): Promise<RonResponse> {
     const ex = new Exchange(req, corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, hooks.finished === undefined ? onFinish : onFinishDispatched)
+    if (hooks.cors !== undefined) {
+      const origin = headerValue(req.headers.origin)
+      if (origin !== undefined) ex.cors = hooks.cors(req.method, origin)
+    }
     const pending = run(ex)
     if (pending !== undefined) await pending
     return toRonResponse(ex)
@@ -347,4 +357,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   }
 
   return { dispatch, handle, fetch: fetchHandler }
+}
+
+/** The first value of a header that may arrive repeated. */
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v
 }
