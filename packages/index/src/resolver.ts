@@ -213,8 +213,13 @@ export class Resolver {
       return undefined
     }
     const record = this.#d.recordOf(name, rec)
+    if (rec.kind === 'dir' || rec.manifest === undefined) {
+      // A directory: its manifest is what a reader fetches first, so its providers are the answer's.
+      const providers = await this.#contentProviders(rec.manifestAddress, [], cfg, o, deadlineAt)
+      return { key: name, manifestAddress: rec.manifestAddress, kind: 'dir', record, providers }
+    }
     const providers = await this.#contentProviders(rec.manifest.content, [], cfg, o, deadlineAt)
-    return { key: name, manifestAddress: rec.manifestAddress, manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), record, providers }
+    return { key: name, manifestAddress: rec.manifestAddress, kind: 'file', manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), record, providers }
   }
 
   /**
@@ -265,8 +270,12 @@ export class Resolver {
     const peerProviders = scoreFromPeer(out.value.providers, out.peer.health, out.peer.latencyMs)
     if (isNameResolution(out.value)) {
       const v = out.value
+      if (v.manifest === undefined) {
+        const providers = await this.#contentProviders(v.manifestAddress, peerProviders, cfg, o, deadlineAt)
+        return { key: p.key, manifestAddress: v.manifestAddress, kind: 'dir', record: v.record, providers }
+      }
       const providers = await this.#contentProviders(v.manifest.content, peerProviders, cfg, o, deadlineAt)
-      return { key: p.key, manifestAddress: v.manifestAddress, manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), record: v.record, providers }
+      return { key: p.key, manifestAddress: v.manifestAddress, kind: 'file', manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), record: v.record, providers }
     }
     return { key: p.key as Address, providers: rank([peerProviders], cfg.maxProviders) }
   }
@@ -301,7 +310,16 @@ export class Resolver {
           if (r.key !== p.key) return undefined
           if (!('manifestAddress' in r)) return p.kind === 'address' && r.providers.length > 0 ? (r) : undefined
           if (p.kind !== 'name') return undefined
-          // A name answer is used only with the manifest's exact text, and only if that text
+          if (r.kind === 'dir') {
+            // A directory answer carries no manifest, only its address: the record its home
+            // signed for that very binding is the whole proof (SPEC §6a); whoever reads the
+            // manifest checks it against the address.
+            const record = this.#believe(p.key, r.record, r.manifestAddress)
+            if (record === undefined) return undefined
+            const { manifest: _m, manifestText: _t, ...rest } = r
+            return { ...rest, kind: 'dir', record }
+          }
+          // A file answer is used only with the manifest's exact text, and only if that text
           // hashes to the manifest address: a peer cannot hand out a manifest of its own making.
           const manifest = verifyManifestText(r.manifestAddress, r.manifestText)
           if (manifest === undefined) {
@@ -311,7 +329,7 @@ export class Resolver {
           // And only with a record its home signed for that very binding (SPEC §6a).
           const record = this.#believe(p.key, r.record, r.manifestAddress)
           if (record === undefined) return undefined
-          return { ...r, manifest, record }
+          return { ...r, kind: 'file', manifest, record }
         },
         onHedge: (result) => d.metrics.hedged.inc({ result }),
       })

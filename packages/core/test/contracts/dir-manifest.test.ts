@@ -19,7 +19,7 @@ import {
   type DirEntry,
 } from '@ron/core'
 
-const A = `b3:${'a'.repeat(64)}`
+const A = `b3:${'a'.repeat(64)}` as const
 const entry = (path: string, type = 'text/plain'): DirEntry => ({ path, content: A, size: 1, type })
 
 describe('directory manifests (SPEC §6a)', () => {
