@@ -72,7 +72,7 @@ const start: ServerFactory = async (options) => {
   const dir = mkdtempSync(join(tmpdir(), 'ron-bench-interop-'))
   const issuer = createTestIssuer()
   const storage = await createStorageService({ dataDir: dir, auth: { keys: issuer.keys } })
-  const token = issuer.mint({ scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'], ttlSec: 86_400 })
+  const token = issuer.mint({ sub: 'node:bench', scope: ['storage:write'], aud: ['storage'], ttlSec: 86_400, ron: { maxBytes: 1 << 30 } })
   if (options.mode === 'storage') {
     const server = await serve(storage, { port: 0 })
     return {

@@ -1,20 +1,23 @@
 /**
- * Registry benchmarks (issue 12 item 8), each beside its baseline:
+ * Registry benchmarks (issues 12 item 8 and 22 item 5), each beside its baseline:
  *
- * 1. commits/s — propose → 2 approvals (2-of-3, signed in the client) → commit with fsync, one
- *    client over HTTP to the registry in its own process, vs a bare loop of `write` + `fsync` of a
- *    record of the same size to a file on the same disk (goal ≥ 0.5×); beside them the protocol
- *    floor (a bare node:http server doing the same requests) and the two-request cycle (the
- *    commit carrying its approvals), for the registry and for the floor;
- * 2. `GET /registry/head` req/s (autocannon -c50 from the load process) vs a bare `node:http`
- *    server answering the same JSON, each in its own process (goal ≥ 0.7×);
- * 3. proof generation in a tree of 1M entries (built in bulk, BLAKE3): inclusion and consistency
- *    proofs beside the cost of verifying one.
+ * 1. commits/s — propose → 2 approvals (2-of-3, signed in the client) → commit with fsync and the
+ *    new tree's signed checkpoint, one client over HTTP to the registry in its own process, vs a
+ *    bare loop of `write` + `fsync` of a record of the same size to a file on the same disk;
+ *    beside them the protocol floor (a bare node:http server doing the same requests, signature
+ *    checks, durable write and checkpoint signature, goal ≥ 0.8×) and the two-request cycle (the
+ *    commit carrying its approvals), for the registry and for the floor; and the server CPU per
+ *    commit of the registry and of the floor;
+ * 2. `GET /registry/head` and `GET /registry/tile/0/000` (a full C2SP tile, 8 KiB) req/s
+ *    (autocannon -c50 from the load process) vs a bare `node:http` server answering the same
+ *    bytes with the same headers, each in its own process (goal ≥ 0.9×);
+ * 3. proof generation in a tree of 1M entries (built in bulk, SHA-256, the default): inclusion and
+ *    consistency proofs beside the cost of verifying one.
  *
  * This module is also the server factory of its out-of-process servers (default export, started
  * by `server-child.ts` with `{ mode: 'registry' | 'bare' | 'floor', dir, signers, origin }`).
  */
-import { createPublicKey, verify as cryptoVerify } from 'node:crypto'
+import { createHash, createPublicKey, generateKeyPairSync, sign as cryptoSign, verify as cryptoVerify } from 'node:crypto'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { createServer, type ServerResponse } from 'node:http'
@@ -25,7 +28,7 @@ import { HttpTransport, blake3, serve } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import {
   MerkleTree,
-  blake3TreeHasher,
+  sha256TreeHasher,
   createRegistryClient,
   createRegistryService,
   generateSignerKey,
@@ -35,20 +38,27 @@ import {
   type DescriptorSet,
   type SignerSet,
 } from '@ron/registry'
-import { FULL, alternate, compare, printRounds, ratios, report } from './harness.js'
+import { CpuPerRequest, FULL, alternate, compare, printRounds, ratios, report } from './harness.js'
 import { spawnLoad, spawnServer } from './process.js'
 import type { ServerFactory } from './server-child.js'
 
 const ORIGIN = 'bench.ron/registry'
 
-/** Server factory: the registry on its defaults (plus a data dir), or the bare head baseline. */
+/** Server factory: the registry on its defaults (plus a data dir), or the bare read baseline. */
 const start: ServerFactory = async (options) => {
   if (options.mode === 'bare') {
+    // The same bytes and headers the registry answers: HEAD's JSON, and a full tile.
     const body = JSON.stringify(options.head)
+    const tile = Buffer.from(String(options.tile), 'base64')
     const server = createServer((req, res) => {
       if (req.method === 'GET' && req.url === '/registry/head') {
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-cache' })
         res.end(body)
+        return
+      }
+      if (req.method === 'GET' && req.url === '/registry/tile/0/000') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': tile.length, 'cache-control': 'public, max-age=31536000, immutable' })
+        res.end(tile)
         return
       }
       res.writeHead(404).end()
@@ -77,7 +87,11 @@ export default start
  * The protocol floor: a bare `node:http` server speaking the same four requests of a commit cycle
  * with the least work each can do — propose hashes the body and answers an id; an approval is
  * parsed and its Ed25519 signature verified (node:crypto, cached KeyObject); commit appends a
- * record of an entry's size and fdatasyncs it. No auth, no validation, no queue, no log.
+ * record of an entry's size and fdatasyncs it, writes a 512-byte head record slot and fdatasyncs
+ * it (the registry's two durable writes), and signs a checkpoint of the new size (Ed25519 over the
+ * note text, the same shape as the registry's) before it answers. No auth, no validation, no
+ * queue, no log, no Merkle tree. Like the registry it writes nothing for the checkpoint: Ed25519
+ * is deterministic, so the checkpoint of a durable size can always be signed again, identically.
  */
 const startFloor: ServerFactory = async (options) => {
   const signers = (options.signers as SignerSet).signers
@@ -85,10 +99,22 @@ const startFloor: ServerFactory = async (options) => {
   const dir = String(options.dir)
   mkdirSync(dir, { recursive: true })
   const fh = await open(join(dir, 'floor.log'), 'a')
+  // The registry's commit makes its record durable, then its head record (a 512-byte slot of
+  // head.bin, alternating), each by fdatasync: the floor does the same two durable writes.
+  const headFile = await open(join(dir, 'floor-head.bin'), 'w')
+  const slot = Buffer.alloc(512, 0x68)
   const proposals = new Map<string, { payloadB3: string; baseVersion: number; approvals: number }>()
   let version = 0
   let seq = 0
   const record = Buffer.alloc(520, 0x61)
+  const logKey = generateKeyPairSync('ed25519').privateKey
+  let root = Buffer.alloc(32)
+  let checkpoint = ''
+  const signCheckpoint = (): void => {
+    root = createHash('sha256').update(root).update(record).digest()
+    const text = `${ORIGIN}\n${version}\n${root.toString('base64')}\ntree-hash sha256\n`
+    checkpoint = `${text}\n\u2014 ${ORIGIN} ${Buffer.concat([root.subarray(0, 4), cryptoSign(null, Buffer.from(text), logKey)]).toString('base64')}\n`
+  }
   const approve = (p: { payloadB3: string; baseVersion: number; approvals: number }, a: Approval): boolean => {
     const key = keyObjects.get(a.signerId)
     const msg = Buffer.from(`ron:registry:v1\n${ORIGIN}\n${p.baseVersion}\n${p.payloadB3}`)
@@ -127,8 +153,16 @@ const startFloor: ServerFactory = async (options) => {
         proposals.delete(id)
         fh.write(record)
           .then(() => fh.datasync())
-          .then(() => send(res, 201, { version: ++version, payloadB3: p.payloadB3, committedAt: Date.now(), treeSize: version, root: '00', hash: 'b3:00' }))
+          .then(() => headFile.write(slot, 0, slot.length, (version % 2) * slot.length))
+          .then(() => headFile.datasync())
+          .then(() => {
+            version++
+            signCheckpoint()
+            send(res, 201, { version, payloadB3: p.payloadB3, committedAt: Date.now(), treeSize: version, root: root.toString('hex'), hash: 'b3:00' })
+          })
           .catch(() => send(res, 500, { code: 'Internal' }))
+      } else if (url === '/registry/checkpoint') {
+        res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(checkpoint)
       } else send(res, 404, { code: 'NotFound' })
     })
   })
@@ -140,6 +174,7 @@ const startFloor: ServerFactory = async (options) => {
     close: async () => {
       await new Promise<void>((r) => server.close(() => r()))
       await fh.close()
+      await headFile.close()
     },
   }
 }
@@ -197,17 +232,27 @@ export async function run(): Promise<void> {
       }
       return done / ((performance.now() - t0) / 1000)
     }
-    const commitRound = (c: typeof client) => async (): Promise<number> => {
-      const t0 = performance.now()
-      let done = 0
-      while (performance.now() - t0 < seconds * 1000) {
-        const p = await c.propose(payload(++n))
-        for (const k of keys.slice(0, 2)) await c.approve(p.proposalId, signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }))
-        await c.commit(p.proposalId)
-        done++
-      }
-      return done / ((performance.now() - t0) / 1000)
-    }
+    // Server CPU per commit cycle: the floor's and the registry's, over the same rounds.
+    const cpu = new CpuPerRequest(2)
+    const cycles = [0, 0]
+    const commitRound = (c: typeof client, cpuIndex: number, pid: number) => (): Promise<number> =>
+      cpu.around(
+        cpuIndex,
+        pid,
+        async () => {
+          const t0 = performance.now()
+          let done = 0
+          while (performance.now() - t0 < seconds * 1000) {
+            const p = await c.propose(payload(++n))
+            for (const k of keys.slice(0, 2)) await c.approve(p.proposalId, signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }))
+            await c.commit(p.proposalId)
+            done++
+          }
+          cycles[cpuIndex] = done
+          return done / ((performance.now() - t0) / 1000)
+        },
+        () => cycles[cpuIndex]!,
+      )
     // About the size of a committed entry with two approvals.
     const record = Buffer.alloc(520, 0x61)
     const fh = await open(join(dir, 'bare-append.log'), 'a')
@@ -230,47 +275,61 @@ export async function run(): Promise<void> {
       const commits = await alternate(
         [
           { name: `bare write+fsync loop (${record.length} B records)`, measure: fsyncRound },
-          { name: 'protocol floor (same 4 requests, bare node:http)', measure: commitRound(floorClient) },
-          { name: 'registry commits (propose + 2 approvals + commit)', measure: commitRound(client) },
+          { name: 'protocol floor (same 4 requests, bare node:http)', measure: commitRound(floorClient, 0, floor.pid) },
+          { name: 'registry commits (propose + 2 approvals + commit)', measure: commitRound(client, 1, registry.pid) },
           { name: 'floor, 2 requests (commit carrying its approvals)', measure: twoRequestRound },
           { name: 'registry, 2 requests (commit carrying its approvals)', measure: registryTwoRequestRound },
         ],
         { rounds: FULL ? 7 : 5 },
       )
       printRounds(
-        `Commits/s, ${seconds} s per round, one client over HTTP (goal >= 0.5x)`,
+        `Commits/s, ${seconds} s per round, one client over HTTP (goal >= 0.8x of the protocol floor)`,
         'ops/s',
-        ['bare write+fsync loop', 'protocol floor (bare node:http, 4 requests)', 'registry commit (4 requests, 1 fsync)', 'floor, 2 requests (commit + approvals)', 'registry, 2 requests (commit + approvals)'],
+        ['bare write+fsync loop', 'protocol floor (bare node:http, 4 requests)', 'registry commit (4 requests, 2 fdatasyncs)', 'floor, 2 requests (commit + approvals)', 'registry, 2 requests (commit + approvals)'],
         commits,
         {
-          note: 'Each commit cycle is 4 HTTP round trips and 2 Ed25519 signatures in the client, 2 verifications and 1 fdatasync in the server. The floor row is a bare node:http server doing only that (no auth, validation, queue or log): the most a serial cycle can reach. The last two rows carry the approvals in the commit (optional commit body): 2 requests per cycle, the floor and the registry.',
+          note: 'Each commit cycle is 4 HTTP round trips and 2 Ed25519 signatures in the client, 2 verifications, 2 fdatasyncs (the record, then the head record) and 1 checkpoint signature in the server. The floor row is a bare node:http server doing only that (no auth, validation, queue, log or Merkle tree): the most a serial cycle can reach. The last two rows carry the approvals in the commit (optional commit body): 2 requests per cycle, the floor and the registry.',
         },
       )
       const r = ratios(commits, 2, 1)
       const r2 = ratios(commits, 4, 3)
       console.log(`registry vs protocol floor: ${r.median.toFixed(2)}x [${r.min.toFixed(2)}..${r.max.toFixed(2)}] (4 requests), ${r2.median.toFixed(2)}x [${r2.min.toFixed(2)}..${r2.max.toFixed(2)}] (2 requests)`)
+      cpu.print('Commit cycles (4 requests)', ['protocol floor (bare node:http)', 'registry'], FULL ? 7 : 5)
     }
 
-    // 2. GET /registry/head req/s vs bare node:http answering the same JSON.
-    if (parts.has('head')) await headPart()
-    async function headPart(): Promise<void> {
+    // 2. GET /registry/head and a full tile, req/s vs bare node:http answering the same bytes.
+    if (parts.has('head')) await readsPart()
+    async function readsPart(): Promise<void> {
+      // A full level-0 tile needs 256 entries.
+      while ((await client.head()).version < 256) {
+        const p = await client.propose(payload(++n))
+        await client.commit(p.proposalId, { approvals: keys.slice(0, 2).map((k) => signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 })) })
+      }
       const head = await client.head()
-      const bare = await spawnServer('bare node:http (same JSON)', './registry.bench.ts', { mode: 'bare', head })
+      const tile = await client.tile('tile/0/000')
+      const bare = await spawnServer('bare node:http (same bytes)', './registry.bench.ts', { mode: 'bare', head, tile: Buffer.from(tile).toString('base64') })
       stops.push(bare)
       const load = await spawnLoad()
       stops.push(load)
-      const rps = await alternate(
-        [bare, registry].map((s) => ({
-          name: s.name,
-          measure: async () => {
-            const r = await load.run({ kind: 'rate', url: s.url, path: '/registry/head', connections: 50, durationSec: FULL ? 5 : 1 })
-            if ((r.statuses['non2xx'] ?? 0) > 0) throw new Error(`${s.name}: non-2xx answers`)
-            return r.rps
-          },
-        })),
-        { rounds: FULL ? 7 : 5 },
-      )
-      printRounds('GET /registry/head, autocannon -c50 (goal >= 0.7x)', 'req/s', [bare.name, registry.name], rps)
+      for (const [path, what] of [
+        ['/registry/head', 'GET /registry/head'],
+        ['/registry/tile/0/000', 'GET /registry/tile/0/000 (full tile, 8 KiB)'],
+      ] as const) {
+        const cpuReads = new CpuPerRequest(2)
+        const rps = await alternate(
+          [bare, registry].map((s, i) => ({
+            name: s.name,
+            measure: async (): Promise<number> => {
+              const r = await cpuReads.around(i, s.pid, () => load.run({ kind: 'rate', url: s.url, path, connections: 50, durationSec: FULL ? 5 : 1 }), (x) => x.requests)
+              if ((r.statuses['non2xx'] ?? 0) > 0) throw new Error(`${s.name}: non-2xx answers`)
+              return r.rps
+            },
+          })),
+          { rounds: FULL ? 7 : 5 },
+        )
+        printRounds(`${what}, autocannon -c50 (goal >= 0.9x)`, 'req/s', [bare.name, registry.name], rps)
+        cpuReads.print(what, [bare.name, registry.name], FULL ? 7 : 5)
+      }
     }
     await transport.close()
 
@@ -278,18 +337,18 @@ export async function run(): Promise<void> {
     if (!parts.has('proofs')) return
     const size = 1_000_000
     const t0 = performance.now()
-    const tree = new MerkleTree(blake3TreeHasher)
+    const tree = new MerkleTree(sha256TreeHasher)
     const leaf = Buffer.alloc(64)
     for (let i = 0; i < size; i++) {
       leaf.writeUInt32BE(i, 0)
       tree.appendData(leaf)
     }
-    console.log(`\n(built a ${size.toLocaleString('en-US')}-leaf BLAKE3 tree in ${((performance.now() - t0) / 1000).toFixed(1)} s)`)
+    console.log(`\n(built a ${size.toLocaleString('en-US')}-leaf SHA-256 tree in ${((performance.now() - t0) / 1000).toFixed(1)} s)`)
     let i = 0
     const root = tree.root()
     const fixed = tree.inclusionProof(123_456, size)
     const rows = await compare(
-      { name: 'verify one inclusion proof (baseline)', fn: () => verifyInclusion(blake3TreeHasher, 123_456, size, tree.leafHash(123_456), fixed, root) },
+      { name: 'verify one inclusion proof (baseline)', fn: () => verifyInclusion(sha256TreeHasher, 123_456, size, tree.leafHash(123_456), fixed, root) },
       [
         { name: 'inclusion proof, random leaf, size 1M', fn: () => tree.inclusionProof((i = (i * 7919 + 13) % size), size) },
         { name: 'consistency proof, random old size → 1M', fn: () => tree.consistencyProof(1 + ((i = (i * 7919 + 13) % (size - 1))), size) },

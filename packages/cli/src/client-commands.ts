@@ -211,6 +211,26 @@ export function registerClientCommands(y: Argv, io: CliIo): Argv {
           async (a) => (await import('./commands/registry.js')).registryHeadCommand(common(a as Common), out),
         )
         .command(
+          'verify',
+          'verify the whole log from its C2SP tiles, trusting only the log key (pinned on first use); exit 5 when it does not verify',
+          (r) =>
+            r
+              .options(COMMON)
+              .option('log-key', { type: 'string', describe: "the log's verifier key, as ron-node status prints it [default: the pinned one, else pin the node's on first use]", requiresArg: true })
+              .option('witness', { type: 'string', array: true, describe: 'a witness cosignature key (repeat for several)', requiresArg: true })
+              .option('witness-quorum', { type: 'number', describe: 'valid cosignatures needed from the --witness keys [default: all of them]', requiresArg: true })
+              .option('wait', { type: 'number', describe: 'ms to wait for the witness quorum on the latest checkpoint [default: 5000]', requiresArg: true })
+              .example('$0 registry verify', 'verify, pinning the key on first use')
+              .example('$0 registry verify --log-key ron.registry/1a2b3c4d+…+… --witness w1+…+… --witness w2+…+…', 'require both witnesses')
+              .epilog(EXIT_CODES_HELP),
+          async (a) =>
+            (await import('./commands/registry-verify.js')).registryVerifyCommand(
+              { ...common(a as Common), logKey: a.logKey, witness: a.witness?.map(String), witnessQuorum: a.witnessQuorum, waitMs: a.wait },
+              out,
+              io.stderr,
+            ),
+        )
+        .command(
           'watch',
           'print commits as they happen (SSE), until Ctrl+C',
           (r) =>

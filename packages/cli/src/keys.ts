@@ -6,7 +6,8 @@
  */
 
 import { randomUUID } from 'node:crypto'
-import { chmod, lstat, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, lstat, open, readFile, rename, rm, stat } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import {
   ALL_SCOPES,
   createTokenVerifier,
@@ -39,20 +40,37 @@ export const ADMIN_TOKEN_TTL_SEC = 30 * 24 * 3600
 export const ADMIN_TOKEN_RENEW_SEC = 10 * 24 * 3600
 
 /**
- * Writes `text` to `path` with mode 0600 through a temporary file and a rename. The temporary file
- * has an unguessable name and is created exclusively (`wx`, O_EXCL), so a planted file or symlink
- * is never followed or reused.
+ * Writes `text` to `path` with mode 0600, atomically and durably: a temporary file in the same
+ * directory is written and fsynced, renamed over `path`, and the directory is fsynced, so after a
+ * crash `path` holds either the old text or the new one, never a mix or nothing. The temporary
+ * file has an unguessable name and is created exclusively (`wx`, O_EXCL), so a planted file or
+ * symlink is never followed or reused.
  */
 export async function writeSecret(path: string, text: string): Promise<void> {
   const tmp = `${path}.${randomUUID()}.tmp`
   let created = false
   try {
-    await writeFile(tmp, text, { mode: 0o600, flag: 'wx' })
+    const fh = await open(tmp, 'wx', 0o600)
     created = true
-    await chmod(tmp, 0o600)
+    try {
+      await fh.writeFile(text)
+      await fh.chmod(0o600)
+      await fh.sync()
+    } finally {
+      await fh.close()
+    }
     await rename(tmp, path)
+    created = false
+    const dir = await open(dirname(path), 'r')
+    try {
+      await dir.sync()
+    } catch {
+      // Some filesystems refuse fsync on a directory; the rename is still atomic.
+    } finally {
+      await dir.close()
+    }
   } catch (e) {
-    if (created) await rm(tmp, { force: true })
+    if (created) await rm(tmp, { force: true }).catch(() => undefined)
     throw new CliError(`cannot write ${path}: ${errnoText(e)}`, ExitCode.Error, { cause: e })
   }
 }
@@ -121,6 +139,16 @@ export async function tokenStillGood(
   }
 }
 
+/** The `jti` and `exp` claims of a compact JWS (not verified), or undefined. */
+export function tokenIdOf(token: string): { jti: string; exp: number | undefined } | undefined {
+  try {
+    const c = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti?: unknown; exp?: unknown }
+    return typeof c.jti === 'string' && c.jti !== '' ? { jti: c.jti, exp: typeof c.exp === 'number' ? c.exp : undefined } : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The `kid` in a compact JWS header, or undefined. */
 function kidOf(token: string): string | undefined {
   try {
@@ -159,6 +187,11 @@ export interface AdminTokenResult {
   /** True when a new token was written. */
   minted: boolean
   /**
+   * The token the file held before, when a new one replaced it: the caller *retires* it (SPEC.md
+   * §5: it stops verifying at once, what it minted lives on) — after the new one is on disk.
+   */
+  replaced?: string
+  /**
    * Present (true) when the existing token file was readable by group or others; its mode has been
    * changed to 0600 (never on Windows).
    */
@@ -167,10 +200,11 @@ export interface AdminTokenResult {
 
 /**
  * Makes sure `path` holds a valid admin token signed by `key` (all scopes, every service as
- * audience, `node` included). An existing token is kept while it verifies and has more than 10 days
- * (or a third of `ttlSec`, when shorter) left; otherwise
- * a new one is minted and written with mode 0600. An existing token file readable by group or
- * others is changed to mode 0600 (reported as `fixedMode`).
+ * audience, `node` included). An existing token is kept while it verifies, was signed by the
+ * current key and has more than 10 days (or a third of `ttlSec`, when shorter) left; otherwise a
+ * new one is minted and written with mode 0600, atomically and durably ({@link writeSecret}), and
+ * the one it replaced is returned as `replaced` for the caller to retire. An existing token file
+ * readable by group or others is changed to mode 0600 (reported as `fixedMode`).
  * @throws {@link CliError} when the file cannot be read, written, or made private.
  */
 export async function ensureAdminToken(path: string, key: IssuerKey, options: EnsureAdminTokenOptions = {}): Promise<AdminTokenResult> {
@@ -206,5 +240,5 @@ export async function ensureAdminToken(path: string, key: IssuerKey, options: En
       ? await options.mint(ttlSec)
       : signToken(key, { sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec }, { clock })
   await writeSecret(path, `${token}\n`)
-  return { token, minted: true, ...(fixedMode ? { fixedMode } : {}) }
+  return { token, minted: true, ...(existing !== undefined && existing !== '' && existing !== token ? { replaced: existing } : {}), ...(fixedMode ? { fixedMode } : {}) }
 }

@@ -37,7 +37,7 @@ import { createAdminHandler, notReadyHandler, type HostedService } from './admin
 import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { loadOrCreateIdentity, newNodeId } from './identity.js'
-import { ADMIN_AUDIENCES, ADMIN_SCOPES, ADMIN_TOKEN_TTL_SEC, ensureAdminToken, loadOrCreateIssuerKey } from './keys.js'
+import { ADMIN_AUDIENCES, ADMIN_SCOPES, ADMIN_TOKEN_TTL_SEC, ensureAdminToken, loadOrCreateIssuerKey, tokenIdOf } from './keys.js'
 import { listen, loadTls, type Listener, type RequestHandler, type TlsFiles } from './listener.js'
 import { NodeTransport, PeerDirectory, normalizeUrl } from './peers.js'
 import { CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
@@ -164,16 +164,6 @@ function parseReloadBody(body: unknown): NodeReloadable {
   return { ...sections, storage: Object.keys(r).length > 0 ? { ...storage, repair: r } : storage }
 }
 
-/** The `jti` claim of a compact JWS, or undefined. */
-function jtiOf(token: string): string | undefined {
-  try {
-    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { jti?: unknown }
-    return typeof claims.jti === 'string' ? claims.jti : undefined
-  } catch {
-    return undefined
-  }
-}
-
 /** The node's transport, with the services used on another node (`passport.url`, `registry.url`) routed to that node over HTTP. */
 class RemoteRoutingTransport extends NodeTransport {
   readonly #remote: Partial<Record<string, string>>
@@ -278,6 +268,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   const shutdown = async (): Promise<void> => {
     accepting = false
     if (adminTimer !== undefined) clearTimeout(adminTimer)
+    offRotate?.()
     peers?.close()
     // SPEC.md 3.3: each service flips readiness, answers new requests with 503 Draining and
     // Retry-After, drains and aborts stragglers, while its listener stays open to deliver those
@@ -307,6 +298,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let firstStart: boolean
   let adminToken: string | undefined
   let adminTimer: NodeJS.Timeout | undefined
+  let offRotate: (() => void) | undefined
   try {
     const tls = options.tls === undefined ? undefined : await loadTls(options.tls)
     for (const name of wanted) {
@@ -445,7 +437,14 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       adminToken = await mint(ttlSec)
     } else {
       const tokenFile = layout.adminToken
-      const ensure = async (): Promise<void> => {
+      // One replacement at a time: the renewal timer and a rotation never interleave.
+      let adminOps: Promise<unknown> = Promise.resolve()
+      const ensure = (): Promise<void> => {
+        const run = adminOps.then(replaceAdminToken, replaceAdminToken)
+        adminOps = run.catch(() => undefined)
+        return run
+      }
+      async function replaceAdminToken(): Promise<void> {
         const t = await ensureAdminToken(tokenFile, issuer, {
           clock,
           ttlSec,
@@ -457,16 +456,19 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
         if (t.fixedMode === true) logger.warn({ path: tokenFile }, 'admin token file was readable by others; changed its mode to 600')
         if (t.minted) {
           logger.info({ path: tokenFile }, 'wrote admin token')
-          // SPEC §5: the replaced admin token is revoked (after a key rotation it would otherwise
-          // stay valid until its key retires).
-          const old = adminToken
-          const jti = old === undefined ? undefined : jtiOf(old)
-          if (p !== undefined && jti !== undefined && old !== t.token) {
-            await (p as unknown as { revoke(jti: string): Promise<unknown> }).revoke(jti).catch((e: unknown) => logger.warn({ err: e }, 'could not revoke the replaced admin token'))
+          // SPEC §5 "Retiring is not revoking": the replaced admin token (renewal at start or under
+          // 10 days left, key rotation) stops verifying at once; what it minted lives on. Retired
+          // only now that its replacement is on disk.
+          const old = tokenIdOf(t.replaced ?? adminToken ?? '')
+          if (p !== undefined && old !== undefined && old.jti !== tokenIdOf(t.token)?.jti) {
+            await p.retire(old.jti, old.exp === undefined ? {} : { exp: old.exp }).catch((e: unknown) => logger.warn({ err: e }, 'could not retire the replaced admin token'))
           }
         }
         adminToken = t.token
       }
+      // A rotation replaces the admin token before it answers: minted with the new key, written
+      // atomically, the old one retired.
+      offRotate = p?.onRotate(() => ensure())
       await ensure()
       // Renewed while running too: when fewer than 10 days remain, or its key was rotated away.
       const every = options.adminTokenCheckMs ?? 60_000

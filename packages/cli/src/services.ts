@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ConfigError, isRonError, type Clock, type KeySource, type Logger, type RonService, type TokenProvider, type TokenVerifier } from '@ron/core'
+import { ConfigError, SERVICE_CALL_SCOPES, isRonError, parseSize, type Clock, type KeySource, type Logger, type RonService, type TokenProvider, type TokenVerifier } from '@ron/core'
 import { CliError, ExitCode } from './exit-codes.js'
 import { writeSecret } from './keys.js'
 import type { PeerDirectory, NodeTransport } from './peers.js'
@@ -55,6 +55,10 @@ export interface PassportHandles {
   jwks(): { keys: unknown[] }
   mintAdminToken(req: { sub?: string; aud: string[]; scope: string[]; ttlSec: number }): Promise<{ token: string }>
   mintServiceToken(req: { sub: string; aud: string; scope: string[]; ttlSec: number }, signal?: AbortSignal): Promise<{ token: string }>
+  /** Retires a token (the replaced admin token): it stops verifying, what it minted lives on. */
+  retire(jti: string, options?: { exp?: number }): Promise<unknown>
+  /** Runs `fn` after every rotation, before the rotation answers; returns a disposer. */
+  onRotate(fn: () => Promise<void>): () => void
 }
 
 /** Everything a service factory gets. */
@@ -140,22 +144,38 @@ export async function loadOrCreateWebhookSecrets(path: string | undefined): Prom
   return secrets
 }
 
+/** interop's `uploads.maxBytes` in bytes, when configured (a number or a size string). */
+function uploadLimit(interop: Record<string, unknown> | undefined): number | undefined {
+  const v = (interop as { uploads?: { maxBytes?: unknown } } | undefined)?.uploads?.maxBytes
+  try {
+    return typeof v === 'number' || typeof v === 'string' ? parseSize(v) : undefined
+  } catch {
+    return undefined // interop's own config validation reports it
+  }
+}
+
 /** Every service a node can host, and how. */
 export const FACTORIES: Record<ServiceName, ServiceFactory> = {
   passport: {
     async create(ctx) {
       const { createPassportService } = await import('@ron/passport')
       const own = (ctx.config.passport ?? {}) as { policy?: { callers?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>
+      // Service tokens carry storage:write with a maxBytes caveat; interop attenuates its upload
+      // capabilities from them, so they must allow interop's largest upload.
+      const uploads = uploadLimit(ctx.config.interop)
       return createPassportService(
         {
+          ...(uploads !== undefined && uploads > 1024 ** 3 ? { serviceWriteMaxBytes: uploads } : {}),
           ...own,
           ...(ctx.root === undefined ? {} : { dataDir: await dir(ctx, 'passport'), issuerKeyFile: ctx.file('keys', 'issuer.json') }),
           policy: {
             ...(own.policy ?? {}),
             callers: {
-              // The admin token's holder may issue anything; this node's services get service tokens.
+              // The policy only narrows what a caller's own token grants (SPEC §5): the admin token's
+              // holder issues at most the admin token's authority; this node's service tokens carry at
+              // most the service-call scopes (never *, passport:* or node:admin).
               admin: { scopes: ['*'], audiences: ['*'] },
-              [`node:${ctx.nodeId}`]: { scopes: ['*'], audiences: ['*'] },
+              [`node:${ctx.nodeId}`]: { scopes: [...SERVICE_CALL_SCOPES], audiences: ['storage', 'index'] },
               ...(own.policy?.callers ?? {}),
             },
           },

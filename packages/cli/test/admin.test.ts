@@ -1,11 +1,12 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { generateIssuerKey, signToken } from '@ron/core'
+import { generateIssuerKey, importIssuerKey, signToken } from '@ron/core'
 import * as entry from '../src/index.js'
 import { DATA_DIR_FORMAT } from '../src/identity.js'
 import { exportIssuerKey } from '@ron/core'
+import { ADMIN_AUDIENCES, ADMIN_SCOPES } from '../src/keys.js'
 import { startNode, type RonNode } from '../src/node.js'
 
 describe('admin listener (on core HTTP handler)', () => {
@@ -140,22 +141,58 @@ describe('admin token upkeep', () => {
     await rm(dir, { recursive: true, force: true })
   })
 
-  it('after a key rotation the running node writes a new admin token and revokes the old one', async () => {
+  it('a key rotation replaces the admin token before it answers: the old one is retired, what it minted lives on', async () => {
     const old = (await readFile(node.tokenFile!, 'utf8')).trim()
-    const rotated = await fetch(`${node.services['passport']}/v1/passport/rotate`, { method: 'POST', headers: { authorization: `Bearer ${old}` } })
+    const passport = node.services['passport']!
+    const post = (path: string, token: string, body?: unknown): Promise<Response> =>
+      fetch(`${passport}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+    const mintedRes = await post('/v1/passport/issue', old, { sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 600 })
+    expect(mintedRes.status).toBe(200)
+    const minted = ((await mintedRes.json()) as { token: string }).token
+    const rotated = await post('/v1/passport/rotate', old)
     expect(rotated.status).toBe(200)
-    // The old token's key stays verify-only for about an hour: less than the 10-day margin, so
-    // the next check (every 50 ms here) re-mints. Bounded poll for the file to change.
-    let current = old
-    for (let i = 0; i < 200 && current === old; i++) {
-      await new Promise((r) => setTimeout(r, 25))
-      current = (await readFile(node.tokenFile!, 'utf8')).trim()
-    }
+    // No wait: when the rotation answers, the file already holds the new token and the old one is retired.
+    const current = (await readFile(node.tokenFile!, 'utf8')).trim()
     expect(current).not.toBe(old)
-    const put = (token: string): Promise<Response> => fetch(`${node.services['storage']}/o`, { method: 'PUT', headers: { authorization: `Bearer ${token}` }, body: 'x' })
+    const put = (token: string, body = 'x'): Promise<Response> => fetch(`${node.services['storage']}/o`, { method: 'PUT', headers: { authorization: `Bearer ${token}` }, body })
     expect((await put(current)).status).toBe(201)
     const refused = await put(old)
     expect(refused.status).toBe(401)
     expect(((await refused.json()) as { error: { details: { reason: string } } }).error.details.reason).toBe('revoked')
+    // Retiring is not revoking: the token the old admin token issued still writes.
+    expect((await put(minted, 'minted before the rotation')).status).toBe(201)
+    const feed = (await (await fetch(`${passport}/v1/passport/revocations?since=0`)).json()) as { items: Array<{ jti: string; cascade: boolean }> }
+    expect(feed.items).toEqual([expect.objectContaining({ cascade: false })])
+  })
+})
+
+describe('admin token renewal at start', () => {
+  it('a token with under 10 days left is replaced at start, atomically, and the old one retired', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ron-cli-admin-renew-'))
+    try {
+      const dataDir = join(dir, 'data')
+      const first = await startNode({ dataDir, portBase: 0, drainDeadlineMs: 500, services: ['passport', 'storage'] })
+      await first.close()
+      // An admin token signed by the node's key with five days left, as an old one would be.
+      const key = importIssuerKey(await readFile(join(dataDir, 'keys', 'issuer.json'), 'utf8'))
+      const aging = signToken(key, { sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec: 5 * 86400, jti: 'aging-admin-token' })
+      await writeFile(join(dataDir, 'admin.token'), `${aging}\n`, { mode: 0o600 })
+      const second = await startNode({ dataDir, portBase: 0, drainDeadlineMs: 500, services: ['passport', 'storage'] })
+      try {
+        const renewed = (await readFile(second.tokenFile!, 'utf8')).trim()
+        expect(renewed).not.toBe(aging)
+        const put = (token: string): Promise<Response> => fetch(`${second.services['storage']}/o`, { method: 'PUT', headers: { authorization: `Bearer ${token}` }, body: 'x' })
+        expect((await put(renewed)).status).toBe(201)
+        expect((await put(aging)).status).toBe(401)
+        const feed = (await (await fetch(`${second.services['passport']}/v1/passport/revocations?since=0`)).json()) as { items: Array<{ jti: string; cascade: boolean }> }
+        expect(feed.items).toEqual([expect.objectContaining({ jti: 'aging-admin-token', cascade: false })])
+        // Nothing but the token is left in the data directory (no temporary file).
+        expect((await readdir(dataDir)).filter((n) => n.includes('.tmp'))).toEqual([])
+      } finally {
+        await second.close()
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { VirtualClock } from '@ron/core/testing'
 import { CliError } from '../src/exit-codes.js'
-import { ADMIN_SCOPES, ensureAdminToken, loadOrCreateIssuerKey } from '../src/keys.js'
+import { ADMIN_SCOPES, ensureAdminToken, loadOrCreateIssuerKey, tokenIdOf } from '../src/keys.js'
 import { KNOWN_SERVICES } from '../src/ports.js'
 
 let dir: string
@@ -78,6 +78,10 @@ describe('admin token', () => {
     const later = await ensureAdminToken(path, key, { clock, ttlSec: 86_400 })
     expect(later.minted).toBe(true)
     expect(claimsOf(later.token).exp).toBeGreaterThan(claimsOf(first.token).exp)
+    // The caller retires the token it replaced (SPEC §5), once the new one is on disk.
+    expect(later.replaced).toBe(first.token)
+    expect(tokenIdOf(first.token)).toEqual({ jti: (claimsOf(first.token) as { jti?: string }).jti, exp: claimsOf(first.token).exp })
+    expect((await readdir(dir)).filter((n) => n.endsWith('.tmp'))).toEqual([])
   })
 
   it('is re-minted when signed by another key', async () => {

@@ -218,6 +218,7 @@ export type {
   KnownNode,
   NodeDirectory,
 } from './auth/index.js'
+export { isNormalizedPath, SERVICE_CALL_SCOPES, isServiceCallScope, scopeService } from './auth/index.js'
 
 // Contracts between services (SPEC.md section 6a).
 export {

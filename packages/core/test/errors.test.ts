@@ -95,6 +95,12 @@ describe('error catalog', () => {
       'NotReady:disk_full',
       'NotReady:io_error',
       'NotReady:read_only',
+      // passport (listed in the same table; checked by packages/passport/test/errors-doc.test.ts)
+      'Forbidden:widen',
+      'Forbidden:policy',
+      'NotReady:no_policy',
+      'NotReady:kms_failing',
+      'NotReady:rotating',
       'Busy:per_ip',
       'Busy:per_ip_rate',
       'Busy:too_many_keys',

@@ -1,7 +1,9 @@
 /**
- * Upload capabilities kept for reuse: one per API-key client and upload limit, shared by that
- * client's uploads for the first two thirds of its life (the renewal point of core's token
- * provider, SPEC §5), so an upload costs a passport round trip (a signature) and a cold
+ * Upload capabilities: how interop obtains one ({@link attenuateCapability}: by *attenuating* its
+ * own `storage:write` service token through passport, never by issuing — SPEC §5 "Service-call
+ * scopes"), and the cache that keeps them for reuse: one per API-key client and upload limit,
+ * shared by that client's uploads for the first two thirds of its life (the renewal point of core's
+ * token provider, SPEC §5), so an upload costs a passport round trip (a signature) and a cold
  * verification in storage only when its client's capability is due for renewal, not every time.
  *
  * The capability never changes meaning by being shared: the same client, audience, scope and
@@ -13,7 +15,8 @@
  * @module
  */
 
-import { raceAbort, type Clock } from '@ron/core'
+import { InternalError, NotReadyError, errorFromResponse, raceAbort, type Clock } from '@ron/core'
+import type { InteropContext } from './routes/context.js'
 
 /** A capability from passport. */
 export interface Capability {
@@ -110,4 +113,57 @@ export class CapabilityCache {
   clear(): void {
     this.#entries.clear()
   }
+}
+
+/** The `exp` claim (JWT seconds) of a compact JWT, or undefined. */
+function expOf(token: string): number | undefined {
+  try {
+    const p = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: unknown }
+    return typeof p.exp === 'number' ? p.exp : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Clock skew between interop and passport that a requested capability life allows for, seconds. */
+const SKEW_SEC = 30
+
+/**
+ * Obtains an upload capability for `client` by attenuating interop's own `storage:write` service
+ * token (`POST /v1/passport/attenuate`, no bearer token: holding the parent is the right to narrow
+ * it): one audience (storage), scope `storage:write`, `maxBytes` narrowed to the client's limit,
+ * life ≤ `uploads.capabilityTtlSec` (≤ 60 s). So the capability can never carry more than interop
+ * holds, and revoking interop's service token revokes every capability attenuated from it. Not
+ * retried (attenuating mints). Runs without the requesting upload's signal: the capability is
+ * shared by the client's uploads (see {@link CapabilityCache}); the upstream call's own deadline
+ * bounds it.
+ * @throws {@link NotReadyError} when passport refuses (503: interop's failure, not the client's)
+ */
+export async function attenuateCapability(s: InteropContext, client: string, maxBytes: number, corrId: string, signal?: AbortSignal): Promise<Capability> {
+  const cfg = s.cfg()
+  const parent = await s.tokens.token({ aud: cfg.storageAudience, scope: ['storage:write'] }, signal)
+  // The child may not outlive its parent: ask for the capability's life only while the parent
+  // outlives it (with room for clock skew); otherwise inherit the parent's (shorter) expiry.
+  const ttlSec = cfg.uploads.capabilityTtlSec
+  const parentExp = expOf(parent)
+  const inherit = parentExp !== undefined && parentExp - s.clock.now() / 1000 <= ttlSec + SKEW_SEC
+  const body = { token: parent, aud: [cfg.storageAudience], scope: ['storage:write'], caveats: { maxBytes }, ...(inherit ? {} : { ttlSec }) }
+  const res = await s.upstreams.call(cfg.passport.target, {
+    op: 'passport.attenuate',
+    method: 'POST',
+    path: '/v1/passport/attenuate',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    timeoutMs: cfg.passport.timeoutMs,
+    idempotent: false,
+    ...(signal === undefined ? {} : { signal }),
+    corrId,
+  })
+  if (res.status >= 400) {
+    const err = await errorFromResponse(res)
+    throw new NotReadyError(`passport refused the upload capability: ${err.code}`, { details: { upstream: 'passport', code: err.code }, cause: err, retryAfterMs: 1000 })
+  }
+  const out = await res.json<{ token?: unknown; jti?: unknown }>()
+  if (typeof out.token !== 'string') throw new InternalError('passport answered without a token')
+  return { token: out.token, jti: typeof out.jti === 'string' ? out.jti : '', lifeMs: tokenLifeMs(out.token) }
 }

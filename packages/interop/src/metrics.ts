@@ -10,7 +10,7 @@ import { CHANNELS, TASKS } from './topology.js'
 import { WEBHOOK_PROVIDERS } from './webhooks/verify.js'
 
 /** Operations named by `io_timeouts_total{op}` and `backoff_retries_total{op}`. */
-export const UPSTREAM_OPS = ['storage.put', 'storage.get', 'passport.issue', 'index.resolve', 'webhook.ack'] as const
+export const UPSTREAM_OPS = ['storage.put', 'storage.get', 'passport.attenuate', 'index.resolve', 'webhook.ack'] as const
 
 /** The metric handles the service keeps. */
 export interface InteropMetrics {

@@ -1,8 +1,9 @@
 /**
- * Where interop gets the short-lived service tokens it presents to storage (`storage:write`, for
- * receipts) and passport (`passport:issue`, for upload capabilities). Shaped like core's token
- * provider (`createTokenProvider(...)` → `{ token({aud, scope}, signal) }`), so a host passes that
- * straight in; a static token or a function is accepted too.
+ * Where interop gets the short-lived service token it presents to storage: `storage:write` with
+ * `aud: storage` — for webhook receipts, and as the parent that upload capabilities are attenuated
+ * from (interop needs no `passport:*` scope, SPEC §5 "Service-call scopes"). Shaped like core's
+ * token provider (`createTokenProvider(...)` → `{ token({aud, scope}, signal) }`), so a host passes
+ * that straight in; a static token or a function is accepted too.
  *
  * @module
  */

@@ -28,7 +28,7 @@ describe('interop over real sockets', () => {
     const passportServer = await serve(passportDouble(issuer), { port: 0, host: '127.0.0.1' })
     const base = (s: RonServer): string => s.url
     const transport = new HttpTransport({ targets: { storage: base(storageServer), passport: base(passportServer) } })
-    const token = issuer.mint({ scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'] })
+    const token = issuer.mint({ sub: 'node:test', scope: ['storage:write'], aud: ['storage'], ron: { maxBytes: 1 << 30 } })
     const interop = await createInteropService(
       {
         webhooks: { providers: { github: { secrets: ['s3cret'] } }, ackDeadlineMs: SLACK_MS },

@@ -1,4 +1,4 @@
-import { MemoryTransport, collectBytes, createHttpHandler, type DispatchTarget, type HttpHandler, type RonRequest, type RonResponse, type TransportResponse } from '@ron/core'
+import { ForbiddenError, MemoryTransport, collectBytes, createHttpHandler, systemClock, type Clock, type DispatchTarget, type HttpHandler, type RonRequest, type RonResponse, type TransportResponse } from '@ron/core'
 import { VirtualClock, createTestIssuer, seededRandom, type TestIssuer } from '@ron/core/testing'
 import { createStorageService, type StorageService } from '@ron/storage'
 import { z } from 'zod'
@@ -17,28 +17,45 @@ export const SECRETS = {
 export const API_KEY = 'ronk_test_key_0123456789abcdef'
 
 /**
- * A passport stand-in on the transport: `POST /v1/passport/issue` checks the caller's
- * `passport:issue` token and mints the requested capability with the test issuer (the shape of
- * passport's DTO: `{sub, aud[], scope[], ttlSec, caveats?}` → `{token, jti, kid, exp}`).
+ * A passport stand-in on the transport: `POST /v1/passport/attenuate` verifies the parent token in
+ * the body and mints a narrower child with the test issuer (the shape of passport's DTO: `{token,
+ * aud?, scope?, ttlSec?, caveats?}` → `{token, jti, kid, exp}`), refusing anything wider than the
+ * parent (403 `widen`). It has no issue route: interop never issues (SPEC §5). Each request is
+ * logged without its token, with the parent's `sub` as `parentSub`.
  */
-export function passportDouble(issuer: TestIssuer, log: unknown[] = []): HttpHandler {
+export function passportDouble(issuer: TestIssuer, log: unknown[] = [], clock: Clock = systemClock): HttpHandler {
   const verifier = issuer.verifier()
-  const dto = z.strictObject({ sub: z.string(), aud: z.array(z.string()), scope: z.array(z.string()), ttlSec: z.number(), caveats: z.strictObject({ maxBytes: z.number() }).optional() })
+  const dto = z.strictObject({
+    token: z.string(),
+    aud: z.array(z.string()).optional(),
+    scope: z.array(z.string()).optional(),
+    ttlSec: z.number().optional(),
+    caveats: z.strictObject({ maxBytes: z.number() }).optional(),
+  })
+  const widen = (field: string): ForbiddenError => new ForbiddenError(`${field} is wider than the parent`, { details: { reason: 'widen', field } })
   const h = createHttpHandler({
     serviceId: 'passport',
     routes: [
       {
         method: 'POST',
-        path: '/v1/passport/issue',
+        path: '/v1/passport/attenuate',
         public: true,
         handler: async (ctx) => {
-          const auth = ctx.req.headers.authorization ?? ''
-          await verifier.verify(auth.replace(/^Bearer /, ''), { audience: 'passport', scope: 'passport:issue' })
-          const req = await ctx.json(dto)
-          log.push(req)
+          const { token: parentToken, ...req } = await ctx.json(dto)
+          const parent = await verifier.verify(parentToken, { audience: 'passport', anyAudience: true } as { audience: string })
+          const aud = req.aud ?? parent.aud
+          const scope = req.scope ?? parent.scope
+          if (!aud.every((a) => parent.aud.includes(a))) throw widen('aud')
+          if (!scope.every((x) => parent.scope.includes(x))) throw widen('scope')
+          const nowSec = Math.floor(clock.now() / 1000)
+          const exp = req.ttlSec === undefined ? parent.exp : nowSec + req.ttlSec
+          if (exp > parent.exp) throw widen('ttlSec')
+          const maxBytes = req.caveats?.maxBytes ?? parent.ron?.maxBytes
+          if (maxBytes !== undefined && parent.ron?.maxBytes !== undefined && maxBytes > parent.ron.maxBytes) throw widen('caveats.maxBytes')
+          log.push({ ...req, parentSub: parent.sub })
           const jti = `jti-${log.length}-abcdef`
-          const token = issuer.mint({ sub: req.sub, aud: req.aud, scope: req.scope, ttlSec: req.ttlSec, jti, ...(req.caveats === undefined ? {} : { ron: req.caveats }) })
-          return { status: 200, json: { token, jti, kid: issuer.key.kid, exp: 0 } }
+          const token = issuer.mint({ sub: parent.sub, aud, scope, ttlSec: exp - nowSec, jti, prf: parent.jti, ...(maxBytes === undefined ? {} : { ron: { maxBytes } }) })
+          return { status: 200, json: { token, jti, kid: issuer.key.kid, exp } }
         },
       },
     ],
@@ -146,11 +163,12 @@ export async function system(config: InteropConfigInput = {}, opts: { withPasspo
   const slow = new SlowStorage(storage)
   transport.mount('storage', slow)
   const issued: unknown[] = []
-  if (opts.withPassport !== false) transport.mount('passport', passportDouble(issuer, issued))
+  if (opts.withPassport !== false) transport.mount('passport', passportDouble(issuer, issued, clock))
   const resolves: string[] = []
   const resolveCorrIds: string[] = []
   transport.mount('index', indexDouble(resolves, resolveCorrIds))
-  const serviceToken = issuer.mint({ sub: 'node:test', scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'], ttlSec: 86_400 * 30 })
+  // A node's service token: storage:write with a maxBytes caveat (SPEC §5 service-call scopes).
+  const serviceToken = issuer.mint({ sub: 'node:test', scope: ['storage:write'], aud: ['storage'], ttlSec: 86_400 * 30, ron: { maxBytes: 1 << 30 } })
   const interop = await createInteropService(
     {
       webhooks: { providers: { github: { secrets: [SECRETS.github] }, slack: { secrets: [SECRETS.slack] }, stripe: { secrets: [SECRETS.stripe] }, standard: { secrets: [SECRETS.standard] } } },

@@ -25,12 +25,26 @@ async function wholeSystem() {
   const passport = await createPassportService(
     {
       clock,
-      // The node (interop's service identity) may issue upload capabilities for storage only.
-      policy: { maxTtlSec: 3600, callers: { 'node:n1': { scopes: ['storage:write'], audiences: ['storage'], maxTtlSec: 60 } } },
+      // Nobody issues: interop attenuates its upload capabilities from its own storage:write token.
+      policy: { maxTtlSec: 3600, callers: {} },
     },
     transport,
   )
-  transport.mount('passport', passport)
+  // Records what passport mints through its routes (the capabilities interop obtains).
+  const minted: Array<{ path: string; status: number; body: unknown }> = []
+  transport.mount('passport', {
+    async dispatch(req) {
+      const res = await passport.dispatch(req)
+      if (req.url.startsWith('/v1/passport/attenuate') || req.url.startsWith('/v1/passport/issue')) {
+        const bytes = await collectBytes(res.body)
+        minted.push({ path: req.url, status: res.status, body: JSON.parse(new TextDecoder().decode(bytes)) as unknown })
+        return { ...res, body: (async function* () {
+          yield bytes
+        })() }
+      }
+      return res
+    },
+  })
   const tokens = createTokenProvider({ minter: passportMinter(passport, { sub: 'node:n1' }), clock })
   const index = await createIndexService({ auth: { keys: passport.keys }, clock, random: seededRandom(3) }, transport)
   transport.mount('index', index)
@@ -50,11 +64,11 @@ async function wholeSystem() {
     await closeOnVirtualTime(clock, passport.close())
     await transport.close()
   })
-  return { clock, transport, passport, storage, index, interop }
+  return { clock, transport, passport, storage, index, interop, tokens, minted }
 }
 
 describe('interop in the whole system', () => {
-  it('POST /put end to end: passport issues the capability, storage stores, GET /o reads back through index', async () => {
+  it('POST /put end to end: passport attenuates the capability from the node token, storage stores, GET /o reads back through index', async () => {
     const s = await wholeSystem()
     const res = await s.transport.request('interop', { method: 'POST', path: '/put', headers: { 'x-api-key': 'alice-key' }, body: 'through the front door' })
     expect(res.status).toBe(201)
@@ -68,6 +82,24 @@ describe('interop in the whole system', () => {
     const [event] = (s.interop.auditSink as MemoryAuditSink).events()
     expect(event).toMatchObject({ kind: 'put', client: 'alice', decision: 'accept', payloadB3: address })
     expect(event?.capabilityId).toMatch(/…$/)
+  })
+
+  it("the upload capability is attenuated from the node's storage:write token: never more than it, and revoked with it", async () => {
+    const s = await wholeSystem()
+    const res = await s.transport.request('interop', { method: 'POST', path: '/put', headers: { 'x-api-key': 'alice-key' }, body: 'capability check' })
+    expect(res.status).toBe(201)
+    await res.dump()
+    expect(s.minted.map((m) => [m.path, m.status])).toEqual([['/v1/passport/attenuate', 200]])
+    const cap = s.minted[0]!.body as { token: string; exp: number }
+    const claims = JSON.parse(Buffer.from(cap.token.split('.')[1]!, 'base64url').toString()) as Record<string, unknown> & { iat: number; exp: number; prf: string }
+    const parent = await s.tokens.token({ aud: 'storage', scope: ['storage:write'] })
+    const parentClaims = JSON.parse(Buffer.from(parent.split('.')[1]!, 'base64url').toString()) as { jti: string; ron: { maxBytes: number } }
+    expect(claims).toMatchObject({ sub: 'node:n1', aud: ['storage'], scope: 'storage:write', prf: parentClaims.jti, ron: { maxBytes: 1 << 20 } })
+    expect(claims.exp - claims.iat).toBeLessThanOrEqual(60)
+    expect(parentClaims.ron.maxBytes).toBe(1024 ** 3)
+    // Revoking the node's token (a leak) reaches the capability attenuated from it.
+    await s.passport.revoke(parentClaims.jti)
+    await expect(s.passport.verifier.verify(cap.token, { audience: 'storage', scope: 'storage:write' })).rejects.toMatchObject({ details: { reason: 'revoked' } })
   })
 
   it('an upload over the client limit is refused by storage under the capability caveat', async () => {

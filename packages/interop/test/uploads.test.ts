@@ -21,7 +21,8 @@ describe('POST /put', () => {
     expect(res.status).toBe(201)
     const out = await readJson<{ address: string; size: number }>(res)
     expect(out).toEqual({ address: addressOf(body), size: body.byteLength })
-    expect(sys.issued).toEqual([{ sub: 'client:alice', aud: ['storage'], scope: ['storage:write'], ttlSec: 60, caveats: { maxBytes: 4096 } }])
+    // Attenuated from interop's own storage:write token (never issued): one audience, ≤ 60 s, the client's limit.
+    expect(sys.issued).toEqual([{ parentSub: 'node:test', aud: ['storage'], scope: ['storage:write'], ttlSec: 60, caveats: { maxBytes: 4096 } }])
     await sys.clock.flush()
     const [event] = (sys.interop.auditSink as MemoryAuditSink).events()
     expect(event).toMatchObject({ kind: 'put', client: 'alice', decision: 'accept', payloadB3: addressOf(body), capabilityId: 'jti-1-…' })

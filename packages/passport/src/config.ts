@@ -9,7 +9,7 @@
 
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
-import { KNOWN_CAVEATS, validateConfig } from '@ron/core'
+import { KNOWN_CAVEATS, sizeSchema, validateConfig } from '@ron/core'
 import type { Clock, Logger, Random } from '@ron/core'
 import type { Kms } from './kms.js'
 
@@ -17,7 +17,11 @@ const positiveInt = z.number().int().positive()
 const nonNegInt = z.number().int().nonnegative()
 const object = <T>(what: string) => z.custom<T>((v) => typeof v === 'object' && v !== null, `expected ${what}`)
 
-/** What one caller (a token `sub`, or `*` for any caller) may have issued. */
+/**
+ * What one caller (a token `sub`, or `*` for any caller) may have issued. It only narrows: a
+ * caller never issues more than its own token grants (scopes, audiences, exp, caveats), whatever
+ * its entry says — the `sub` it is looked up by is chosen by whoever issued the caller's token.
+ */
 export const callerPolicySchema = z
   .object({
     /** Scopes it may put in tokens; `*` = any scope of the catalog. */
@@ -36,7 +40,10 @@ export const policySchema = z
     maxTtlSec: positiveInt.default(3600),
     /** Ttl of a token whose request names none. @default 900 */
     defaultTtlSec: positiveInt.default(900),
-    /** Per caller `sub` (or `*`): scopes and audiences it may issue. @default {} (nobody may issue) */
+    /**
+     * Per caller `sub` (or `*`): the most it may issue, intersected with what its own token grants.
+     * A caller without an entry (and no `*`) issues nothing. @default {} (nobody may issue)
+     */
     callers: z.record(z.string().min(1), callerPolicySchema).default({}),
     /** Caveats issued tokens may carry. @default the core caveat catalog */
     caveats: z.array(z.enum(KNOWN_CAVEATS as [string, ...string[]])).default([...KNOWN_CAVEATS]),
@@ -103,6 +110,14 @@ export const passportConfigSchema = z
       .default({ graceMs: 600_000, clockToleranceSec: 30 }),
     /** Lifetime of service tokens traded for a node's client assertion. @default 600 */
     serviceTokenTtlSec: positiveInt.default(600),
+    /**
+     * The `maxBytes` caveat of every service token carrying `storage:write` (SPEC.md §5,
+     * "Service-call scopes"): the largest object a node's service token (and any upload capability
+     * attenuated from it) can write. @default 1073741824 (1 GiB, interop's upload limit)
+     */
+    serviceWriteMaxBytes: sizeSchema.default(1024 ** 3),
+    /** While a disk fault holds, how often the data directory is probed for writes again. @default 1000 */
+    diskProbeMs: positiveInt.default(1000),
     /** Capacity of the `issue` queue (issue, attenuate, token exchange). @default 512 */
     issueQueue: positiveInt.default(512),
     /** Issuance workers. @default min(available cores, 8) */

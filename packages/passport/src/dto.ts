@@ -6,7 +6,7 @@
  */
 
 import { z } from 'zod'
-import type { Claims } from '@ron/core'
+import { SERVICE_CALL_SCOPES, isNormalizedPath, isValidName, type Claims } from '@ron/core'
 
 const scopeName = z.string().min(1).regex(/^\S+$/, 'a scope has no whitespace')
 const serviceId = z.string().min(1).regex(/^\S+$/, 'an audience has no whitespace')
@@ -15,8 +15,9 @@ const serviceId = z.string().min(1).regex(/^\S+$/, 'an audience has no whitespac
 export const caveatsSchema = z
   .object({
     maxBytes: z.number().int().nonnegative().optional(),
-    pathPrefix: z.string().startsWith('/').optional(),
+    pathPrefix: z.string().refine(isNormalizedPath, 'a pathPrefix is a normalised path: starts with /, no . or .. segment, no //, no encoded dots or slashes').optional(),
     methods: z.array(z.string().min(1).regex(/^[A-Za-z]+$/)).min(1).optional(),
+    namePrefix: z.string().refine(isValidName, 'a namePrefix is a name: lowercase DNS labels joined by dots').optional(),
   })
   .strict()
 
@@ -118,7 +119,8 @@ export const enrolBodySchema = z
     publicJwk: z
       .object({ kty: z.literal('OKP'), crv: z.literal('Ed25519'), x: z.string().min(1), kid: z.string().optional(), alg: z.literal('EdDSA').optional(), use: z.literal('sig').optional() })
       .strict(),
-    scopes: z.array(scopeName).min(1),
+    /** At most the service-call scopes (SPEC.md §5); `*` = all of them. */
+    scopes: z.array(z.enum(['*', ...SERVICE_CALL_SCOPES] as [string, ...string[]])).min(1),
     audiences: z.array(serviceId).min(1).default(['*']),
   })
   .strict()

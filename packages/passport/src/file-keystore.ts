@@ -28,12 +28,18 @@ export async function writeFileAtomic(path: string, text: string, dir: string): 
   const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
   const fh = await open(tmp, 'wx', 0o600)
   try {
-    await fh.writeFile(text)
-    await fh.sync()
-  } finally {
-    await fh.close()
+    try {
+      await fh.writeFile(text)
+      await fh.sync()
+    } finally {
+      await fh.close()
+    }
+    await rename(tmp, path)
+  } catch (e) {
+    // A full or failing disk: the half-written temporary file must not stay and hold space.
+    await rm(tmp, { force: true }).catch(() => undefined)
+    throw e
   }
-  await rename(tmp, path)
   const d = await open(dir, 'r')
   try {
     await d.sync()

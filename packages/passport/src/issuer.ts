@@ -1,13 +1,15 @@
 /**
  * Signing a token: claims → compact JWS (EdDSA, `kid` of the snapshot's current key) → KMS sign
  * under its deadline. The kid in the header and the key that signs are read from ONE keyring
- * snapshot, so a rotation in between can never produce a mismatch.
+ * snapshot, so a rotation in between can never produce a mismatch; and a key rotated out while
+ * the KMS was signing never yields the token: it is signed again with the new current key (SPEC.md
+ * §5: a key that stops signing stops at once).
  *
  * @module
  */
 
 import { randomBytes } from 'node:crypto'
-import type { Caveats, Clock, MetricsSink } from '@ron/core'
+import { NotReadyError, type Caveats, type Clock, type MetricsSink } from '@ron/core'
 import type { IssuedToken } from './dto.js'
 import type { Keyring } from './keyring.js'
 import type { KmsGuard } from './kms-guard.js'
@@ -26,6 +28,8 @@ export interface SignPlan {
   nbf?: number
   prf?: string
   caveats?: Caveats
+  /** The token id, when the caller reserved one (a child adopted under its parent first). @default random */
+  jti?: string
 }
 
 /** Options of {@link Issuer}. @internal */
@@ -38,6 +42,9 @@ export interface IssuerOptions {
   metrics: MetricsSink
 }
 
+/** Re-signings after a rotation raced a signature, before an issuance gives up. */
+const MAX_ROTATION_RETRIES = 3
+
 const enc = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('base64url')
 
 /** Signs tokens. @internal */
@@ -47,12 +54,27 @@ export class Issuer {
     this.#o = o
   }
 
-  /** Signs `plan` with the current key. No retry: a KMS failure or timeout fails this issuance. */
+  /**
+   * Signs `plan` with the current key. No retry on a KMS failure or timeout (it fails this
+   * issuance); a rotation during the KMS call makes it sign again with the new key (at most
+   * {@link MAX_ROTATION_RETRIES} times).
+   */
   async sign(plan: SignPlan, kind: IssueKind, signal?: AbortSignal): Promise<IssuedToken> {
+    const jti = plan.jti ?? randomBytes(16).toString('base64url')
+    for (let attempt = 0; ; attempt++) {
+      const t = await this.#signOnce(plan, jti, kind, signal)
+      if (t !== undefined) return t
+      if (attempt >= MAX_ROTATION_RETRIES) {
+        throw new NotReadyError('issuer keys rotated during every signing attempt', { details: { reason: 'rotating' }, retryAfterMs: 1000 })
+      }
+    }
+  }
+
+  /** One signing; `undefined` when the key was rotated out before the signature came back. */
+  async #signOnce(plan: SignPlan, jti: string, kind: IssueKind, signal?: AbortSignal): Promise<IssuedToken | undefined> {
     const o = this.#o
     const key = o.keyring.snapshot.current
     const iat = Math.floor(o.clock.now() / 1000)
-    const jti = randomBytes(16).toString('base64url')
     const payload: Record<string, unknown> = {
       iss: o.iss,
       sub: plan.sub,
@@ -69,9 +91,14 @@ export class Issuer {
     const started = o.clock.now()
     const sig = await o.guard.call('sign', (s) => o.guard.kms.sign(key.kid, Buffer.from(input, 'ascii'), s), signal)
     o.metrics.observe('passport_issue_latency_seconds', undefined, (o.clock.now() - started) / 1000)
-    o.log.noteIssued(jti, plan.exp)
+    // Rotated out while the KMS signed: this token is never handed out (nothing records it).
+    if (o.keyring.snapshot.current.kid !== key.kid) return undefined
     // Admin tokens are tracked as long-lived tokens (revocable holds on their key) instead.
-    if (kind !== 'admin') await o.keyring.noteSigned(key.kid, plan.exp)
+    if (kind !== 'admin') {
+      await o.keyring.noteSigned(key.kid, plan.exp)
+      if (o.keyring.snapshot.current.kid !== key.kid) return undefined
+    }
+    o.log.noteIssued(jti, plan.exp)
     o.metrics.inc('tokens_issued_total', { kind })
     return { token: `${input}.${Buffer.from(sig).toString('base64url')}`, jti, kid: key.kid, exp: plan.exp }
   }

@@ -84,6 +84,8 @@ export interface KeyringOptions {
   maxTtlSec: () => number
   /** Is this jti revoked (long-lived tokens that are revoked no longer hold their key). */
   isRevoked: (jti: string) => boolean
+  /** Writes `keyring.json` durably (disk faults mapped by the caller). @default writeFileAtomic */
+  writeFile?: (path: string, text: string) => Promise<void>
 }
 
 function epochOfKid(kid: string): number {
@@ -241,7 +243,14 @@ export class Keyring {
       const old = toEpochKey({ ...s.current, status: 'previous', rotatedOutAt: now })
       this.#snap = Object.freeze({ current, next: newNext, previous: Object.freeze([...s.previous, old]) })
       this.#retirements()
-      await this.#persist()
+      try {
+        await this.#persist()
+      } catch (e) {
+        // Not on disk, not in force: the old key keeps signing (the new `next` key file is
+        // harmless, the next rotation generates another).
+        this.#snap = s
+        throw e
+      }
       return this.#snap
     })
   }
@@ -305,6 +314,8 @@ export class Keyring {
     const horizonSec = (this.#o.clock.now() + this.#o.maxTtlSec() * 1000 + this.#o.guard.timeoutMs) / 1000
     const maxExp = Object.fromEntries([...this.#maxExp].filter(([, exp]) => exp > horizonSec))
     const body: Persisted = { version: 1, keys: [s.current, s.next, ...s.previous].map(strip), longLived: this.#longLived, maxExp }
-    await writeFileAtomic(join(dir, 'keyring.json'), `${JSON.stringify(body, null, 2)}\n`, dir)
+    const path = join(dir, 'keyring.json')
+    const text = `${JSON.stringify(body, null, 2)}\n`
+    await (this.#o.writeFile === undefined ? writeFileAtomic(path, text, dir) : this.#o.writeFile(path, text))
   }
 }

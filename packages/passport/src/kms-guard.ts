@@ -6,7 +6,7 @@
  * @module
  */
 
-import { CircuitBreaker, NotReadyError, TimeoutError, abortReason, isRonError, type Clock, type MetricsSink } from '@ron/core'
+import { CircuitBreaker, NotReadyError, TimeoutError, abortReason, diskFaultReason, isRonError, toDiskFault, type Clock, type MetricsSink } from '@ron/core'
 import type { Kms } from './kms.js'
 
 /** KMS operations, the `op` label of `kms_call_latency_seconds`. */
@@ -28,6 +28,8 @@ export interface KmsGuardOptions {
    */
   breaker?: { windowMs: number; minCalls: number; errorRatio: number; cooldownMs: number } | undefined
 }
+
+const isDiskFault = (e: unknown): boolean => isRonError(e, 'NotReady') && ['disk_full', 'io_error', 'read_only'].includes(e.details['reason'] as string)
 
 /** The KMS behind a deadline. @internal */
 export class KmsGuard {
@@ -51,7 +53,7 @@ export class KmsGuard {
         clock: o.clock,
         metrics: o.metrics,
         // An unknown kid is the caller's problem, not the KMS failing.
-        isFailure: (e) => !isRonError(e, 'NotFound') && !isRonError(e, 'Canceled'),
+        isFailure: (e) => !isRonError(e, 'NotFound') && !isRonError(e, 'Canceled') && !isDiskFault(e),
       })
       this.#breaker.onStateChange((e) => {
         if (e.to === 'open') this.#onHealth?.(false, 'kms_breaker_open')
@@ -111,6 +113,8 @@ export class KmsGuard {
       if (signal?.aborted) throw e
       // An unknown kid is the caller's problem, not the KMS failing (as the breaker counts it).
       if (isRonError(e, 'NotFound')) throw e
+      // The file keystore on a full or failing disk: a disk fault (503 with the disk's reason), not the KMS failing.
+      if (diskFaultReason(e) !== undefined) throw toDiskFault(e, 'passport key store')
       this.#onHealth?.(false, 'kms_failing')
       throw new NotReadyError(`KMS ${op} failed`, { details: { reason: 'kms_failing', call: op }, cause: e, retryAfterMs: 1000 })
     } finally {

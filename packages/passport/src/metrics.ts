@@ -43,7 +43,7 @@ export function registerPassportMetrics(m: ServiceMetrics): void {
   }
   // The host labels a full work queue's 429 with the route it matched.
   for (const [endpoint, queue] of BUSY_ROUTES) busy.inc({ endpoint, queue }, 0)
-  const kinds = [TASKS.issue, TASKS.revoke, TASKS.bus, TASKS.janitor, TASKS.rotation, 'request']
+  const kinds = [TASKS.issue, TASKS.revoke, TASKS.bus, TASKS.janitor, TASKS.rotation, TASKS.disk, 'request']
   for (const name of ['tasks_spawned_total', 'tasks_aborted_total', 'tasks_canceled_total']) {
     const c = m.counter(name, `${name.replace(/_total$/, '').replace(/_/g, ' ')} by kind.`, ['kind'])
     for (const k of kinds) c.inc({ kind: k }, 0)

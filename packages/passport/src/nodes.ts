@@ -49,13 +49,20 @@ export class NodeRegistry {
   /** Writes of nodes.json, one at a time, each with the state at its start (the last one has everything). */
   #writes: Promise<void> = Promise.resolve()
 
-  private constructor(clock: Clock, dir: string | undefined) {
+  readonly #writeFile: ((path: string, text: string) => Promise<void>) | undefined
+
+  private constructor(clock: Clock, dir: string | undefined, writeFile?: (path: string, text: string) => Promise<void>) {
     this.#clock = clock
     this.#dir = dir
+    this.#writeFile = writeFile
   }
 
-  static async open(clock: Clock, dir: string | undefined): Promise<NodeRegistry> {
-    const r = new NodeRegistry(clock, dir)
+  /**
+   * Loads `nodes.json` from `dir` (none: memory only). `writeFile` writes it durably (disk faults
+   * mapped by the caller). @default writeFileAtomic
+   */
+  static async open(clock: Clock, dir: string | undefined, writeFile?: (path: string, text: string) => Promise<void>): Promise<NodeRegistry> {
+    const r = new NodeRegistry(clock, dir, writeFile)
     if (dir === undefined) return r
     let text: string | undefined
     try {
@@ -78,13 +85,22 @@ export class NodeRegistry {
    */
   async enrol(node: Omit<EnrolledNode, 'enrolledAt' | 'publicJwk'> & { publicJwk: { x: string } }): Promise<EnrolledNode> {
     const full: EnrolledNode = { ...node, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: node.publicJwk.x }, enrolledAt: this.#clock.now() }
-    this.#put(full)
+    const key = NodeRegistry.#keyOf(full)
     const dir = this.#dir
     if (dir !== undefined) {
-      const write = async (): Promise<void> => writeFileAtomic(join(dir, 'nodes.json'), `${JSON.stringify({ nodes: this.list() }, null, 2)}\n`, dir)
+      // On disk first: an enrolment that is not durable is not answered, and not in force either.
+      const write = async (): Promise<void> => {
+        const nodes = [...this.list().filter((n) => n.nodeId !== full.nodeId), full]
+        const path = join(dir, 'nodes.json')
+        const text = `${JSON.stringify({ nodes }, null, 2)}\n`
+        await (this.#writeFile === undefined ? writeFileAtomic(path, text, dir) : this.#writeFile(path, text))
+        this.#nodes.set(full.nodeId, { node: full, key })
+      }
       const run = this.#writes.then(write, write)
       this.#writes = run.catch(() => undefined)
       await run
+    } else {
+      this.#nodes.set(full.nodeId, { node: full, key })
     }
     return full
   }
@@ -132,8 +148,12 @@ export class NodeRegistry {
   }
 
   #put(n: EnrolledNode): void {
+    this.#nodes.set(n.nodeId, { node: n, key: NodeRegistry.#keyOf(n) })
+  }
+
+  static #keyOf(n: EnrolledNode): KeyObject {
     const key = publicKeyFromJwk(n.publicJwk)
     if (key === undefined) throw new MalformedError('publicJwk must be an Ed25519 public key', { details: { field: 'publicJwk' } })
-    this.#nodes.set(n.nodeId, { node: n, key })
+    return key
   }
 }

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { mkdir } from 'node:fs/promises'
 import {
@@ -13,6 +14,7 @@ import {
   MalformedError,
   NotReadyError,
   SseHub,
+  UnauthorizedError,
   createServiceHost,
   createTokenVerifier,
   isRonError,
@@ -28,14 +30,16 @@ import {
   type Transport,
 } from '@ron/core'
 import { IMMUTABLE_KEYS, passportConfigSchema, resolvePassportConfig, type PassportConfig, type Policy, type ResolvedPassportConfig } from './config.js'
+import { DiskHealth } from './disk-health.js'
 import type { IssuedToken, RevokeResult } from './dto.js'
-import { createFileKeystore } from './file-keystore.js'
-import { Issuer } from './issuer.js'
+import { createFileKeystore, writeFileAtomic } from './file-keystore.js'
+import { Issuer, type IssueKind, type SignPlan } from './issuer.js'
 import { Keyring, type PublishedJwk } from './keyring.js'
 import { createMemoryKeystore, type Kms } from './kms.js'
 import { KmsGuard } from './kms-guard.js'
 import { registerPassportMetrics } from './metrics.js'
 import { NodeRegistry } from './nodes.js'
+import { servicePlan } from './policy.js'
 import { RevocationLog } from './revocations.js'
 import type { PassportContext } from './routes/context.js'
 import { keyRoutes, ringSummary } from './routes/keys.js'
@@ -89,16 +93,31 @@ export interface PassportService extends RonService {
   mintAdminToken(req: AdminTokenRequest, signal?: AbortSignal): Promise<IssuedToken>
   /**
    * Mints a service token for this host itself (`sub` e.g. `node:<id>`), through the issuance
-   * pool, within the policy's max ttl. What `passportMinter` uses.
+   * pool, within the policy's max ttl. What `passportMinter` uses. At most the service-call scopes
+   * (SPEC.md §5), one audience those scopes name, and `storage:write` only with a `maxBytes`
+   * caveat of `serviceWriteMaxBytes`.
    * @throws {@link NotReadyError} (`no_policy`) without a policy
+   * @throws {@link ForbiddenError} (`missing_scope`) for a scope outside the service-call scopes
    */
   mintServiceToken(req: { sub: string; aud: string; scope: string[]; ttlSec: number }, signal?: AbortSignal): Promise<IssuedToken>
-  /** Revokes a jti and its attenuated subtree through the revocation worker. */
+  /**
+   * Revokes a jti and its subtree (everything minted from it, on every service: `cascade: true` in
+   * the feed) through the revocation worker; resolves once it is on disk.
+   * @throws {@link NotReadyError} (`disk_full`, `io_error`, `read_only`) when the disk refuses: nothing is revoked
+   */
   revoke(jti: string, signal?: AbortSignal): Promise<RevokeResult>
   /**
+   * Retires a jti (SPEC.md §5, "Retiring is not revoking"): the token stops verifying at once
+   * (`cascade: false` in the feed), tokens minted from it stay valid until their own `exp`. What
+   * replacing the admin token does. `exp` (JWT seconds) bounds how long the entry is kept.
+   * @throws {@link NotReadyError} (`disk_full`, `io_error`, `read_only`) when the disk refuses
+   */
+  retire(jti: string, options?: { exp?: number; signal?: AbortSignal }): Promise<RevokeResult>
+  /**
    * Calls `fn` after every rotation (HTTP, scheduled or programmatic), before the rotation
-   * answers: where a host re-mints its admin token with the new key and revokes the old one
-   * (`rotateWithAdminToken` / `ensureAdminToken`). A throwing listener is logged, not fatal.
+   * answers: where a host re-mints its admin token with the new key and retires the old one
+   * (`rotateWithAdminToken` / `ensureAdminToken`), so that when rotation answers the old admin
+   * token no longer verifies. A throwing listener is logged, not fatal.
    * @returns a disposer
    */
   onRotate(fn: (keys: KeyringSummary) => void | Promise<void>): () => void
@@ -150,11 +169,23 @@ export async function createPassportService(config: PassportConfig = {}, transpo
 
   let kmsOk = true
   let kmsReason: string | undefined
+  // Every local write reports to the disk health: a fault turns the write paths (issue: parent
+  // links; revoke; rotation; enrolment) unready until a write or the probe succeeds again.
+  const disk = new DiskHealth(o.dataDir, (ok, reason) => {
+    host.readiness.set('disk', ok, reason)
+    host.readiness.setPath('revoke', ok, reason)
+    updateIssueReadiness()
+    if (ok) host.logger.info({}, 'passport data directory takes writes again')
+    else host.logger.error({ reason }, 'passport data directory refuses writes: issuance and revocation answer 503 until it recovers')
+  })
+  if (o.dataDir !== undefined) host.readiness.declare('disk', 'write', true)
+  host.readiness.setPath('revoke', true)
   const updateIssueReadiness = (): void => {
     const pool = host.pool(CHANNELS.issue)
     const policy = host.config.get().policy
     const full = pool.depth >= Math.max(1, Math.floor(o.shedIssueAt * pool.capacity))
-    const reason = policy === undefined ? 'no_policy' : !kmsOk ? (kmsReason ?? 'kms_failing') : full ? 'issue_queue_full' : host.closing ? 'draining' : undefined
+    const reason =
+      policy === undefined ? 'no_policy' : !kmsOk ? (kmsReason ?? 'kms_failing') : !disk.ok ? disk.reason : full ? 'issue_queue_full' : host.closing ? 'draining' : undefined
     host.readiness.setPath('issue', reason === undefined, reason)
   }
   const guard = new KmsGuard({
@@ -171,7 +202,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
   })
 
   try {
-    return await build(o, host, guard, kms, clock, updateIssueReadiness, verifierRef)
+    return await build(o, host, guard, kms, clock, updateIssueReadiness, verifierRef, disk)
   } catch (e) {
     // A KMS or data directory failure at startup: release what the host started.
     await host.service.close()
@@ -194,10 +225,13 @@ async function build(
   clock: Clock,
   updateIssueReadiness: () => void,
   verifierRef: { current?: CachingTokenVerifier },
+  disk: DiskHealth,
 ): Promise<PassportService> {
   const sink = host.metrics.sink
-  const log = await RevocationLog.open(clock, o.dataDir)
-  const nodes = await NodeRegistry.open(clock, o.dataDir)
+  const dir = o.dataDir
+  const writeFile = dir === undefined ? undefined : (path: string, text: string): Promise<void> => disk.write('passport data directory', () => writeFileAtomic(path, text, dir))
+  const log = await RevocationLog.open(clock, dir, (e) => disk.note(e))
+  const nodes = await NodeRegistry.open(clock, dir, writeFile)
   const keyring = await Keyring.open({
     guard,
     clock,
@@ -207,6 +241,7 @@ async function build(
     toleranceSec: o.rotation.clockToleranceSec,
     maxTtlSec: () => host.config.get().policy?.maxTtlSec ?? 3600,
     isRevoked: (jti) => log.isRevoked(jti),
+    ...(writeFile === undefined ? {} : { writeFile }),
   })
   const verifier = createTokenVerifier({ keys: keyring.keySource, revocations: log, clock, clockToleranceSec: o.rotation.clockToleranceSec })
   verifierRef.current = verifier
@@ -250,28 +285,52 @@ async function build(
       })
   }
 
-  async function revoke(jti: string, exp: number | undefined, signal?: AbortSignal): Promise<RevokeResult> {
+  /**
+   * Revokes (`cascade`) or retires `jti` on the single revocation worker. The log writes the feed
+   * items durably before it applies them; only then are they published and answered.
+   */
+  async function revoke(jti: string, exp: number | undefined, cascade: boolean, signal?: AbortSignal): Promise<RevokeResult> {
     const accepted = clock.now()
     return submit(
       CHANNELS.revoke,
       async () => {
         const started = clock.now()
-        const before = log.seq
-        const r = await log.revoke(jti, exp)
+        const r = await log.revoke(jti, { exp, cascade })
         // Publish every item written (the subtree included) to SSE followers.
-        for (const item of log.since(before)) {
+        for (const item of r.written) {
           sink.inc('revocations_total')
           if (!hub.closed) hub.publish({ id: String(item.seq), event: 'revocation', data: item })
         }
         // Passport's own verifier sees it as soon as the worker applied it.
         sink.observe('revocation_propagation_seconds', undefined, (clock.now() - accepted) / 1000)
         sink.observe('passport_revoke_latency_seconds', undefined, (clock.now() - started) / 1000)
-        // A revoked admin token no longer holds its key in the ring.
-        await keyring.refresh()
-        return r
+        // A revoked or retired admin token no longer holds its key in the ring. The revocation is
+        // durable already: a failure here only delays a key's retirement to the next refresh.
+        await keyring.refresh().catch((err: unknown) => host.logger.warn({ err }, 'could not recompute key retirement after a revocation'))
+        return { seq: r.seq, revoked: r.revoked }
       },
       signal,
     )
+  }
+
+  /**
+   * Mints a token from the token `parent` (issue and attenuate): the child is adopted under its
+   * parent before it is signed (so a revocation of the parent racing this mint covers it, or the
+   * mint is refused), and its link is on disk before the token is handed out.
+   */
+  async function mintChild(parent: string, plan: Omit<SignPlan, 'prf' | 'jti'>, kind: IssueKind, signal: AbortSignal): Promise<IssuedToken> {
+    const jti = randomBytes(16).toString('base64url')
+    log.adopt(jti, parent, plan.exp)
+    try {
+      const t = await issuer.sign({ ...plan, prf: parent, jti }, kind, signal)
+      await log.persistLink(jti, parent, plan.exp)
+      // Caught by a revocation of an ancestor while it was signed: never handed out.
+      if (log.blocksMinting(jti)) throw new UnauthorizedError('parent token revoked', { details: { reason: 'revoked', field: 'token' } })
+      return t
+    } catch (e) {
+      log.abandon(jti, parent)
+      throw e
+    }
   }
 
   const ctx: PassportContext = {
@@ -286,9 +345,17 @@ async function build(
     issuer,
     verifier,
     submitIssue: (job, signal) => submit(CHANNELS.issue, job, signal),
-    revoke,
+    mintChild,
+    revoke: (jti, exp, signal) => revoke(jti, exp, true, signal),
     async rotate() {
-      const s = await keyring.rotate()
+      let s
+      try {
+        s = await keyring.rotate()
+      } catch (e) {
+        // The file keystore or keyring.json on a faulty disk: the rotation did not happen.
+        disk.note(e)
+        throw e
+      }
       setEpoch()
       for (const fn of [...rotateListeners]) {
         try {
@@ -327,15 +394,31 @@ async function build(
     }
   })
 
-  // Key janitor: retires previous keys after their window, prunes the token tree.
+  // Key janitor: retires previous keys after their window, prunes and compacts the token tree
+  // and the revocation log. A disk fault skips a round (logged), it never ends the task.
   host.supervisor.spawn(TASKS.janitor, async (signal) => {
     for (;;) {
       await clock.sleep(60_000, signal)
-      const retired = await keyring.prune()
-      if (retired.length > 0) host.logger.info({ retired }, 'retired issuer keys')
-      log.prune()
+      try {
+        const retired = await keyring.prune()
+        if (retired.length > 0) host.logger.info({ retired }, 'retired issuer keys')
+      } catch (err) {
+        disk.note(err)
+        host.logger.warn({ err }, 'could not retire issuer keys this round')
+      }
+      await log.prune().catch((err: unknown) => host.logger.warn({ err }, 'could not compact the revocation log this round'))
     }
   })
+
+  // Disk probe: while a disk fault holds, try a small durable write every diskProbeMs.
+  if (dir !== undefined) {
+    host.supervisor.spawn(TASKS.disk, async (signal) => {
+      for (;;) {
+        await clock.sleep(o.diskProbeMs, signal)
+        if (!disk.ok) await disk.probe()
+      }
+    })
+  }
 
   if (o.rotation.everyMs !== undefined) {
     const every = o.rotation.everyMs
@@ -354,6 +437,7 @@ async function build(
   setEpoch()
   host.onClose(async () => {
     hub.close()
+    await log.close()
     await kms.close?.()
   })
 
@@ -379,9 +463,15 @@ async function build(
       const policy = host.config.get().policy
       if (policy === undefined) throw new NotReadyError('passport has no issuance policy', { details: { reason: 'no_policy' }, retryAfterMs: 1000 })
       const ttl = Math.min(req.ttlSec, policy.maxTtlSec)
-      return submit(CHANNELS.issue, (s) => issuer.sign({ sub: req.sub, aud: [req.aud], scope: req.scope, exp: Math.floor(clock.now() / 1000) + ttl }, 'service', s), signal)
+      const plan = servicePlan(req, host.config.get().serviceWriteMaxBytes)
+      return submit(
+        CHANNELS.issue,
+        (s) => issuer.sign({ sub: req.sub, aud: [req.aud], scope: plan.scope, exp: Math.floor(clock.now() / 1000) + ttl, ...(plan.caveats === undefined ? {} : { caveats: plan.caveats }) }, 'service', s),
+        signal,
+      )
     },
-    revoke: (jti: string, signal?: AbortSignal) => revoke(jti, undefined, signal),
+    revoke: (jti: string, signal?: AbortSignal) => revoke(jti, undefined, true, signal),
+    retire: (jti: string, options: { exp?: number; signal?: AbortSignal } = {}) => revoke(jti, options.exp, false, options.signal),
     onRotate(fn: (keys: KeyringSummary) => void | Promise<void>) {
       rotateListeners.add(fn)
       return () => {

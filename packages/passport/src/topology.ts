@@ -27,6 +27,7 @@ export const TASKS = {
   janitor: 'key-janitor',
   rotation: 'rotation-scheduler',
   config: 'config-watcher',
+  disk: 'disk-probe',
 } as const
 
 /**
@@ -48,6 +49,7 @@ export function passportTopology(o: ResolvedPassportConfig): Topology {
       { name: TASKS.janitor, count: 1, criticality: 'important', description: 'retires previous keys after their window and prunes the token tree' },
       { name: TASKS.rotation, count: o.rotation.everyMs === undefined ? 0 : 1, criticality: 'optional', description: 'rotates the issuer key every rotation.everyMs when configured' },
       { name: TASKS.config, count: 1, criticality: 'important', description: 'reload(): validates, swaps the policy snapshot atomically, publishes it on `policy`' },
+      { name: TASKS.disk, count: o.dataDir === undefined ? 0 : 1, criticality: 'optional', description: 'while a disk fault holds, probes the data directory every diskProbeMs and turns the write paths ready again' },
     ],
     channels: [
       { name: CHANNELS.issue, kind: 'mpsc', capacity: o.issueQueue, producers: [TASKS.listener], consumers: [TASKS.issue], overflow: 'reject-new', pool: { concurrency: o.issueWorkers } },

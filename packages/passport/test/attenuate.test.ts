@@ -8,14 +8,16 @@ describe('POST /v1/passport/attenuate', () => {
   it('narrows a token without a bearer token; the child names its parent in prf', async () => {
     const { client, close } = await setup()
     try {
-      const parent = await client.issue({ sub: 'ci', aud: ['storage', 'index'], scope: ['storage:write', 'storage:read'], ttlSec: 600, caveats: { maxBytes: 1000 } })
+      const parent = await client.issue({ sub: 'ci', aud: ['storage', 'index'], scope: ['storage:write', 'storage:read', 'index:write'], ttlSec: 600, caveats: { maxBytes: 1000 } })
       const child = await client.attenuate({ token: parent.token, scope: ['storage:write'], aud: ['storage'], ttlSec: 60, caveats: { maxBytes: 10, pathPrefix: '/o' } })
       const c = payloadOf(child.token)
       expect(c).toMatchObject({ sub: 'ci', aud: ['storage'], scope: 'storage:write', prf: parent.jti, ron: { maxBytes: 10, pathPrefix: '/o' } })
       expect(c.exp).toBeLessThanOrEqual(parent.exp)
       // Omitted fields inherit the parent's, caveats included.
       const same = payloadOf((await client.attenuate({ token: parent.token })).token)
-      expect(same).toMatchObject({ aud: ['storage', 'index'], scope: 'storage:write storage:read', exp: parent.exp, ron: { maxBytes: 1000 } })
+      expect(same).toMatchObject({ aud: ['storage', 'index'], scope: 'storage:write storage:read index:write', exp: parent.exp, ron: { maxBytes: 1000 } })
+      // Narrowing the scopes narrows omitted audiences to the services they name.
+      expect(payloadOf((await client.attenuate({ token: parent.token, scope: ['index:write'] })).token)).toMatchObject({ aud: ['index'], scope: 'index:write' })
     } finally {
       await close()
     }

@@ -3,55 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { Supervisor, WorkPool, isRonError } from '@ron/core'
 import { VirtualClock, concurrencyDocProblems, exploreSchedules, settleWith, type Scheduler } from '@ron/core/testing'
 import { createMemoryKeystore, createPassportService, passportTopology, resolvePassportConfig, type Kms } from '../src/index.js'
-import { rejection, setup } from './helpers.js'
-
-/** A memory keystore whose `sign` can be held (stalled) or made to fail. */
-function controllableKms(): Kms & { hold(): void; release(): void; fail: boolean; held: number } {
-  const inner = createMemoryKeystore()
-  let gate: { promise: Promise<void>; resolve: () => void } | undefined
-  // Counted in a closure, read through a getter.
-  let held = 0
-  const k = {
-    ...inner,
-    fail: false,
-    /** Sign calls waiting at the gate. */
-    get held() {
-      return held
-    },
-    hold() {
-      let resolve!: () => void
-      const promise = new Promise<void>((r) => (resolve = r))
-      gate = { promise, resolve }
-    },
-    release() {
-      gate?.resolve()
-      gate = undefined
-    },
-    async sign(kid: string, data: Uint8Array, signal: AbortSignal) {
-      // A stalled KMS that ignores its signal: the guard's deadline must still hold.
-      if (gate !== undefined) {
-        held++
-        await gate.promise
-        held--
-      }
-      if (k.fail) throw new Error('hsm unplugged')
-      return inner.sign(kid, data, signal)
-    },
-  }
-  return k
-}
-
-/**
- * Lets the event loop turn until `cond` holds: waits for a state, not for a number of turns, so
- * it does not depend on how many hops a request takes to reach the pool (bounded: fails instead of hanging).
- */
-async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 10_000; i++) {
-    if (await cond()) return
-    await new Promise((r) => setImmediate(r))
-  }
-  throw new Error(`never happened: ${what}`)
-}
+import { controllableKms, rejection, setup, until } from './helpers.js'
 
 const metric = (text: string, name: string, label: string): number => {
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label))
@@ -69,7 +21,7 @@ describe('backpressure', () => {
       const inflight = [client.issue(req), client.issue(req), client.issue(req)] // 1 running + 2 queued
       await until(() => kms.held === 1, 'one issuance signing')
       await until(async () => metric(await passport.metricsText(), 'queue_depth', 'queue="issue"') === 2, 'two issuances queued')
-      expect(passport.health().paths).toEqual({ issue: false, verify: true })
+      expect(passport.health().paths).toEqual({ issue: false, revoke: true, verify: true })
       const res = await transport.request('passport', {
         method: 'POST',
         path: '/v1/passport/issue',
@@ -83,7 +35,7 @@ describe('backpressure', () => {
       expect(await client.verify(good)).toMatchObject({ valid: true })
       kms.release()
       expect(await Promise.all(inflight)).toHaveLength(3)
-      expect(passport.health().paths).toEqual({ issue: true, verify: true })
+      expect(passport.health().paths).toEqual({ issue: true, revoke: true, verify: true })
       const text = await passport.metricsText()
       expect(metric(text, 'queue_dropped_total', 'queue="issue"')).toBe(1)
       expect(metric(text, 'busy_rejections_total', 'endpoint="/v1/passport/issue",queue="issue"')).toBe(1)
@@ -115,7 +67,7 @@ describe('KMS deadline', () => {
       expect(metric(await passport.metricsText(), 'io_timeouts_total', 'op="kms"')).toBe(1)
       kms.release()
       await expect(client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'] })).resolves.toBeDefined()
-      expect(passport.health().paths).toEqual({ issue: true, verify: true })
+      expect(passport.health().paths).toEqual({ issue: true, revoke: true, verify: true })
     } finally {
       kms.release()
       await close()
@@ -251,7 +203,7 @@ describe('KMS breaker', () => {
       kms.fail = false
       await clock.advance(10_000)
       await expect(client.issue(req)).resolves.toBeDefined()
-      expect(passport.health().paths).toEqual({ issue: true, verify: true })
+      expect(passport.health().paths).toEqual({ issue: true, revoke: true, verify: true })
     } finally {
       await close()
     }

@@ -1,6 +1,6 @@
 import { ALL_SCOPES, MemoryTransport, type Claims } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
-import { createPassportClient, createPassportService, type PassportConfig } from '../src/index.js'
+import { createMemoryKeystore, createPassportClient, createPassportService, type Kms, type PassportConfig } from '../src/index.js'
 
 /** 2027-01-15, in ms. */
 export const T0 = 1_800_000_000_000
@@ -40,4 +40,52 @@ export async function rejection(p: Promise<unknown>): Promise<{ code: string; st
     return e as { code: string; status: number; details: Record<string, unknown>; message: string }
   }
   throw new Error('expected a rejection')
+}
+
+/** A memory keystore whose `sign` can be held (stalled) or made to fail. */
+export function controllableKms(): Kms & { hold(): void; release(): void; fail: boolean; held: number } {
+  const inner = createMemoryKeystore()
+  let gate: { promise: Promise<void>; resolve: () => void } | undefined
+  // Counted in a closure, read through a getter.
+  let held = 0
+  const k = {
+    ...inner,
+    fail: false,
+    /** Sign calls waiting at the gate. */
+    get held() {
+      return held
+    },
+    hold() {
+      let resolve!: () => void
+      const promise = new Promise<void>((r) => (resolve = r))
+      gate = { promise, resolve }
+    },
+    release() {
+      gate?.resolve()
+      gate = undefined
+    },
+    async sign(kid: string, data: Uint8Array, signal: AbortSignal) {
+      // A stalled KMS that ignores its signal: the guard's deadline must still hold.
+      if (gate !== undefined) {
+        held++
+        await gate.promise
+        held--
+      }
+      if (k.fail) throw new Error('hsm unplugged')
+      return inner.sign(kid, data, signal)
+    },
+  }
+  return k
+}
+
+/**
+ * Lets the event loop turn until `cond` holds: waits for a state, not for a number of turns, so
+ * it does not depend on how many hops a request takes to reach the pool (bounded: fails instead of hanging).
+ */
+export async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 10_000; i++) {
+    if (await cond()) return
+    await new Promise((r) => setImmediate(r))
+  }
+  throw new Error(`never happened: ${what}`)
 }

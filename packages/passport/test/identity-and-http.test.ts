@@ -41,8 +41,8 @@ describe('service identity: node enrolment and the client assertion exchange', (
       const nodeKey = generateIssuerKey()
       await client.enrolNode({ nodeId: 'b', publicJwk: { kty: 'OKP', crv: 'Ed25519', x: nodeKey.publicJwk.x }, scopes: ['*'] })
       const remote = createTokenProvider({ minter: remotePassportMinter(transport, { nodeId: 'b', nodeKey, clock }), clock })
-      const t2 = await remote.token({ aud: 'registry', scope: ['registry:propose'] })
-      expect(await client.verify(t2, 'registry')).toMatchObject({ valid: true, claims: { sub: 'node:b' } })
+      const t2 = await remote.token({ aud: 'index', scope: ['index:announce'] })
+      expect(await client.verify(t2, 'index')).toMatchObject({ valid: true, claims: { sub: 'node:b' } })
       local.close()
       remote.close()
     } finally {
@@ -58,7 +58,7 @@ describe('over real sockets', () => {
     const transport = new HttpTransport({ targets: { passport: server.url } })
     const abort = new AbortController()
     try {
-      const admin = await passport.mintAdminToken({ aud: ['passport'], scope: ['passport:issue', 'passport:revoke', 'passport:admin'], ttlSec: 3600 })
+      const admin = await passport.mintAdminToken({ aud: ['passport', 'storage'], scope: ['passport:issue', 'passport:revoke', 'passport:admin', 'storage:write'], ttlSec: 3600 })
       const client = createPassportClient(transport, { token: admin.token })
       const jwks = await (await fetch(`${server.url}/.well-known/jwks.json`)).json() as { keys: Array<{ status: string }> }
       expect(jwks.keys.map((k) => k.status)).toEqual(['current', 'next'])
@@ -81,7 +81,7 @@ describe('over real sockets', () => {
       expect(new Set(seen)).toEqual(new Set(r.revoked))
       expect((await client.revocations(0)).items).toHaveLength(2)
       const res = await fetch(`${server.url}/readyz`)
-      expect(((await res.json()) as { paths: Record<string, boolean> }).paths).toEqual({ issue: true, verify: true })
+      expect(((await res.json()) as { paths: Record<string, boolean> }).paths).toEqual({ issue: true, revoke: true, verify: true })
     } finally {
       abort.abort()
       await transport.close()

@@ -49,7 +49,7 @@ async function build(opts: { stream?: boolean } = {}): Promise<World> {
   const stop = new AbortController()
   void feed.run(stop.signal)
   await clock.advance(0)
-  const admin = await passport.mintAdminToken({ aud: ['passport'], scope: ['passport:issue', 'passport:revoke'], ttlSec: 86400 })
+  const admin = await passport.mintAdminToken({ aud: ['passport', 'storage'], scope: ['passport:issue', 'passport:revoke', 'storage:write', 'storage:read'], ttlSec: 86400 })
   world = { clock, transport, passport, storage, feed, stop, client: createPassportClient(transport, { token: admin.token }) }
   return world
 }

@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ALL_SCOPES, createTokenVerifier, exportIssuerKey, generateIssuerKey, signToken, staticKeySource } from '@ron/core'
 import { VirtualClock, metricValue } from '@ron/core/testing'
-import { createPassportService, ensureAdminToken, rotateWithAdminToken } from '../src/index.js'
-import { ADMIN_POLICY, T0, headerOf, setup } from './helpers.js'
+import { createPassportClient, createPassportService, ensureAdminToken, rotateWithAdminToken } from '../src/index.js'
+import { ADMIN_POLICY, T0, controllableKms, headerOf, setup, until } from './helpers.js'
 
 describe('rotation', () => {
   it('next becomes current, a new next is published, the old current stays verify-only with a retirement time', async () => {
@@ -38,8 +38,9 @@ describe('rotation', () => {
       const old = await client.issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 3600 })
       const oldKid = old.kid
       await client.rotate()
-      // The admin token signed by the old key still holds it: revoke it (as ron-node does after minting a new one).
-      await passport.revoke(admin.jti)
+      // The admin token signed by the old key still holds it: retire it (as ron-node does after
+      // minting a new one). Retiring, not revoking: the token it issued stays valid.
+      await passport.retire(admin.jti)
       const prev = passport.jwks().keys.find((k) => k.kid === oldKid)!
       expect(prev.retiresAt).toBe(T0 + 3600_000 + 3000 + 30_000)
       // Tokens the old key signed keep verifying until then...
@@ -64,7 +65,7 @@ describe('rotation', () => {
     try {
       const kid = (await client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'] })).kid
       await passport.rotate()
-      await passport.revoke(admin.jti)
+      await passport.retire(admin.jti)
       expect(passport.jwks().keys.find((k) => k.kid === kid)!.retiresAt).toBe(T0 + 600_000 + 30_000)
     } finally {
       await close()
@@ -74,12 +75,14 @@ describe('rotation', () => {
   it('under concurrent issuance every token names the key that signed it', async () => {
     const { client, passport, close } = await setup({ issueWorkers: 4 })
     try {
-      const pending: Promise<{ token: string; kid: string }>[] = []
+      const issued: Array<{ token: string; kid: string }> = []
       for (let round = 0; round < 5; round++) {
+        // Each round's issuances race its rotation.
+        const pending: Promise<{ token: string; kid: string }>[] = []
         for (let i = 0; i < 20; i++) pending.push(client.issue({ sub: `s${i}`, aud: ['storage'], scope: ['storage:write'] }))
         pending.push(passport.rotate().then(() => ({ token: '', kid: '' })))
+        issued.push(...(await Promise.all(pending)).filter((t) => t.token !== ''))
       }
-      const issued = (await Promise.all(pending)).filter((t) => t.token !== '')
       expect(issued).toHaveLength(100)
       const keys = passport.jwks()
       const verifier = createTokenVerifier({ keys: staticKeySource(keys), clock: new VirtualClock(T0), cache: false })
@@ -92,6 +95,26 @@ describe('rotation', () => {
       }
       expect(kids.size).toBeGreaterThan(1)
     } finally {
+      await close()
+    }
+  })
+
+  it('a key rotated out stops signing at once: an issuance whose signature was in flight is signed again with the new key', async () => {
+    const kms = controllableKms()
+    const { client, passport, close } = await setup({ keystore: kms })
+    try {
+      const oldKid = passport.keySummary().current.kid
+      kms.hold()
+      const pending = client.issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 600 })
+      await until(() => kms.held === 1, 'the issuance is being signed by the old key')
+      const r = await passport.rotate()
+      kms.release()
+      const t = await pending
+      expect(r.previous.map((k) => k.kid)).toEqual([oldKid])
+      expect([t.kid, headerOf(t.token)['kid']]).toEqual([r.current.kid, r.current.kid])
+      await expect(passport.verifier.verify(t.token, { audience: 'storage' })).resolves.toMatchObject({ jti: t.jti })
+    } finally {
+      kms.release()
       await close()
     }
   })
@@ -155,8 +178,8 @@ describe('keys at rest', () => {
 })
 
 describe('the admin token', () => {
-  it('ensureAdminToken keeps a valid token, renews one with under 10 days left and revokes the old one', async () => {
-    const { passport, clock, close } = await setup()
+  it('ensureAdminToken keeps a valid token, renews one with under 10 days left and retires the old one (what it minted lives on)', async () => {
+    const { passport, clock, transport, close } = await setup()
     try {
       const opts = { aud: ['passport', 'storage'], scope: [...ALL_SCOPES], clock }
       const first = await ensureAdminToken(passport, opts)
@@ -165,9 +188,16 @@ describe('the admin token', () => {
       const same = await ensureAdminToken(passport, { ...opts, current: first.token })
       expect([same.renewed, same.token]).toEqual([false, first.token])
       await clock.advance(21 * 86400 * 1000)
-      const renewed = await ensureAdminToken(passport, { ...opts, current: first.token })
+      const minted = await createPassportClient(transport, { token: first.token }).issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 600 })
+      const persisted: string[] = []
+      const renewed = await ensureAdminToken(passport, { ...opts, current: first.token, persist: async (t) => void persisted.push(t.token) })
       expect(renewed.renewed).toBe(true)
+      expect(persisted).toEqual([renewed.token])
+      // Retired: the old admin token stops verifying at once; a token it minted stays valid.
+      await expect(passport.verifier.verify(first.token, { audience: 'storage' })).rejects.toMatchObject({ details: { reason: 'revoked' } })
+      await expect(passport.verifier.verify(minted.token, { audience: 'storage', scope: 'storage:write' })).resolves.toMatchObject({ prf: first.jti })
       expect(passport.revocations.isRevoked(first.jti)).toBe(true)
+      expect((await createPassportClient(transport).revocations(0)).items).toEqual([expect.objectContaining({ jti: first.jti, cascade: false })])
       expect((await passport.verifier.verify(renewed.token, { audience: 'storage', scope: 'storage:admin' })).sub).toBe('admin')
     } finally {
       await close()
@@ -195,7 +225,7 @@ describe('retirement never cuts a token short', () => {
     try {
       const long = await client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'], ttlSec: 3600 })
       await passport.rotate()
-      await passport.revoke(admin.jti)
+      await passport.retire(admin.jti)
       await passport.reload({ policy: { maxTtlSec: 60, defaultTtlSec: 60 } })
       const prev = passport.keySummary().previous.find((k) => k.kid === long.kid)!
       expect(prev.retiresAt).toBe(long.exp * 1000 + 30_000)

@@ -88,10 +88,12 @@ describe('issue → verify', () => {
 
 describe('policy', () => {
   it('refuses what the policy does not allow, naming the field', async () => {
-    const { client, close } = await setup({ policy: { maxTtlSec: 3600, callers: { admin: { scopes: ['storage:write'], audiences: ['storage'] } } } })
+    const { client, close } = await setup({ policy: { maxTtlSec: 3600, callers: { admin: { scopes: ['storage:write', 'index:write'], audiences: ['storage'] } } } })
     try {
       expect((await rejection(client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:admin'] }))).details).toMatchObject({ reason: 'policy', field: 'scope' })
-      expect((await rejection(client.issue({ sub: 'x', aud: ['index'], scope: ['storage:write'] }))).details).toMatchObject({ reason: 'policy', field: 'aud' })
+      expect((await rejection(client.issue({ sub: 'x', aud: ['index'], scope: ['index:write'] }))).details).toMatchObject({ reason: 'policy', field: 'aud' })
+      // An audience no scope names is more than any caller holds.
+      expect((await rejection(client.issue({ sub: 'x', aud: ['index'], scope: ['storage:write'] }))).details).toMatchObject({ reason: 'widen', field: 'aud' })
       const e = await rejection(client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'], ttlSec: 3601 }))
       expect([e.status, e.details['field']]).toEqual([403, 'ttlSec'])
       expect((await rejection(client.issue({ sub: 'x', aud: ['storage'], scope: ['nope:x'] }))).status).toBe(400)
@@ -106,10 +108,10 @@ describe('policy', () => {
     try {
       const e = await rejection(client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'] }))
       expect([e.status, e.code, e.details['reason']]).toEqual([503, 'NotReady', 'no_policy'])
-      expect(passport.health().paths).toEqual({ issue: false, verify: true })
+      expect(passport.health().paths).toEqual({ issue: false, revoke: true, verify: true })
       // reload() brings a policy in atomically.
       await passport.reload({ policy: { callers: { admin: { scopes: ['*'], audiences: ['*'] } } } })
-      expect(passport.health().paths).toEqual({ issue: true, verify: true })
+      expect(passport.health().paths).toEqual({ issue: true, revoke: true, verify: true })
       await expect(client.issue({ sub: 'x', aud: ['storage'], scope: ['storage:write'] })).resolves.toBeDefined()
     } finally {
       await close()

@@ -19,6 +19,7 @@ describe('public surface', () => {
         'createPassportService',
         'ensureAdminToken',
         'narrow',
+        'narrowCaveats',
         'passportConfigSchema',
         'passportMinter',
         'passportTopology',
@@ -27,6 +28,7 @@ describe('public surface', () => {
         'remotePassportMinter',
         'resolvePassportConfig',
         'rotateWithAdminToken',
+        'servicePlan',
       ].sort(),
     )
   })

@@ -28,6 +28,31 @@ export interface Checkpoint {
   extensions?: string[]
 }
 
+/**
+ * The extension line a checkpoint states its tree hash in: `tree-hash sha256` (RFC 6962 as
+ * C2SP tlog-tiles defines it) or `tree-hash blake3` (logs created with BLAKE3, by choice or
+ * before SHA-256 became the default). A checkpoint without it is SHA-256.
+ */
+export const TREE_HASH_EXTENSION = 'tree-hash'
+
+/** The extension line stating `treeHash`. */
+export function treeHashLine(treeHash: 'sha256' | 'blake3'): string {
+  return `${TREE_HASH_EXTENSION} ${treeHash}`
+}
+
+/**
+ * The tree hash a checkpoint states (`sha256` when it states none).
+ * @throws Error when it states an unknown hash or states one twice
+ */
+export function checkpointTreeHash(cp: Checkpoint): 'sha256' | 'blake3' {
+  const lines = (cp.extensions ?? []).filter((e) => e.startsWith(`${TREE_HASH_EXTENSION} `))
+  if (lines.length > 1) throw new Error('checkpoint states its tree hash twice')
+  if (lines.length === 0) return 'sha256'
+  const name = lines[0]!.slice(TREE_HASH_EXTENSION.length + 1)
+  if (name !== 'sha256' && name !== 'blake3') throw new Error(`checkpoint states an unknown tree hash '${name}'`)
+  return name
+}
+
 /** One signature line of a note. */
 export interface NoteSignature {
   name: string
@@ -163,16 +188,23 @@ export function parseNote(note: string): Note {
 }
 
 /**
- * Verifies a note's signature by `vkey` and returns the note.
- * @throws Error when no signature by that key verifies
+ * Verifies a note's signature by `vkey` and returns the note. As C2SP signed-note and Go's
+ * `note.Open` require, every signature line whose key name and key id match the trusted key must
+ * verify: one that fails rejects the whole note, even when another line by that key verifies.
+ * Lines of other keys are ignored.
+ * @throws Error when a signature by that key fails, or when there is none
  */
 export function verifyNote(note: string, vkey: string | NoteVerifier): Note {
   const v = typeof vkey === 'string' ? parseVerifierKey(vkey) : vkey
   const parsed = parseNote(note)
-  const ok = parsed.signatures.some(
-    (s) => s.name === v.name && Buffer.compare(s.keyId, v.keyId) === 0 && s.signature.length === 64 && verify(null, Buffer.from(parsed.text, 'utf8'), v.publicKey, s.signature),
-  )
-  if (!ok) throw new Error(`note has no valid signature by ${v.name}`)
+  const text = Buffer.from(parsed.text, 'utf8')
+  let verified = 0
+  for (const s of parsed.signatures) {
+    if (s.name !== v.name || Buffer.compare(s.keyId, v.keyId) !== 0) continue
+    if (s.signature.length !== 64 || !verify(null, text, v.publicKey, s.signature)) throw new Error(`note has an invalid signature by ${v.name}`)
+    verified++
+  }
+  if (verified === 0) throw new Error(`note has no signature by ${v.name}`)
   return parsed
 }
 

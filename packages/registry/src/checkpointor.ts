@@ -1,16 +1,18 @@
 /**
- * The Checkpointor: signs a C2SP checkpoint of the current tree every `checkpointIntervalMs` and
- * on demand, stores it durably (leaf hashes first), and then try-sends a command to Retention
- * (`retention_cmd`, 8): when that queue is full the cycle is skipped and logged — the next
- * checkpoint sends again.
+ * The Checkpointor: every commit is checkpointed by the {@link Notary} before it is answered; this
+ * task, every `checkpointIntervalMs` (the longest the log stays without a fresh signature when it
+ * is idle) and on demand, asks the witnesses for fresh cosignatures of the latest checkpoint and
+ * stores it durably (leaf hashes first) when the tree grew since the last stored one, then
+ * try-sends a command to Retention (`retention_cmd`, 8): when that queue is full the cycle is
+ * skipped and logged — the next checkpoint sends again.
  *
  * @module
  */
 
 import { isRonError } from '@ron/core'
 import type { BoundedQueue, Clock, Logger, MetricsSink } from '@ron/core'
-import { signCheckpoint, type NoteSigner } from './checkpoint.js'
 import type { RegistryLog } from './log.js'
+import type { Notary } from './notary.js'
 import type { StoredCheckpoint } from './store/types.js'
 import { faultReason, writeFault } from './write-fault.js'
 
@@ -22,7 +24,7 @@ export interface RetentionCommand {
 /** Dependencies of the {@link Checkpointor}. */
 export interface CheckpointorOptions {
   log: RegistryLog
-  signer: NoteSigner
+  notary: Notary
   retention: BoundedQueue<RetentionCommand>
   intervalMs: () => number
   clock: Clock
@@ -66,19 +68,18 @@ export class Checkpointor {
   }
 
   async #checkpoint(): Promise<StoredCheckpoint> {
-    const { log, signer, clock, metrics } = this.#o
+    const { log, notary, clock, metrics } = this.#o
     const size = log.tree.size
     const last = this.latest()
     if (last !== undefined && last.treeSize === size) {
       this.#askRetention()
       return last
     }
-    const rootHash = log.tree.root(size)
-    const note = signCheckpoint({ origin: log.origin, treeSize: size, rootHash }, signer)
+    const signed = notary.latest().treeSize === size ? notary.latest() : notary.sign(size)
     const cp: StoredCheckpoint = {
       treeSize: size,
-      root: Buffer.from(rootHash).toString('hex'),
-      note,
+      root: Buffer.from(signed.rootHash).toString('hex'),
+      note: signed.note,
       createdAt: clock.now(),
       signerSets: log.signerSetHistory().filter((s) => s.version > 0 && s.version <= size),
     }
@@ -111,7 +112,10 @@ export class Checkpointor {
     w?.()
   }
 
-  /** The Checkpointor's loop: a checkpoint every interval (the interval is re-read each time). */
+  /**
+   * The Checkpointor's loop: every interval (re-read each time) fresh cosignatures of the latest
+   * checkpoint are requested and it is stored durably.
+   */
   async run(signal: AbortSignal): Promise<void> {
     const clock = this.#o.clock
     while (!signal.aborted) {
@@ -127,6 +131,7 @@ export class Checkpointor {
         signal.addEventListener('abort', done, { once: true })
       })
       if (signal.aborted) return
+      this.#o.notary.refresh()
       try {
         await this.checkpointNow()
       } catch (e) {

@@ -49,13 +49,16 @@ export interface HeadView {
   root: string
   treeHash: 'blake3' | 'sha256'
   origin: string
+  /** The log's note verifier key (Go's `note` form): what clients pin. */
   logKey: string
+  /** This node's witness verifier key (for logs that list it as a witness). */
+  witnessKey?: string
   oldest: number
   signers: SignerSet
 }
 
-/** `GET /registry/:version`. */
-export type EntryView = LogEntry & { hash: Address; supersededBy?: SupersededBy }
+/** `GET /registry/:version`: the entry, its hash, its leaf (index, hash, and where its exact bytes are). */
+export type EntryView = LogEntry & { hash: Address; leafIndex: number; leafHash: string; leaf: string; supersededBy?: SupersededBy }
 
 /** `GET /registry/proof/inclusion`. */
 export interface InclusionProofView {
@@ -100,8 +103,20 @@ export interface RegistryClient {
   head(opts?: RegistryCallOptions): Promise<HeadView>
   /** One entry. @throws GoneError when retention pruned it (details name the covering checkpoint) */
   get(version: number, opts?: RegistryCallOptions): Promise<EntryView>
-  /** The latest checkpoint (C2SP signed note text). */
+  /** The latest checkpoint (C2SP signed note text), with the witness cosignatures collected for it. */
   checkpoint(opts?: RegistryCallOptions): Promise<string>
+  /**
+   * A C2SP tile by its path relative to the log's prefix (`tile/0/x001/234.p/7`,
+   * `tile/entries/000`; see `tilePath()`): raw bytes.
+   * @throws GoneError for an entry bundle whose entries were pruned, NotFoundError for a tile the tree does not have
+   */
+  tile(path: string, opts?: RegistryCallOptions): Promise<Uint8Array>
+  /** The exact leaf bytes of `version`. */
+  leaf(version: number, opts?: RegistryCallOptions): Promise<Uint8Array>
+  /** A payload kept by address (one too large to ride in its leaf): its canonical JSON bytes. */
+  payload(payloadB3: string, opts?: RegistryCallOptions): Promise<Uint8Array>
+  /** The inclusion proof of the leaf whose hash (hex or base64) is `leafHash`. */
+  inclusionProofByHash(leafHash: string, treeSize?: number, opts?: RegistryCallOptions): Promise<InclusionProofView>
   inclusionProof(version: number, treeSize?: number, opts?: RegistryCallOptions): Promise<InclusionProofView>
   consistencyProof(from: number, to?: number, opts?: RegistryCallOptions): Promise<ConsistencyProofView>
   /**
@@ -165,6 +180,18 @@ export function createRegistryClient(transport: Transport, options: RegistryClie
     async checkpoint(opts) {
       return (await call('GET', '/registry/checkpoint', undefined, opts)).text()
     },
+    async tile(path, opts) {
+      if (!/^tile\/(entries|[0-9]{1,2})(\/x[0-9]{3})*\/[0-9]{3}(\.p\/[0-9]{1,3})?$/.test(path)) throw new RangeError(`not a tile path: ${path}`)
+      return (await call('GET', `/registry/${path}`, undefined, opts, { accept: 'application/octet-stream' })).bytes()
+    },
+    async leaf(version, opts) {
+      return (await call('GET', `/registry/${version}/leaf`, undefined, opts, { accept: 'application/octet-stream' })).bytes()
+    },
+    async payload(b3, opts) {
+      return (await call('GET', `/registry/payload/${enc(b3)}`, undefined, opts)).bytes()
+    },
+    inclusionProofByHash: (leafHash, treeSize, opts) =>
+      json('GET', `/registry/proof/inclusion?hash=${enc(leafHash)}${treeSize === undefined ? '' : `&treeSize=${treeSize}`}`, undefined, opts),
     inclusionProof: (version, treeSize, opts) => json('GET', `/registry/proof/inclusion?version=${version}${treeSize === undefined ? '' : `&treeSize=${treeSize}`}`, undefined, opts),
     consistencyProof: (from, to, opts) => json('GET', `/registry/proof/consistency?from=${from}${to === undefined ? '' : `&to=${to}`}`, undefined, opts),
     watch(opts = {}) {

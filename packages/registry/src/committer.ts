@@ -122,6 +122,11 @@ export interface CommitterOptions {
   logger: Logger
   /** Told how long each append took (ms), or that it failed: drives write readiness. */
   onAppend?: (ms: number, error?: unknown) => void
+  /**
+   * Called after each durable append, before the commit is answered (the Notary signs the new
+   * checkpoint here, so HEAD and the signed checkpoint never differ). Must not throw.
+   */
+  onCommitted?: (version: number) => void
 }
 
 /** The single writer of HEAD and the log. */
@@ -467,6 +472,7 @@ export class Committer {
       this.#o.metrics.inc('commit_cas_fail_total')
       throw new ChainMismatchError('HEAD moved during the commit', { details: { proposalId: id, baseVersion: p.baseVersion } })
     }
+    this.#o.onCommitted?.(enc.entry.version)
     const result: CommitResult = {
       version: enc.entry.version,
       payloadB3: enc.entry.payloadB3,

@@ -12,12 +12,15 @@ import { z } from 'zod'
 import { durationSchema, sizeSchema, validateConfig } from '@ron/core'
 import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
 import { signerSetSchema } from './descriptors.js'
+import { witnessedLogSchema } from './witness.js'
+import { witnessEndpointSchema } from './witness-pusher.js'
 import type { LogStore } from './store/types.js'
 
 const DAY = 24 * 60 * 60 * 1000
 const positiveInt = z.number().int().positive()
 const ms = durationSchema
 const bytes = sizeSchema
+const keyName = z.string().min(1).max(255).regex(/^[^\s+]+$/, 'a key name has no whitespace and no "+"')
 
 /** The registry's data config (strict; every field optional with a default). */
 export const registryConfigSchema = z.strictObject({
@@ -32,8 +35,11 @@ export const registryConfigSchema = z.strictObject({
    * keeps its own. @default `ron.registry/<8 random hex>` for a new log
    */
   origin: z.string().min(1).max(255).regex(/^[^\s+]+$/, 'an origin has no whitespace and no "+"').optional(),
-  /** Merkle tree hash of a new log. */
-  treeHash: z.enum(['blake3', 'sha256']).default('blake3'),
+  /**
+   * Merkle tree hash of a new log: `sha256` is RFC 6962 as C2SP tlog-tiles and Go's `sumdb/tlog`
+   * expect; `blake3` by explicit choice. Fixed at genesis: an existing log keeps its own.
+   */
+  treeHash: z.enum(['blake3', 'sha256']).default('sha256'),
   /** The genesis signer set (M-of-N). Required to create a log; must match an existing log's genesis. */
   signers: signerSetSchema.optional(),
   /** File holding the log's own Ed25519 checkpoint key (JWK, 0600). @default `<dataDir>/registry-log.key`, created when missing */
@@ -53,8 +59,29 @@ export const registryConfigSchema = z.strictObject({
       retention: positiveInt.default(8),
     })
     .default({ proposals: 512, approvals: 512, committed: 1024, retention: 8 }),
-  /** How often a checkpoint is signed (also on demand). */
+  /**
+   * Every commit is checkpointed before it is answered; when the log is idle, the checkpoint is
+   * re-sent to the witnesses for fresh cosignatures, and stored durably, this often.
+   */
   checkpointIntervalMs: ms.pipe(positiveInt).default(600_000),
+  /** Witnesses this log sends each checkpoint to, and whose cosignatures it serves with it. */
+  witnesses: z.array(witnessEndpointSchema).max(32).default([]),
+  /** Deadline of one `add-checkpoint` call to a witness. */
+  witnessTimeoutMs: ms.pipe(positiveInt).default(5000),
+  /**
+   * This node as a witness of other logs: their `{origin, key}`, and its own key name. A witness
+   * must not hold the log's key: its own log is refused here.
+   */
+  witness: z
+    .strictObject({
+      /** The witness key's name. @default `<this log's origin>/witness` */
+      name: keyName.optional(),
+      /** The logs this node witnesses: each log's origin and note verifier key (as its `ron-node status` prints it). */
+      logs: z.array(witnessedLogSchema).max(1024).default([]),
+    })
+    .default({ logs: [] }),
+  /** File holding this node's witness key (JWK, 0600). @default `<dataDir>/registry-witness.key`, created when missing */
+  witnessKeyFile: z.string().min(1).optional(),
   /** Entries per segment file (the unit of pruning). */
   segmentEntries: positiveInt.default(1000),
   /** Bytes per segment file. */
@@ -97,6 +124,7 @@ export const IMMUTABLE_KEYS: readonly string[] = [
   'treeHash',
   'signers',
   'logKeyFile',
+  'witnessKeyFile',
   'queues',
   'segmentEntries',
   'segmentBytes',
@@ -112,6 +140,8 @@ export interface RegistryRuntimeOptions {
   store?: LogStore
   /** The log's checkpoint key (instead of `logKeyFile`). @default from logKeyFile, or generated */
   logKey?: KeyObject
+  /** This node's witness key (instead of `witnessKeyFile`). @default from witnessKeyFile, or generated */
+  witnessKey?: KeyObject
   /** HTTP limits. @default core's */
   limits?: HttpLimits
   /** CORS. @default core's */
@@ -127,7 +157,7 @@ export interface RegistryRuntimeOptions {
 /** What `createRegistryService` takes: the data config plus runtime options. */
 export type RegistryServiceConfig = RegistryConfigInput & RegistryRuntimeOptions
 
-const RUNTIME_KEYS = ['auth', 'store', 'logKey', 'limits', 'cors', 'clock', 'random', 'logger'] as const
+const RUNTIME_KEYS = ['auth', 'store', 'logKey', 'witnessKey', 'limits', 'cors', 'clock', 'random', 'logger'] as const
 
 /** Splits a service config into its data part and its runtime part. */
 export function splitConfig(config: RegistryServiceConfig): { data: RegistryConfigInput; runtime: RegistryRuntimeOptions } {

@@ -33,6 +33,12 @@ export interface Genesis {
   /** The log key's C2SP verifier key (`name+hash+base64`). */
   logKey: string
   createdAt: number
+  /**
+   * How an entry becomes a leaf of the tree (see `leaf.ts`): `'bundle'` for logs created since
+   * the registry serves C2SP tiles (the canonical entry when it fits an entry bundle, without its
+   * payload otherwise); absent for older logs, whose leaves are always the whole canonical entry.
+   */
+  leafFormat?: 'bundle'
 }
 
 /** HEAD: the last version and its entry hash (version 0: the genesis hash). */

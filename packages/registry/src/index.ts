@@ -4,9 +4,11 @@
  * Proposals of descriptor sets are approved by M of N signers (Ed25519 over
  * `"ron:registry:v1\n" + origin + "\n" + baseVersion + "\n" + payloadB3`), then committed by the
  * single Committer: the entry links the previous entry's hash, HEAD moves by compare-and-set, the
- * segment is fsynced and subscribers hear of it (`/registry/stream`). Entries are leaves of an
- * RFC 6962 Merkle tree (BLAKE3, or SHA-256); signed C2SP checkpoints let retention prune what they
- * cover while inclusion and consistency proofs keep working.
+ * segment is fsynced, the new tree is checkpointed (a C2SP signed note) and subscribers hear of it
+ * (`/registry/stream`). Entries are leaves of an RFC 6962 Merkle tree (SHA-256; BLAKE3 by choice),
+ * served as C2SP tlog-tiles so any standard tlog client (Go's `sumdb/tlog`) can verify the log;
+ * witnesses cosign its checkpoints (C2SP tlog-witness); retention prunes what a checkpoint covers
+ * while inclusion and consistency proofs keep working.
  *
  * @example
  * ```ts
@@ -114,14 +116,27 @@ export {
   noteKeyId,
   parseVerifierKey,
   generateLogKey,
+  TREE_HASH_EXTENSION,
+  treeHashLine,
+  checkpointTreeHash,
 } from './checkpoint.js'
 export type { Checkpoint, Note, NoteSignature, NoteSigner, NoteVerifier } from './checkpoint.js'
+export { COSIGNATURE_TYPE, cosigner, cosign, parseCosignerKey, verifyCosignature } from './cosignature.js'
+export type { Cosigner, CosignerVerifier, VerifiedCosignature } from './cosignature.js'
+export { TILE_WIDTH, TILE_HEIGHT, MAX_BUNDLE_LEAF, encodeTileIndex, tilePath, parseTilePath, encodeBundle, parseBundle, tilesOf } from './tiles.js'
+export type { TileCoord } from './tiles.js'
+export { leafBytes, leafFormatOf } from './leaf.js'
+export type { LeafFormat } from './leaf.js'
+export { verifyTlog, TlogVerifyError } from './tlog-client.js'
+export type { TlogVerifyOptions, TlogVerifyReport } from './tlog-client.js'
+export type { WitnessEndpoint, WitnessStatus } from './witness-pusher.js'
+export type { WitnessedLog } from './witness.js'
 export { RegistryLog } from './log.js'
-export type { ReadResult, SupersededBy } from './log.js'
+export type { ReadResult, LeafResult, SupersededBy } from './log.js'
 export { createSegmentStore, createMemoryStore } from './store/index.js'
 export type { LogStore, OpenOptions, RecoveredLog, SegmentInfo, StoredCheckpoint, SegmentStoreOptions, MemoryStoreOptions } from './store/index.js'
 export type { VerifyReport } from './deep-verifier.js'
 export { verifyLog, repairLog } from './verify-log.js'
 export type { VerifyLogReport, RepairLogReport, LogCheckOptions, HeadRecord } from './verify-log.js'
-export { initRegistrySigner, loadOrCreateLogKey, LOG_KEY_FILE, SIGNER_KEY_FILE } from './keys.js'
+export { initRegistrySigner, loadOrCreateLogKey, LOG_KEY_FILE, SIGNER_KEY_FILE, WITNESS_KEY_FILE } from './keys.js'
 export type { NodeSigner } from './keys.js'

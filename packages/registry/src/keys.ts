@@ -17,6 +17,8 @@ import { exportSignerKey, generateSignerKey, importSignerKey, type SignerKey } f
 export const LOG_KEY_FILE = 'registry-log.key'
 /** Default file name of a node's signer key inside a data directory. */
 export const SIGNER_KEY_FILE = 'registry-signer.key'
+/** Default file name of a node's witness key (its cosignatures of other logs) inside a data directory. */
+export const WITNESS_KEY_FILE = 'registry-witness.key'
 
 async function readOrCreate(path: string, create: () => string): Promise<{ text: string; created: boolean }> {
   try {
@@ -37,7 +39,8 @@ async function readOrCreate(path: string, create: () => string): Promise<{ text:
 }
 
 /**
- * Loads the log's Ed25519 checkpoint key from `path`, creating it (0600) when missing.
+ * Loads the log's Ed25519 checkpoint key (or a witness key: the same format, another file) from
+ * `path`, creating it (0600) when missing.
  * @throws Error when the file is not an Ed25519 private JWK
  */
 export async function loadOrCreateLogKey(path: string): Promise<KeyObject> {

@@ -7,11 +7,14 @@
  * @module
  */
 
-import { ChainMismatchError, IntegrityFailedError, toDiskFault } from '@ron/core'
+import { ChainMismatchError, IntegrityFailedError, OverLimitError, canonicalBytes, toDiskFault } from '@ron/core'
 import type { Address } from '@ron/core'
 import { encodeEntry, entryHash, genesisHash, type EncodedEntry, type Genesis, type Head, type LogEntry } from './entry.js'
 import { payloadB3, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
+import { leafBytes, leafFormatOf, leafIsWholeEntry, type LeafFormat } from './leaf.js'
+import { LeafIndex } from './leaf-index.js'
 import { MerkleTree, treeHasher, type TreeHasher } from './merkle.js'
+import { MAX_BUNDLE_LEAF } from './tiles.js'
 import type { Approval } from './signers.js'
 import type { LogStore, RecoveredLog, StoredCheckpoint } from './store/types.js'
 
@@ -23,6 +26,9 @@ export interface SupersededBy {
 
 /** What reading a version finds. */
 export type ReadResult = { entry: LogEntry; bytes: Uint8Array; hash: Address } | { pruned: true; checkpoint: StoredCheckpoint | undefined } | undefined
+
+/** What reading a leaf finds: its exact bytes, or that it was pruned (or does not exist). */
+export type LeafResult = { bytes: Uint8Array } | { pruned: true; checkpoint: StoredCheckpoint | undefined } | undefined
 
 /** Signer-set history item: the set in force for bases ≥ `version`. */
 interface SetChange {
@@ -36,11 +42,17 @@ export class RegistryLog {
   readonly genesis: Genesis
   readonly genesisHash: Address
   readonly hasher: TreeHasher
+  /** How entries become leaves (fixed at genesis). */
+  readonly leafFormat: LeafFormat
   readonly tree: MerkleTree
+  /** Leaf index by leaf hash (every leaf, pruned ones included). */
+  readonly leaves: LeafIndex
   readonly recoveries: Readonly<Record<string, number>>
   #head: Head
   readonly #sets: SetChange[]
   readonly #superseded = new Map<number, SupersededBy>()
+  /** Versions of held entries whose payload is not in their leaf, by `payloadB3`. */
+  readonly #payloads = new Map<string, number>()
   readonly #cache = new Map<number, EncodedEntry>()
   readonly #cacheSize: number
   #rootMemo: { size: number; hex: string } | undefined
@@ -50,8 +62,14 @@ export class RegistryLog {
     this.genesis = r.genesis
     this.genesisHash = genesisHash(r.genesis)
     this.hasher = treeHasher(r.genesis.treeHash)
+    this.leafFormat = leafFormatOf(r.genesis)
     this.tree = new MerkleTree(this.hasher)
-    for (const h of r.leafHashes) this.tree.append(h)
+    const tree = this.tree
+    this.leaves = new LeafIndex((i) => tree.leafHash(i))
+    for (const h of r.leafHashes) {
+      this.leaves.add(tree.size, h)
+      tree.append(h)
+    }
     this.#head = r.head
     this.recoveries = r.recoveries
     this.#cacheSize = cacheSize
@@ -69,14 +87,15 @@ export class RegistryLog {
    */
   static async open(store: LogStore, genesis: Genesis | undefined, options: { cacheSize?: number } = {}): Promise<RegistryLog> {
     // An existing log keeps the tree hash of its own genesis.
-    const r = await store.open({ genesis, leafHash: (b, treeHash) => treeHasher(treeHash).leaf(b) })
+    const r = await store.open({ genesis, leafHash: (b, g) => treeHasher(g.treeHash).leaf(leafBytes(leafFormatOf(g), b)) })
     if (r.leafHashes.length !== r.head.version) {
       throw new IntegrityFailedError(`log has ${r.leafHashes.length} leaf hashes for HEAD ${r.head.version}`)
     }
     return new RegistryLog(store, r, options.cacheSize ?? 1024)
   }
 
-  #noteEntry(e: LogEntry, changes?: Map<number, SignerSet>): void {
+  #noteEntry(e: LogEntry, changes?: Map<number, SignerSet>, bytes?: number): void {
+    if (!leafIsWholeEntry(this.leafFormat, bytes ?? canonicalBytes(e).length)) this.#payloads.set(e.payloadB3, e.version)
     const s = signerSetOf(e.payload)
     if (s !== undefined) {
       const set = { threshold: s.threshold, signers: s.signers }
@@ -145,11 +164,31 @@ export class RegistryLog {
       throw toDiskFault(e, 'registry log')
     }
     if (bytes === undefined) return { pruned: true, checkpoint: this.coveringCheckpoint(version) }
-    if (Buffer.compare(this.hasher.leaf(bytes), this.tree.leafHash(version - 1)) !== 0) {
+    if (Buffer.compare(this.leafHash(bytes), this.tree.leafHash(version - 1)) !== 0) {
       throw new IntegrityFailedError(`stored entry ${version} does not match its leaf hash`, { details: { version } })
     }
     const entry = JSON.parse(Buffer.from(bytes).toString('utf8')) as LogEntry
     return { entry, bytes, hash: entryHash(bytes) }
+  }
+
+  /** The Merkle leaf hash of an entry's canonical bytes (by the log's hash and leaf format). */
+  leafHash(entryBytes: Uint8Array): Uint8Array {
+    return this.hasher.leaf(leafBytes(this.leafFormat, entryBytes))
+  }
+
+  /**
+   * The exact leaf bytes of `version` (what its entry bundle carries and the tree hashes).
+   * @throws {@link IntegrityFailedError} as {@link RegistryLog.read}
+   */
+  async leaf(version: number): Promise<LeafResult> {
+    const r = await this.read(version)
+    if (r === undefined || 'pruned' in r) return r
+    return { bytes: leafBytes(this.leafFormat, r.bytes) }
+  }
+
+  /** The version holding the payload `payloadB3` when its leaf carries it by address only. */
+  payloadVersion(payloadB3: string): number | undefined {
+    return this.#payloads.get(payloadB3)
   }
 
   /**
@@ -170,14 +209,19 @@ export class RegistryLog {
       committedAt,
     }
     const enc = encodeEntry(entry)
-    const leaf = this.hasher.leaf(enc.bytes)
+    const leafData = leafBytes(this.leafFormat, enc.bytes)
+    if (this.leafFormat === 'bundle' && leafData.length > MAX_BUNDLE_LEAF) {
+      throw new OverLimitError(`entry ${entry.version} is too large for a leaf even without its payload (${leafData.length} bytes)`, { details: { limit: MAX_BUNDLE_LEAF } })
+    }
+    const leaf = this.hasher.leaf(leafData)
     const ok = await this.store.compareAndAppend(expected, enc, leaf)
     if (!ok) return undefined
     const storeHead = this.store.head()
     if (storeHead.version !== entry.version || storeHead.hash !== enc.hash) throw new ChainMismatchError('store HEAD moved under the committer')
+    this.leaves.add(this.tree.size, leaf)
     this.tree.append(leaf)
     this.#head = { version: entry.version, hash: enc.hash }
-    this.#noteEntry(entry)
+    this.#noteEntry(entry, undefined, enc.bytes.length)
     this.#cache.set(entry.version, enc)
     if (this.#cache.size > this.#cacheSize) this.#cache.delete(this.#cache.keys().next().value!)
     return enc

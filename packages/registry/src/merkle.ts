@@ -92,6 +92,10 @@ class HashColumn {
   get(i: number): Uint8Array {
     return this.#buf.subarray(i * HASH_SIZE, (i + 1) * HASH_SIZE)
   }
+  /** A copy of slots [start, start + count) (the buffer is reallocated as it grows). */
+  copy(start: number, count: number): Buffer {
+    return Buffer.from(this.#buf.subarray(start * HASH_SIZE, (start + count) * HASH_SIZE))
+  }
   truncate(n: number): void {
     this.#len = Math.min(this.#len, n)
   }
@@ -157,6 +161,18 @@ export class MerkleTree {
   leafHash(index: number): Uint8Array {
     if (!Number.isInteger(index) || index < 0 || index >= this.size) throw new RangeError(`leaf ${index} out of range`)
     return this.#levels[0]!.get(index)
+  }
+
+  /**
+   * The hashes of complete subtrees of `2 ** height` leaves, `count` of them from the one at
+   * `start` (its leaves are `[start · 2^height, (start + 1) · 2^height)`), concatenated: what a
+   * C2SP tile holds (height 8 · level).
+   * @returns the bytes, or `undefined` when the tree has fewer such subtrees
+   */
+  subtreeHashes(height: number, start: number, count: number): Buffer | undefined {
+    const col = this.#levels[height]
+    if (col === undefined || !Number.isSafeInteger(start) || start < 0 || count < 0 || start + count > col.length) return undefined
+    return col.copy(start, count)
   }
 
   /** Root hash of the first `size` leaves (default: all). @throws RangeError when `size` exceeds the tree */

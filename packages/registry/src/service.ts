@@ -8,23 +8,28 @@
 
 import { randomBytes, type KeyObject } from 'node:crypto'
 import { join } from 'node:path'
-import { BoundedQueue, ConfigError, NotReadyError, SseHub, canonicalJson, createServiceHost, noopLogger, systemClock } from '@ron/core'
+import { BoundedQueue, ConfigError, HttpTransport, NotReadyError, SseHub, canonicalJson, createServiceHost, noopLogger, systemClock, systemRandom } from '@ron/core'
 import type { RonService, ServiceHost, Subscription, Transport } from '@ron/core'
-import { generateLogKey, noteSigner } from './checkpoint.js'
+import { generateLogKey, noteSigner, parseVerifierKey } from './checkpoint.js'
+import { cosigner } from './cosignature.js'
 import { Checkpointor, type RetentionCommand } from './checkpointor.js'
 import { Committer, type RegistryUpdated } from './committer.js'
 import { IMMUTABLE_KEYS, registryConfigSchema, resolveConfig, splitConfig, type RegistryConfig, type RegistryServiceConfig } from './config.js'
 import { DeepVerifier, type VerifyReport } from './deep-verifier.js'
 import type { Genesis, Head } from './entry.js'
-import { LOG_KEY_FILE, loadOrCreateLogKey } from './keys.js'
+import { LOG_KEY_FILE, WITNESS_KEY_FILE, loadOrCreateLogKey } from './keys.js'
 import { RegistryLog } from './log.js'
+import { Notary } from './notary.js'
 import { Publisher, UPDATED_EVENT } from './publisher.js'
 import { Retention } from './retention.js'
 import { registryRoutes } from './routes/index.js'
+import { witnessRoutes } from './routes/witness.js'
 import { faultReason } from './write-fault.js'
 import { createMemoryStore, createSegmentStore } from './store/index.js'
 import type { SegmentInfo, StoredCheckpoint } from './store/types.js'
 import { CHANNELS, TASKS, registryTopology } from './topology.js'
+import { WITNESS_RESULTS, Witness } from './witness.js'
+import { WitnessPusher, type WitnessStatus } from './witness-pusher.js'
 
 /** The registry service: a {@link RonService} plus registry handles. */
 export interface RegistryService extends RonService {
@@ -32,8 +37,10 @@ export interface RegistryService extends RonService {
   readonly log: RegistryLog
   /** The log's origin line. */
   readonly origin: string
-  /** The log key's C2SP verifier key (`name+id+key`). */
+  /** The log key's C2SP verifier key (`name+id+key`): Go's `note` verifier key form. */
   readonly logKey: string
+  /** This node's witness verifier key (`name+id+base64(0x04 || key)`), for logs that list it as a witness. */
+  readonly witnessKey: string
   /** Current HEAD. */
   head(): Head
   /** Signs a checkpoint now (unless the latest one already covers HEAD) and asks Retention to run. */
@@ -44,6 +51,10 @@ export interface RegistryService extends RonService {
   verify(): Promise<VerifyReport>
   /** Subscribes to `RegistryUpdated` events (the `committed` broadcast, drop-oldest, 1024). */
   subscribe(): Subscription<RegistryUpdated>
+  /** The latest signed checkpoint with the witness cosignatures collected for it (what `GET /registry/checkpoint` serves). */
+  signedCheckpoint(): string
+  /** The configured witnesses and what this log knows of each. */
+  witnesses(): WitnessStatus[]
 }
 
 /** Registered at startup so a fresh `/metrics` shows them at zero. */
@@ -58,7 +69,10 @@ function registerMetrics(host: ServiceHost<RegistryConfig>): void {
   m.counter('registry_recoveries_total', 'Repairs made by recovery at startup, by kind.', ['kind'])
   m.counter('registry_approvals_total', 'Approvals by result.', ['result'])
   m.counter('registry_proposals_expired_total', 'Proposals removed at expiry without a commit.')
-  m.counter('registry_checkpoints_total', 'Checkpoints signed and stored.')
+  m.counter('registry_checkpoints_total', 'Checkpoints stored durably (every commit is checkpointed in memory before it is answered).')
+  m.counter('registry_witness_requests_total', 'add-checkpoint calls to this log\'s witnesses, by witness and result.', ['witness', 'result'])
+  const witnessed = m.counter('registry_witness_checkpoints_total', 'add-checkpoint requests this node answered as a witness, by result.', ['result'])
+  for (const result of WITNESS_RESULTS) witnessed.labels({ result }).inc(0)
   m.counter('registry_pruned_segments_total', 'Segments removed by retention.')
   m.counter('registry_integrity_failures_total', 'Mismatches found by the deep verifier.')
   m.counter('registry_events_published_total', 'RegistryUpdated events published on /registry/stream.')
@@ -114,30 +128,40 @@ export async function createRegistryService(config: RegistryServiceConfig = {}, 
   if (runtime.logKey !== undefined) logKey = runtime.logKey
   else if (c.logKeyFile !== undefined || c.dataDir !== undefined) logKey = await loadOrCreateLogKey(c.logKeyFile ?? join(c.dataDir!, LOG_KEY_FILE))
   else logKey = generateLogKey()
+  let witnessKey: KeyObject
+  if (runtime.witnessKey !== undefined) witnessKey = runtime.witnessKey
+  else if (c.witnessKeyFile !== undefined || c.dataDir !== undefined) witnessKey = await loadOrCreateLogKey(c.witnessKeyFile ?? join(c.dataDir!, WITNESS_KEY_FILE))
+  else witnessKey = generateLogKey()
 
   const store = runtime.store ?? (c.dataDir !== undefined ? createSegmentStore({ dir: c.dataDir, segmentEntries: c.segmentEntries, segmentBytes: c.segmentBytes }) : createMemoryStore({ segmentEntries: c.segmentEntries }))
   const origin = c.origin ?? `ron.registry/${randomBytes(4).toString('hex')}`
   const signer = noteSigner(origin, logKey)
-  const genesis: Genesis | undefined = c.signers === undefined ? undefined : { origin, treeHash: c.treeHash, signers: c.signers, logKey: signer.verifierKey, createdAt: clock.now() }
+  const genesis: Genesis | undefined =
+    c.signers === undefined ? undefined : { origin, treeHash: c.treeHash, signers: c.signers, logKey: signer.verifierKey, createdAt: clock.now(), leafFormat: 'bundle' }
   let log: RegistryLog
   try {
     log = await RegistryLog.open(store, genesis)
-    checkAgainstGenesis(c, log.genesis, logKey)
+    checkAgainstGenesis(c, data.treeHash !== undefined, log.genesis, logKey)
+    checkWitnessKeys(c, log.genesis, logKey, witnessKey)
   } catch (e) {
     await store.close().catch(() => undefined)
     throw e
   }
   try {
-    return build(c, runtime, transport, log, noteSigner(log.origin, logKey))
+    return build(c, runtime, transport, log, noteSigner(log.origin, logKey), witnessKey)
   } catch (e) {
     await store.close().catch(() => undefined)
     throw e
   }
 }
 
-function checkAgainstGenesis(c: RegistryConfig, g: Genesis, logKey: KeyObject): void {
+function checkAgainstGenesis(c: RegistryConfig, explicitTreeHash: boolean, g: Genesis, logKey: KeyObject): void {
   if (c.origin !== undefined && c.origin !== g.origin) {
     throw new ConfigError(`origin: the log's origin is '${g.origin}', not '${c.origin}'`, { details: { path: 'origin' } })
+  }
+  // The default applies to new logs only; asking an existing log for another hash is a mistake.
+  if (explicitTreeHash && c.treeHash !== g.treeHash) {
+    throw new ConfigError(`treeHash: the log was created with ${g.treeHash}, fixed at genesis`, { details: { path: 'treeHash' } })
   }
   if (c.signers !== undefined && canonicalJson(c.signers) !== canonicalJson(g.signers)) {
     throw new ConfigError('signers: differs from the genesis signer set of the existing log (change signers by a signer-set proposal)', { details: { path: 'signers' } })
@@ -147,12 +171,31 @@ function checkAgainstGenesis(c: RegistryConfig, g: Genesis, logKey: KeyObject): 
   }
 }
 
+/**
+ * A witness must not hold the key of a log it witnesses (it would vouch for itself): its own log
+ * is refused among the logs it witnesses, and its witness key must not be the log key.
+ * @throws {@link ConfigError}
+ */
+function checkWitnessKeys(c: RegistryConfig, g: Genesis, logKey: KeyObject, witnessKey: KeyObject): void {
+  const own = parseVerifierKey(g.logKey)
+  if (Buffer.compare(Buffer.from(noteSigner(g.origin, witnessKey).publicKey), Buffer.from(noteSigner(g.origin, logKey).publicKey)) === 0) {
+    throw new ConfigError('witnessKeyFile: the witness key must not be the log key', { details: { path: 'witnessKeyFile' } })
+  }
+  c.witness.logs.forEach((l, i) => {
+    const k = parseVerifierKey(l.key)
+    if (l.origin === g.origin || k.publicKey.equals(own.publicKey)) {
+      throw new ConfigError(`witness.logs.${i}: this node holds that log's key; a witness must not witness its own log`, { details: { path: `witness.logs.${i}` } })
+    }
+  })
+}
+
 function build(
   c: RegistryConfig,
   runtime: ReturnType<typeof splitConfig>['runtime'],
   transport: Transport | undefined,
   log: RegistryLog,
   signer: ReturnType<typeof noteSigner>,
+  witnessPrivateKey: KeyObject,
 ): RegistryService {
   const clock = runtime.clock ?? systemClock
   const host = createServiceHost<RegistryConfig>({
@@ -205,6 +248,8 @@ function build(
   }
 
   const committed = host.broadcast<RegistryUpdated>(CHANNELS.committed)
+  // Every commit is checkpointed before it is answered (see notary.ts).
+  const notary = new Notary({ log, signer, clock, logger })
   const committer = new Committer({
     log,
     committed,
@@ -224,6 +269,7 @@ function build(
         setDisk(false, 'slow')
       }
     },
+    onCommitted: () => notary.advance(),
   })
   const hub = new SseHub<RegistryUpdated>({
     name: CHANNELS.stream,
@@ -238,7 +284,7 @@ function build(
   })
   const publisher = new Publisher({ committed, hub, log, metrics: sink, logger })
   const retentionQueue = new BoundedQueue<RetentionCommand>({ name: CHANNELS.retention, capacity: c.queues.retention, metrics: sink })
-  const checkpointor = new Checkpointor({ log, signer, retention: retentionQueue, intervalMs: () => cfg().checkpointIntervalMs, clock, metrics: sink, logger, onFault })
+  const checkpointor = new Checkpointor({ log, notary, retention: retentionQueue, intervalMs: () => cfg().checkpointIntervalMs, clock, metrics: sink, logger, onFault })
   const retention = new Retention({ log, queue: retentionQueue, limits: () => cfg().retention, clock, metrics: sink, logger, onFault })
   const verifier = new DeepVerifier({
     log,
@@ -252,11 +298,45 @@ function build(
   checkpointor.gauge()
   retention.gauge()
 
+  // Witnesses: this log's (checkpoints pushed to them), and this node as a witness of others.
+  const witnessTransport = transport ?? new HttpTransport()
+  const ownTransport = transport === undefined ? witnessTransport : undefined
+  const pusher = new WitnessPusher({
+    log,
+    notary,
+    transport: witnessTransport,
+    witnesses: () => cfg().witnesses,
+    intervalMs: () => cfg().checkpointIntervalMs,
+    timeoutMs: () => cfg().witnessTimeoutMs,
+    clock,
+    random: runtime.random ?? systemRandom,
+    metrics: sink,
+    logger,
+  })
+  pusher.gauge()
+  let witnessSigner = cosigner(c.witness.name ?? `${log.origin}/witness`, witnessPrivateKey)
+  const witness = new Witness({
+    cosigner: () => {
+      const name = cfg().witness.name ?? `${log.origin}/witness`
+      if (witnessSigner.name !== name) witnessSigner = cosigner(name, witnessPrivateKey)
+      return witnessSigner
+    },
+    logs: () => cfg().witness.logs,
+    stateFile: c.dataDir === undefined ? undefined : join(c.dataDir, 'witness-state.json'),
+    clock,
+    metrics: sink,
+    logger,
+  })
+
   host.routes(
     registryRoutes({
       log,
       committer,
       checkpointor,
+      notary,
+      get witnessKey() {
+        return witness.cosignerKey()
+      },
       hub,
       config: cfg,
       clock,
@@ -270,8 +350,10 @@ function build(
       },
     }),
   )
+  host.routes(witnessRoutes(witness))
 
   host.supervisor.spawn(TASKS.committer, (signal) => committer.run(signal))
+  host.supervisor.spawn(TASKS.witnesses, (signal) => pusher.run(signal), { critical: false })
   host.supervisor.spawn(TASKS.publisher, (signal) => publisher.run(signal))
   host.supervisor.spawn(TASKS.checkpointor, (signal) => checkpointor.run(signal))
   host.supervisor.spawn(TASKS.retention, (signal) => retention.run(signal), { critical: false })
@@ -294,14 +376,17 @@ function build(
   })
 
   host.onReload(() => {
+    checkWitnessKeys(cfg(), log.genesis, signer.privateKey, witnessPrivateKey)
     sink.inc('registry_reload_success_total', { source: 'reload' })
     checkpointor.wake()
+    pusher.reconfigure()
   })
   host.onClose(async () => {
     committer.close()
     publisher.close()
     hub.close()
     retentionQueue.close()
+    await ownTransport?.close()
     await log.store.close()
   })
 
@@ -314,11 +399,16 @@ function build(
     log,
     origin: log.origin,
     logKey: log.genesis.logKey,
+    get witnessKey() {
+      return witness.cosignerKey()
+    },
     head: () => log.head(),
     checkpoint: () => checkpointor.checkpointNow(),
     prune: () => retention.pruneNow(),
     verify: () => verifier.verifyNow(),
     subscribe: () => committed.subscribe(),
+    signedCheckpoint: () => notary.served(),
+    witnesses: () => pusher.status(),
   }
 }
 

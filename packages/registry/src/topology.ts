@@ -30,6 +30,7 @@ export const TASKS = {
   verifier: 'deep-verifier',
   reloader: 'config-reloader',
   probe: 'disk-probe',
+  witnesses: 'witness-pusher',
 } as const
 
 /**
@@ -46,11 +47,12 @@ export function registryTopology(c: RegistryConfig): Topology {
       { name: TASKS.listener, count: 1, criticality: 'critical', description: 'routes requests, checks scopes and bodies, try-sends commands to the committer (full → 429 Busy)' },
       { name: TASKS.committer, count: 1, criticality: 'critical', description: 'single writer: proposals, approvals, commits (CAS on HEAD, fsync), expiry of proposals' },
       { name: TASKS.publisher, count: 1, criticality: 'important', description: 'turns `committed` into RegistryUpdated events on /registry/stream; never blocks the committer' },
-      { name: TASKS.checkpointor, count: 1, criticality: 'important', description: 'signs a checkpoint every checkpointIntervalMs and on demand; then try-sends retention_cmd' },
+      { name: TASKS.checkpointor, count: 1, criticality: 'important', description: 'every checkpointIntervalMs (and on demand) stores the latest checkpoint durably and asks witnesses for fresh cosignatures; then try-sends retention_cmd (every commit is checkpointed by the committer before it is answered)' },
       { name: TASKS.retention, count: 1, criticality: 'optional', description: 'prunes whole segments strictly covered by a signed checkpoint, never HEAD' },
       { name: TASKS.verifier, count: 1, criticality: 'optional', description: 're-verifies chain, leaves and checkpoint roots in bounded slices; a mismatch turns writes unready' },
       { name: TASKS.reloader, count: 1, criticality: 'important', description: 'applies reload(partial) snapshots one at a time (core host), later partials coalesce when 16 wait' },
       { name: TASKS.probe, count: 1, criticality: 'important', description: 'while writes are unready after a slow or failed commit, probes the disk and restores write readiness' },
+      { name: TASKS.witnesses, count: 1, criticality: 'optional', description: 'one loop per configured witness: sends the latest checkpoint by C2SP add-checkpoint with a consistency proof, attaches the verified cosignature; backoff on failure' },
     ],
     channels: [
       { name: CHANNELS.proposals, kind: 'mpsc', capacity: c.queues.proposals, producers: [TASKS.listener], consumers: [TASKS.committer], overflow: 'reject-new' },

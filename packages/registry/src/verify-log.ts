@@ -13,9 +13,10 @@
 
 import { readdir } from 'node:fs/promises'
 import { MalformedError, canonicalJson, isRonError } from '@ron/core'
-import { verifyCheckpoint } from './checkpoint.js'
+import { checkpointTreeHash, verifyCheckpoint } from './checkpoint.js'
 import { descriptorSetSchema, payloadB3, signerSetOf, type SignerSet } from './descriptors.js'
 import { entryHash, genesisHash, type LogEntry } from './entry.js'
+import { leafBytes, leafFormatOf } from './leaf.js'
 import { MerkleTree, treeHasher } from './merkle.js'
 import { evaluateQuorum } from './signers.js'
 import { readHeadFile, type HeadRecord } from './store/head-record.js'
@@ -95,7 +96,7 @@ export async function verifyLog(dir: string, options: LogCheckOptions = {}): Pro
   try {
     let r: RecoveredLog
     try {
-      r = await store.open({ genesis: undefined, leafHash: (b, t) => treeHasher(t).leaf(b) })
+      r = await store.open({ genesis: undefined, leafHash: (b, g) => treeHasher(g.treeHash).leaf(leafBytes(leafFormatOf(g), b)) })
     } catch (e) {
       if (!isRonError(e, 'IntegrityFailed')) throw e
       const listed = (e.details as { problems?: unknown } | undefined)?.problems
@@ -105,6 +106,7 @@ export async function verifyLog(dir: string, options: LogCheckOptions = {}): Pro
     for (const [kind, n] of Object.entries(r.recoveries)) warnings.push(`${kind} × ${n}: ${WARNING_TEXT[kind] ?? 'a normal start repairs this'}`)
     const g = r.genesis
     const hasher = treeHasher(g.treeHash)
+    const format = leafFormatOf(g)
     const tree = new MerkleTree(hasher)
     for (const h of r.leafHashes) tree.append(h)
 
@@ -134,7 +136,7 @@ export async function verifyLog(dir: string, options: LogCheckOptions = {}): Pro
         continue
       }
       entries++
-      if (Buffer.compare(hasher.leaf(bytes), tree.leafHash(v - 1)) !== 0) problems.push(`version ${v}: leaf hash differs from leaves.bin`)
+      if (Buffer.compare(hasher.leaf(leafBytes(format, bytes)), tree.leafHash(v - 1)) !== 0) problems.push(`version ${v}: leaf hash differs from leaves.bin`)
       let e: LogEntry
       try {
         e = JSON.parse(Buffer.from(bytes).toString('utf8')) as LogEntry
@@ -176,6 +178,10 @@ export async function verifyLog(dir: string, options: LogCheckOptions = {}): Pro
         const body = verifyCheckpoint(cp.note, g.logKey)
         if (body.origin !== g.origin || body.treeSize !== cp.treeSize || Buffer.from(body.rootHash).toString('hex') !== cp.root) {
           problems.push(`checkpoint ${cp.treeSize}: signed note does not match its record`)
+        }
+        // Checkpoints signed before the hash was stated carry no line; one that states it must be right.
+        if ((body.extensions ?? []).length > 0 && checkpointTreeHash(body) !== g.treeHash) {
+          problems.push(`checkpoint ${cp.treeSize}: states tree hash ${checkpointTreeHash(body)}, the log uses ${g.treeHash}`)
         }
       } catch (err) {
         problems.push(`checkpoint ${cp.treeSize}: ${err instanceof Error ? err.message : String(err)}`)
@@ -223,7 +229,7 @@ export async function repairLog(dir: string, options: LogCheckOptions = {}): Pro
   }
   const store = createSegmentStore({ dir, rebuildHead: options.rebuildHead ?? false })
   try {
-    const r = await store.open({ genesis: undefined, leafHash: (b, t) => treeHasher(t).leaf(b) })
+    const r = await store.open({ genesis: undefined, leafHash: (b, g) => treeHasher(g.treeHash).leaf(leafBytes(leafFormatOf(g), b)) })
     return { repaired: { ...r.recoveries }, head: r.head.version }
   } finally {
     await store.close()

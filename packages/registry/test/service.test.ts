@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { isRonError } from '@ron/core'
+import { blake3, isRonError, toAddress } from '@ron/core'
 import { createRegistryClient } from '../src/client.js'
 import { signApproval } from '../src/signers.js'
 import { verifyInclusion, treeHasher, verifyConsistency } from '../src/merkle.js'
@@ -228,7 +228,12 @@ describe('conditional reads', () => {
     const moved = await memoryRequest(h.svc, { method: 'GET', path: '/registry/head', headers: { 'if-none-match': etag } })
     expect(moved.status).toBe(200)
     await moved.dump()
-    const e = await memoryRequest(h.svc, { method: 'GET', path: '/registry/1', headers: { 'if-none-match': `"${c.hash}"` } })
+    expect(c.version).toBe(1)
+    const first = await memoryRequest(h.svc, { method: 'GET', path: '/registry/1' })
+    const entryTag = first.headers['etag']!
+    // The ETag is the BLAKE3 of the view's bytes (canonical JSON), not the entry hash.
+    expect(entryTag).toBe(`"${toAddress(blake3(await first.bytes()))}"`)
+    const e = await memoryRequest(h.svc, { method: 'GET', path: '/registry/1', headers: { 'if-none-match': entryTag } })
     expect(e.status).toBe(304)
     await e.dump()
   })

@@ -33,7 +33,10 @@ describe('registry config', () => {
   it('fills documented defaults and accepts unit strings', () => {
     expect(resolveConfig({})).toMatchObject({
       id: 'registry',
-      treeHash: 'blake3',
+      treeHash: 'sha256',
+      witnesses: [],
+      witnessTimeoutMs: 5000,
+      witness: { logs: [] },
       proposalTtlMs: 600_000,
       commitTimeoutMs: 5000,
       checkpointIntervalMs: 600_000,

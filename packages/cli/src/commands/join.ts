@@ -8,7 +8,7 @@
 
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { HttpTransport, noopLogger } from '@ron/core'
+import { HttpTransport, SERVICE_CALL_SCOPES, noopLogger } from '@ron/core'
 import { createPassportClient } from '@ron/passport'
 import { DEFAULT_NODE_URL, discoverService, output, resolveNodeUrl } from '../client.js'
 import { DATA_DIR_CONFIG_FILE } from '../config.js'
@@ -19,11 +19,11 @@ import { writeSecret } from '../keys.js'
 import { normalizeUrl } from '../peers.js'
 
 /**
- * Scopes a joined node's key may obtain from the owner's passport: what its services ask for
- * (replica traffic, announcements, interop's writes and upload capabilities). Admin scopes are not
- * among them.
+ * Scopes a joined node's key may obtain from the owner's passport: SPEC.md §5's service-call
+ * scopes, what its services ask for (replica traffic, announcements, interop's writes, from which
+ * it attenuates upload capabilities). Never `*`, `passport:*` or `node:admin`.
  */
-export const JOINED_NODE_SCOPES: readonly string[] = ['storage:read', 'storage:write', 'storage:replicate', 'index:write', 'index:announce', 'passport:issue']
+export const JOINED_NODE_SCOPES: readonly string[] = SERVICE_CALL_SCOPES
 
 /** Arguments of {@link joinCommand}. */
 export interface JoinArgs {

@@ -45,10 +45,25 @@ function duration(sec: number): string {
   return `${Math.round(sec / 86_400)}d`
 }
 
-/** `status`: every service with readiness, queue depths (and drops) and the node's uptime. */
+/** The registry's keys: the log's verifier key (Go's `note` form, what clients pin) and this node's witness key. */
+async function registryKeys(url: string): Promise<{ logKey: string; witnessKey?: string } | undefined> {
+  try {
+    const res = await fetch(`${url}/registry/head`, { signal: AbortSignal.timeout(5000) })
+    if (!res.ok) return undefined
+    const h = (await res.json()) as { logKey?: unknown; witnessKey?: unknown }
+    if (typeof h.logKey !== 'string') return undefined
+    return typeof h.witnessKey === 'string' ? { logKey: h.logKey, witnessKey: h.witnessKey } : { logKey: h.logKey }
+  } catch {
+    return undefined
+  }
+}
+
+/** `status`: every service with readiness, queue depths (and drops), the node's uptime and the registry's keys. */
 export async function statusCommand(args: StatusArgs, out: NodeJS.WritableStream): Promise<void> {
   const node = resolveNodeUrl(args)
   const s = await fetchStatus(node)
+  const reg = s.services['registry']
+  const keys = reg === undefined ? undefined : await registryKeys(reg.url)
   const rows = Object.entries(s.services).map(([name, v]) => [
     name,
     v.ready ? 'ready' : `NOT READY (${v.missing.join(', ') || '?'})`,
@@ -64,8 +79,10 @@ export async function statusCommand(args: StatusArgs, out: NodeJS.WritableStream
     fmt(head),
     ...rows.map(fmt),
     ...(s.peers ?? []).map((p) => `peer ${p.admin}  ${p.nodeId ?? '?'}${p.error === undefined ? '' : `  (${p.error})`}`),
+    ...(keys === undefined ? [] : [`registry log key  ${keys.logKey}`]),
+    ...(keys?.witnessKey === undefined ? [] : [`witness key       ${keys.witnessKey}`]),
   ]
-  output(out, args.json, s, lines.join('\n'))
+  output(out, args.json, keys === undefined ? s : { ...s, registryKeys: keys }, lines.join('\n'))
 }
 
 /** One finding of `doctor`. */

@@ -18,10 +18,37 @@ export interface CaveatRequest {
 }
 
 /**
+ * True when `p` is a normalised path: it starts with `/` and has no `.` or `..` segment, no empty
+ * segment (`//`), no backslash and no percent-encoded dot, slash or backslash (`%2e`, `%2f`,
+ * `%5c`). A `pathPrefix` caveat must be one (SPEC.md section 5), so a prefix means the same thing
+ * to every service whatever its path handling; `/o/` (a trailing slash) is fine.
+ *
+ * @example
+ * ```ts
+ * isNormalizedPath('/o/a')       // true
+ * isNormalizedPath('/o/a/../b')  // false
+ * ```
+ */
+export function isNormalizedPath(p: string): boolean {
+  if (!p.startsWith('/') || p.includes('//') || p.includes('\\') || /%2e|%2f|%5c/i.test(p)) return false
+  let start = 1
+  while (start <= p.length) {
+    let end = p.indexOf('/', start)
+    if (end < 0) end = p.length
+    const seg = p.slice(start, end)
+    if (seg === '.' || seg === '..') return false
+    start = end + 1
+  }
+  return true
+}
+
+/**
  * Enforces the standard caveats of `claims.ron` on a request:
  * - `methods`: the method must be listed (case-insensitive);
  * - `pathPrefix`: the path must start with it, at a segment boundary when the prefix does not
- *   end with `/` (so `/o/a` allows `/o/a` and `/o/a/x` but not `/o/ab`);
+ *   end with `/` (so `/o/a` allows `/o/a` and `/o/a/x` but not `/o/ab`); a request path that is
+ *   not normalised ({@link isNormalizedPath}: `..`, `.`, `//`, encoded dots or slashes) is refused,
+ *   since a service may resolve it to somewhere outside the prefix;
  * - `maxBytes`: `bytes`, when known, must not exceed it.
  *
  * Unknown caveats are left to the service.
@@ -44,7 +71,7 @@ export function checkCaveats(claims: Pick<Claims, 'ron'>, req: CaveatRequest): v
   }
   if (ron.pathPrefix !== undefined) {
     const p = ron.pathPrefix
-    const ok = req.path === p || (req.path.startsWith(p) && (p.endsWith('/') || req.path.charAt(p.length) === '/'))
+    const ok = isNormalizedPath(req.path) && (req.path === p || (req.path.startsWith(p) && (p.endsWith('/') || req.path.charAt(p.length) === '/')))
     if (!ok) {
       throw new ForbiddenError('token does not allow this path', { details: { reason: 'caveat', caveat: 'pathPrefix', pathPrefix: p } })
     }

@@ -25,6 +25,14 @@ export interface RevocationFeedItem {
   exp?: number
   /** When passport accepted the revocation (Unix ms). */
   revokedAt: number
+  /**
+   * `true`: a revocation (a leak): tokens minted from this one are refused too — passport lists
+   * every descendant it minted as its own item, and verifiers also refuse a token whose `prf`
+   * names a cascaded id. `false`: a retirement (the admin token replaced on renewal or rotation):
+   * only this token stops verifying (SPEC.md section 5, "Retiring is not revoking"). Absent (a
+   * feed from before retirements existed) reads as `true`.
+   */
+  cascade?: boolean
 }
 
 /** A page of the feed: `GET /v1/passport/revocations?since=<seq>`. */
@@ -77,6 +85,8 @@ export interface RevocationFeedOptions {
 /** A followed revocation feed; use it as the verifier's `revocations`. */
 export interface RevocationFeed extends RevocationCheck {
   isRevoked(jti: string): boolean
+  /** True when `jti` was revoked with its subtree (see {@link RevocationFeedItem.cascade}). */
+  revokesDescendants(jti: string): boolean
   /** True when the last successful sync is older than the staleness bound (or never happened). */
   isStale(): boolean
   /** The highest feed seq applied. */
@@ -143,7 +153,7 @@ export function createRevocationFeed(opts: RevocationFeedOptions): RevocationFee
 
   function apply(item: RevocationFeedItem): void {
     if (typeof item?.jti !== 'string' || typeof item.seq !== 'number' || item.seq <= seq) return
-    set.add(item.jti, typeof item.exp === 'number' ? item.exp : undefined)
+    set.add(item.jti, typeof item.exp === 'number' ? item.exp : undefined, { cascade: item.cascade !== false })
     // Items seen on the first sync are history, not propagation.
     if (synced && typeof item.revokedAt === 'number') metrics.observe('revocation_propagation_seconds', undefined, Math.max(0, clock.now() - item.revokedAt) / 1000)
   }
@@ -267,6 +277,7 @@ export function createRevocationFeed(opts: RevocationFeedOptions): RevocationFee
 
   return {
     isRevoked: (jti) => set.isRevoked(jti),
+    revokesDescendants: (jti) => set.revokesDescendants(jti),
     isStale,
     get seq() {
       return seq

@@ -43,3 +43,36 @@ export const ALL_SCOPES: readonly Scope[] = Object.freeze(Object.keys(SCOPES) as
 export function isScope(s: unknown): s is Scope {
   return typeof s === 'string' && Object.hasOwn(SCOPES, s)
 }
+
+/**
+ * The scopes of the calls nodes make to each other (SPEC.md section 5, "Service-call scopes"): the
+ * most a node's service token (`sub: "node:<id>"`) may carry, whether minted by its own passport
+ * or traded for its client assertion. `storage:write` only ever with a `maxBytes` caveat. Never
+ * `*`, never `passport:*`, never `node:admin`.
+ *
+ * @example
+ * ```ts
+ * SERVICE_CALL_SCOPES.includes('storage:replicate') // true
+ * ```
+ */
+export const SERVICE_CALL_SCOPES: readonly Scope[] = Object.freeze(['storage:replicate', 'storage:write', 'storage:read', 'index:announce', 'index:write'] as Scope[])
+
+/** True when `s` is one of the {@link SERVICE_CALL_SCOPES}. */
+export function isServiceCallScope(s: string): boolean {
+  return (SERVICE_CALL_SCOPES as readonly string[]).includes(s)
+}
+
+/**
+ * The service a scope is for: the part before the colon (`storage:write` → `storage`,
+ * `node:admin` → `node`). A token's audiences must be services its scopes name (SPEC.md section 5,
+ * "Authority never grows").
+ *
+ * @example
+ * ```ts
+ * scopeService('registry:commit') // 'registry'
+ * ```
+ */
+export function scopeService(scope: string): string {
+  const i = scope.indexOf(':')
+  return i < 0 ? scope : scope.slice(0, i)
+}

@@ -10,7 +10,9 @@ import { verify as cryptoVerify, type KeyObject } from 'node:crypto'
 import { z } from 'zod'
 import { systemClock, type Clock } from '../clock.js'
 import { ForbiddenError, NotReadyError, UnauthorizedError } from '../errors.js'
+import { isValidName } from '../contracts.js'
 import { decodeBase64url } from './base64url.js'
+import { isNormalizedPath } from './caveats.js'
 import type { KeySource } from './key-source.js'
 import type { RevocationCheck } from './revocation.js'
 import type { Caveats, Claims, TokenVerifier } from './types.js'
@@ -123,12 +125,6 @@ const B64URL_OR_EMPTY_RE = /^[A-Za-z0-9_-]*$/
 const TYP_RE = /^(application\/)?jwt$/i
 
 const numericDate = z.number().finite()
-const caveatsSchema = z.looseObject({
-  maxBytes: z.number().int().nonnegative().optional(),
-  pathPrefix: z.string().optional(),
-  methods: z.array(z.string()).optional(),
-  namePrefix: z.string().optional(),
-})
 const claimsSchema = z.object({
   iss: z.string(),
   sub: z.string(),
@@ -139,8 +135,49 @@ const claimsSchema = z.object({
   exp: numericDate,
   jti: z.string().min(1),
   prf: z.string().optional(),
-  ron: caveatsSchema.optional(),
+  // Parsed by parseCaveats from the raw JSON: a schema would copy the keys into an ordinary
+  // object, where a caveat named `__proto__` becomes the prototype and hides from the check.
+  ron: z.unknown().optional(),
 })
+
+/** The `ron` claim, parsed: known caveats into a null-prototype object, unknown names kept apart. */
+interface ParsedCaveats {
+  caveats: Caveats
+  /** Names the verifier does not know (refused as `unknown_caveat` once the signature holds). */
+  unknown: string[]
+}
+
+/**
+ * Parses the `ron` claim of a token (the JSON-parsed value: `__proto__` is an own key there).
+ * Returns the field at fault when a known caveat has the wrong shape.
+ */
+function parseCaveats(raw: unknown, known: ReadonlySet<string>): ParsedCaveats | { field: string } {
+  if (!isObject(raw)) return { field: 'ron' }
+  const caveats = Object.create(null) as Caveats
+  const unknown: string[] = []
+  for (const name of Object.keys(raw)) {
+    const v = raw[name]
+    // `__proto__` is never a caveat, whatever a verifier is configured to know.
+    if (!known.has(name) || name === '__proto__') {
+      unknown.push(name)
+      continue
+    }
+    const shape = CAVEAT_SHAPES[name]
+    if (shape !== undefined && !shape(v)) return { field: `ron.${name}` }
+    caveats[name] = name === 'methods' ? Object.freeze([...(v as string[])]) : v
+  }
+  return { caveats: Object.freeze(caveats), unknown }
+}
+
+/** The shape of each caveat of the catalog; `pathPrefix` must be normalised (SPEC.md section 5). */
+const CAVEAT_SHAPES: Readonly<Record<string, (v: unknown) => boolean>> = Object.freeze(
+  Object.assign(Object.create(null) as Record<string, (v: unknown) => boolean>, {
+    maxBytes: (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0,
+    pathPrefix: (v: unknown) => typeof v === 'string' && isNormalizedPath(v),
+    methods: (v: unknown) => Array.isArray(v) && v.every((m) => typeof m === 'string' && m.length > 0),
+    namePrefix: (v: unknown) => isValidName(v),
+  }),
+)
 
 /**
  * The signature step of the verifier: a strict Ed25519 check (exactly 64 signature bytes,
@@ -186,8 +223,9 @@ const defaultIsReadScope = (scope: string): boolean => scope.endsWith(':read')
 /**
  * Builds the {@link TokenVerifier} every service uses. Checks, in order: size cap; exactly three
  * strict base64url segments; header (`alg` exactly `EdDSA`, `typ` `JWT` if present, no `crit`,
- * `kid` required); claim shapes; revocation staleness for non-read scopes; revocation of `jti`
- * (before any signature work); key lookup by `kid`; the Ed25519 signature (64 bytes); caveats
+ * `kid` required); claim shapes (caveats parsed into a null-prototype object, a `pathPrefix` that
+ * is not normalised is malformed); revocation staleness for non-read scopes; revocation of `jti`,
+ * or of its `prf` parent with its subtree (before any signature work); key lookup by `kid`; the Ed25519 signature (64 bytes); caveats
  * known; `exp`/`nbf` with tolerance; `iss` if pinned; `aud` contains the audience; `scope`
  * contains the required scope; the caveat hook. A token seen before is answered from a bounded
  * LRU cache: only parsing and the signature are skipped.
@@ -224,6 +262,17 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
     }
   }
 
+  // The token itself revoked or retired; or its parent revoked with its subtree. Passport lists
+  // every descendant it minted in the feed; the parent check also holds while a child's own item
+  // is still on its way, and costs one lookup only for tokens that have a parent.
+  function checkRevoked(jti: string, prf: string | undefined): void {
+    if (revocations === undefined) return
+    if (revocations.isRevoked(jti)) throw unauthorized('revoked', 'token revoked')
+    if (prf !== undefined && (revocations.revokesDescendants?.(prf) ?? revocations.isRevoked(prf))) {
+      throw unauthorized('revoked', 'token minted from a revoked token', { prf })
+    }
+  }
+
   // Everything that can change between two uses of the same verified token.
   function checkUse(c: Claims, required: TokenRequirement): Claims {
     const now = clock.now() / 1000
@@ -242,9 +291,11 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
 
   async function cached(token: string, e: CacheEntry, required: TokenRequirement): Promise<Claims | undefined> {
     checkStale(required)
-    if (revocations?.isRevoked(e.claims.jti)) {
+    try {
+      checkRevoked(e.claims.jti, e.claims.prf)
+    } catch (err) {
       cache.delete(token)
-      throw unauthorized('revoked', 'token revoked')
+      throw err
     }
     const key = await keys.getKey(e.kid)
     if (key === undefined) {
@@ -308,9 +359,16 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
     }
     const raw = parsed.data
 
+    let ron: ParsedCaveats | undefined
+    if (raw.ron !== undefined) {
+      const r = parseCaveats(raw.ron, known)
+      if ('field' in r) throw unauthorized('malformed', 'token caveats are malformed', { field: r.field })
+      ron = r
+    }
+
     checkStale(required)
     // Revocation before any signature work: cheap, and a revoked token never costs a verify.
-    if (revocations?.isRevoked(raw.jti)) throw unauthorized('revoked', 'token revoked')
+    checkRevoked(raw.jti, raw.prf)
 
     const key = await keys.getKey(kid)
     if (key === undefined) throw unauthorized('unknown_kid', 'token signed by an unknown key', { kid })
@@ -321,11 +379,8 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
     const data = Buffer.from(token.slice(0, second), 'latin1')
     if (!ed25519Verify(key, data, sig)) throw unauthorized('bad_signature', 'token signature does not verify')
 
-    if (raw.ron !== undefined) {
-      for (const name of Object.keys(raw.ron)) {
-        if (!known.has(name)) throw unauthorized('unknown_caveat', `token carries an unknown caveat '${name}'`, { caveat: name })
-      }
-    }
+    const unknownCaveat = ron?.unknown[0]
+    if (unknownCaveat !== undefined) throw unauthorized('unknown_caveat', `token carries an unknown caveat '${unknownCaveat}'`, { caveat: unknownCaveat })
 
     const aud = typeof raw.aud === 'string' ? [raw.aud] : raw.aud
     const claims: Claims = Object.freeze({
@@ -338,7 +393,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
       jti: raw.jti,
       ...(raw.nbf === undefined ? {} : { nbf: raw.nbf }),
       ...(raw.prf === undefined ? {} : { prf: raw.prf }),
-      ...(raw.ron === undefined ? {} : { ron: Object.freeze(raw.ron) as Caveats }),
+      ...(ron === undefined ? {} : { ron: ron.caveats }),
     })
     remember(token, { kid, key, claims })
     return checkUse(claims, required)

@@ -1,15 +1,16 @@
 /**
- * `POST /put`: an external API key (configured hashed) is traded for a short-lived capability from
- * passport (≤ 60 s, audience storage, scope `storage:write`, `maxBytes` caveat), and the body is
+ * `POST /put`: an external API key (configured hashed) is traded for a short-lived capability
+ * attenuated through passport from interop's own `storage:write` token (≤ 60 s, audience storage,
+ * `maxBytes` caveat), and the body is
  * streamed to storage in 64 KiB chunks with at most two buffered → `201 {address, size}`.
  *
  * @module
  */
 
 import { createHash } from 'node:crypto'
-import { BusyError, InternalError, NotReadyError, OverLimitError, UnauthorizedError, errorFromResponse, isRonError, type Reply, type Route, type RouteContext } from '@ron/core'
+import { BusyError, NotReadyError, OverLimitError, UnauthorizedError, errorFromResponse, isRonError, type Reply, type Route, type RouteContext } from '@ron/core'
 import { latencyBucket, redactCapabilityId } from '../audit.js'
-import { tokenLifeMs, type Capability } from '../capabilities.js'
+import { attenuateCapability } from '../capabilities.js'
 import { constantTimeEqual } from '../webhooks/hmac.js'
 import { upstreamFailure } from '../upstream.js'
 import { admitWrite, recordOutcome, type ApiKeyClient, type InteropContext } from './context.js'
@@ -69,34 +70,6 @@ function clientOf(s: InteropContext, key: string): ApiKeyClient | undefined {
   return found
 }
 
-/**
- * Asks passport for the upload capability (not retried: issuing is not idempotent). Runs without
- * the requesting upload's signal: the capability is shared by the client's uploads (see
- * `CapabilityCache`); the upstream call's own deadline bounds it.
- */
-async function issueCapability(s: InteropContext, client: string, maxBytes: number, corrId: string, signal?: AbortSignal): Promise<Capability> {
-  const cfg = s.cfg()
-  const serviceToken = await s.tokens.token({ aud: cfg.passportAudience, scope: ['passport:issue'] }, signal)
-  const res = await s.upstreams.call(cfg.passport.target, {
-    op: 'passport.issue',
-    method: 'POST',
-    path: '/v1/passport/issue',
-    headers: { authorization: `Bearer ${serviceToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ sub: `client:${client}`, aud: [cfg.storageAudience], scope: ['storage:write'], ttlSec: cfg.uploads.capabilityTtlSec, caveats: { maxBytes } }),
-    timeoutMs: cfg.passport.timeoutMs,
-    idempotent: false,
-    ...(signal === undefined ? {} : { signal }),
-    corrId,
-  })
-  if (res.status >= 400) {
-    const err = await errorFromResponse(res)
-    throw new NotReadyError(`passport refused the upload capability: ${err.code}`, { details: { upstream: 'passport', code: err.code }, cause: err, retryAfterMs: 1000 })
-  }
-  const out = await res.json<{ token?: unknown; jti?: unknown }>()
-  if (typeof out.token !== 'string') throw new InternalError('passport answered without a token')
-  return { token: out.token, jti: typeof out.jti === 'string' ? out.jti : '', lifeMs: tokenLifeMs(out.token) }
-}
-
 async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   const started = s.clock.now()
   admitWrite(s, ENDPOINT)
@@ -138,7 +111,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
       // One capability per client and limit, reused for two thirds of its life (CapabilityCache).
       const capKey = `${found.client}\u0000${limit}`
       const cap = await s.capabilities
-        .get(capKey, cfg.uploads.capabilityTtlSec * 1000, () => issueCapability(s, found.client, limit, ctx.corrId), signal)
+        .get(capKey, cfg.uploads.capabilityTtlSec * 1000, () => attenuateCapability(s, found.client, limit, ctx.corrId), signal)
         .catch((e: unknown) => {
           throw upstreamFailure(e, 'passport')
         })

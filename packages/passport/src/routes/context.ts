@@ -6,11 +6,11 @@
 
 import type { CachingTokenVerifier, Claims, Clock, MetricsSink, RevocationFeedItem, ServiceHost, SseHub } from '@ron/core'
 import type { Policy, ResolvedPassportConfig } from '../config.js'
-import type { Issuer } from '../issuer.js'
+import type { IssueKind, Issuer, SignPlan } from '../issuer.js'
 import type { Keyring, KeyringSnapshot } from '../keyring.js'
 import type { NodeRegistry } from '../nodes.js'
 import type { RevocationLog } from '../revocations.js'
-import type { RevokeResult } from '../dto.js'
+import type { IssuedToken, RevokeResult } from '../dto.js'
 
 /** Passport's shared state and helpers. @internal */
 export interface PassportContext {
@@ -28,7 +28,12 @@ export interface PassportContext {
   readonly verifier: CachingTokenVerifier
   /** Runs a job on the issuance pool (full → 429 Busy, counted in queue_dropped_total{queue="issue"}). */
   submitIssue<T>(job: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T>
-  /** Revokes through the single revocation worker (full → 429 Busy). */
+  /**
+   * Mints a token from the token `parent` (issue, attenuate): adopted under its parent before it
+   * is signed, handed out only once its parent link is on disk, never if the parent is being revoked.
+   */
+  mintChild(parent: string, plan: Omit<SignPlan, 'prf' | 'jti'>, kind: IssueKind, signal: AbortSignal): Promise<IssuedToken>
+  /** Revokes a token and its subtree through the single revocation worker (full → 429 Busy). */
   revoke(jti: string, exp: number | undefined, signal: AbortSignal): Promise<RevokeResult>
   /** Rotates the issuer key (serialised). */
   rotate(): Promise<KeyringSnapshot>

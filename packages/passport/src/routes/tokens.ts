@@ -6,7 +6,7 @@
 
 import { ForbiddenError, NotReadyError, UnauthorizedError, isRonError, type Claims, type Reply, type Route } from '@ron/core'
 import { attenuateBodySchema, issueBodySchema, tokenBodySchema, verifyBatchSchema, verifyBodyParser, type VerifyResult } from '../dto.js'
-import { checkIssue, narrow } from '../policy.js'
+import { checkIssue, narrow, servicePlan } from '../policy.js'
 import type { PassportContext } from './context.js'
 
 const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' })
@@ -63,13 +63,12 @@ export function tokenRoutes(ctx: PassportContext): Route[] {
       scope: 'passport:issue',
       async handler(c) {
         const body = await c.json(issueBodySchema)
-        const caller = c.auth!.sub
-        // The policy snapshot is taken once, here: a reload during signing does not change this decision.
-        const plan = checkIssue(ctx.policy(), caller, body)
-        const issued = await ctx.submitIssue(
-          (signal) => ctx.issuer.sign({ sub: plan.sub, aud: plan.aud, scope: plan.scope, exp: nowSec() + plan.ttlSec, ...(plan.caveats === undefined ? {} : { caveats: plan.caveats }) }, 'issue', signal),
-          c.signal,
-        )
+        // Decided on what the verified caller's token grants (the policy entry for its sub only
+        // narrows), with the policy snapshot taken once, here: a reload during signing does not
+        // change this decision.
+        const caller = c.auth!
+        const plan = checkIssue(ctx.policy(), caller, body, nowSec())
+        const issued = await ctx.submitIssue((signal) => ctx.mintChild(caller.jti, plan, 'issue', signal), c.signal)
         return { status: 200, json: issued }
       },
     },
@@ -88,19 +87,9 @@ export function tokenRoutes(ctx: PassportContext): Route[] {
           throw e
         }
         const plan = narrow(parent, body, nowSec())
-        const issued = await ctx.submitIssue(async (signal) => {
-          // Re-checked inside the worker: a revocation accepted while this job waited wins.
-          if (ctx.log.isRevoked(parent.jti)) throw new UnauthorizedError('parent token revoked', { details: { reason: 'revoked', field: 'token' } })
-          const t = await ctx.issuer.sign(
-            { sub: plan.sub, aud: plan.aud, scope: plan.scope, exp: plan.exp, prf: parent.jti, ...(plan.nbf === undefined ? {} : { nbf: plan.nbf }), ...(plan.caveats === undefined ? {} : { caveats: plan.caveats }) },
-            'attenuate',
-            signal,
-          )
-          await ctx.log.link(t.jti, parent.jti, t.exp)
-          // A revocation of the parent that landed between the check and the link reaches the child too.
-          if (ctx.log.isRevoked(parent.jti)) await ctx.revoke(t.jti, t.exp, signal)
-          return t
-        }, c.signal)
+        // Inside the worker the child is adopted under its parent before signing: a revocation
+        // accepted while this job waited (or racing it) wins (see revocations.ts).
+        const issued = await ctx.submitIssue((signal) => ctx.mintChild(parent.jti, plan, 'attenuate', signal), c.signal)
         return { status: 200, json: issued }
       },
     },
@@ -114,15 +103,19 @@ export function tokenRoutes(ctx: PassportContext): Route[] {
         const policy = ctx.policy()
         if (policy === undefined) throw new NotReadyError('passport has no issuance policy', { details: { reason: 'no_policy' }, retryAfterMs: 1000 })
         const node = ctx.nodes.check(body.assertion, [ctx.cfg.id, ctx.cfg.issuer], ctx.cfg.rotation.clockToleranceSec)
-        for (const s of body.scope) {
-          if (!node.scopes.includes('*') && !node.scopes.includes(s)) throw new ForbiddenError(`node ${node.nodeId} is not enrolled for scope ${s}`, { details: { reason: 'missing_scope', scope: s } })
-        }
+        // A node key yields at most the service-call scopes (SPEC.md §5), and only those it is enrolled for.
+        const plan = servicePlan(body, ctx.host.config.get().serviceWriteMaxBytes, node.scopes)
         if (!node.audiences.includes('*') && !node.audiences.includes(body.aud)) {
           throw new ForbiddenError(`node ${node.nodeId} is not enrolled for audience ${body.aud}`, { details: { reason: 'policy', field: 'aud' } })
         }
         const ttl = Math.min(ctx.cfg.serviceTokenTtlSec, policy.maxTtlSec)
         const issued = await ctx.submitIssue(
-          (signal) => ctx.issuer.sign({ sub: `node:${node.nodeId}`, aud: [body.aud], scope: [...new Set(body.scope)], exp: nowSec() + ttl }, 'service', signal),
+          (signal) =>
+            ctx.issuer.sign(
+              { sub: `node:${node.nodeId}`, aud: [body.aud], scope: plan.scope, exp: nowSec() + ttl, ...(plan.caveats === undefined ? {} : { caveats: plan.caveats }) },
+              'service',
+              signal,
+            ),
           c.signal,
         )
         return { status: 200, json: issued }

@@ -10,12 +10,17 @@ import type { Checkpointor } from '../checkpointor.js'
 import type { Committer, RegistryUpdated } from '../committer.js'
 import type { RegistryConfig } from '../config.js'
 import type { RegistryLog } from '../log.js'
+import type { Notary } from '../notary.js'
 
 /** Shared state of the routes. */
 export interface RouteDeps {
   log: RegistryLog
   committer: Committer
   checkpointor: Checkpointor
+  /** The latest signed checkpoint and its cosignatures. */
+  notary: Notary
+  /** This node's witness verifier key, shown by `GET /registry/head`. */
+  witnessKey: string | undefined
   hub: SseHub<RegistryUpdated>
   config: () => RegistryConfig
   /** Throws `NotReady` when writes are shed (slow or failing disk, integrity mismatch, draining). */

@@ -8,6 +8,7 @@
 import type { Route } from '@ron/core'
 import type { RouteDeps } from './context.js'
 import { readRoutes } from './reads.js'
+import { tileRoutes } from './tiles.js'
 import { writeRoutes } from './writes.js'
 
 export type { RouteDeps } from './context.js'
@@ -15,5 +16,5 @@ export { DEADLINE_HEADER, approveBodySchema, commitBodySchema, proposeBodySchema
 
 /** Every route, static paths before `/registry/:version`. */
 export function registryRoutes(d: RouteDeps): Route[] {
-  return [...writeRoutes(d), ...readRoutes(d)]
+  return [...writeRoutes(d), ...tileRoutes(d), ...readRoutes(d)]
 }

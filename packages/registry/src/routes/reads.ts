@@ -1,13 +1,17 @@
 /**
- * Read routes (public): `GET /registry/head`, `GET /registry/:version`, `GET /registry/checkpoint`,
- * `GET /registry/proof/inclusion`, `GET /registry/proof/consistency`, `GET /registry/stream`.
+ * Read routes (public): `GET /registry/head`, `GET /registry/:version` (and its exact leaf at
+ * `/registry/:version/leaf`), `GET /registry/payload/:b3`, `GET /registry/proof/inclusion` (by
+ * version or by leaf hash), `GET /registry/proof/consistency`, `GET /registry/stream`. The C2SP
+ * tiles and the checkpoint are in `tiles.ts`.
  *
  * @module
  */
 
-import { GoneError, MalformedError, NotFoundError } from '@ron/core'
+import { GoneError, MalformedError, NotFoundError, blake3, canonicalBytes, canonicalJson, toAddress } from '@ron/core'
 import type { Reply, Route, RouteContext } from '@ron/core'
+import type { StoredCheckpoint } from '../store/types.js'
 import type { RouteDeps } from './context.js'
+import { ReplyCache } from './reply-cache.js'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex')
@@ -35,6 +39,19 @@ function optionalInt(ctx: RouteContext, name: string, min: number): number | und
   return v === null || v === '' ? undefined : intParam(v, name, min)
 }
 
+/** A leaf hash given as 64 hex digits or as base64 (as checkpoints and tiles write hashes). */
+function hashParam(v: string, field: string): Uint8Array {
+  const h = /^[0-9a-fA-F]{64}$/.test(v) ? Buffer.from(v, 'hex') : Buffer.from(v.replace(/ /g, '+'), 'base64')
+  if (h.length !== 32) throw new MalformedError(`${field} must be a 32-byte hash in hex or base64`, { details: { field } })
+  return h
+}
+
+function gone(version: number, cp: StoredCheckpoint | undefined, oldest: number): GoneError {
+  return new GoneError(`version ${version} was pruned by retention; checkpoint ${cp?.treeSize ?? '?'} covers it`, {
+    details: { version, checkpoint: cp === undefined ? null : { treeSize: cp.treeSize, root: cp.root, createdAt: cp.createdAt }, oldest },
+  })
+}
+
 /** The read routes. */
 export function readRoutes(d: RouteDeps): Route[] {
   const { log } = d
@@ -58,6 +75,7 @@ export function readRoutes(d: RouteDeps): Route[] {
       treeHash: log.genesis.treeHash,
       origin: log.origin,
       logKey: log.genesis.logKey,
+      ...(d.witnessKey === undefined ? {} : { witnessKey: d.witnessKey }),
       oldest,
       signers: { threshold: set.threshold, signers: set.signers },
     })
@@ -74,6 +92,33 @@ export function readRoutes(d: RouteDeps): Route[] {
     if (now.hash === head.hash && log.oldest() === oldest) headCache = built
     return built
   }
+  // Entry views: canonical JSON (the same bytes before and after a restart), built once per
+  // version and supersede mark; the ETag is the BLAKE3 of those bytes.
+  const views = new ReplyCache<Reply & { etag: string }>(16 * 1024 * 1024)
+  const entryView = async (version: number): Promise<Reply & { etag: string }> => {
+    const superseded = log.supersededBy(version)
+    const key = superseded === undefined ? String(version) : `${version}/s`
+    const hit = views.get(key)
+    if (hit !== undefined && version >= log.oldest()) return hit
+    const r = await log.read(version)
+    if (r === undefined) throw new NotFoundError(`no version ${version} (HEAD is ${log.head().version})`, { details: { version } })
+    if ('pruned' in r) throw gone(version, r.checkpoint, log.oldest())
+    const view: Record<string, unknown> = {
+      ...r.entry,
+      hash: r.hash,
+      leafIndex: version - 1,
+      leafHash: hex(log.tree.leafHash(version - 1)),
+      leaf: `/registry/${version}/leaf`,
+    }
+    if (superseded !== undefined) view['supersededBy'] = superseded
+    const body = canonicalBytes(view)
+    const etag = `"${toAddress(blake3(body))}"`
+    // An unmarked entry may still gain a supersede mark (a new view, a new ETag): cache briefly.
+    const cacheControl = superseded === undefined ? 'public, max-age=60' : IMMUTABLE
+    const reply = { status: 200, headers: { 'content-type': 'application/json', 'cache-control': cacheControl, etag }, body, etag }
+    views.set(key, reply, body.length)
+    return reply
+  }
   return [
     {
       method: 'GET',
@@ -87,20 +132,22 @@ export function readRoutes(d: RouteDeps): Route[] {
     },
     {
       method: 'GET',
-      path: '/registry/checkpoint',
-      async handler() {
-        const cp = d.checkpointor.latest() ?? (await d.checkpointor.checkpointNow())
-        return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache' }, body: cp.note }
-      },
-    },
-    {
-      method: 'GET',
       path: '/registry/proof/inclusion',
       handler(ctx) {
         const size = log.tree.size
-        const version = intParam(ctx.query.get('version'), 'version', 1)
         const treeSize = optionalInt(ctx, 'treeSize', 1) ?? size
         if (treeSize > size) throw new NotFoundError(`tree size ${treeSize} is beyond the log (${size})`, { details: { treeSize, size } })
+        // By leaf hash (RFC 6962 get-proof-by-hash), or by version.
+        const byHash = ctx.query.get('hash')
+        let version: number
+        if (byHash !== null && byHash !== '') {
+          if (ctx.query.get('version') !== null) throw new MalformedError('give either version or hash', { details: { field: 'hash' } })
+          const index = log.leaves.find(hashParam(byHash, 'hash'))
+          if (index === undefined || index >= treeSize) throw new NotFoundError(`no leaf with that hash in the tree of size ${treeSize}`, { details: { treeSize } })
+          version = index + 1
+        } else {
+          version = intParam(ctx.query.get('version'), 'version', 1)
+        }
         if (version > treeSize) throw new MalformedError(`version ${version} is not in a tree of size ${treeSize}`, { details: { field: 'version' } })
         return {
           status: 200,
@@ -147,24 +194,43 @@ export function readRoutes(d: RouteDeps): Route[] {
     },
     {
       method: 'GET',
+      path: '/registry/payload/:b3',
+      async handler(ctx) {
+        const b3 = ctx.params['b3'] ?? ''
+        if (!/^b3:[0-9a-f]{64}$/.test(b3)) throw new MalformedError('expected a b3: address', { details: { field: 'b3' } })
+        const version = log.payloadVersion(b3)
+        if (version === undefined) throw new NotFoundError('no payload kept by that address (a payload that fits its leaf is inside the entry bundle)', { details: { b3 } })
+        const etag = `"${b3}"`
+        if (notModified(ctx, etag)) return { status: 304, headers: { 'cache-control': IMMUTABLE, etag } }
+        const r = await log.read(version)
+        if (r === undefined) throw new NotFoundError('no such payload', { details: { b3 } })
+        if ('pruned' in r) throw gone(version, r.checkpoint, log.oldest())
+        const body = canonicalJson(r.entry.payload)
+        return { status: 200, headers: { 'content-type': 'application/json', 'cache-control': IMMUTABLE, etag }, body }
+      },
+    },
+    {
+      method: 'GET',
+      path: '/registry/:version/leaf',
+      async handler(ctx) {
+        const version = intParam(ctx.params['version'], 'version', 1)
+        if (version > log.head().version) throw new NotFoundError(`no version ${version} (HEAD is ${log.head().version})`, { details: { version } })
+        const etag = `"${hex(log.tree.leafHash(version - 1))}"`
+        if (notModified(ctx, etag)) return { status: 304, headers: { 'cache-control': IMMUTABLE, etag } }
+        const r = await log.leaf(version)
+        if (r === undefined) throw new NotFoundError(`no version ${version}`, { details: { version } })
+        if ('pruned' in r) throw gone(version, r.checkpoint, log.oldest())
+        return { status: 200, headers: { 'content-type': 'application/octet-stream', 'cache-control': IMMUTABLE, etag }, body: r.bytes }
+      },
+    },
+    {
+      method: 'GET',
       path: '/registry/:version',
       async handler(ctx) {
         const version = intParam(ctx.params['version'], 'version', 1)
-        const r = await log.read(version)
-        if (r === undefined) throw new NotFoundError(`no version ${version} (HEAD is ${log.head().version})`, { details: { version } })
-        if ('pruned' in r) {
-          const cp = r.checkpoint
-          throw new GoneError(`version ${version} was pruned by retention; checkpoint ${cp?.treeSize ?? '?'} covers it`, {
-            details: { version, checkpoint: cp === undefined ? null : { treeSize: cp.treeSize, root: cp.root, createdAt: cp.createdAt }, oldest: log.oldest() },
-          })
-        }
-        const superseded = log.supersededBy(version)
-        const cacheControl = superseded === undefined ? 'public, max-age=60' : IMMUTABLE
-        if (notModified(ctx, `"${r.hash}"`)) return { status: 304, headers: { 'cache-control': cacheControl, etag: `"${r.hash}"` } }
-        const json = superseded === undefined ? { ...r.entry, hash: r.hash } : { ...r.entry, hash: r.hash, supersededBy: superseded }
-        // The entry never changes; a supersede mark may still be added to an unmarked one, so
-        // only a marked entry (final in every respect) is cached as immutable.
-        return { status: 200, headers: { 'cache-control': cacheControl, etag: `"${r.hash}"` }, json }
+        const v = await entryView(version)
+        if (notModified(ctx, v.etag)) return { status: 304, headers: { 'cache-control': v.headers!['cache-control']!, etag: v.etag } }
+        return v
       },
     },
   ]

@@ -49,7 +49,10 @@ class MemoryStore implements LogStore {
       leafHashes: [...this.#leaves],
       oldest: this.#oldest,
       checkpoints: [...this.#checkpoints],
-      notable: [...this.#entries.values()].map((e) => JSON.parse(Buffer.from(e.bytes).toString('utf8')) as LogEntry).filter(isNotable),
+      notable: [...this.#entries.values()].flatMap((h) => {
+        const e = JSON.parse(Buffer.from(h.bytes).toString('utf8')) as LogEntry
+        return isNotable(e, h.bytes.length) ? [e] : []
+      }),
       recoveries: {},
     })
   }

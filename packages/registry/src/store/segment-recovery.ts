@@ -188,7 +188,7 @@ export async function findLog(dir: string, o: { segmentEntries: number; rebuildH
       seg.info.last = v
       seg.info.lastCommittedAt = r.entry.committedAt
       seg.info.bytes = r.offset + HEADER + r.bytes.length
-      if (isNotable(r.entry)) notable.push(r.entry)
+      if (isNotable(r.entry, r.bytes.length)) notable.push(r.entry)
       tail.set(v, r.bytes)
       if (tail.size > o.segmentEntries * 2) tail.delete(tail.keys().next().value!)
     }

@@ -164,7 +164,7 @@ class SegmentStore implements LogStore {
         leafHashes.push(new Uint8Array(LEAF))
         continue
       }
-      const h = o.leafHash(bytes, genesis.treeHash)
+      const h = o.leafHash(bytes, genesis)
       if (v <= whole && Buffer.compare(h, leafBuf.subarray((v - 1) * LEAF, v * LEAF)) !== 0) {
         if (!rewrite) bump('leaves_rebuilt')
         rewrite = true
@@ -173,7 +173,7 @@ class SegmentStore implements LogStore {
     }
     // The recent records are authentic (chained to the head record): their leaf hashes win.
     for (const [v, bytes] of found.tail) {
-      const h = o.leafHash(bytes, genesis.treeHash)
+      const h = o.leafHash(bytes, genesis)
       if (Buffer.compare(h, leafHashes[v - 1]!) !== 0) {
         if (!rewrite) bump('leaves_rebuilt')
         rewrite = true

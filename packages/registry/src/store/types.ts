@@ -56,8 +56,8 @@ export interface OpenOptions {
    * opening an empty store fails with a `ConfigError` naming `signers`.
    */
   genesis: Genesis | undefined
-  /** Merkle leaf hash of an entry's bytes, with the tree hash of the log's genesis. */
-  leafHash(bytes: Uint8Array, treeHash: Genesis['treeHash']): Uint8Array
+  /** Merkle leaf hash of an entry's bytes, by the tree hash and leaf format of the log's genesis. */
+  leafHash(bytes: Uint8Array, genesis: Genesis): Uint8Array
 }
 
 /** Storage of one log. Only the Committer calls the mutating methods. */

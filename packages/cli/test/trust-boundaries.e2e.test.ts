@@ -1,0 +1,108 @@
+/**
+ * Issue 20 against a real `ron-node` process (the built binary): the escalation chain and the
+ * revoke-the-parent-then-use-the-child chain, replayed over HTTP as an attacker holding a token
+ * would, and refused.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { ALL_SCOPES } from '@ron/core'
+import { assertBuilt, firstJsonLine, killAll, spawnCli, type Proc } from './helpers.js'
+
+interface Summary {
+  admin: string
+  services: Record<string, string>
+  tokenFile: string
+}
+
+let root: string
+let proc: Proc
+let node: Summary
+let admin: string
+
+beforeAll(async () => {
+  assertBuilt()
+  root = await mkdtemp(join(tmpdir(), 'ron-cli-trust-'))
+  proc = spawnCli(['start', '--port-base', '0', '--json', '--data-dir', join(root, 'data'), '--log-level', 'warn'])
+  node = await firstJsonLine<Summary>(proc, 60_000)
+  admin = (await readFile(node.tokenFile, 'utf8')).trim()
+})
+afterEach(() => {
+  // The node is shared by the tests of this file; only a crash would end it early.
+  expect(proc.child.exitCode).toBeNull()
+})
+afterAll(async () => {
+  await killAll()
+  await rm(root, { recursive: true, force: true })
+})
+
+interface Answer {
+  status: number
+  body: { token?: string; jti?: string; revoked?: string[]; error?: { code: string; details: Record<string, unknown> } }
+}
+
+async function call(service: string, method: string, path: string, token: string | undefined, body?: unknown): Promise<Answer> {
+  const res = await fetch(`${node.services[service]}${path}`, {
+    method,
+    headers: { ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  })
+  const text = await res.text()
+  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Answer['body']) }
+}
+
+const put = (token: string, body: string): Promise<Answer> => call('storage', 'PUT', '/o', token, body)
+
+describe('a token holder against a real ron-node (issue 20)', () => {
+  it('the escalation chain is refused: admin attenuated to passport:issue + maxBytes 10 cannot issue anything broader', async () => {
+    const child = await call('passport', 'POST', '/v1/passport/attenuate', undefined, { token: admin, scope: ['passport:issue'], ttlSec: 60, caveats: { maxBytes: 10 } })
+    expect(child.status).toBe(200)
+    const asChild = child.body.token!
+    // Today's attack: all 16 scopes, an hour, no caveats.
+    const all = await call('passport', 'POST', '/v1/passport/issue', asChild, { sub: 'x', aud: ['storage', 'registry', 'passport', 'index', 'interop', 'node'], scope: [...ALL_SCOPES], ttlSec: 3600 })
+    expect([all.status, all.body.error?.details['reason']]).toEqual([403, 'widen'])
+    // Each smaller widening alone is refused too.
+    for (const req of [
+      { sub: 'x', aud: ['storage'], scope: ['storage:write'], ttlSec: 30 },
+      { sub: 'x', aud: ['passport'], scope: ['passport:issue'], ttlSec: 3600 },
+      { sub: 'x', aud: ['passport'], scope: ['passport:issue'], ttlSec: 30, caveats: { maxBytes: 1_000_000 } },
+      { sub: 'node:n0123456789abcdef', aud: ['passport'], scope: ['passport:issue'], ttlSec: 30 },
+    ]) {
+      const r = await call('passport', 'POST', '/v1/passport/issue', asChild, req)
+      expect(r.status, JSON.stringify(req)).toBe(403)
+    }
+    // The child cannot act as the node's admin either.
+    const reload = await fetch(`${node.admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${asChild}` } })
+    expect([401, 403]).toContain(reload.status)
+    await reload.body?.cancel()
+  })
+
+  it('revoking a parent revokes what was minted from it, by issue and by attenuation, on storage at once', async () => {
+    const parent = await call('passport', 'POST', '/v1/passport/attenuate', undefined, { token: admin, scope: ['passport:issue', 'storage:write'], ttlSec: 600 })
+    expect(parent.status).toBe(200)
+    const issued = await call('passport', 'POST', '/v1/passport/issue', parent.body.token, { sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 300 })
+    const attenuated = await call('passport', 'POST', '/v1/passport/attenuate', undefined, { token: issued.body.token, ttlSec: 60, caveats: { maxBytes: 1024 } })
+    expect([issued.status, attenuated.status]).toEqual([200, 200])
+    expect((await put(issued.body.token!, 'before the revocation')).status).toBe(201)
+    const revoked = await call('passport', 'POST', '/v1/passport/revoke', admin, { jti: parent.body.jti })
+    expect(revoked.status).toBe(202)
+    expect(new Set(revoked.body.revoked)).toEqual(new Set([parent.body.jti, issued.body.jti, attenuated.body.jti]))
+    for (const t of [issued.body.token!, attenuated.body.token!]) {
+      const r = await put(t, 'after the revocation')
+      expect([r.status, r.body.error?.details['reason']]).toEqual([401, 'revoked'])
+    }
+    // And nothing more is minted from the revoked subtree.
+    const again = await call('passport', 'POST', '/v1/passport/attenuate', undefined, { token: issued.body.token, ttlSec: 30 })
+    expect(again.status).toBe(401)
+    // The admin token itself is untouched.
+    expect((await put(admin, 'admin still writes')).status).toBe(201)
+  })
+
+  it('caveat holes are closed: a pathPrefix with .. and a __proto__ caveat are refused', async () => {
+    const dotdot = await call('passport', 'POST', '/v1/passport/attenuate', undefined, { token: admin, scope: ['storage:write'], caveats: { pathPrefix: '/o/a/../b' } })
+    expect(dotdot.status).toBe(400)
+    const proto = await call('passport', 'POST', '/v1/passport/attenuate', undefined, `{"token":"${admin}","caveats":{"__proto__":{"maxBytes":1}}}`)
+    expect(proto.status).toBe(400)
+  })
+})
