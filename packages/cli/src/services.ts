@@ -260,11 +260,14 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
     async create(ctx) {
       const { createInteropService } = await import('@ron/interop')
       const own = (ctx.config.interop ?? {}) as { webhooks?: { providers?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>
-      const secrets = await loadOrCreateWebhookSecrets(ctx.root === undefined ? undefined : join((await dir(ctx, 'interop'))!, 'webhook-secrets.json'))
+      const interopDir = await dir(ctx, 'interop')
+      const secrets = await loadOrCreateWebhookSecrets(interopDir === undefined ? undefined : join(interopDir, 'webhook-secrets.json'))
       return createInteropService(
         {
           ...own,
           ...(ctx.amnesia ? { amnesia: true } : {}),
+          // The webhook dedupe window survives a restart (amnesia: memory only).
+          ...(interopDir === undefined || ctx.amnesia ? {} : { dataDir: interopDir }),
           webhooks: {
             ...(own.webhooks ?? {}),
             providers: { ...Object.fromEntries(Object.entries(secrets).map(([p, s]) => [p, { secrets: [s] }])), ...(own.webhooks?.providers ?? {}) },

@@ -286,6 +286,8 @@ export type {
   SseEventsOptions,
   CorsOptions,
 } from './http/index.js'
+export { answerClientError, DEFAULT_SLOW_CLIENT_LIMITS, bodyDeadlineMs } from './http/index.js'
+export type { ClientErrorOptions, SlowClientLimits, PaceLimits } from './http/index.js'
 
 // Transports.
 export { MemoryTransport, HttpTransport, RoutingTransport, StreamResponse, throwIfError, expectOk, errorFromResponse, parseRetryAfter } from './transport/index.js'

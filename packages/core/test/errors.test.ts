@@ -105,6 +105,15 @@ describe('error catalog', () => {
       'Busy:per_ip_rate',
       'Busy:too_many_keys',
       'Busy:sse_clients',
+      // Slow clients and Node's own refusals (issue 20); interop's upload slots.
+      'Busy:per_principal',
+      'Busy:uploads',
+      'RequestTimeout:gap',
+      'RequestTimeout:min_rate',
+      'RequestTimeout:deadline',
+      'RequestTimeout:headers',
+      'OverLimit:header_overflow',
+      'OverLimit:chunk_extensions_overflow',
     ]
     expect([...reasons].sort()).toEqual(expected.sort())
   })

@@ -119,8 +119,40 @@ export const interopConfigSchema = z.strictObject({
        * from the last byte to storage's answer (its commit and fsync). @default 30000
        */
       timeoutMs: durationSchema.default(30_000),
-      /** Uploads one API-key client may have in flight; more → 429 `Busy` (SPEC §4 slow clients). @default 8 */
-      maxConcurrentPerClient: positiveInt.default(8),
+      /**
+       * Uploads one API-key client may have in flight; more → 429 `Busy` (SPEC §4 slow clients).
+       * Half of the default `maxConcurrent`: no single client takes every upload slot. @default 4
+       */
+      maxConcurrentPerClient: positiveInt.default(4),
+      /**
+       * Uploads of all clients together holding `work` slots (queued or streaming); more → 429
+       * `Busy` (`details.reason: "uploads"`). Below `workers`, so webhook receipts always find a
+       * worker however many uploads are in flight. @default half of `workers` (at least 1)
+       */
+      maxConcurrent: positiveInt.optional(),
+    })
+    .prefault({}),
+  /**
+   * HTTP limits of the interop listener: the slow-client rules of SPEC §4 (core's host enforces
+   * them on every body). Webhook bodies are small, so the deadline is short; uploads get the time
+   * their size needs at `minBytesPerSec` on top.
+   */
+  http: z
+    .strictObject({
+      /** Longest gap between request body chunks before 408 RequestTimeout. @default 5000 */
+      readTimeoutMs: durationSchema.refine((n) => n > 0, 'expected a positive duration').default(5000),
+      /** Minimum average body rate over `rateWindowMs` of reading; slower → 408 RequestTimeout `min_rate`. @default 8 KiB/s */
+      minBytesPerSec: sizeSchema.refine((n) => n > 0, 'expected a positive size').default(8 * KiB),
+      /** Window of the minimum-rate rule (also the grace before it applies). @default 10000 */
+      rateWindowMs: durationSchema.refine((n) => n > 0, 'expected a positive duration').default(10_000),
+      /** Whole-request deadline of a body: this plus its `Content-Length` at `minBytesPerSec`; later → 408 RequestTimeout `deadline`. @default 10000 */
+      requestTimeoutMs: durationSchema.refine((n) => n > 0, 'expected a positive duration').default(10_000),
+      /**
+       * Lingering bodies (still arriving after a tenth of `rateWindowMs`) one principal (an
+       * API-key client; else the client address, e.g. a webhook provider's) may have at once;
+       * more → 429 `Busy` `per_principal`. @default 32
+       */
+      maxBodiesPerPrincipal: positiveInt.default(32),
     })
     .prefault({}),
   /** Capacity of the `work` queue. @default 512 */
@@ -147,8 +179,13 @@ export const interopConfigSchema = z.strictObject({
       memoryCapacity: positiveInt.default(1024),
     })
     .prefault({}),
-  /** Amnesia mode: nothing is written to local disk (the file audit sink is refused). @default false */
+  /** Amnesia mode: nothing is written to local disk (the file audit sink and `dataDir` are refused). @default false */
   amnesia: z.boolean().default(false),
+  /**
+   * Directory where the webhook dedupe window is kept durably (`dedupe.jsonl`), so a restart still
+   * refuses the deliveries it acknowledged within the replay window. Absent: memory only.
+   */
+  dataDir: z.string().min(1).optional(),
   brownout: z
     .strictObject({
       enabled: z.boolean().default(true),
@@ -184,6 +221,10 @@ export const interopConfigSchema = z.strictObject({
   gateway: gatewaySchema,
 }).superRefine((cfg, ctx) => {
   if (cfg.audit.sink === 'file' && cfg.amnesia) ctx.addIssue({ code: 'custom', path: ['audit', 'sink'], message: 'the file sink is forbidden in amnesia mode' })
+  if (cfg.dataDir !== undefined && cfg.amnesia) ctx.addIssue({ code: 'custom', path: ['dataDir'], message: 'a data directory is forbidden in amnesia mode' })
+  if (cfg.uploads.maxConcurrent !== undefined && cfg.uploads.maxConcurrent >= cfg.workers) {
+    ctx.addIssue({ code: 'custom', path: ['uploads', 'maxConcurrent'], message: 'must be below workers (webhook receipts need a worker)' })
+  }
   if (cfg.audit.sink === 'file' && cfg.audit.file === undefined) ctx.addIssue({ code: 'custom', path: ['audit', 'file'], message: 'required (a path) when audit.sink is "file"' })
   for (const [i, s] of (cfg.webhooks.providers.standard?.secrets ?? []).entries()) {
     if (standardSecretKey(s) === undefined) ctx.addIssue({ code: 'custom', path: ['webhooks', 'providers', 'standard', 'secrets', i], message: 'expected whsec_ followed by base64' })

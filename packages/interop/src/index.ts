@@ -48,6 +48,7 @@ export type { BrownoutThresholds, BrownoutStatus, BrownoutTrigger, BrownoutSenti
 export { Upstreams, upstreamBackoff, breakerName, DEFAULT_UPSTREAM_RETRY } from './upstream.js'
 export type { UpstreamRetry, UpstreamCall, UpstreamsOptions } from './upstream.js'
 export { rechunk } from './routes/uploads.js'
+export type { BodyWatch, RechunkOptions } from './routes/uploads.js'
 export type { InteropEvent } from './routes/context.js'
 export { toServiceTokens } from './tokens.js'
 export type { ServiceTokens, ServiceTokenSource, ServiceTokenRequest } from './tokens.js'

@@ -38,6 +38,8 @@ export function registerInteropMetrics(metrics: ServiceMetrics): InteropMetrics 
     timeouts.inc({ op }, 0)
     retries.inc({ op }, 0)
   }
+  // Request bodies cut by core's slow-client rules: the gap, the minimum rate, the deadline.
+  for (const op of ['read', 'read_rate', 'read_deadline']) timeouts.inc({ op }, 0)
   const opened = metrics.counter('breaker_open_total', 'Times a breaker opened, per upstream and direction.', ['target'])
   const upstreamSeconds = metrics.histogram('upstream_rpc_seconds', 'Latency of calls to storage, passport and index.', [], [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5])
   // Created through the sink first so it carries core's label set {endpoint, queue}.
@@ -46,6 +48,9 @@ export function registerInteropMetrics(metrics: ServiceMetrics): InteropMetrics 
   busy.inc({ endpoint: '', queue: CHANNELS.work }, 0)
   for (const endpoint of ['POST /webhooks/:provider', 'POST /put']) busy.inc({ endpoint, queue: 'rate' }, 0)
   busy.inc({ endpoint: 'POST /put', queue: 'client' }, 0)
+  busy.inc({ endpoint: 'POST /put', queue: 'uploads' }, 0)
+  // Core's per-principal body shares (429 per_principal) are counted without a queue.
+  for (const endpoint of ['POST /webhooks/:provider', 'POST /put']) busy.inc({ endpoint, queue: '' }, 0)
 
   // Supervisor, queue and bus counters appear at zero too, one sample per task kind / queue.
   const zero = (name: string, labels: Record<string, string>): void => {

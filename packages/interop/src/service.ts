@@ -15,9 +15,11 @@ import {
   systemRandom,
   type Clock,
   type Logger,
+  type DiskFaultReason,
   type NodeDirectory,
   type Random,
   type RonService,
+  type SlowClientLimits,
   type Subscription,
   type Transport,
 } from '@ron/core'
@@ -25,7 +27,8 @@ import { CapabilityCache } from './capabilities.js'
 import { AuditLog, JsonlFileAuditSink, MemoryAuditSink, StdoutAuditSink, type AuditSink } from './audit.js'
 import { BrownoutSentinel, type BrownoutThresholds } from './brownout.js'
 import { interopConfigSchema, parseInteropConfig, type InteropConfig, type InteropConfigInput } from './config.js'
-import { DedupeStore } from './dedupe.js'
+import { DedupeStore, type DedupeRecord } from './dedupe.js'
+import { DedupeJournal } from './dedupe-journal.js'
 import { registerInteropMetrics } from './metrics.js'
 import type { ApiKeyClient, InteropContext, InteropEvent } from './routes/context.js'
 import { objectRoutes } from './routes/objects.js'
@@ -77,6 +80,15 @@ export interface InteropService extends RonService {
 /** Paths reported in `health().paths` (SPEC.md 3.3a). */
 export const INTEROP_PATHS = ['webhooks', 'uploads', 'reads'] as const
 
+/** How often a faulted dedupe journal tries the disk again. */
+const JOURNAL_PROBE_MS = 1000
+
+/** The slow-client rules (SPEC 4) core's host applies to every interop body. */
+function slowClientLimits(cfg: InteropConfig): SlowClientLimits {
+  const h = cfg.http
+  return { minBytesPerSec: h.minBytesPerSec, rateWindowMs: h.rateWindowMs, requestTimeoutMs: h.requestTimeoutMs, maxBodiesPerPrincipal: h.maxBodiesPerPrincipal }
+}
+
 function thresholdsOf(cfg: InteropConfig): BrownoutThresholds {
   const { sampleIntervalMs: _sample, ...t } = cfg.brownout
   return t
@@ -115,16 +127,36 @@ const noTokens: ServiceTokens = {
  * createServer(interop.handle).listen(7705)
  * ```
  */
-export function createInteropService(config: InteropConfigInput = {}, transport?: Transport, runtime: InteropRuntime = {}): Promise<InteropService> {
+export async function createInteropService(config: InteropConfigInput = {}, transport?: Transport, runtime: InteropRuntime = {}): Promise<InteropService> {
+  const parsed = parseInteropConfig(config)
+  // The durable dedupe window, read before anything starts (a restart remembers what it acknowledged).
+  let journal: DedupeJournal | undefined
+  let restored: DedupeRecord[] = []
+  const live = { records: (): DedupeRecord[] => [] }
+  const faults = { onFault: (_reason: DiskFaultReason | undefined): void => {} }
+  if (parsed.dataDir !== undefined) {
+    const opened = await DedupeJournal.open(parsed.dataDir, { live: () => live.records(), onFault: (r) => faults.onFault(r) })
+    journal = opened.journal
+    restored = opened.records
+  }
   try {
-    return Promise.resolve(build(config, transport, runtime))
+    return build(parsed, config, transport, runtime, journal, restored, live, faults)
   } catch (e) {
-    return Promise.reject(e instanceof Error ? e : new Error(String(e)))
+    await journal?.close()
+    throw e
   }
 }
 
-function build(config: InteropConfigInput, transport: Transport | undefined, runtime: InteropRuntime): InteropService {
-  const parsed = parseInteropConfig(config)
+function build(
+  parsed: InteropConfig,
+  config: InteropConfigInput,
+  transport: Transport | undefined,
+  runtime: InteropRuntime,
+  journal: DedupeJournal | undefined,
+  restored: DedupeRecord[],
+  live: { records: () => DedupeRecord[] },
+  faults: { onFault: (reason: DiskFaultReason | undefined) => void },
+): InteropService {
   const clock = runtime.clock ?? systemClock
   const random = runtime.random ?? systemRandom
   const host = createServiceHost<InteropConfig>({
@@ -134,10 +166,11 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     config: {
       schema: interopConfigSchema,
       input: config,
-      immutable: ['id', 'version', 'workQueue', 'workers', 'audit', 'amnesia', 'webhooks.maxBodyBytes', 'webhooks.dedupe', 'uploads.maxBytes', 'retry', 'drainDeadlineMs', 'gateway.domain', 'gateway.subdomains'],
+      immutable: ['id', 'version', 'workQueue', 'workers', 'audit', 'amnesia', 'dataDir', 'webhooks.maxBodyBytes', 'webhooks.dedupe', 'uploads.maxBytes', 'http.readTimeoutMs', 'retry', 'drainDeadlineMs', 'gateway.domain', 'gateway.subdomains'],
     },
     ...(transport === undefined ? {} : { transport }),
     drainDeadlineMs: parsed.drainDeadlineMs,
+    limits: { readTimeoutMs: parsed.http.readTimeoutMs, ...slowClientLimits(parsed) },
     clock,
     random,
     logger: runtime.logger ?? noopLogger,
@@ -171,25 +204,52 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
   }
 
   const pool = host.pool(CHANNELS.work)
+  // Paths (SPEC 3.3a): brownout sheds webhooks and uploads; a faulted dedupe journal (the local
+  // disk) stops webhooks alone.
+  let shedding: string | undefined
+  const setWritePaths = (): void => {
+    const disk = journal?.fault
+    host.readiness.setPath('webhooks', shedding === undefined && disk === undefined, shedding ?? disk)
+    host.readiness.setPath('uploads', shedding === undefined, shedding)
+  }
   const brownout: BrownoutSentinel = new BrownoutSentinel({
     thresholds: thresholdsOf(initial),
     clock,
     queue: () => ({ depth: pool.depth, capacity: pool.capacity }),
     onChange: (active, status) => {
       for (const component of ['webhooks', 'uploads']) brownoutGauge.set({ component }, active ? 1 : 0)
-      const reason = active ? `brownout: ${status.triggers.join(', ')}` : undefined
-      host.readiness.setPath('webhooks', !active, reason)
-      host.readiness.setPath('uploads', !active, reason)
+      shedding = active ? `brownout: ${status.triggers.join(', ')}` : undefined
+      setWritePaths()
       events.publish({ type: 'brownout:changed', active, triggers: status.triggers })
       host.logger.warn({ ...status }, active ? 'brownout on: shedding webhooks and uploads' : 'brownout cleared')
     },
   })
   for (const p of INTEROP_PATHS) host.readiness.setPath(p, true)
+  if (journal !== undefined) {
+    // The local disk (SPEC 4): a fault turns writes unready until the journal's probe recovers.
+    host.readiness.declare('disk', 'write', true)
+    faults.onFault = (reason) => {
+      host.readiness.set('disk', reason === undefined, reason)
+      setWritePaths()
+      if (reason === undefined) host.logger.info({}, 'webhook dedupe journal writable again')
+      else host.logger.error({ reason }, 'webhook dedupe journal not writable: webhooks refused until it recovers')
+    }
+    if (journal.fault !== undefined) faults.onFault(journal.fault)
+  }
 
   const ownSink = runtime.auditSink === undefined
   const auditSink = runtime.auditSink ?? sinkOf(initial, clock)
   const audit = new AuditLog({ sink: auditSink, capacity: initial.audit.queue, clock, metrics: sink })
   const events = host.broadcast<InteropEvent>(CHANNELS.events)
+
+  const dedupe = new DedupeStore({
+    clock,
+    ttlMs: initial.webhooks.dedupe.ttlMs,
+    maxEntries: initial.webhooks.dedupe.maxEntries,
+    ...(journal === undefined ? {} : { persist: (r: DedupeRecord) => journal.append(r) }),
+  })
+  dedupe.restore(restored)
+  live.records = () => dedupe.records()
 
   const clientsOf = (c: InteropConfig): ApiKeyClient[] =>
     c.apiKeys.map((k) => ({ hash: Buffer.from(k.keyHash.slice('sha256:'.length), 'hex'), client: k.client, maxBytes: k.maxBytes }))
@@ -204,7 +264,8 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     metrics: sink,
     upstreams,
     tokens: toServiceTokens(runtime.tokens) ?? noTokens,
-    dedupe: new DedupeStore({ clock, ttlMs: initial.webhooks.dedupe.ttlMs, maxEntries: initial.webhooks.dedupe.maxEntries }),
+    dedupe,
+    journal,
     audit,
     brownout,
     bucket: () => bucket,
@@ -213,6 +274,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     clients: () => clients,
     capabilities: new CapabilityCache({ clock }),
     uploadsInFlight: new Map(),
+    uploadsActive: { n: 0 },
     verifyCounter: talliedVerifyCounter(verify),
   }
   const gateway = createGateway(ctx, runtime.nodes, metrics)
@@ -226,6 +288,7 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     ctx.capabilities.clear()
     gateway.reload()
     brownout.setThresholds(thresholdsOf(next))
+    host.setSlowClientLimits(slowClientLimits(next))
   })
 
   host.supervisor.spawn(TASKS.auditSink, (signal) => audit.run(signal))
@@ -236,9 +299,19 @@ function build(config: InteropConfigInput, transport: Transport | undefined, run
     }
   })
 
+  if (journal !== undefined) {
+    host.supervisor.spawn(TASKS.dedupeJournal, async (signal) => {
+      for (;;) {
+        await clock.sleep(JOURNAL_PROBE_MS, signal)
+        if (journal.fault !== undefined) await journal.probe()
+      }
+    })
+  }
+
   host.onClose(async () => {
     audit.close()
     if (ownSink) await auditSink.close?.()
+    await journal?.close()
   })
 
   const service: InteropService = {

@@ -24,6 +24,7 @@ export const TASKS = {
   worker: 'work-worker',
   auditSink: 'audit-sink',
   sentinel: 'brownout-sentinel',
+  dedupeJournal: 'dedupe-journal',
 } as const
 
 /**
@@ -46,6 +47,16 @@ export function interopTopology(cfg: InteropConfig): Topology {
       { name: TASKS.worker, count: cfg.workers, criticality: 'critical', description: 'stores webhook receipts and streams uploads to storage (capability from passport); emits audit events' },
       { name: TASKS.auditSink, count: 1, criticality: 'important', description: `writes audit events to the ${cfg.audit.sink} sink` },
       { name: TASKS.sentinel, count: 1, criticality: 'important', description: 'samples error rate, upstream p95 and queue fill; toggles brownout with hysteresis' },
+      ...(cfg.dataDir === undefined
+        ? []
+        : [
+            {
+              name: TASKS.dedupeJournal,
+              count: 1,
+              criticality: 'important' as const,
+              description: 'with a dataDir: probes a faulted dedupe journal (the local disk) every second and turns webhooks ready again once it takes writes',
+            },
+          ]),
     ],
     channels: [
       {

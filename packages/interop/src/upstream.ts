@@ -2,7 +2,9 @@
  * Calls out to storage, passport and index: through the transport, each with a deadline and a
  * circuit breaker per upstream; retried only when idempotent (reads, and content-addressed
  * receipt stores whose body is bytes) with the seed's backoff 50–100 → 200–400 → 800–1600 ms
- * (capped at 2 s). Every call's latency feeds the brownout sentinel.
+ * (capped at 2 s). Every call's latency feeds the brownout sentinel — for a body streamed from a
+ * client, only from the body's end (the client's pace is not the upstream's latency), and a call
+ * whose client body failed feeds neither the sentinel nor the breaker.
  *
  * @module
  */
@@ -86,6 +88,12 @@ export interface UpstreamCall extends Omit<TransportRequest, 'signal' | 'timeout
   signal?: AbortSignal
   /** The caller's correlation id, carried downstream as `X-Corr-ID` (SPEC §4). */
   corrId?: string
+  /**
+   * For a body streaming from a client (an upload): when it ended, or how it failed. Latency is
+   * then measured from the body's end, and not at all when it never ended; a failure while the
+   * client's body failed is the client's, not the upstream's (the breaker ignores it).
+   */
+  clientBody?: { readonly endedAt?: number; readonly failure?: unknown }
 }
 
 /**
@@ -100,6 +108,8 @@ export interface UpstreamCall extends Omit<TransportRequest, 'signal' | 'timeout
 export class Upstreams {
   readonly #o: UpstreamsOptions
   readonly #breakers = new Map<string, CircuitBreaker>()
+  /** Errors of calls whose client body had failed: the client's doing, ignored by the breakers. */
+  readonly #clientFaults = new WeakSet<object>()
 
   constructor(options: UpstreamsOptions) {
     this.#o = options
@@ -113,8 +123,9 @@ export class Upstreams {
         name,
         clock: this.#o.clock,
         metrics: this.#o.metrics,
-        // The caller giving up, or the upstream refusing us (4xx never get here), is not the upstream being unhealthy.
-        isFailure: (e) => !isRonError(e, 'Canceled'),
+        // The caller giving up, the client failing its own body, or the upstream refusing us (4xx
+        // never get here) is not the upstream being unhealthy.
+        isFailure: (e) => !isRonError(e, 'Canceled') && !(typeof e === 'object' && e !== null && this.#clientFaults.has(e)),
       })
       this.#o.metrics.inc('breaker_open_total', { target: name }, 0)
       b.onStateChange((e) => {
@@ -144,6 +155,7 @@ export class Upstreams {
     // Reads and writes of one upstream trip separately: a storage refusing writes (full disk)
     // still serves reads, and reads must keep working through a write brownout.
     const breaker = this.breaker(breakerName(target, call.method))
+    const client = call.clientBody
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted()
       const started = this.#o.clock.now()
@@ -154,15 +166,20 @@ export class Upstreams {
           if (headers !== undefined) req.headers = headers
           if (call.body !== undefined) req.body = call.body
           if (sig !== undefined) req.signal = sig
-          const res = await this.#o.transport.request(target, req)
-          this.#o.onLatency(this.#o.clock.now() - started)
-          if (res.status >= 500) throw await errorFromResponse(res)
+          let res: TransportResponse
+          try {
+            res = await this.#o.transport.request(target, req)
+          } catch (e) {
+            throw this.#blame(e, client)
+          }
+          this.#latency(started, client)
+          if (res.status >= 500) throw this.#blame(await errorFromResponse(res), client)
           return res
         }, signal)
       } catch (e) {
         if (isRonError(e, 'Timeout')) {
-          this.#o.onLatency(this.#o.clock.now() - started)
-          this.#o.metrics.inc('io_timeouts_total', { op })
+          this.#latency(started, client)
+          if (client?.failure === undefined) this.#o.metrics.inc('io_timeouts_total', { op })
         }
         const retryable = isRonError(e) && e.retryable && !(e instanceof BreakerOpenError)
         if (attempt >= tries || !retryable || signal?.aborted === true) throw e
@@ -170,5 +187,21 @@ export class Upstreams {
         await this.#o.clock.sleep(upstreamBackoff(attempt, this.#o.retry, this.#o.random), signal)
       }
     }
+  }
+
+  /** Reports a call's latency to the sentinel: from the client body's end for a streamed body, never when the client failed it. */
+  #latency(started: number, client: UpstreamCall['clientBody']): void {
+    if (client === undefined) {
+      this.#o.onLatency(this.#o.clock.now() - started)
+      return
+    }
+    if (client.failure !== undefined || client.endedAt === undefined) return
+    this.#o.onLatency(this.#o.clock.now() - client.endedAt)
+  }
+
+  /** Marks `e` as the client's doing when the client's body had failed (the breaker then ignores it). */
+  #blame(e: unknown, client: UpstreamCall['clientBody']): unknown {
+    if (client?.failure !== undefined && typeof e === 'object' && e !== null) this.#clientFaults.add(e)
+    return e
   }
 }

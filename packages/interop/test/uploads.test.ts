@@ -65,6 +65,32 @@ describe('POST /put', () => {
     expect(sys.issued).toEqual([])
   })
 
+  it('honours X-Expect-Address: a mismatch is 422 IntegrityFailed and nothing is kept under either address; a match is stored', async () => {
+    sys = await system()
+    const body = new TextEncoder().encode('the bytes the client meant')
+    const other = addressOf(new TextEncoder().encode('some other bytes'))
+    const res = await sys.request('POST', '/put', { 'x-api-key': API_KEY, 'x-expect-address': other }, body)
+    expect(res.status).toBe(422)
+    expect(await readJson(res)).toMatchObject({ error: { code: 'IntegrityFailed' } })
+    expect(await sys.storage.store.stat(addressOf(body))).toBeUndefined()
+    expect(await sys.storage.store.stat(other)).toBeUndefined()
+    expect((await sys.request('GET', `/o/${addressOf(body)}`)).status).toBe(404)
+    await sys.clock.flush()
+    expect((sys.interop.auditSink as MemoryAuditSink).events().at(-1)).toMatchObject({ kind: 'put', decision: 'deny', reason: 'IntegrityFailed' })
+
+    const ok = await sys.request('POST', '/put', { 'x-api-key': API_KEY, 'x-expect-address': addressOf(body) }, body)
+    expect(ok.status).toBe(201)
+    expect(await readJson(ok)).toEqual({ address: addressOf(body), size: body.byteLength })
+  })
+
+  it('refuses a malformed X-Expect-Address with 400 naming the header, before asking for a capability', async () => {
+    sys = await system()
+    const res = await sys.request('POST', '/put', { 'x-api-key': API_KEY, 'x-expect-address': 'b3:not-an-address' }, 'x')
+    expect(res.status).toBe(400)
+    expect(await readJson(res)).toMatchObject({ error: { code: 'Malformed', details: { field: 'X-Expect-Address' } } })
+    expect(sys.issued).toHaveLength(0)
+  })
+
   it('refusals before any work (missing or unknown API key, declared size over the limit) are audited as deny, without the key', async () => {
     sys = await system({ uploads: { maxBytes: 1000 } })
     await sys.request('POST', '/put', { 'x-corr-id': 'no-key' }, 'x')

@@ -65,18 +65,28 @@ const writeReadinessSchema = z.strictObject({
   slowPutMs: positiveMs.default(5000),
 })
 
-/** Slow-client rules of uploads (counted from when the upload leaves the queue). */
-const uploadSchema = z.strictObject({
-  /** Minimum average upload rate over `rateWindowMs`; below it → 408 RequestTimeout. @default 8 KiB/s */
-  minBytesPerSec: positiveBytes.default(8 * KiB),
-  /** Window of the minimum-rate rule (also the grace before it applies). @default 30000 */
-  rateWindowMs: positiveMs.default(30_000),
-})
-
-/** Per-service HTTP limits (SPEC.md 3.2, 4). */
+/** Per-service HTTP limits (SPEC.md 3.2, 4), slow-client rules included. */
 const httpSchema = z.strictObject({
   /** Longest gap between request body chunks before 408 RequestTimeout. @default 5000 */
   readTimeoutMs: positiveMs.default(5000),
+  /**
+   * Minimum average body rate over `rateWindowMs` of reading (uploads count from when they leave
+   * the `work` queue); below it → 408 RequestTimeout `min_rate`. @default 8 KiB/s
+   */
+  minBytesPerSec: positiveBytes.default(8 * KiB),
+  /** Window of the minimum-rate rule (also the grace before it applies). @default 30000 */
+  rateWindowMs: positiveMs.default(30_000),
+  /**
+   * Whole-request deadline of a body: this plus the time its `Content-Length` (else
+   * `maxObjectBytes`) takes at `minBytesPerSec`; later → 408 RequestTimeout `deadline`. @default 30000
+   */
+  requestTimeoutMs: positiveMs.default(30_000),
+  /**
+   * Lingering request bodies (still arriving after a tenth of `rateWindowMs`) one principal (token
+   * `sub`, else client address) may have at once; more → 429 Busy `per_principal`.
+   * @default the larger of 16 and `writersPerPrincipal`
+   */
+  maxBodiesPerPrincipal: positiveInt.optional(),
   /** Longest a streamed reply waits for the client to take data. @default 5000 */
   writeTimeoutMs: positiveMs.default(5000),
   /** Decoded cap of JSON bodies (object bodies are capped by `maxObjectBytes`). @default 1 MiB */
@@ -153,8 +163,6 @@ export const storageConfigSchema = z.strictObject({
   writers: positiveInt.default(32),
   /** Concurrent uploads being written per principal (token `sub`). @default half of `writers` (at least 1) */
   writersPerPrincipal: positiveInt.optional(),
-  /** Slow-client rules of uploads. */
-  upload: uploadSchema.prefault({}),
   /** HTTP limits of this service. */
   http: httpSchema.prefault({}),
   /** How long close() lets in-flight requests finish. @default 3000 */
@@ -225,12 +233,16 @@ export const storageOptionsSchema = storageConfigSchema
     // A node listed among its own peers (one shared peer list for the whole cluster) is itself.
     const self = o.advertise ?? o.nodeId
     const peers = [...new Set(o.peers.filter((p) => p !== self))]
+    const writersPerPrincipal = o.writersPerPrincipal ?? Math.max(1, Math.floor(o.writers / 2))
+    // A principal's uploads are read only once they hold a writer: never refuse one that does.
+    const http = { ...o.http, maxBodiesPerPrincipal: o.http.maxBodiesPerPrincipal ?? Math.max(16, writersPerPrincipal) }
     return {
       ...o,
       peers,
       rf: o.rf ?? (peers.length > 0 ? 2 : 1),
       advertise: o.advertise ?? o.nodeId,
-      writersPerPrincipal: o.writersPerPrincipal ?? Math.max(1, Math.floor(o.writers / 2)),
+      writersPerPrincipal,
+      http,
       announce: { ...o.announce, intervalMs: o.announce.intervalMs ?? (o.announce.ttlSec * 1000) / 2 },
     }
   })

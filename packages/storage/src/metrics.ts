@@ -33,7 +33,7 @@ export const STORAGE_METRICS: Readonly<Record<string, { type: Kind; help: string
 /** Routes whose 429s are labelled by endpoint. */
 const ENDPOINTS = ['GET /o/:addr', 'HEAD /o/:addr', 'GET /o/:addr/status', 'GET /o', 'PUT /o', 'POST /o', 'PUT /replica']
 /** `io_timeouts_total{op}` values storage can report. */
-const IO_OPS = ['read', 'write', 'upload_rate', 'upload_deadline', 'peer']
+const IO_OPS = ['read', 'read_rate', 'read_deadline', 'write', 'peer']
 
 /**
  * Registers storage's families and sets every known label combination to zero: the seed's

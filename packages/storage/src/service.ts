@@ -8,7 +8,7 @@
 
 import { join } from 'node:path'
 import { BoundedQueue, ConfigError, MalformedError, TokenBucket, WakeableSleep, createServiceHost, noopLogger, systemClock } from '@ron/core'
-import type { Address, Clock, CorsOptions, RonService, Subscription, Transport } from '@ron/core'
+import type { Address, Clock, CorsOptions, RonService, SlowClientLimits, Subscription, Transport } from '@ron/core'
 import { RequestGate, WorkScheduler } from './admission.js'
 import { Announcer } from './announcer.js'
 import { resolveOptions, storageConfigSchema, type ResolvedStorageOptions, type StorageConfig, type StorageServiceOptions } from './config.js'
@@ -104,6 +104,12 @@ function runtimePart(options: StorageServiceOptions): StorageServiceOptions {
 
 type StorageConfigOutput = ReturnType<typeof storageConfigSchema.parse>
 
+/** The slow-client rules (SPEC 4) core's host enforces on every body, uploads included. */
+function slowClientLimits(o: ResolvedStorageOptions): SlowClientLimits {
+  const h = o.http
+  return { minBytesPerSec: h.minBytesPerSec, rateWindowMs: h.rateWindowMs, requestTimeoutMs: h.requestTimeoutMs, maxBodiesPerPrincipal: h.maxBodiesPerPrincipal }
+}
+
 function corsOf(c: NonNullable<ResolvedStorageOptions['cors']>): CorsOptions {
   return { ...(c.readOrigins === undefined ? {} : { readOrigins: c.readOrigins }), ...(c.writeOrigins === undefined ? {} : { writeOrigins: c.writeOrigins }) }
 }
@@ -174,6 +180,7 @@ async function build(
       maxDecompressedBytes: o.http.maxDecompressedBytes,
       readTimeoutMs: o.http.readTimeoutMs,
       writeTimeoutMs: o.http.writeTimeoutMs,
+      ...slowClientLimits(o),
     },
     admission: {
       maxConcurrentPerIp: o.http.maxConcurrentPerIp,
@@ -406,6 +413,7 @@ async function build(
     ctx.o = next
     work.configure({ capacity: next.workQueue, readers: next.getConcurrency, writers: next.writers, writersPerPrincipal: next.writersPerPrincipal })
     gate.configure({ maxInflight: next.http.maxInflight, maxRps: next.http.maxRps })
+    host.setSlowClientLimits(slowClientLimits(next))
     host.setCors(next.cors === undefined ? undefined : corsOf(next.cors))
     if (bucket.capacity !== next.repair.burst || rate !== next.repair.bytesPerSec) {
       // Pacing changes for the next chunk; a take in progress finishes on the old bucket.

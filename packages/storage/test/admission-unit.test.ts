@@ -1,42 +1,14 @@
 /**
- * The work scheduler and the upload rate rule on a virtual clock: no real waits, no sockets.
+ * The work scheduler on a virtual clock: no real waits, no sockets. (The upload rate rule is
+ * core's now: packages/core/test/http/slow-clients.test.ts.)
  */
 import { describe, expect, it } from 'vitest'
-import { isRonError, noopMetrics } from '@ron/core'
+import { noopMetrics } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
 import { WorkScheduler } from '../src/admission.js'
-import { pacedBody, uploadDeadlineMs } from '../src/upload-pace.js'
 
 function scheduler(limits: { capacity: number; readers: number; writers: number; writersPerPrincipal: number }, signal = new AbortController().signal) {
   return new WorkScheduler({ name: 'work', metrics: noopMetrics, clock: new VirtualClock(), signal, ...limits })
-}
-
-/** A body fed by the test: `push(n)` makes n bytes available, `end()` finishes it. */
-function feed(): { body: AsyncIterable<Uint8Array>; push(n: number): void; end(): void } {
-  const waiting: ((r: IteratorResult<Uint8Array>) => void)[] = []
-  const ready: IteratorResult<Uint8Array>[] = []
-  const give = (r: IteratorResult<Uint8Array>): void => {
-    const w = waiting.shift()
-    if (w) w(r)
-    else ready.push(r)
-  }
-  return {
-    body: {
-      [Symbol.asyncIterator]: () => ({
-        next: () => (ready.length > 0 ? Promise.resolve(ready.shift()!) : new Promise((r) => waiting.push(r))),
-        return: () => Promise.resolve({ done: true, value: undefined }),
-      }),
-    },
-    push: (n) => give({ done: false, value: new Uint8Array(n) }),
-    end: () => give({ done: true, value: undefined }),
-  }
-}
-
-async function outcome(p: Promise<unknown>): Promise<string> {
-  return p.then(
-    () => 'done',
-    (e: unknown) => (isRonError(e) ? `${e.code}:${String(e.details.reason)}` : String(e)),
-  )
 }
 
 describe('WorkScheduler', () => {
@@ -105,64 +77,5 @@ describe('WorkScheduler', () => {
     const w = s.acquire('write', 'b', 'PUT /o', sig)
     s.configure({ capacity: 4, readers: 1, writers: 2, writersPerPrincipal: 1 })
     await expect(w).resolves.toBeTypeOf('function')
-  })
-})
-
-describe('pacedBody: minimum rate and whole-upload deadline on a virtual clock', () => {
-  it('cuts an upload under the minimum rate once a window has passed (408 min_rate)', async () => {
-    const clock = new VirtualClock()
-    const f = feed()
-    const body = pacedBody(f.body, { minBytesPerSec: 8192, windowMs: 30_000, expectedBytes: undefined, clock, metrics: noopMetrics })
-    const drained = outcome(
-      (async () => {
-        for await (const _ of body) void _
-      })(),
-    )
-    // 1 byte every 3 s: the gap timeout alone would never fire.
-    for (let t = 0; t < 40_000; t += 3000) {
-      f.push(1)
-      await clock.advance(3000)
-    }
-    expect(await drained).toBe('RequestTimeout:min_rate')
-  })
-
-  it('lets an upload at the minimum rate finish, however long it takes', async () => {
-    const clock = new VirtualClock()
-    const f = feed()
-    const body = pacedBody(f.body, { minBytesPerSec: 1000, windowMs: 10_000, expectedBytes: undefined, clock, metrics: noopMetrics })
-    let got = 0
-    const drained = outcome(
-      (async () => {
-        for await (const c of body) got += c.byteLength
-      })(),
-    )
-    for (let t = 0; t < 60_000; t += 500) {
-      f.push(600) // 1200 B/s
-      await clock.advance(500)
-    }
-    f.end()
-    expect(await drained).toBe('done')
-    expect(got).toBe(600 * 120)
-  })
-
-  it('enforces the deadline derived from the announced size and the minimum rate (408 deadline)', async () => {
-    // The rate counts decoded bytes; the deadline bounds the time on the wire for the announced
-    // (encoded) length: a compressed body can decode fast while its bytes arrive too slowly.
-    const clock = new VirtualClock()
-    const f = feed()
-    const expected = 10_000
-    const deadline = uploadDeadlineMs(expected, 1000, 10_000)
-    expect(deadline).toBe(20_000)
-    const body = pacedBody(f.body, { minBytesPerSec: 1000, windowMs: 10_000, expectedBytes: expected, clock, metrics: noopMetrics })
-    const drained = outcome(
-      (async () => {
-        for await (const _ of body) void _
-      })(),
-    )
-    for (let t = 0; t <= deadline + 2000; t += 1000) {
-      f.push(2000)
-      await clock.advance(1000)
-    }
-    expect(await drained).toBe('RequestTimeout:deadline')
   })
 })

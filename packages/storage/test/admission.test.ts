@@ -83,7 +83,7 @@ describe('upload admission over real sockets', () => {
     // Virtual time: the rate rule fires only when the test moves the clock, so the queue's
     // "4 writing, 16 waiting" state holds however slowly a loaded machine sets up the 20 sockets.
     const clock = new VirtualClock(Date.now())
-    const r = await start({ clock, writers: 8, upload: { minBytesPerSec: 4096, rateWindowMs: 200 }, http: { readTimeoutMs: 30_000 } })
+    const r = await start({ clock, writers: 8, http: { minBytesPerSec: 4096, rateWindowMs: 200, readTimeoutMs: 30_000 } })
     const alice = r.token('alice')
     const trickles: { socket: Socket; answered: boolean; done: Promise<string> }[] = []
     for (let i = 0; i < 20; i++) {
@@ -114,7 +114,7 @@ describe('upload admission over real sockets', () => {
       expect(a).toContain('"code":"RequestTimeout"')
       expect(a).toContain('"reason":"min_rate"')
     }
-    expect(await metricValue(r.svc, 'io_timeouts_total', { op: 'upload_rate' })).toBe(20)
+    expect(await metricValue(r.svc, 'io_timeouts_total', { op: 'read_rate' })).toBe(20)
   })
 
   it('64 concurrent 1 MiB PUTs from one client all succeed; no more than the per-principal writers run at once', async () => {

@@ -33,7 +33,7 @@ describe('metrics', () => {
       'queue_dropped_total{queue="events",service="storage"} 0',
       'tasks_aborted_total{kind="request",service="storage"} 0',
       'tasks_spawned_total{kind="repair-worker",service="storage"}',
-      'io_timeouts_total{op="upload_rate",service="storage"} 0',
+      'io_timeouts_total{op="read_rate",service="storage"} 0',
       'io_timeouts_total{op="read",service="storage"} 0',
       'bus_lagged_total{topic="events",service="storage"} 0',
       'repair_wait_seconds_count{service="storage"} 0',
@@ -77,7 +77,7 @@ describe('reload()', () => {
     // rf 3 with no peers is invalid: the whole reload is rolled back.
     await expect(node.svc.reload({ maxObjectBytes: 1000, rf: 3 })).rejects.toMatchObject({ code: 'Malformed' })
     await expect(node.client.put('more than ten bytes')).rejects.toMatchObject({ code: 'OverLimit', details: { limit: 10 } })
-    await node.svc.reload({ maxObjectBytes: '1KiB', writers: 2, upload: { minBytesPerSec: '1KiB' } })
+    await node.svc.reload({ maxObjectBytes: '1KiB', writers: 2, http: { minBytesPerSec: '1KiB' } })
     await expect(node.client.put('more than ten bytes')).resolves.toMatchObject({ created: true })
   })
 

@@ -61,7 +61,7 @@ describe('storage options', () => {
       workQueue: 512,
       writers: 32,
       writersPerPrincipal: 16,
-      upload: { minBytesPerSec: 8192, rateWindowMs: 30_000 },
+      http: { minBytesPerSec: 8192, rateWindowMs: 30_000, requestTimeoutMs: 30_000, maxBodiesPerPrincipal: 16, readTimeoutMs: 5000 },
       drainDeadlineMs: 3000,
       repair: { intervalMs: 30000, bytesPerSec: 50 * 1024 * 1024, workers: 2, queue: 256 },
       announce: { ttlSec: 3600, intervalMs: 1_800_000 },
@@ -75,12 +75,16 @@ describe('storage options', () => {
     expect(() => resolveOptions({ repair: { workers: 0 } })).toThrow(path('repair.workers'))
     expect(() => resolveOptions({ rf: 3, peers: ['b'] })).toThrow(path('rf'))
     expect(() => resolveOptions({ rf: 2, writeQuorum: 3, peers: ['b'] })).toThrow(path('writeQuorum'))
-    expect(() => resolveOptions({ upload: { minBytesPerSec: 'fast' } })).toThrow(path('upload.minBytesPerSec'))
+    expect(() => resolveOptions({ http: { minBytesPerSec: 'fast' } })).toThrow(path('http.minBytesPerSec'))
+    expect(() => resolveOptions({ http: { maxBodiesPerPrincipal: 0 } })).toThrow(path('http.maxBodiesPerPrincipal'))
   })
 
   it('accepts sizes and durations with units (config files)', () => {
-    const o = resolveOptions({ maxObjectBytes: '1GiB', upload: { minBytesPerSec: '16KiB', rateWindowMs: '10s' }, http: { readTimeoutMs: '2s' } })
-    expect(o).toMatchObject({ maxObjectBytes: 1024 ** 3, upload: { minBytesPerSec: 16384, rateWindowMs: 10_000 }, http: { readTimeoutMs: 2000 } })
+    const o = resolveOptions({ maxObjectBytes: '1GiB', http: { readTimeoutMs: '2s', minBytesPerSec: '16KiB', rateWindowMs: '10s', requestTimeoutMs: '1m' } })
+    expect(o).toMatchObject({ maxObjectBytes: 1024 ** 3, http: { readTimeoutMs: 2000, minBytesPerSec: 16384, rateWindowMs: 10_000, requestTimeoutMs: 60_000 } })
+    // The body share follows writersPerPrincipal upwards (a principal's held writers are never refused their bodies).
+    expect(resolveOptions({ writers: 100 }).http.maxBodiesPerPrincipal).toBe(50)
+    expect(resolveOptions({ writers: 4 }).http.maxBodiesPerPrincipal).toBe(16)
   })
 
   it('needs a transport for peers', async () => {

@@ -16,7 +16,8 @@
  * `decompressed_size`, `decompression_ratio`) and what the cap is (`details.limit`).
  * A transfer coding other than `chunked` (e.g. `Transfer-Encoding: gzip, chunked`) is refused
  * with 501 {@link NotImplementedError} (RFC 9112 6.1), never stored undecoded. A body stalled
- * longer than the gap timeout is 408 {@link RequestTimeoutError}: the client was too slow.
+ * longer than the gap timeout, arriving under the minimum rate or past its deadline
+ * ({@link BodyPace}) is 408 {@link RequestTimeoutError}: the client was too slow.
  *
  * @module
  */
@@ -26,6 +27,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import { abortReason, type Clock, type TimerHandle } from '../clock.js'
 import { CanceledError, MalformedError, NotImplementedError, OverLimitError, RequestTimeoutError, UnsupportedMediaTypeError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
+import type { BodyPace } from './pace.js'
 import type { RonRequest } from './types.js'
 
 /** Slack added to the ratio cap so tiny compressed bodies may still expand a little. */
@@ -49,6 +51,27 @@ export interface BodyLimits {
   clock: Clock
   signal: AbortSignal
   metrics: MetricsSink | undefined
+  /** Minimum rate and deadline of this body; absent: the gap timeout alone. */
+  pace?: BodyPace | undefined
+  /** Told once when the body is done with: read to its end, failed, or abandoned by the reader. */
+  owner?: BodyOwner | undefined
+}
+
+/** Whoever must learn that a body is done with (the request context releases its body share). @internal */
+export interface BodyOwner {
+  bodyDone(): void
+}
+
+/** The gap timer's period: the gap timeout, or the pace check interval when that is shorter. */
+function waitTimerMs(o: Pick<BodyLimits, 'readTimeoutMs' | 'pace'>): number {
+  const p = o.pace
+  return p === undefined ? o.readTimeoutMs : Math.min(o.readTimeoutMs, p.checkEveryMs)
+}
+
+/** The 408 of a body stalled for the gap timeout. */
+function gapError(o: Pick<BodyLimits, 'readTimeoutMs' | 'metrics'>): RequestTimeoutError {
+  o.metrics?.inc('io_timeouts_total', { op: 'read' })
+  return new RequestTimeoutError(`no request body data for ${o.readTimeoutMs} ms`, { details: { op: 'read', reason: 'gap', timeoutMs: o.readTimeoutMs } })
 }
 
 type Decoder = () => Transform
@@ -134,10 +157,14 @@ function identity(req: RonRequest, o: BodyLimits): AsyncIterableIterator<Uint8Ar
 
 async function* identityIterated(req: RonRequest, o: BodyLimits): AsyncGenerator<Uint8Array> {
   let total = 0
-  for await (const chunk of timedChunks(req.body, o, undefined)) {
-    total += chunk.byteLength
-    if (total > o.limit) throw overLimit('body_limit', o.limit)
-    yield chunk
+  try {
+    for await (const chunk of timedChunks(req.body, o, undefined)) {
+      total += chunk.byteLength
+      if (total > o.limit) throw overLimit('body_limit', o.limit)
+      yield chunk
+    }
+  } finally {
+    o.owner?.bodyDone()
   }
 }
 
@@ -179,6 +206,7 @@ async function* decoded(req: RonRequest, o: BodyLimits, decoder: Transform): Asy
   } finally {
     decoder.destroy()
     source.destroy()
+    o.owner?.bodyDone()
   }
 }
 
@@ -220,18 +248,42 @@ async function* timedChunks(
   }
 }
 
-/** The pending `next()` of {@link timedChunks}: settled by the chunk, the gap timer or the abort, whichever is first. */
-class ChunkWait<T> {
+/**
+ * The pending `next()` of {@link timedChunks}: settled by the chunk, the gap timer, the pace rules
+ * or the abort, whichever is first. Reading time (for the pace) counts while a `next()` waits.
+ */
+class ChunkWait<T extends Uint8Array> {
   #resolve: ((r: IteratorResult<T>) => void) | undefined = undefined
   #reject: ((e: Error) => void) | undefined = undefined
   #timer: TimerHandle | undefined = undefined
+  #waitSince = 0
   readonly #onGap = (): void => {
     this.#timer = undefined
-    this.o.metrics?.inc('io_timeouts_total', { op: 'read' })
-    this.#fail(new RequestTimeoutError(`no request body data for ${this.o.readTimeoutMs} ms`, { details: { op: 'read', reason: 'gap', timeoutMs: this.o.readTimeoutMs } }))
+    const now = this.o.clock.now()
+    const waited = now - this.#waitSince
+    if (waited >= this.o.readTimeoutMs) {
+      this.#fail(gapError(this.o))
+      return
+    }
+    const late = this.o.pace?.check(now)
+    if (late !== undefined) {
+      this.#fail(late)
+      return
+    }
+    this.#arm(Math.min(waitTimerMs(this.o), this.o.readTimeoutMs - waited))
   }
   readonly onAbort = (): void => this.#fail(abortReason(this.o.signal))
   readonly #onValue = (r: IteratorResult<T>): void => {
+    const pace = this.o.pace
+    if (pace !== undefined) {
+      const now = this.o.clock.now()
+      pace.stop(now)
+      const late = r.done === true ? undefined : pace.add(r.value.byteLength, now)
+      if (late !== undefined) {
+        this.#fail(late)
+        return
+      }
+    }
     const resolve = this.#resolve
     this.#settle()
     resolve?.(r)
@@ -249,17 +301,25 @@ class ChunkWait<T> {
 
   next(): Promise<IteratorResult<T>> {
     if (this.o.signal.aborted) return Promise.reject(abortReason(this.o.signal))
+    const failed = this.o.pace?.failure
+    if (failed !== undefined) return Promise.reject(failed)
     return new Promise<IteratorResult<T>>((resolve, reject) => {
       this.#resolve = resolve
       this.#reject = reject
-      this.#timer = this.o.clock.setTimeout(this.#onGap, this.o.readTimeoutMs)
-      this.#timer.unref?.()
+      this.#waitSince = this.o.clock.now()
+      this.o.pace?.go(this.#waitSince)
+      this.#arm(waitTimerMs(this.o))
       this.it.next().then(this.#onValue, this.#onError)
     })
   }
 
   dispose(): void {
     this.#settle()
+  }
+
+  #arm(ms: number): void {
+    this.#timer = this.o.clock.setTimeout(this.#onGap, ms)
+    this.#timer.unref?.()
   }
 
   #fail(e: Error): void {
@@ -320,8 +380,9 @@ export function readWholeBody(req: RonRequest, o: Omit<BodyLimits, 'signal'>, si
  * stream iterator, the gap wait, two generators) cost several microseconds per 64 KiB piece.
  *
  * Same rules as {@link timedChunks} + the limit count: at most two pieces are held ahead (the
- * stream is paused beyond that), a wait for the client longer than `readTimeoutMs` is 408 (one
- * timer re-armed per timeout period, not per chunk), the request's abort and a client that goes
+ * stream is paused beyond that, and the pace's reading time stops while it is), a wait for the
+ * client longer than `readTimeoutMs` or a pace rule failing is 408 (one timer re-armed per check
+ * period, not per chunk), the request's abort and a client that goes
  * away (ECONNRESET, or `close` before `end`) reject the pending `next()`, and stopping early
  * (`return()`, a failure) pauses the request without destroying it, so an error reply can still
  * be written on its socket.
@@ -356,23 +417,27 @@ class StreamedBody implements AsyncIterableIterator<Uint8Array> {
     if (o.signal.aborted) {
       this.#failure = abortReason(o.signal)
       this.#detached = true
+      o.owner?.bodyDone()
       return
     }
     if (stream.readableEnded) {
       this.#ended = true
       this.#detached = true
+      o.owner?.bodyDone()
       return
     }
     if (stream.destroyed) {
       // Gone before the handler asked for the body: its 'error'/'close' are past.
       this.#failure = new CanceledError('client disconnected', stream.errored === null ? {} : { cause: stream.errored })
       this.#detached = true
+      o.owner?.bodyDone()
       return
     }
     o.signal.addEventListener('abort', this.#onAbort, { once: true })
     stream.on('error', this.#onError)
     stream.on('close', this.#onClose)
     stream.on('end', this.#onEnd)
+    o.pace?.go(o.clock.now())
     stream.on('data', this.#onData)
   }
 
@@ -383,7 +448,10 @@ class StreamedBody implements AsyncIterableIterator<Uint8Array> {
   next(): Promise<IteratorResult<Uint8Array>> {
     if (this.#held.length > 0) {
       const value = this.#held.shift()!
-      if (this.#held.length < 2 && !this.#detached && this.stream.isPaused()) this.stream.resume()
+      if (this.#held.length < 2 && !this.#detached && this.stream.isPaused()) {
+        this.o.pace?.go(this.o.clock.now())
+        this.stream.resume()
+      }
       return Promise.resolve({ value, done: false })
     }
     if (this.#failure !== undefined) return Promise.reject(this.#failure)
@@ -392,7 +460,7 @@ class StreamedBody implements AsyncIterableIterator<Uint8Array> {
       this.#resolve = resolve
       this.#reject = reject
       this.#waitSince = this.o.clock.now()
-      if (this.#timer === undefined) this.#arm(this.o.readTimeoutMs)
+      if (this.#timer === undefined) this.#arm(waitTimerMs(this.o))
     })
   }
 
@@ -409,6 +477,14 @@ class StreamedBody implements AsyncIterableIterator<Uint8Array> {
       this.#fail(overLimit('body_limit', this.o.limit))
       return
     }
+    const pace = this.o.pace
+    if (pace !== undefined) {
+      const late = pace.add(c.byteLength, this.o.clock.now())
+      if (late !== undefined) {
+        this.#fail(late)
+        return
+      }
+    }
     const resolve = this.#resolve
     if (resolve !== undefined) {
       this.#resolve = this.#reject = undefined
@@ -416,7 +492,11 @@ class StreamedBody implements AsyncIterableIterator<Uint8Array> {
       return
     }
     this.#held.push(c)
-    if (this.#held.length >= 2) this.stream.pause()
+    if (this.#held.length >= 2) {
+      // Our consumer is behind: the client is not read, so its reading time stops too.
+      pace?.stop(this.o.clock.now())
+      this.stream.pause()
+    }
   }
 
   #end(): void {
@@ -437,17 +517,25 @@ class StreamedBody implements AsyncIterableIterator<Uint8Array> {
     reject?.(e)
   }
 
-  /** Fires at most once per `readTimeoutMs`: fails a wait that has lasted that long, or re-arms for the rest of it. */
+  /**
+   * Fires at most once per check period while the consumer waits: fails a wait that has lasted
+   * `readTimeoutMs` or a body past its pace rules, or re-arms for the rest of the period.
+   */
   #gap(): void {
     this.#timer = undefined
     if (this.#resolve === undefined || this.#detached) return
-    const waited = this.o.clock.now() - this.#waitSince
-    if (waited < this.o.readTimeoutMs) {
-      this.#arm(this.o.readTimeoutMs - waited)
+    const now = this.o.clock.now()
+    const waited = now - this.#waitSince
+    if (waited >= this.o.readTimeoutMs) {
+      this.#fail(gapError(this.o))
       return
     }
-    this.o.metrics?.inc('io_timeouts_total', { op: 'read' })
-    this.#fail(new RequestTimeoutError(`no request body data for ${this.o.readTimeoutMs} ms`, { details: { op: 'read', reason: 'gap', timeoutMs: this.o.readTimeoutMs } }))
+    const late = this.o.pace?.check(now)
+    if (late !== undefined) {
+      this.#fail(late)
+      return
+    }
+    this.#arm(Math.min(waitTimerMs(this.o), this.o.readTimeoutMs - waited))
   }
 
   #arm(ms: number): void {
@@ -468,6 +556,7 @@ class StreamedBody implements AsyncIterableIterator<Uint8Array> {
     s.removeListener('close', this.#onClose)
     this.o.signal.removeEventListener('abort', this.#onAbort)
     if (!s.readableEnded) s.pause()
+    this.o.owner?.bodyDone()
   }
 }
 
@@ -476,6 +565,8 @@ class WholeBodyReader {
   private readonly chunks: Buffer[] = []
   private total = 0
   private timer: TimerHandle | undefined = undefined
+  /** When the last chunk (or the read) started: the gap timeout counts from here. */
+  private lastData = 0
   private readonly onData = (c: Buffer): void => this.data(c)
   private readonly onEnd = (): void => this.end()
   private readonly onError = (e: unknown): void => this.error(e)
@@ -497,13 +588,15 @@ class WholeBodyReader {
     s.on('error', this.onError)
     s.on('close', this.onClose)
     s.on('end', this.onEnd)
+    this.lastData = this.o.clock.now()
+    this.o.pace?.go(this.lastData)
     s.on('data', this.onData)
-    this.arm()
+    this.arm(waitTimerMs(this.o))
   }
 
-  private arm(): void {
-    if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer)
-    this.timer = this.o.clock.setTimeout(this.onGap, this.o.readTimeoutMs)
+  /** One timer for the whole read, re-armed only when it fires (not per chunk). */
+  private arm(ms: number): void {
+    this.timer = this.o.clock.setTimeout(this.onGap, ms)
     this.timer.unref?.()
   }
 
@@ -531,8 +624,14 @@ class WholeBodyReader {
       this.fail(overLimit('body_limit', this.o.limit))
       return
     }
+    const now = this.o.clock.now()
+    this.lastData = now
+    const late = this.o.pace?.add(c.byteLength, now)
+    if (late !== undefined) {
+      this.fail(late)
+      return
+    }
     this.chunks.push(c)
-    this.arm()
   }
 
   private end(): void {
@@ -552,8 +651,18 @@ class WholeBodyReader {
 
   private gap(): void {
     this.timer = undefined
-    this.o.metrics?.inc('io_timeouts_total', { op: 'read' })
-    this.fail(new RequestTimeoutError(`no request body data for ${this.o.readTimeoutMs} ms`, { details: { op: 'read', reason: 'gap', timeoutMs: this.o.readTimeoutMs } }))
+    const now = this.o.clock.now()
+    const waited = now - this.lastData
+    if (waited >= this.o.readTimeoutMs) {
+      this.fail(gapError(this.o))
+      return
+    }
+    const late = this.o.pace?.check(now)
+    if (late !== undefined) {
+      this.fail(late)
+      return
+    }
+    this.arm(Math.min(waitTimerMs(this.o), this.o.readTimeoutMs - waited))
   }
 }
 

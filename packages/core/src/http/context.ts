@@ -7,20 +7,26 @@
 
 import type { Claims } from '../auth/types.js'
 import { MalformedError, RonError, UnsupportedMediaTypeError } from '../errors.js'
-import { decodedBody, headerString, readWholeBody, type BodyLimits } from './body.js'
+import { decodedBody, headerString, readWholeBody, type BodyLimits, type BodyOwner } from './body.js'
+import { BodyPace, type PaceLimits, type SlowBodyOwner } from './pace.js'
+import type { BodyShares } from './shares.js'
 import type { RonRequest, RouteContext } from './types.js'
 
-/** Per-handler constants the context needs to read bodies. @internal */
+/** Per-handler settings the context needs to read bodies (the pace and share are reloadable). @internal */
 export interface ContextLimits {
   ratio: number
   maxDecoded: number
   readTimeoutMs: number
   clock: BodyLimits['clock']
   metrics: BodyLimits['metrics']
+  /** Minimum rate and whole-request deadline of bodies. */
+  pace: PaceLimits
+  /** Lingering bodies per principal. */
+  shares: BodyShares
 }
 
 /** Implementation of {@link RouteContext}. @internal */
-export class Context implements RouteContext {
+export class Context implements RouteContext, BodyOwner, SlowBodyOwner {
   readonly req: RonRequest
   readonly params: Readonly<Record<string, string>>
   readonly corrId: string
@@ -29,6 +35,9 @@ export class Context implements RouteContext {
   private readonly rawQuery: string
   private parsedQuery: URLSearchParams | undefined
   private consumed = false
+  private principal: string | undefined = undefined
+  /** The principal whose body share this request holds, until {@link bodyDone}. */
+  private holding: string | undefined = undefined
 
   constructor(
     req: RonRequest,
@@ -58,37 +67,88 @@ export class Context implements RouteContext {
     return (this.parsedQuery ??= new URLSearchParams(this.rawQuery))
   }
 
-  stream(): AsyncIterable<Uint8Array> {
-    if (this.consumed) throw new RonError('Internal', 'request body already consumed')
-    this.consumed = true
+  setPrincipal(principal: string): void {
+    if (this.consumed) throw new RonError('Internal', 'setPrincipal() must be called before the body is read')
+    this.principal = principal
+  }
+
+  /** The principal of this request's body share: set by the route, else the token's subject, else the client's address. */
+  private principalKey(): string {
+    if (this.principal !== undefined) return this.principal
+    const sub = this.auth?.sub
+    return typeof sub === 'string' ? `sub:${sub}` : `ip:${this.req.remoteAddress}`
+  }
+
+  /**
+   * The body has been read for one check period without ending: it takes one of its principal's
+   * shares of lingering bodies (a body read at line speed never does), or is refused.
+   * @returns {@link BusyError} `per_principal` when the principal already has its share
+   */
+  bodyLingers(): RonError | undefined {
+    if (this.holding !== undefined) return undefined
+    const key = this.principalKey()
+    try {
+      this.limits.shares.acquire(key)
+    } catch (e) {
+      return e as RonError
+    }
+    this.holding = key
+    return undefined
+  }
+
+  /** Releases the body share (idempotent): the body is read, failed or abandoned, or the exchange finished. */
+  bodyDone(): void {
+    const key = this.holding
+    if (key === undefined) return
+    this.holding = undefined
+    this.limits.shares.release(key)
+  }
+
+  /** The body limits of one read: the route's cap, the host's caps, and a fresh pace. */
+  private bodyLimits(): Omit<BodyLimits, 'signal'> {
     const l = this.limits
-    return decodedBody(this.req, {
+    return {
       limit: this.limit,
       ratio: l.ratio,
       maxDecoded: l.maxDecoded,
       readTimeoutMs: l.readTimeoutMs,
       clock: l.clock,
-      signal: this.signal,
       metrics: l.metrics,
-    })
+      pace: new BodyPace(l.pace, expectedBytes(this.req, this.limit), l.clock, l.metrics, this),
+      owner: this,
+    }
+  }
+
+  stream(): AsyncIterable<Uint8Array> {
+    if (this.consumed) throw new RonError('Internal', 'request body already consumed')
+    this.consumed = true
+    try {
+      return decodedBody(this.req, { ...this.bodyLimits(), signal: this.signal })
+    } catch (e) {
+      this.bodyDone()
+      throw e
+    }
   }
 
   async bytes(): Promise<Uint8Array> {
     if (this.consumed) throw new RonError('Internal', 'request body already consumed')
     this.consumed = true
-    const l = this.limits
-    const limits = { limit: this.limit, ratio: l.ratio, maxDecoded: l.maxDecoded, readTimeoutMs: l.readTimeoutMs, clock: l.clock, metrics: l.metrics }
-    return readWholeBody(this.req, limits, () => this.signal, this.sig)
+    try {
+      return await readWholeBody(this.req, this.bodyLimits(), () => this.signal, this.sig)
+    } finally {
+      this.bodyDone()
+    }
   }
 
   async json<T>(schema: { parse(value: unknown): T }): Promise<T> {
+    // SPEC 4: a JSON route takes JSON. A body without a JSON Content-Type is refused before it is
+    // read when its headers announce it, after reading when only its bytes do (an in-process
+    // stream). A request without a body is not checked (its handler sees an empty body).
     const ct = headerString(this.req.headers['content-type'])
-    if (ct !== undefined && !isJsonContentType(ct)) {
-      throw new UnsupportedMediaTypeError(`content-type must be application/json, got '${ct}'`, {
-        details: { contentType: ct },
-      })
-    }
+    const jsonType = ct !== undefined && isJsonContentType(ct)
+    if (!jsonType && announcesBody(this.req)) throw unsupportedType(ct)
     const buf = await this.bytes()
+    if (!jsonType && buf.byteLength > 0) throw unsupportedType(ct)
     let value: unknown
     try {
       value = JSON.parse(Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString('utf8'))
@@ -104,6 +164,30 @@ export class Context implements RouteContext {
       throw schemaError(e)
     }
   }
+}
+
+function unsupportedType(ct: string | undefined): UnsupportedMediaTypeError {
+  return ct === undefined
+    ? new UnsupportedMediaTypeError('a JSON body needs content-type: application/json, got none', { details: { contentType: null } })
+    : new UnsupportedMediaTypeError(`content-type must be application/json, got '${ct}'`, { details: { contentType: ct } })
+}
+
+/** Whether the headers announce a body (RFC 9112 6.3: `Transfer-Encoding`, or a non-zero `Content-Length`). */
+function announcesBody(req: RonRequest): boolean {
+  const h = req.headers
+  if (h['transfer-encoding'] !== undefined) return true
+  const len = h['content-length']
+  return len !== undefined && len !== '0'
+}
+
+/** What the body may amount to, for its deadline: its `Content-Length`, else the route's cap (undefined when unbounded). */
+function expectedBytes(req: RonRequest, limit: number): number | undefined {
+  const declared = headerString(req.headers['content-length'])
+  if (declared !== undefined) {
+    const n = Number(declared)
+    if (Number.isFinite(n) && n >= 0) return n
+  }
+  return Number.isFinite(limit) ? limit : undefined
 }
 
 function isJsonContentType(ct: string): boolean {

@@ -41,6 +41,8 @@ export class Exchange {
   release: (() => void) | undefined = undefined
   /** Lets a queued job finish (frees its worker slot). */
   jobDone: (() => void) | undefined = undefined
+  /** The route context, told when the exchange finishes (it releases a body share still held). */
+  bodyOwner: { bodyDone(): void } | undefined = undefined
   private finished = false
 
   constructor(
@@ -98,6 +100,7 @@ export class Exchange {
     if (this.finished) return
     this.finished = true
     this.jobDone?.()
+    this.bodyOwner?.bodyDone()
     try {
       this.release?.()
     } catch {

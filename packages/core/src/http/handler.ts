@@ -19,9 +19,10 @@ import { fetchToRonRequest, ronResponseToFetch } from './fetch-adapter.js'
 import { toRonResponse } from './memory-io.js'
 import { NodeRequest, writeNode, type NodeWriteOptions } from './node-io.js'
 import { Router, RouteConfigError, type CompiledRoute } from './router.js'
+import { BodyShares } from './shares.js'
 import type { Reply, RonRequest, RonResponse, Route } from './types.js'
 
-/** Body caps and I/O timeouts of the HTTP host (SPEC.md section 3.2). */
+/** Body caps, I/O timeouts and slow-client rules of the HTTP host (SPEC.md sections 3.2 and 4). */
 export interface HttpLimits {
   /** Decoded-body cap for routes that declare no `bodyLimit`. @default 1 MiB */
   jsonBodyLimit?: number
@@ -29,8 +30,30 @@ export interface HttpLimits {
   decompressionRatio?: number
   /** Absolute cap on any decoded (decompressed) body. @default 64 MiB */
   maxDecompressedBytes?: number
-  /** Longest gap between request body chunks before the read fails with 504 Timeout. @default 5000 */
+  /** Longest gap between request body chunks before the read fails with 408 RequestTimeout. @default 5000 */
   readTimeoutMs?: number
+  /**
+   * Minimum average rate of a request body, in bytes/s, over `rateWindowMs` of reading (the rule
+   * applies once a body has been read that long; time the host paused the body is not counted).
+   * Slower → 408 RequestTimeout, `details.reason: "min_rate"`. @default 1024
+   */
+  minBytesPerSec?: number
+  /** Window of the minimum-rate rule. @default 10000 */
+  rateWindowMs?: number
+  /**
+   * Whole-request deadline of a body, counted from its first read: `requestTimeoutMs` plus the
+   * time its size (its `Content-Length`, else the route's cap; none when both are unbounded)
+   * takes at `minBytesPerSec`. Later → 408 RequestTimeout, `details.reason: "deadline"`.
+   * @default 30000
+   */
+  requestTimeoutMs?: number
+  /**
+   * Lingering request bodies — still arriving after a tenth of `rateWindowMs` of reading; a body
+   * read at line speed never counts — one principal (token subject, a route's API-key client, or
+   * the client address for anonymous requests) may have at once. More → 429 Busy,
+   * `details.reason: "per_principal"`. @default 16
+   */
+  maxBodiesPerPrincipal?: number
   /** Longest a streamed reply may wait for `'drain'` before the response is destroyed. @default 5000 */
   writeTimeoutMs?: number
   /**
@@ -103,7 +126,24 @@ export interface HttpHandler {
   handle(req: IncomingMessage, res: ServerResponse): void
   /** Fetch-style hosts; converts only at this edge. */
   fetch(request: Request): Promise<Response>
+  /**
+   * Changes the slow-client rules for bodies read from now on (a config reload); the fields
+   * given replace the current ones.
+   * @throws {@link RonUsageError} `RON_INVALID_OPTION` for a non-positive value
+   */
+  setSlowClientLimits(limits: SlowClientLimits): void
 }
+
+/** The reloadable slow-client part of {@link HttpLimits}. */
+export type SlowClientLimits = Pick<HttpLimits, 'minBytesPerSec' | 'rateWindowMs' | 'requestTimeoutMs' | 'maxBodiesPerPrincipal'>
+
+/** Defaults of the slow-client rules (SPEC.md 4), for every service that sets none. */
+export const DEFAULT_SLOW_CLIENT_LIMITS: Readonly<Required<SlowClientLimits>> = Object.freeze({
+  minBytesPerSec: 1024,
+  rateWindowMs: 10_000,
+  requestTimeoutMs: 30_000,
+  maxBodiesPerPrincipal: 16,
+})
 
 const MiB = 1024 * 1024
 
@@ -111,6 +151,12 @@ function positive(name: string, v: number | undefined, def: number): number {
   if (v === undefined) return def
   if (typeof v !== 'number' || !(v > 0)) throw new RonUsageError('RON_INVALID_OPTION', `limits.${name} must be a positive number, got ${String(v)}`)
   return v
+}
+
+function positiveInt(name: string, v: number | undefined, def: number): number {
+  const n = positive(name, v, def)
+  if (!Number.isInteger(n)) throw new RonUsageError('RON_INVALID_OPTION', `limits.${name} must be a positive integer, got ${String(v)}`)
+  return n
 }
 
 /**
@@ -140,12 +186,31 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   const clock = opts.clock ?? systemClock
   const hooks: HttpHooks = opts.hooks ?? {}
   const jsonBodyLimit = positive('jsonBodyLimit', l.jsonBodyLimit, MiB)
+  const d = DEFAULT_SLOW_CLIENT_LIMITS
   const ctxLimits: ContextLimits = {
     ratio: positive('decompressionRatio', l.decompressionRatio, 10),
     maxDecoded: positive('maxDecompressedBytes', l.maxDecompressedBytes, 64 * MiB),
     readTimeoutMs: positive('readTimeoutMs', l.readTimeoutMs, 5000),
     clock,
     metrics: opts.metrics,
+    pace: {
+      minBytesPerSec: positive('minBytesPerSec', l.minBytesPerSec, d.minBytesPerSec),
+      rateWindowMs: positive('rateWindowMs', l.rateWindowMs, d.rateWindowMs),
+      requestTimeoutMs: positive('requestTimeoutMs', l.requestTimeoutMs, d.requestTimeoutMs),
+    },
+    shares: new BodyShares(positiveInt('maxBodiesPerPrincipal', l.maxBodiesPerPrincipal, d.maxBodiesPerPrincipal)),
+  }
+  const setSlowClientLimits = (next: SlowClientLimits): void => {
+    // Validate everything before changing anything; a body already being read keeps its pace.
+    const p = ctxLimits.pace
+    const pace = {
+      minBytesPerSec: positive('minBytesPerSec', next.minBytesPerSec, p.minBytesPerSec),
+      rateWindowMs: positive('rateWindowMs', next.rateWindowMs, p.rateWindowMs),
+      requestTimeoutMs: positive('requestTimeoutMs', next.requestTimeoutMs, p.requestTimeoutMs),
+    }
+    const share = positiveInt('maxBodiesPerPrincipal', next.maxBodiesPerPrincipal, ctxLimits.shares.max)
+    ctxLimits.pace = pace
+    ctxLimits.shares.max = share
   }
   // Read once: whether metrics timing is needed on the hot path.
   const observing = hooks.observe !== undefined
@@ -252,6 +317,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     const r = m.route.route
     ex.label = m.route.label
     const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, r.bodyLimit ?? jsonBodyLimit, ctxLimits)
+    ex.bodyOwner = ctx
     if (r.scope !== undefined) return routeAuthenticated(ex, r, ctx)
     if (r.queue !== undefined && hooks.submit !== undefined) return adopt(ex, runQueued(ex, r.queue, r, ctx))
     return adopt(ex, r.handler(ctx))
@@ -356,7 +422,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     return ronResponseToFetch(await dispatch(fetchToRonRequest(request)))
   }
 
-  return { dispatch, handle, fetch: fetchHandler }
+  return { dispatch, handle, fetch: fetchHandler, setSlowClientLimits }
 }
 
 /** The first value of a header that may arrive repeated. */

@@ -1,7 +1,9 @@
 /**
  * `serve()`: listens with a handler on `node:http` with the host's socket policy — header read
- * timeout, idle timeout, a per-IP connection cap — and returns a server whose idempotent
- * `close()` stops intake, drains in-flight requests until a deadline, then destroys stragglers.
+ * timeout, idle timeout, a per-IP connection cap, Node's own refusals (431, 400, 408) in the SPEC
+ * error envelope — and returns a server whose idempotent `close()` stops intake, drains in-flight
+ * requests until a deadline, then destroys stragglers. Slow request bodies are the handler's
+ * (gap timeout, minimum rate, whole-request deadline: see `HttpLimits`).
  *
  * @module
  */
@@ -10,6 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net'
 import { abortReason, systemClock, type Clock, type TimerHandle } from '../clock.js'
 import { BusyError, envelopeJson } from '../errors.js'
+import { answerClientError } from './client-error.js'
 import { generateCorrId } from './corr-id.js'
 
 const SWEEP_MS = 20
@@ -26,8 +29,10 @@ export interface ServeOptions {
    * @default 5000
    */
   readTimeoutMs?: number
-  /** Keep-alive and socket inactivity timeout. @default 60000 */
+  /** Keep-alive and socket inactivity timeout: an idle socket is closed after this long. @default 60000 */
   idleTimeoutMs?: number
+  /** Largest request head (request line and headers) in bytes; more → 431 with the error envelope. @default node's `http.maxHeaderSize` (16 KiB) */
+  maxHeaderSize?: number
   /**
    * Open sockets allowed per remote address. A socket over the cap is answered `429 Busy` with
    * `details.reason: "per_ip"`, `Retry-After` and the error envelope on its first request, then
@@ -115,10 +120,13 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
       keepAliveTimeout: idleTimeoutMs,
       // headersTimeout is enforced by this periodic check; keep it proportionate to the timeout.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(readTimeoutMs / 4))),
+      ...(options.maxHeaderSize === undefined ? {} : { maxHeaderSize: options.maxHeaderSize }),
     },
     handle,
   )
   server.setTimeout(idleTimeoutMs)
+  const clientErrorOptions = options.maxHeaderSize === undefined ? {} : { maxHeaderSize: options.maxHeaderSize }
+  server.on('clientError', (err: Error, socket) => answerClientError(err, socket, clientErrorOptions))
 
   const perIp = new Map<string, number>()
   let open = 0

@@ -69,14 +69,30 @@ export interface RouteContext {
   readonly signal: AbortSignal
   /**
    * Reads the body (decoded per `Content-Encoding`, under the route's body cap and the
-   * decompression caps) and validates it strictly against `schema`.
-   * @throws {@link MalformedError} naming the field; {@link OverLimitError}; {@link UnsupportedMediaTypeError}
+   * decompression caps) and validates it strictly against `schema`. A body whose `Content-Type`
+   * is not JSON (`application/json`, with parameters, or any `application/…+json`) — or that has
+   * none — is refused with 415; a request without a body is not checked.
+   * @throws {@link MalformedError} naming the field; {@link OverLimitError}; {@link UnsupportedMediaTypeError};
+   *   {@link RequestTimeoutError} (a client too slow); {@link BusyError} (`per_principal`)
    */
   json<T>(schema: { parse(value: unknown): T }): Promise<T>
-  /** Reads the whole decoded body under the route's cap. */
+  /**
+   * Reads the whole decoded body under the route's cap, the gap timeout, the minimum rate and the
+   * whole-request deadline; a body still arriving after a tenth of the rate window takes one of
+   * its principal's shares (`maxBodiesPerPrincipal`) until it ends.
+   * @throws {@link OverLimitError}, {@link RequestTimeoutError}, {@link BusyError} (`per_principal`)
+   */
   bytes(): Promise<Uint8Array>
   /** The decoded body as a stream, enforcing the route's cap as it flows. */
   stream(): AsyncIterable<Uint8Array>
+  /**
+   * Names the principal this request's body counts against (the per-principal share of bodies in
+   * flight, `maxBodiesPerPrincipal`): for routes that authenticate without a bearer token (an API
+   * key). Call it before reading the body.
+   * @defaultValue `sub:<token subject>` on routes with a verified token, else `ip:<remote address>`
+   * @throws {@link RonError} `Internal` when the body was already read
+   */
+  setPrincipal(principal: string): void
 }
 
 /** A route declaration. A write route (POST/PUT/PATCH/DELETE) must declare `scope` or `public: true`. */

@@ -13,7 +13,7 @@ import type { Random } from '../random.js'
 import { systemRandom } from '../random.js'
 import { ClosedError, DrainingError, UnauthorizedError, type RonError, RonUsageError } from '../errors.js'
 import type { RonRequest, RonResponse, Reply, Route } from '../http/types.js'
-import { createHttpHandler, type HttpHandler, type HttpHooks, type HttpLimits } from '../http/index.js'
+import { createHttpHandler, type HttpHandler, type HttpHooks, type HttpLimits, type SlowClientLimits } from '../http/index.js'
 import type { Transport } from '../transport/types.js'
 import type { Claims, TokenVerifier } from '../auth/types.js'
 import { bearerToken, checkCaveats, createTokenVerifier, staticKeySource, type CachingTokenVerifier, type KeySource, type Jwk } from '../auth/index.js'
@@ -46,7 +46,12 @@ export interface ServiceHostOptions<C = unknown> {
   auth?: { verifier?: TokenVerifier; keys?: KeySource | { keys: Jwk[] } }
   /** Time `close()` lets in-flight work finish before aborting stragglers. @default 3000 */
   drainDeadlineMs?: number
-  /** HTTP body/decompression/timeout limits. @default the HTTP layer's defaults */
+  /**
+   * HTTP body/decompression/timeout limits and the slow-client rules (minimum body rate,
+   * whole-request deadline, per-principal body shares), SPEC.md 4. Pick them per service: a
+   * webhook receiver wants a short deadline, an object store a long one for large bodies.
+   * @default the HTTP layer's defaults ({@link DEFAULT_SLOW_CLIENT_LIMITS} for the slow-client rules)
+   */
   limits?: HttpLimits
   /** Per-IP admission for non-built-in requests. @default 256 concurrent per IP, no rate limit */
   admission?: { maxConcurrentPerIp?: number; ratePerIp?: { capacity: number; refillPerSec: number } }
@@ -107,6 +112,18 @@ export interface ServiceHost<C = unknown> {
    * ```
    */
   setCors(cors: CorsOptions | undefined): void
+  /**
+   * Changes the slow-client rules (`minBytesPerSec`, `rateWindowMs`, `requestTimeoutMs`,
+   * `maxBodiesPerPrincipal`) for bodies read from now on, so a service can make them reloadable:
+   * call it from an `onReload` hook with the new snapshot's values.
+   * @throws {@link RonUsageError} `RON_INVALID_OPTION` for a non-positive value
+   *
+   * @example
+   * ```ts
+   * host.onReload(() => host.setSlowClientLimits({ minBytesPerSec: host.config.get().http.minBytesPerSec }))
+   * ```
+   */
+  setSlowClientLimits(limits: SlowClientLimits): void
   /**
    * Checks the request's bearer token exactly as for a route declaring `scope`: verified for this
    * service's audience, scope and caveats. For routes that need a token only sometimes (an
@@ -221,7 +238,7 @@ class Host<C> implements ServiceHost<C> {
   readonly #workers: Record<string, number>
   readonly #admission: Admission
   readonly #verifier: TokenVerifier | undefined
-  readonly #limits: HttpLimits | undefined
+  #limits: HttpLimits | undefined
   readonly #revocationsStale: (() => boolean) | undefined
   #revocationsDeclared = false
   #handler: HttpHandler | undefined
@@ -278,6 +295,16 @@ class Host<C> implements ServiceHost<C> {
 
   setCors(cors: CorsOptions | undefined): void {
     this.#cors = createCorsPolicy(cors)
+  }
+
+  setSlowClientLimits(limits: SlowClientLimits): void {
+    if (this.#handler !== undefined) this.#handler.setSlowClientLimits(limits)
+    else {
+      // Validated now, as a handler would (a bad value fails the reload, not the first request).
+      const merged = { ...this.#limits, ...limits }
+      createHttpHandler({ serviceId: this.id, routes: [], limits: merged })
+      this.#limits = merged
+    }
   }
 
   get closing(): boolean {

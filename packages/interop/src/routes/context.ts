@@ -11,6 +11,7 @@ import type { CapabilityCache } from '../capabilities.js'
 import type { BrownoutSentinel } from '../brownout.js'
 import type { InteropConfig } from '../config.js'
 import type { DedupeStore } from '../dedupe.js'
+import type { DedupeJournal } from '../dedupe-journal.js'
 import type { ServiceTokens } from '../tokens.js'
 import type { Upstreams } from '../upstream.js'
 
@@ -37,6 +38,8 @@ export interface InteropContext {
   upstreams: Upstreams
   tokens: ServiceTokens
   dedupe: DedupeStore
+  /** The durable dedupe window, when a `dataDir` is configured. */
+  journal: DedupeJournal | undefined
   audit: AuditLog
   brownout: BrownoutSentinel
   /** Webhooks and uploads share one bucket; undefined when rate limiting is off. */
@@ -49,6 +52,8 @@ export interface InteropContext {
   capabilities: CapabilityCache
   /** Uploads in flight per API-key client (single writer: the upload route). */
   uploadsInFlight: Map<string, number>
+  /** Uploads of all clients holding `work` slots, queued or streaming (single writer: the upload route). */
+  uploadsActive: { n: number }
   /** Counts webhook verification outcomes (`webhook_verify_total{provider,result}`). */
   verifyCounter: { inc(provider: string, result: string): void }
 }

@@ -8,7 +8,24 @@
  */
 
 import { createHash } from 'node:crypto'
-import { BusyError, NotReadyError, OverLimitError, UnauthorizedError, errorFromResponse, isRonError, type Reply, type Route, type RouteContext } from '@ron/core'
+import {
+  BusyError,
+  InternalError,
+  MalformedError,
+  NotReadyError,
+  OverLimitError,
+  UnauthorizedError,
+  errorFromResponse,
+  isRonError,
+  parseAddress,
+  systemClock,
+  type Address,
+  type Clock,
+  type Reply,
+  type Route,
+  type RouteContext,
+  type TimerHandle,
+} from '@ron/core'
 import { latencyBucket, redactCapabilityId } from '../audit.js'
 import { attenuateCapability } from '../capabilities.js'
 import { constantTimeEqual } from '../webhooks/hmac.js'
@@ -17,35 +34,122 @@ import { admitWrite, recordOutcome, type ApiKeyClient, type InteropContext } fro
 
 const ENDPOINT = 'POST /put'
 
+/** What {@link rechunk} saw of its source: when it ended, or how it failed (the client's doing, not the upstream's). */
+export interface BodyWatch {
+  /** When the source ended (clock ms), once it has. */
+  endedAt?: number
+  /** The source's error, once it failed (a client too slow, gone, over a limit). */
+  failure?: unknown
+}
+
+/** Options of {@link rechunk}. */
+export interface RechunkOptions {
+  /**
+   * Longest a partly filled chunk waits for more bytes before it is passed on as it is, so a slow
+   * (but not too slow) client never leaves the consumer without data for longer than this.
+   * @default 1000
+   */
+  flushMs?: number
+  /** @default systemClock */
+  clock?: Clock
+  /** Filled in as the source ends or fails. */
+  watch?: BodyWatch
+}
+
+const FLUSH = Symbol('flush')
+
 /**
  * Re-chunks a byte stream into `size`-byte chunks (the last may be shorter). Pull-based: at most
  * one chunk is being filled while the previous one is with the consumer, so no more than two are
- * buffered whatever the producer's chunk sizes.
+ * buffered whatever the producer's chunk sizes. A chunk partly filled for `flushMs` goes out as it
+ * is: the consumer (storage, with its own gap timeout) keeps receiving from a slow client.
  */
-export async function* rechunk(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
+export async function* rechunk(source: AsyncIterable<Uint8Array>, size: number, options: RechunkOptions = {}): AsyncGenerator<Uint8Array> {
+  const clock = options.clock ?? systemClock
+  const flushMs = options.flushMs ?? 1000
+  const watch = options.watch
+  const it = source[Symbol.asyncIterator]()
   // Unzeroed: every byte handed on is written first (the last chunk is cut to what was filled).
   let buf: Uint8Array = Buffer.allocUnsafeSlow(size)
   let n = 0
-  for await (const c of source) {
-    let off = 0
-    while (off < c.byteLength) {
-      if (n === 0 && c.byteLength - off >= size) {
-        yield c.slice(off, off + size)
-        off += size
-        continue
-      }
-      const take = Math.min(size - n, c.byteLength - off)
-      buf.set(c.subarray(off, off + take), n)
-      n += take
-      off += take
-      if (n === size) {
-        yield buf
+  // One flush timer per partly filled chunk (not per source piece); it wakes the current wait.
+  let timer: TimerHandle | undefined
+  let due = false
+  let wake: ((v: typeof FLUSH) => void) | undefined
+  const onTimer = (): void => {
+    timer = undefined
+    due = true
+    wake?.(FLUSH)
+  }
+  const disarm = (): void => {
+    if (timer !== undefined) clock.clearTimeout(timer)
+    timer = undefined
+    due = false
+  }
+  let pending: Promise<IteratorResult<Uint8Array>> | undefined
+  let complete = false
+  try {
+    for (;;) {
+      if (due && n > 0) {
+        disarm()
+        const part = buf.subarray(0, n)
         buf = Buffer.allocUnsafeSlow(size)
         n = 0
+        yield part
+        continue
+      }
+      pending ??= it.next()
+      const p = pending
+      const r =
+        n === 0
+          ? await p
+          : await new Promise<IteratorResult<Uint8Array> | typeof FLUSH>((resolve, reject) => {
+              wake = resolve
+              p.then(resolve, reject)
+            })
+      wake = undefined
+      if (r === FLUSH) continue
+      pending = undefined
+      if (r.done === true) break
+      const c = r.value
+      let off = 0
+      while (off < c.byteLength) {
+        if (n === 0 && c.byteLength - off >= size) {
+          yield c.slice(off, off + size)
+          off += size
+          continue
+        }
+        const take = Math.min(size - n, c.byteLength - off)
+        if (n === 0 && take > 0) {
+          timer = clock.setTimeout(onTimer, flushMs)
+          timer.unref?.()
+        }
+        buf.set(c.subarray(off, off + take), n)
+        n += take
+        off += take
+        if (n === size) {
+          disarm()
+          yield buf
+          buf = Buffer.allocUnsafeSlow(size)
+          n = 0
+        }
       }
     }
+    disarm()
+    if (watch !== undefined) watch.endedAt = clock.now()
+    complete = true
+    if (n > 0) yield buf.subarray(0, n)
+  } catch (e) {
+    if (watch !== undefined) watch.failure = e
+    throw e
+  } finally {
+    disarm()
+    if (!complete) {
+      // Stopped early (the consumer gave up, or the source failed): a read still in flight settles quietly.
+      pending?.catch(() => undefined)
+      void Promise.resolve(it.return?.()).catch(() => undefined)
+    }
   }
-  if (n > 0) yield buf.subarray(0, n)
 }
 
 function apiKeyOf(ctx: RouteContext): string | undefined {
@@ -87,7 +191,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
       ...extra,
     })
   }
-  const refuse = (e: UnauthorizedError | OverLimitError, reason: string): never => {
+  const refuse = (e: UnauthorizedError | OverLimitError | Error, reason: string): never => {
     audit('deny', { reason })
     throw e
   }
@@ -100,12 +204,26 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   const limit = Math.min(found.maxBytes ?? cfg.uploads.maxBytes, cfg.uploads.maxBytes)
   const declared = Number(ctx.req.headers['content-length'])
   if (Number.isFinite(declared) && declared > limit) refuse(new OverLimitError(`upload exceeds the limit of ${limit} bytes`, { details: { limit, declared } }), 'OverLimit')
+  // SPEC 6: the address the client expects is checked by storage against what it hashed, before
+  // anything is kept (a mismatch is 422 IntegrityFailed); a malformed one is refused here.
+  const expect = expectedAddress(ctx, refuse)
   const inFlight = s.uploadsInFlight.get(found.client) ?? 0
   if (inFlight >= cfg.uploads.maxConcurrentPerClient) {
     s.metrics.inc('busy_rejections_total', { endpoint: ENDPOINT, queue: 'client' })
     throw new BusyError(`client ${found.client} has ${inFlight} uploads in flight`, { details: { endpoint: ENDPOINT, reason: 'per_client', limit: cfg.uploads.maxConcurrentPerClient }, retryAfterMs: 1000 })
   }
+  // Uploads (held as long as their clients take) leave workers to webhook receipts.
+  const allUploads = cfg.uploads.maxConcurrent ?? Math.max(1, Math.floor(cfg.workers / 2))
+  if (s.uploadsActive.n >= allUploads) {
+    s.metrics.inc('busy_rejections_total', { endpoint: ENDPOINT, queue: 'uploads' })
+    throw new BusyError(`${s.uploadsActive.n} uploads in flight`, { details: { endpoint: ENDPOINT, reason: 'uploads', limit: allUploads }, retryAfterMs: 1000 })
+  }
+  // The client's body share (core's per-principal cap) is its API key's, not its address's.
+  ctx.setPrincipal(`client:${found.client}`)
   s.uploadsInFlight.set(found.client, inFlight + 1)
+  s.uploadsActive.n++
+  // What the client's body did: its slowness or failure is never the upstream's (brownout, breaker).
+  const watch: BodyWatch = {}
   try {
     const reply = await s.pool.submit(async (signal) => {
       // One capability per client and limit, reused for two thirds of its life (CapabilityCache).
@@ -118,22 +236,31 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
       capabilityId = redactCapabilityId(cap.jti)
       const headers: Record<string, string> = { authorization: `Bearer ${cap.token}`, 'content-type': 'application/octet-stream' }
       if (Number.isFinite(declared)) headers['content-length'] = String(declared)
+      if (expect !== undefined) headers['x-expect-address'] = expect
       const res = await s.upstreams
         .call(cfg.storage.target, {
           op: 'storage.put',
           method: 'PUT',
           path: '/o',
           headers,
-          body: rechunk(ctx.stream(), cfg.uploads.chunkBytes),
+          body: rechunk(ctx.stream(), cfg.uploads.chunkBytes, { clock: s.clock, watch }),
           timeoutMs: cfg.uploads.timeoutMs,
           // A streamed body cannot be replayed.
           idempotent: false,
           signal,
           corrId: ctx.corrId,
+          clientBody: watch,
         })
         .catch((e: unknown) => {
-          throw upstreamFailure(e, 'storage')
+          throw clientFault(watch) ?? upstreamFailure(e, 'storage')
         })
+      // The client's body failed (too slow, gone, over a limit): whatever storage made of it, the
+      // answer is the client's own error.
+      const fault = clientFault(watch)
+      if (fault !== undefined) {
+        await res.dump().catch(() => undefined)
+        throw fault
+      }
       // Storage refusing the capability interop just obtained is interop's failure (503), not a
       // bad API key; OverLimit (the caveat), Malformed and Busy are the client's to see.
       if (res.status >= 400) {
@@ -156,13 +283,40 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
     return reply
   } catch (e) {
     if (isRonError(e, 'Busy')) throw e
-    if (isRonError(e) && e.status >= 500) recordOutcome(s, e.status)
-    audit(isRonError(e) && e.status < 500 ? 'deny' : 'error', { reason: isRonError(e) ? e.code : 'Internal' })
+    // A cut the client caused (408 too slow, gone, 413) is never counted as load by the sentinel.
+    const clientCaused = watch.failure !== undefined
+    if (!clientCaused && isRonError(e) && e.status >= 500) recordOutcome(s, e.status)
+    audit(clientCaused || (isRonError(e) && e.status < 500) ? 'deny' : 'error', { reason: isRonError(e) ? e.code : 'Internal' })
     throw e
   } finally {
+    s.uploadsActive.n--
     const n = (s.uploadsInFlight.get(found.client) ?? 1) - 1
     if (n <= 0) s.uploadsInFlight.delete(found.client)
     else s.uploadsInFlight.set(found.client, n)
+  }
+}
+
+/** The client's own error when its body failed (a RonError passes as is; anything else is a 503 `Canceled`-like failure of the client). */
+function clientFault(watch: BodyWatch): Error | undefined {
+  const f = watch.failure
+  if (f === undefined) return undefined
+  return f instanceof Error ? f : new InternalError('the upload body failed', { cause: f })
+}
+
+/**
+ * The `X-Expect-Address` of the upload, parsed.
+ * @throws {@link MalformedError} (via `refuse`, audited) naming the header when it is not a `b3:` address
+ */
+function expectedAddress(ctx: RouteContext, refuse: (e: Error, reason: string) => never): Address | undefined {
+  const h = ctx.req.headers['x-expect-address']
+  if (h === undefined) return undefined
+  try {
+    if (typeof h !== 'string') throw new TypeError('repeated header')
+    return parseAddress(h)
+  } catch (e) {
+    const err = isRonError(e) ? e : new MalformedError('X-Expect-Address must be one b3: address', { cause: e })
+    err.details.field = 'X-Expect-Address'
+    return refuse(err, 'Malformed')
   }
 }
 

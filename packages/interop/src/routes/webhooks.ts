@@ -80,6 +80,10 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
     throw new NotFoundError(`no webhook provider '${name}' is configured`, { details: { provider: name } })
   }
   admitWrite(s, ENDPOINT)
+  // A delivery is acknowledged only once its dedupe record is durable: while the local disk
+  // refuses that, refuse the delivery before reading it (the provider retries later).
+  const fault = s.journal?.fault
+  if (fault !== undefined) throw new NotReadyError(`webhook dedupe not writable: ${fault}`, { details: { reason: fault }, retryAfterMs: 1000 })
   const body = await ctx.bytes()
   const v = verifyWebhook({ provider, body, headers: ctx.req.headers, secrets, nowMs: s.clock.now(), toleranceSec: cfg.webhooks.toleranceSec })
   s.verifyCounter.inc(provider, v.ok ? 'ok' : v.reason)

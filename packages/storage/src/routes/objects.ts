@@ -17,7 +17,6 @@ import {
 } from '@ron/core'
 import type { Address, Reply, Route, RouteContext } from '@ron/core'
 import { REPLICA_PATH } from '../replication.js'
-import { pacedBody } from '../upload-pace.js'
 import { contentRange, parseRange, unsatisfiedContentRange } from '../range.js'
 import type { BlobReader, ByteRange } from '../store/types.js'
 import { etagOf, ifNoneMatch, objectHeaders, withCleanup, type StorageContext } from './context.js'
@@ -222,14 +221,9 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
     bodyEnd = clock.now()
   }
   try {
-    const up = o.upload
-    const body = pacedBody(ctx.stream(), {
-      minBytesPerSec: up.minBytesPerSec,
-      windowMs: up.rateWindowMs,
-      expectedBytes: Number.isFinite(declared) ? declared : limit,
-      clock,
-      metrics: s.metrics,
-    })
+    // The body's minimum rate and deadline (http.minBytesPerSec, http.requestTimeoutMs) are core's,
+    // counted from here: this first read, after the writer slot was granted.
+    const body = ctx.stream()
     let result
     try {
       // The store stops at `maxBytes` decoded bytes; its OverLimit is renamed below to say which
