@@ -165,10 +165,6 @@ export function registerClientCommands(y: Argv, io: CliIo): Argv {
               .option('aud', { type: 'string', describe: 'services, comma-separated (required unless --name-prefix: storage,index)', requiresArg: true })
               .option('scope', { type: 'string', describe: 'scopes, comma-separated (required unless --name-prefix: storage:write,index:write)', requiresArg: true })
               .option('ttl', { type: 'string', describe: 'lifetime: 600, 30m, 1h [default: the policy default]', requiresArg: true })
-              .check((t) => {
-                if (t['name-prefix'] === undefined && (t.sub === undefined || t.aud === undefined || t.scope === undefined)) throw new Error('--sub, --aud and --scope are required (or --name-prefix for a publishing token)')
-                return true
-              })
               .example('$0 token issue --sub ci --aud storage --scope storage:write --ttl 1h --max-bytes 10485760', '')
               .example('$0 token issue --name-prefix docs.alice', 'a token that publishes docs.alice and names under it, nothing else')
               .epilog(EXIT_CODES_HELP),

@@ -59,13 +59,17 @@ const gatewaySchema = z
     nameMaxAgeSec: z.number().int().nonnegative().max(86_400).default(10),
     /** Deadline of a whole read of an object from another node (head and body, verified). @default 30000 */
     readTimeoutMs: durationSchema.default(30_000),
-    /** Objects from another node up to this size are verified whole in memory; larger ones are spooled to `spoolDir` first. @default 4 MiB */
+    /**
+     * Objects from another node up to this size are verified whole in memory; larger ones are
+     * spooled to `spoolDir` first (in amnesia mode, where nothing touches the disk, refused with
+     * 413). @default 4 MiB
+     */
     memoryBytes: sizeSchema.default(4 * MiB),
-    /** Largest object read from another node. @default 1 GiB */
+    /** Largest object read from another node; larger → 413 `OverLimit`. @default 1 GiB */
     maxObjectBytes: sizeSchema.default(GiB),
     /** Reads from other nodes at once; more answer 429 `Busy`. @default 8 */
     maxRemoteReads: positiveInt.max(1024).default(8),
-    /** Directory of spooled reads (files unlinked as soon as they are open). @default the OS temp directory */
+    /** Directory of spooled reads (files unlinked as soon as they are open). @default `dataDir`, else the OS temp directory */
     spoolDir: z.string().min(1).optional(),
     /** Bytes of verified objects from other nodes kept in memory (each at most `memoryBytes`); 0 keeps none. @default 32 MiB */
     cacheBytes: sizeSchema.default(32 * MiB),

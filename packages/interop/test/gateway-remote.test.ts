@@ -109,6 +109,19 @@ describe('reads from another node', () => {
     expect(await readdir(spoolDir)).toEqual([])
   })
 
+  it('amnesia mode spools nothing: an object from another node over gateway.memoryBytes is 413, a smaller one is served', async () => {
+    m = await mesh({ amnesia: true, gateway: { memoryBytes: 64 * 1024 } })
+    await otherStorage(m, 'storage-b')
+    const big = randomBytes(100 * 1024)
+    const small = randomBytes(1000)
+    await publishElsewhere(m, 'far.alice', { 'big.bin': big, 'small.bin': small }, 'storage-b')
+    const refused = await m.get('/n/far.alice/big.bin', { host: '127.0.0.1' })
+    expect(refused.status).toBe(413)
+    expect(JSON.parse(refused.utf8)).toMatchObject({ error: { code: 'OverLimit', details: { reason: 'amnesia', limit: 64 * 1024 } } })
+    expect(metricValue(await m.interop.metricsText(), 'gateway_spooled_total')).toBe(0)
+    expect((await m.get('/n/far.alice/small.bin', { host: '127.0.0.1' })).bytes.equals(small)).toBe(true)
+  })
+
   it('reads from other nodes at once are bounded (429 Busy past gateway.maxRemoteReads)', async () => {
     m = await mesh({ gateway: { maxRemoteReads: 1 } })
     const b = await otherStorage(m, 'storage-b')

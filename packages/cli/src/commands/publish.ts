@@ -27,6 +27,7 @@ import {
   isEntryPath,
   isRonError,
   mediaTypeFor,
+  nameWithinPrefix,
   parseName,
   toAddress,
   type Address,
@@ -119,6 +120,16 @@ async function walk(root: string, hidden: boolean): Promise<{ files: FileToPubli
   return { files, skipped }
 }
 
+/** The `namePrefix` caveat of a compact JWS (not verified: the node does that), if any. */
+function namePrefixOf(token: string): string | undefined {
+  try {
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { ron?: { namePrefix?: unknown } }
+    return typeof claims.ron?.namePrefix === 'string' ? claims.ron.namePrefix : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The BLAKE3 address of a file, streamed. */
 async function hashFile(abs: string): Promise<Address> {
   const h = createBlake3()
@@ -176,7 +187,14 @@ export async function publishCommand(args: PublishArgs, out: NodeJS.WritableStre
     throw new CliError(`no token: pass --token, set RON_TOKEN, or run where the node's token file ${tokenFile} is readable (see --data-dir)`, ExitCode.Auth)
   }
   precheckToken(token, 'storage:write')
-  if (name !== undefined) precheckToken(token, 'index:write')
+  if (name !== undefined) {
+    precheckToken(token, 'index:write')
+    // A token limited to other names would upload everything and then be refused: say so first.
+    const prefix = namePrefixOf(token)
+    if (prefix !== undefined && !nameWithinPrefix(name, prefix)) {
+      throw new CliError(`token cannot publish ${name}: it allows names under '${prefix}' only`, ExitCode.Auth)
+    }
+  }
   const { files, skipped } = await walk(args.dir, args.hidden === true)
   if (files.length === 0) throw new CliError(`${args.dir} has no files to publish`, ExitCode.Usage)
 

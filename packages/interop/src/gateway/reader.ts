@@ -13,6 +13,7 @@
 import {
   BusyError,
   NotFoundError,
+  OverLimitError,
   TimeoutError,
   UnavailableError,
   isRonError,
@@ -180,18 +181,25 @@ export class ObjectReader {
       this.metrics.remote('failed')
       return undefined
     }
+    // Amnesia: nothing touches the disk, so nothing is spooled; larger objects are refused.
+    const cfg = this.s.cfg()
+    const maxBytes = cfg.amnesia ? Math.min(g.memoryBytes, g.maxObjectBytes) : g.maxObjectBytes
     const declared = Number(res.headers['content-length'])
-    if (Number.isFinite(declared) && declared > g.maxObjectBytes) {
+    if (Number.isFinite(declared) && declared > maxBytes) {
       await res.dump()
       this.metrics.remote('failed')
-      return undefined
+      throw tooLarge(address, maxBytes, cfg.amnesia)
     }
     try {
-      const obj = await readVerified(res.body, address, { memoryBytes: g.memoryBytes, maxBytes: g.maxObjectBytes, spoolDir: g.spoolDir, onSpool: () => this.metrics.spooled() })
+      const obj = await readVerified(res.body, address, { memoryBytes: g.memoryBytes, maxBytes, spoolDir: g.spoolDir ?? cfg.dataDir, onSpool: () => this.metrics.spooled() })
       this.metrics.remote('ok')
       return obj
     } catch (e) {
       if (signal.aborted) throw e
+      if (isRonError(e, 'OverLimit')) {
+        this.metrics.remote('failed')
+        throw tooLarge(address, maxBytes, cfg.amnesia)
+      }
       if (isRonError(e, 'IntegrityFailed')) {
         this.metrics.remote('integrity')
         this.s.logger.warn({ address, target }, 'a provider sent bytes that do not match the address: not served')
@@ -235,4 +243,10 @@ export class ObjectReader {
       return []
     }
   }
+}
+
+function tooLarge(address: Address, limit: number, amnesia: boolean): OverLimitError {
+  return new OverLimitError(`the object is larger than this gateway reads from another node (${limit} bytes${amnesia ? ': amnesia mode spools nothing to disk' : ''})`, {
+    details: { address, limit, reason: amnesia ? 'amnesia' : 'gateway_max_object' },
+  })
 }
