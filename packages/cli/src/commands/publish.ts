@@ -102,7 +102,7 @@ async function walk(root: string, hidden: boolean): Promise<{ files: FileToPubli
       if (d.name.startsWith('.') && !hidden && d.name !== '.well-known') continue
       if (d.isDirectory()) await visit(abs)
       else if (d.isFile()) {
-        if (!isEntryPath(path)) throw new CliError(`${path}: this file name cannot be published (control characters, "\\" or a segment over 255 characters)`, ExitCode.Usage)
+        if (!isEntryPath(path)) throw new CliError(`${JSON.stringify(relative(root, abs))}: this file name cannot be published (control characters, "\\" or a segment over 255 characters)`, ExitCode.Usage)
         files.push({ path, abs, size: (await lstat(abs)).size })
         if (files.length > MAX_DIR_ENTRIES) throw new CliError(`${root} has more than ${MAX_DIR_ENTRIES} files: a directory manifest lists at most that many`, ExitCode.Usage)
       } else skipped.push(path)
