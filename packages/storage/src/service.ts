@@ -452,7 +452,17 @@ async function build(
     if (!host.closing && !writesClosed) {
       writesClosed = true
       setDisk(false, 'draining')
-      if (o.shutdown.writesFirstMs > 0) await clock.sleep(o.shutdown.writesFirstMs)
+      if (o.shutdown.writesFirstMs > 0) {
+        // The clock's timers are unref'd: without a handle of its own, a process whose last work
+        // is `await storage.close()` would exit (code 13, a top-level await never settled) in this
+        // window instead of finishing the close.
+        const hold = setInterval(() => undefined, 1 << 30)
+        try {
+          await clock.sleep(o.shutdown.writesFirstMs)
+        } finally {
+          clearInterval(hold)
+        }
+      }
     }
     await host.service.close()
   }
