@@ -33,3 +33,34 @@ describe('the whole mesh on one MemoryTransport', () => {
     await expect(createStorageClient(transport, { target: 'storage', token }).put('refused')).rejects.toMatchObject({ code: 'Unauthorized' })
   })
 })
+
+describe('the mesh node’s identity', () => {
+  it('has a node id of the one form, announces under it, and its service tokens carry service-call scopes only', async () => {
+    mesh = await startMesh({ githubSecret: 'gh-secret' })
+    const { transport, adminToken, nodeId } = mesh
+    expect(nodeId).toMatch(/^n[0-9a-f]{16}$/)
+    const storage = createStorageClient(transport, { target: 'storage', token: adminToken })
+    const { address } = await storage.put('announced')
+    // Storage announced the object under the node id, with its endpoint (a target name here).
+    const index = createIndexClient(transport, { token: adminToken })
+    // The announcement is asynchronous (a bounded queue): a bounded poll until index has it.
+    let providers: { node: string; endpoint: string }[] = []
+    for (let i = 0; i < 200 && providers.length === 0; i++) {
+      providers = ((await index.providers(address).catch(() => ({ providers: [] }))) as unknown as { providers: { node: string; endpoint: string }[] }).providers
+      if (providers.length === 0) await new Promise((r) => setTimeout(r, 10))
+    }
+    expect(providers).toContainEqual(expect.objectContaining({ node: nodeId, endpoint: 'storage' }))
+    // The node's own service tokens carry at most the service-call scopes: none for passport or node.
+    const { tokens } = mesh
+    for (const [aud, scope] of [
+      ['passport', 'passport:issue'],
+      ['passport', 'passport:admin'],
+      ['node', 'node:admin'],
+    ] as const) {
+      await expect(Promise.resolve().then(() => tokens.token({ aud, scope: [scope] })), scope).rejects.toMatchObject({ code: 'Forbidden' })
+    }
+    // Nor can the admin issue a token in the node's name (service identities come from enrolment).
+    const passport = createPassportClient(transport, { token: adminToken })
+    await expect(passport.issue({ sub: `node:${nodeId}`, aud: ['storage'], scope: ['storage:write'], ttlSec: 600 })).rejects.toMatchObject({ code: 'Forbidden' })
+  })
+})

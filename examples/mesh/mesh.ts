@@ -7,7 +7,7 @@
  * name's own origin, receives a webhook, revokes a token, and says so.
  */
 import { pathToFileURL } from 'node:url'
-import { MemoryTransport, collectBytes, createTokenProvider, createTokenVerifier, dirManifest, gatewayLabel, mediaTypeFor } from '@ron/core'
+import { MemoryTransport, SERVICE_CALL_SCOPES, collectBytes, createTokenProvider, createTokenVerifier, dirManifest, gatewayLabel, mediaTypeFor, newNodeId } from '@ron/core'
 import { createIndexClient, createIndexService, type NameResolution } from '@ron/index'
 import { createInteropClient, createInteropService } from '@ron/interop'
 import { createPassportClient, createPassportService, passportMinter } from '@ron/passport'
@@ -15,20 +15,28 @@ import { createStorageClient, createStorageService } from '@ron/storage'
 
 export async function startMesh(opts: { githubSecret: string }) {
   const transport = new MemoryTransport()
-  const passport = await createPassportService({ policy: { callers: { admin: { scopes: ['*'], audiences: ['*'] }, 'node:app': { scopes: ['*'], audiences: ['*'] } } } }, transport)
+  // One node: its id has the one form of node ids (n + 16 hex), never a service name. On a
+  // MemoryTransport the services' endpoints stay target names.
+  const nodeId = newNodeId()
+  const passport = await createPassportService(
+    { policy: { callers: { admin: { scopes: ['*'], audiences: ['*'] }, [`node:${nodeId}`]: { scopes: [...SERVICE_CALL_SCOPES], audiences: ['storage', 'index'] } } } },
+    transport,
+  )
   transport.mount('passport', passport)
   const verifier = createTokenVerifier({ keys: passport.keys, revocations: passport.revocations })
-  const tokens = createTokenProvider({ minter: passportMinter(passport, { sub: 'node:app' }) })
+  const tokens = createTokenProvider({ minter: passportMinter(passport, { sub: `node:${nodeId}` }) })
 
   const index = await createIndexService({ amnesia: true, auth: { verifier } }, transport)
   transport.mount('index', index)
-  const storage = await createStorageService({ auth: { verifier }, tokens, announce: { target: 'index' } }, transport)
+  const storage = await createStorageService({ nodeId, advertise: 'storage', auth: { verifier }, tokens, announce: { target: 'index' } }, transport)
   transport.mount('storage', storage)
   const interop = await createInteropService({ amnesia: true, webhooks: { providers: { github: { secrets: [opts.githubSecret] } } } }, transport, { tokens })
   transport.mount('interop', interop)
 
   const admin = await passport.mintAdminToken({ aud: ['storage', 'index', 'passport', 'interop'], scope: ['storage:write', 'index:write', 'passport:issue', 'passport:revoke'], ttlSec: 3600 })
   return {
+    nodeId,
+    tokens,
     transport,
     passport,
     storage,

@@ -2,12 +2,15 @@
  * The admin listener of a node, on core's HTTP handler (the SPEC error envelope, `X-Corr-ID`,
  * `Allow` on 405, Prometheus content type): merged `/metrics` of every hosted service, aggregated
  * `/healthz` and `/readyz`, `/status` (JSON), `/version`, `/keys` (the node's issuer keys, JWKS)
- * `POST /admin/reload` (scope `node:admin`) and the dashboard at `/`.
+ * `POST /admin/reload` and `POST /admin/peers/forget` (scope `node:admin`) and the dashboard at
+ * `/`. Every request whose `Host` is not one of the node's own names is refused first (403
+ * `Forbidden`, `details.reason: "host_not_allowed"`): see `host-check.ts`.
  *
  * @module
  */
 
 import {
+  ForbiddenError,
   METRICS_CONTENT_TYPE,
   MalformedError,
   NotReadyError,
@@ -23,11 +26,13 @@ import {
   type HttpHandler,
   type Jwk,
   type Reply,
+  type RonRequest,
   type RonService,
   type Route,
   type TokenVerifier,
 } from '@ron/core'
 import { DASHBOARD_HTML } from './dashboard.js'
+import { normalizeUrl } from './peers.js'
 
 /** A hosted service as the admin listener sees it. */
 export interface HostedService {
@@ -41,6 +46,8 @@ export interface HostedService {
 export interface AdminHandlerOptions {
   /** This node's id. */
   nodeId: string
+  /** This node's public node key, base64url raw Ed25519 (`/status`'s `nodeKey`). */
+  nodeKey: string
   /** The hosted services (read on every request, so services attached later show up). */
   services: () => readonly HostedService[]
   /** Services this node uses on another node (`passport.url`, `registry.url`): name → URL, listed with `remote: true`. */
@@ -53,8 +60,6 @@ export interface AdminHandlerOptions {
   startedAt: number
   /** False once shutdown began: `/readyz` answers 503 from then on. */
   accepting: () => boolean
-  /** Data directory, reported by `/status` (undefined in amnesia mode). */
-  dataDir: string | undefined
   /** The node's public issuer keys (`GET /keys`). */
   keys: () => readonly Jwk[]
   /** Verifies tokens for `node:admin` (audience `node`). */
@@ -63,6 +68,10 @@ export interface AdminHandlerOptions {
   reload?: (partial: unknown) => Promise<unknown>
   /** Peers as the node sees them, for `/status`. */
   peers?: () => unknown
+  /** Forgets a peer's pin (`POST /admin/peers/forget`); false when it had none. */
+  forgetPeer?: (admin: string) => Promise<boolean>
+  /** Which `Host` headers name this node (see `adminHosts`). @default any */
+  allowedHosts?: (host: string | undefined) => boolean
   /** Extra routes (the dashboard). */
   routes?: Route[]
   /** @default systemClock */
@@ -97,14 +106,18 @@ export interface ServiceStatus {
   remote?: boolean
 }
 
-/** The `/status` document. */
+/**
+ * The `/status` document. It never states the data directory (a peer or a page has no business
+ * knowing where the node keeps its keys).
+ */
 export interface NodeStatus {
   name: 'ron-node'
   nodeId: string
+  /** The node's public key, base64url raw Ed25519 (amnesia: an ephemeral one); peers pin it. */
+  nodeKey: string
   version: string
   ready: boolean
   uptimeSec: number
-  dataDir: string | null
   services: Record<string, ServiceStatus>
   peers?: unknown
 }
@@ -157,10 +170,10 @@ export async function nodeStatus(options: AdminHandlerOptions): Promise<NodeStat
   return {
     name: 'ron-node',
     nodeId: options.nodeId,
+    nodeKey: options.nodeKey,
     version: options.version,
     ready,
     uptimeSec: Math.max(0, Math.round((clock.now() - options.startedAt) / 1000)),
-    dataDir: options.dataDir ?? null,
     services,
     ...(peers === undefined ? {} : { peers }),
   }
@@ -179,7 +192,16 @@ export function createAdminHandler(options: AdminHandlerOptions): HttpHandler {
   reloads.inc({ outcome: 'ok' }, 0)
   reloads.inc({ outcome: 'error' }, 0)
 
-  const builtin = (path: string, req: { method: string }): Reply | Promise<Reply> | undefined => {
+  const allowed = options.allowedHosts
+  const builtin = (path: string, req: RonRequest): Reply | Promise<Reply> | undefined => {
+    // Runs first for every request (core calls builtin before routing): a foreign Host is refused
+    // before anything is read or done.
+    if (allowed !== undefined) {
+      const host = req.headers.host
+      if (!allowed(typeof host === 'string' ? host : undefined)) {
+        throw new ForbiddenError('this admin listener answers only its own host names (a DNS-rebinding page is refused)', { details: { reason: 'host_not_allowed' } })
+      }
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') return undefined
     switch (path) {
       case '/metrics':
@@ -248,6 +270,29 @@ export function createAdminHandler(options: AdminHandlerOptions): HttpHandler {
           reloads.inc({ outcome: 'error' })
           throw e
         }
+      },
+    },
+    {
+      method: 'POST',
+      path: '/admin/peers/forget',
+      scope: 'node:admin',
+      handler: async (ctx) => {
+        if (options.forgetPeer === undefined) throw new NotReadyError('peers are not available yet', { retryAfterMs: 1000 })
+        const raw = await ctx.bytes()
+        let admin: unknown
+        try {
+          admin = (JSON.parse(Buffer.from(raw).toString('utf8')) as { admin?: unknown }).admin
+        } catch (e) {
+          throw new MalformedError('the body must be JSON: {"admin":"<the peer\'s admin URL>"}', { cause: e, details: { field: 'admin' } })
+        }
+        let url: string
+        try {
+          if (typeof admin !== 'string') throw new Error('not a string')
+          url = normalizeUrl(admin)
+        } catch (e) {
+          throw new MalformedError('admin must be the peer\'s admin URL', { cause: e, details: { field: 'admin' } })
+        }
+        return { status: 200, json: { admin: url, forgotten: await options.forgetPeer(url) } }
       },
     },
     ...(options.routes ?? []),

@@ -340,6 +340,27 @@ export function registerClientCommands(y: Argv, io: CliIo): Argv {
         )
         .demandCommand(1, 'say which: receipt verify'),
     )
+    .command('peers', "the node's peers and their pinned node keys", (c) =>
+      c
+        .command(
+          'ls',
+          'every configured peer: state (pinned, refused, unknown), node id, pinned node key, why it is refused',
+          (p) => p.options(COMMON).example('$0 peers ls', '').example('$0 peers ls --json', '').epilog(EXIT_CODES_HELP),
+          async (a) => (await import('./commands/peers.js')).peersLsCommand(common(a as Common), out),
+        )
+        .command(
+          'forget <url>',
+          "drop a peer's pinned node key (after it was reinstalled): its next answer is pinned afresh (scope node:admin; on a stopped node, edits <data-dir>/pins.json)",
+          (p) =>
+            p
+              .positional('url', { type: 'string', demandOption: true, describe: "the peer's admin URL, as in peers ls" })
+              .options(COMMON)
+              .example('$0 peers forget http://10.0.0.2:7700', '')
+              .epilog(EXIT_CODES_HELP),
+          async (a) => (await import('./commands/peers.js')).peersForgetCommand({ ...common(a as Common), url: a.url }, out),
+        )
+        .demandCommand(1, 'say which: peers ls or peers forget'),
+    )
     .command(
       'status',
       'a table of every service of the node: readiness, queues, uptime, peers',

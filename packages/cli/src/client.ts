@@ -84,15 +84,24 @@ export interface ResolvedToken {
 
 /**
  * The token to use: `--token`, then `RON_TOKEN`, then `<dataDir>/admin.token` (the node's admin
- * token, readable when the client runs as the node's user on its host).
+ * token, readable when the client runs as the node's user on its host). A `--token` or `RON_TOKEN`
+ * that is given but empty is an error, never a silent fall back to the admin token: a script whose
+ * variable came out empty meant a narrower token than the admin's.
+ * @throws {@link CliError} (exit 2) for an empty `--token` or `RON_TOKEN`.
  */
 export async function resolveToken(options: ClientOptions): Promise<ResolvedToken> {
   const env = options.env ?? process.env
   const dataDir = options.dataDir ?? defaultDataDir({ env })
   const tokenFile = dataDirLayout(dataDir).adminToken
-  if (options.token !== undefined && options.token !== '') return { token: options.token.trim(), source: '--token', tokenFile }
+  if (options.token !== undefined) {
+    if (options.token.trim() === '') throw new CliError('--token is empty; pass a token, or leave --token out to use RON_TOKEN or the admin token file', ExitCode.Usage)
+    return { token: options.token.trim(), source: '--token', tokenFile }
+  }
   const fromEnv = env['RON_TOKEN']
-  if (fromEnv !== undefined && fromEnv !== '') return { token: fromEnv.trim(), source: 'RON_TOKEN', tokenFile }
+  if (fromEnv !== undefined) {
+    if (fromEnv.trim() === '') throw new CliError('RON_TOKEN is set but empty; set it to a token, or unset it to use the admin token file', ExitCode.Usage)
+    return { token: fromEnv.trim(), source: 'RON_TOKEN', tokenFile }
+  }
   try {
     const text = (await readFile(tokenFile, 'utf8')).trim()
     return text === '' ? { token: undefined, source: undefined, tokenFile } : { token: text, source: tokenFile, tokenFile }

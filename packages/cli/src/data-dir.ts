@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { constants, readFileSync, unlinkSync } from 'node:fs'
 import { access, chmod, link, lstat, mkdir, readFile, rm, unlink, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
-import { isAbsolute, join, resolve, win32 } from 'node:path'
+import { dirname, isAbsolute, join, resolve, win32 } from 'node:path'
 import type { Logger } from '@ron/core'
 import { CliError, ExitCode } from './exit-codes.js'
 
@@ -72,6 +72,8 @@ export interface DataDirLayout {
   nodeKey: string
   /** `<root>/peers.json`: what the node learnt about its peers (node ids, service URLs). */
   peersFile: string
+  /** `<root>/pins.json`: the pinned `{nodeId, nodeKey}` of each peer (mode 0600). */
+  pinsFile: string
 }
 
 /** The paths of a data directory's contents. */
@@ -87,6 +89,7 @@ export function dataDirLayout(root: string): DataDirLayout {
     nodeFile: join(abs, 'node.json'),
     nodeKey: join(abs, 'keys', 'node.json'),
     peersFile: join(abs, 'peers.json'),
+    pinsFile: join(abs, 'pins.json'),
   }
 }
 
@@ -276,7 +279,7 @@ export interface PreparedDataDir extends DataDirLayout {
 export async function prepareDataDir(root: string, options: PrepareDataDirOptions = {}): Promise<PreparedDataDir> {
   const layout = dataDirLayout(root)
   try {
-    await mkdir(layout.root, { recursive: true, mode: 0o700 })
+    await mkdirs(layout.root, 0o700)
   } catch (e) {
     throw new CliError(`cannot create data directory ${layout.root}: ${errnoText(e)}; pick another with --data-dir`, ExitCode.Error, { cause: e })
   }
@@ -299,9 +302,46 @@ export async function prepareDataDir(root: string, options: PrepareDataDirOption
   return { ...layout, release: () => lock.release() }
 }
 
+/**
+ * Creates `dir` and its missing parents, one component at a time, and rejects with the real
+ * errno of the first one that cannot be created. Node's `mkdir({ recursive: true })` is not used:
+ * it reports EROFS (a read-only file system) as ENOENT, and on a path under `/proc` it retries
+ * forever at full CPU.
+ */
+export async function mkdirs(dir: string, mode: number): Promise<void> {
+  const missing: string[] = []
+  let cur = resolve(dir)
+  for (;;) {
+    try {
+      const st = await lstat(cur)
+      if (!st.isDirectory() && !st.isSymbolicLink()) throw Object.assign(new Error(`${cur} is not a directory`), { code: 'ENOTDIR' })
+      break
+    } catch (e) {
+      if ((e as { code?: unknown }).code !== 'ENOENT') throw e
+    }
+    missing.push(cur)
+    const parent = dirname(cur)
+    if (parent === cur) break
+    cur = parent
+  }
+  for (const d of missing.reverse()) {
+    try {
+      await mkdir(d, { mode })
+    } catch (e) {
+      const code = (e as { code?: unknown }).code
+      if (code === 'EEXIST') continue
+      // The parent exists (it was just checked or created): ENOENT here means the file system
+      // refuses directories in it (procfs, sysfs), not that something is missing.
+      if (code === 'ENOENT') throw Object.assign(new Error(`${dirname(d)} does not allow creating directories in it`), { code: 'ENOENT', path: d, cause: e, refused: true })
+      throw e
+    }
+  }
+}
+
 /** `EACCES (permission denied)`-style text for an fs error. */
 export function errnoText(e: unknown): string {
   const code = (e as { code?: unknown }).code
+  if ((e as { refused?: unknown }).refused === true && e instanceof Error) return e.message
   if (code === 'EACCES' || code === 'EPERM') return 'permission denied'
   if (code === 'ENOTDIR') return 'a path component is not a directory'
   if (code === 'EROFS') return 'read-only file system'

@@ -88,7 +88,8 @@ function networkCode(e: unknown): string | undefined {
 /**
  * Maps anything thrown by a command to an exit code: {@link CliError} keeps its own, RON errors map
  * by `code` (NotFound → 3, Unauthorized/Forbidden → 4, IntegrityFailed → 5, Busy/NotReady/Draining/
- * Timeout/BreakerOpen/Canceled/Closed → 6, Malformed → 2), network errors → 6, anything else → 1.
+ * Timeout/BreakerOpen/Brownout/Unavailable/Canceled/Closed → 6, Malformed → 2), network errors → 6,
+ * anything else → 1.
  */
 export function exitCodeFor(e: unknown): ExitCodeValue {
   if (e instanceof CliError) return e.exitCode
@@ -111,6 +112,7 @@ export function exitCodeFor(e: unknown): ExitCodeValue {
       case 'Timeout':
       case 'BreakerOpen':
       case 'Brownout':
+      case 'Unavailable':
       case 'Canceled':
       case 'Closed':
         return ExitCode.Unavailable

@@ -5,9 +5,8 @@
  * @module
  */
 
-import { randomBytes } from 'node:crypto'
 import { access, readFile } from 'node:fs/promises'
-import type { IssuerKey } from '@ron/core'
+import { isNodeId, newNodeId, type IssuerKey } from '@ron/core'
 import type { DataDirLayout } from './data-dir.js'
 import { errnoText } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
@@ -38,11 +37,6 @@ export interface NodeIdentity {
   created: boolean
 }
 
-/** A new node id: `n` + 16 lowercase hex digits (64 random bits). */
-export function newNodeId(): string {
-  return `n${randomBytes(8).toString('hex')}`
-}
-
 async function readNodeFile(path: string): Promise<NodeFile | undefined> {
   let text: string
   try {
@@ -57,7 +51,7 @@ async function readNodeFile(path: string): Promise<NodeFile | undefined> {
   } catch (e) {
     throw new CliError(`${path} is not JSON; restore it from a backup (it holds the node id)`, ExitCode.Error, { cause: e })
   }
-  if (typeof parsed.format !== 'number' || !Number.isInteger(parsed.format) || typeof parsed.nodeId !== 'string' || !/^[a-z0-9][a-z0-9-]{0,62}$/.test(parsed.nodeId)) {
+  if (parsed === null || typeof parsed !== 'object' || typeof parsed.format !== 'number' || !Number.isInteger(parsed.format) || typeof parsed.nodeId !== 'string') {
     throw new CliError(`${path} is not a valid node file (expected {"format","nodeId"}); restore it from a backup`, ExitCode.Error)
   }
   return { format: parsed.format, nodeId: parsed.nodeId, createdAt: typeof parsed.createdAt === 'number' ? parsed.createdAt : 0 }
@@ -82,6 +76,13 @@ export async function loadOrCreateIdentity(layout: DataDirLayout, now: number): 
   if (existing !== undefined && existing.format > DATA_DIR_FORMAT) {
     throw new CliError(
       `data directory ${layout.root} has format ${existing.format}, newer than this ron-node supports (${DATA_DIR_FORMAT}); upgrade ron-node, or start with another --data-dir`,
+      ExitCode.Error,
+    )
+  }
+  // One form only (SPEC §5): an id that could be read as a service name, or anything else, is refused.
+  if (existing !== undefined && !isNodeId(existing.nodeId)) {
+    throw new CliError(
+      `${layout.nodeFile} holds node id ${JSON.stringify(existing.nodeId)}, which is not a node id (n + 16 lowercase hex digits, e.g. n3f9c0a1b2c3d4e5f); restore node.json from a backup, or move it away to get a new id`,
       ExitCode.Error,
     )
   }

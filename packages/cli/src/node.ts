@@ -15,6 +15,8 @@ import {
   createTokenVerifier,
   generateIssuerKey,
   localMinter,
+  newNodeId,
+  nodeIdentityFromKey,
   noopLogger,
   remoteKeySource,
   signToken,
@@ -25,6 +27,8 @@ import {
   type IssuerKey,
   type Jwk,
   type Logger,
+  type NodeDirectory,
+  type NodeIdentity,
   type RevocationFeed,
   type RonService,
   type RevocationCheck,
@@ -36,10 +40,13 @@ import { reloadableConfigSchema } from './config.js'
 import { createAdminHandler, notReadyHandler, type HostedService } from './admin.js'
 import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
-import { loadOrCreateIdentity, newNodeId } from './identity.js'
+import { loadOrCreateIdentity } from './identity.js'
 import { ADMIN_AUDIENCES, ADMIN_SCOPES, ADMIN_TOKEN_TTL_SEC, ensureAdminToken, loadOrCreateIssuerKey, tokenIdOf } from './keys.js'
 import { listen, loadTls, type Listener, type RequestHandler, type TlsFiles } from './listener.js'
-import { NodeTransport, PeerDirectory, normalizeUrl } from './peers.js'
+import { NodeTransport } from './node-transport.js'
+import { PeerDirectory, normalizeUrl, passportEnrolments } from './peers.js'
+import { adminHosts } from './host-check.js'
+import { PinStore } from './pins.js'
 import { CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
 
 export type { NodeReloadable, NodeStorageOptions } from './services.js'
@@ -125,6 +132,23 @@ export interface ReloadResult {
 export interface RonNode extends NodeSummary {
   /** The issuer key id tokens of this node carry in their `kid`. */
   readonly issuerKid: string
+  /**
+   * This node's identity: its id and node key (the data directory's, or an ephemeral one in
+   * amnesia mode), which signs what the node vouches for. Services get it as `identity`.
+   */
+  readonly identity: NodeIdentity
+  /**
+   * The nodes this node believes (SPEC.md §5 "Peers"): itself first, then its pinned, accepted
+   * peers with their node keys, advertised service URLs and admin URLs. A live view: it follows
+   * the peers as they are pinned, refused or forgotten. Services get it as `nodes`.
+   */
+  readonly nodes: NodeDirectory
+  /**
+   * Forgets the pin of the peer at `admin` (what `ron-node peers forget` asks through
+   * `POST /admin/peers/forget`): its next answer is pinned afresh.
+   * @returns false when that peer had no pin.
+   */
+  forgetPeer(admin: string): Promise<boolean>
   /** True when the node identity was created by this start (first start). */
   readonly firstStart: boolean
   /** True when every hosted service is ready and the node is not shutting down. */
@@ -162,19 +186,6 @@ function parseReloadBody(body: unknown): NodeReloadable {
   const storage: NodeStorageOptions = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))
   const r = Object.fromEntries(Object.entries({ intervalMs: repair.interval, bytesPerSec: repair.bytesPerSec, burst: repair.burst }).filter(([, v]) => v !== undefined))
   return { ...sections, storage: Object.keys(r).length > 0 ? { ...storage, repair: r } : storage }
-}
-
-/** The node's transport, with the services used on another node (`passport.url`, `registry.url`) routed to that node over HTTP. */
-class RemoteRoutingTransport extends NodeTransport {
-  readonly #remote: Partial<Record<string, string>>
-  constructor(memory: MemoryTransport, http: HttpTransport, remote: Partial<Record<string, string>>) {
-    super(memory, http)
-    this.#remote = remote
-  }
-  override request(target: string, req: Parameters<NodeTransport['request']>[1]): ReturnType<NodeTransport['request']> {
-    const url = this.#remote[target]
-    return url !== undefined ? this.http.request(url, req) : super.request(target, req)
-  }
 }
 
 /** The `node:http` listener of a handler. */
@@ -254,7 +265,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   const layout: PreparedDataDir | undefined = amnesia ? undefined : await prepareDataDir(options.dataDir!, { logger })
   const memory = new MemoryTransport()
   const http = new HttpTransport({ timeoutMs: 30_000, breaker: false })
-  const transport = new RemoteRoutingTransport(memory, http, remote)
+  const transport = new NodeTransport(memory, http, remote)
   const slots: { name: ServiceName; listener: Listener; url: string; service?: RonService }[] = []
   const hosted: (HostedService & { listener: Listener })[] = []
   let accepting = true
@@ -293,8 +304,9 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   }
 
   let issuer: IssuerKey
-  let nodeKey: IssuerKey | undefined
+  let nodeKey: IssuerKey
   let nodeId: string
+  let identity: NodeIdentity
   let firstStart: boolean
   let adminToken: string | undefined
   let adminTimer: NodeJS.Timeout | undefined
@@ -309,15 +321,17 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     const adminUrl = advertisedUrl(admin.url, options.advertise)
 
     if (layout === undefined) {
+      // Amnesia: an ephemeral identity, as real as a kept one for as long as the process lives.
       issuer = generateIssuerKey({ epoch: 1 })
+      nodeKey = generateIssuerKey({ epoch: 1 })
       nodeId = newNodeId()
       firstStart = true
     } else {
-      const identity = await loadOrCreateIdentity(layout, clock.now())
-      nodeId = identity.nodeId
-      nodeKey = identity.nodeKey
-      firstStart = identity.created && identity.previousFormat === 0
-      if (identity.previousFormat === 1) logger.info({ path: layout.nodeFile, nodeId }, 'migrated the data directory from format 1 (added node.json and the node key)')
+      const loadedId = await loadOrCreateIdentity(layout, clock.now())
+      nodeId = loadedId.nodeId
+      nodeKey = loadedId.nodeKey
+      firstStart = loadedId.created && loadedId.previousFormat === 0
+      if (loadedId.previousFormat === 1) logger.info({ path: layout.nodeFile, nodeId }, 'migrated the data directory from format 1 (added node.json and the node key)')
       const loaded = await loadOrCreateIssuerKey(layout.issuerKey)
       issuer = loaded.key
       if (loaded.created) logger.info({ kid: issuer.kid, path: layout.issuerKey }, 'generated issuer key')
@@ -336,10 +350,22 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       await feed.sync().catch((e: unknown) => logger.warn({ url: remote.passport, err: e }, 'cannot read the revocation feed of the passport yet; writes wait until it answers'))
       feed.start()
       verifier = createTokenVerifier({ keys: remoteKeySource({ transport: http, target: remote.passport, cooldownMs: 1000, clock }), revocations: feed, clock })
-      serviceMinter = remotePassportMinter(http, { nodeId, nodeKey: nodeKey!, target: remote.passport, clock })
+      serviceMinter = remotePassportMinter(http, { nodeId, nodeKey, target: remote.passport, clock })
     }
     const publicKeys = (): unknown[] => passport?.jwks().keys ?? [issuer.publicJwk]
-    peers = new PeerDirectory({ admins: peerAdmins, file: layout?.peersFile, selfId: nodeId, http, logger, now: () => clock.now() })
+    identity = nodeIdentityFromKey(nodeId, nodeKey)
+    const pins = await PinStore.open(layout?.pinsFile)
+    peers = new PeerDirectory({
+      admins: peerAdmins,
+      pins,
+      file: layout?.peersFile,
+      self: { id: nodeId, nodeKey: identity.publicKey, admin: adminUrl, services: Object.fromEntries(slots.map((s) => [s.name, s.url])) },
+      http,
+      // The passport this node uses (its own or passport.url, nothing else) vouches for the keys it enrolled.
+      ...(wanted.includes('passport') || remote.passport !== undefined ? { enrolled: passportEnrolments(transport, clock) } : {}),
+      logger,
+      now: () => clock.now(),
+    })
     transport.usePeers(peers)
     const pending = (): Record<string, string> => Object.fromEntries(slots.filter((s) => s.service === undefined).map((s) => [s.name, s.url]))
     // The admin listener answers /status and /keys from here on: peers starting at the same time
@@ -348,35 +374,43 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       handlerOf(
         createAdminHandler({
           nodeId,
+          nodeKey: identity.publicKey,
           services: () => hosted,
           pending,
           remote: () => remote,
           version: cliVersion(),
           startedAt,
           accepting: () => accepting,
-          dataDir: layout?.root,
           keys: publicKeys as () => Jwk[],
           verifier: { verify: (token, req) => verifier.verify(token, req) },
           peers: () => peers!.list(),
+          forgetPeer: (url) => peers!.forget(url),
           reload: (partial: unknown) => reload(parseReloadBody(partial)),
+          allowedHosts: adminHosts(host, options.advertise),
           clock,
         }),
       ),
     )
     await peers.load()
+    const dir = peers
     // Peers this node has never seen are waited for a little (nodes of a new cluster start
-    // together), so storage starts with the whole placement set; later changes are reloaded.
-    const waitUntil = clock.now() + (options.peerWaitMs ?? 10_000)
-    for (;;) {
-      await peers.refresh()
-      if (peers.list().every((p) => p.nodeId !== undefined) || clock.now() >= waitUntil) break
-      await clock.sleep(200)
+    // together), so storage starts with the whole placement set; later changes are reloaded. The
+    // wait runs once passport is up (it is created first), whose enrolments vouch for peers' keys.
+    const awaitPeers = async (): Promise<void> => {
+      const waitUntil = clock.now() + (options.peerWaitMs ?? 10_000)
+      for (;;) {
+        await dir.refresh()
+        if (dir.settled() || clock.now() >= waitUntil) break
+        await clock.sleep(200)
+      }
+      const unknown = dir.list().filter((p) => p.state !== 'pinned')
+      if (unknown.length > 0) logger.warn({ peers: unknown.map((p) => ({ admin: p.admin, state: p.state, error: p.error })) }, 'some peers are unreachable or refused; they join placement once they answer as pinned')
     }
-    const unknown = peers.list().filter((p) => p.nodeId === undefined)
-    if (unknown.length > 0) logger.warn({ peers: unknown.map((p) => ({ admin: p.admin, error: p.error })) }, 'some peers are unreachable; they join placement once they answer')
 
     const ctx: ServiceContext = {
       nodeId,
+      identity,
+      nodes: peers.directory(),
       root: layout?.root,
       amnesia,
       transport,
@@ -401,7 +435,12 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       logger.info({ service: slot.name, url: slot.url }, 'service listening')
     }
     const ordered = CREATE_ORDER.flatMap((name) => slots.filter((s) => s.name === name))
+    let peersAwaited = false
     for (const slot of ordered) {
+      if (slot.name !== 'passport' && !peersAwaited) {
+        peersAwaited = true
+        await awaitPeers()
+      }
       let service: RonService
       try {
         // Each service gets its own child logger: a service that freezes its config snapshot must
@@ -424,6 +463,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       }
     }
 
+    if (!peersAwaited) await awaitPeers()
     // /status, /readyz and the summary list services in port order.
     hosted.sort((x, y) => wanted.indexOf(x.name as ServiceName) - wanted.indexOf(y.name as ServiceName))
 
@@ -549,9 +589,14 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       await clock.sleep(20, signal)
     }
   }
+  const nodes = peers.directory()
+  const forgetPeer = (url: string): Promise<boolean> => peers.forget(url)
   return {
     ...summary,
     issuerKid: issuer.kid,
+    identity,
+    nodes,
+    forgetPeer,
     firstStart,
     ready,
     whenReady,

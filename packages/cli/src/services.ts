@@ -10,10 +10,24 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ConfigError, SERVICE_CALL_SCOPES, isRonError, parseSize, type Clock, type KeySource, type Logger, type RonService, type TokenProvider, type TokenVerifier } from '@ron/core'
+import {
+  ConfigError,
+  SERVICE_CALL_SCOPES,
+  isRonError,
+  parseSize,
+  type Clock,
+  type KeySource,
+  type Logger,
+  type NodeDirectory,
+  type NodeIdentity,
+  type RonService,
+  type TokenProvider,
+  type TokenVerifier,
+} from '@ron/core'
 import { CliError, ExitCode } from './exit-codes.js'
 import { writeSecret } from './keys.js'
-import type { PeerDirectory, NodeTransport } from './peers.js'
+import type { NodeTransport } from './node-transport.js'
+import type { PeerDirectory } from './peers.js'
 import type { ServiceName } from './ports.js'
 
 /** Storage settings of a node (the JSON-safe subset of storage's options ron-node exposes). */
@@ -64,6 +78,16 @@ export interface PassportHandles {
 /** Everything a service factory gets. */
 export interface ServiceContext {
   nodeId: string
+  /**
+   * This node's identity (id, public node key, signer): what the index signs its name records with
+   * and what the services state as `node`. Amnesia: an ephemeral key.
+   */
+  identity: NodeIdentity
+  /**
+   * The nodes this node believes: itself first, then its pinned, accepted peers (node key,
+   * advertised service URLs, admin URL). A live view of the peer directory.
+   */
+  nodes: NodeDirectory
   /** Data directory root, undefined in amnesia mode. */
   root: string | undefined
   amnesia: boolean
@@ -197,6 +221,10 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
           peers: { targets: peerIndexes(ctx), ...(((ctx.config.index ?? {}) as { peers?: object }).peers ?? {}) },
           auth: { verifier: ctx.verifier },
+          // Name records are signed with the node key; peers' answers and announcements are
+          // checked against the pinned nodes only (SPEC §5 "Peers", §6a).
+          identity: ctx.identity,
+          nodes: ctx.nodes,
           logger: ctx.logger,
           clock: ctx.clock,
         },
@@ -215,6 +243,9 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           ...(ctx.root === undefined ? {} : { dataDir: ctx.file('storage') }),
           nodeId: ctx.nodeId,
           advertise: ctx.url('storage'),
+          // Peers are named by their node ids (routed by the node transport to the pinned peer's
+          // storage URL), so this node names itself by its id too: every node computes one placement.
+          placementName: ctx.nodeId,
           auth: { verifier: ctx.verifier },
           peerKeys: { peers: ctx.peers.keySource() },
           tokens: ctx.tokens,
@@ -274,7 +305,7 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           },
         },
         ctx.transport,
-        { tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock },
+        { tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, nodes: ctx.nodes },
       )
     },
     reloadPartial: (_ctx, cfg) => cfg.interop ?? {},
@@ -284,8 +315,9 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
 /** The order services are created in (each only needs those before it). */
 export const CREATE_ORDER: readonly ServiceName[] = ['passport', 'index', 'storage', 'registry', 'interop']
 
+/** The index URLs of the accepted peers (a refused or unpinned peer is never asked). */
 function peerIndexes(ctx: ServiceContext): string[] {
-  return ctx.peers.list().flatMap((p) => (p.services['index'] === undefined ? [] : [p.services['index']]))
+  return ctx.peers.serviceUrls('index')
 }
 
 /** A service's creation error as a CliError: config errors are usage errors naming the service. */

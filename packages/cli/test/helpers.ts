@@ -112,3 +112,28 @@ export async function killAll(): Promise<void> {
   }
   await Promise.all(waits)
 }
+
+/** True when every port of base..base+5 can be bound on 127.0.0.1 right now. */
+async function rangeFree(base: number): Promise<boolean> {
+  const { createServer } = await import('node:net')
+  for (let p = base; p <= base + 5; p++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = createServer()
+      s.once('error', () => resolve(false))
+      s.listen(p, '127.0.0.1', () => s.close(() => resolve(true)))
+    })
+    if (!ok) return false
+  }
+  return true
+}
+
+/** `n` disjoint port ranges that are free right now (each base..base+5), for nodes that list each other. */
+export async function freeBases(n: number): Promise<number[]> {
+  const out: number[] = []
+  let candidate = 24_000 + Math.floor(Math.random() * 2000) * 10
+  while (out.length < n) {
+    if (await rangeFree(candidate)) out.push(candidate)
+    candidate += 10
+  }
+  return out
+}

@@ -26,12 +26,12 @@ describe('/status queues', () => {
     const service = { ...host.service, metricsText: async () => text }
     try {
       const status = await nodeStatus({
-        nodeId: 'n1',
+        nodeId: 'n0000000000000001',
+        nodeKey: 'x',
         services: () => [{ name: 'svc', url: 'http://127.0.0.1:1', service }],
         version: '0.0.0',
         startedAt: 0,
         accepting: () => true,
-        dataDir: undefined,
         keys: () => [],
       })
       expect(status.services['svc']!.queues).toMatchObject([

@@ -90,6 +90,8 @@ describe('error catalog', () => {
       'Forbidden:missing_scope',
       'Forbidden:caveat',
       'Forbidden:cors_origin',
+      'Forbidden:host_not_allowed',
+      'Unavailable:write_quorum',
       'NotReady:revocation_stale',
       'NotReady:unreachable',
       'NotReady:disk_full',

@@ -96,12 +96,12 @@ describe('a five-node index cluster on MemoryTransport', () => {
     transport.mount('index', index)
     const storage = await createStorageService(
       {
-        nodeId: 'node-a',
+        nodeId: 'n00000000000000a1',
         advertise: 'storage',
         auth: { keys: issuer.keys },
         announce: { target: 'index', ttlSec: 600 },
         // Its service tokens are its own: sub node:<its id> (the index takes announcements only so).
-        tokens: { token: ({ aud, scope }) => issuer.mint({ sub: 'node:node-a', aud, scope }) },
+        tokens: { token: ({ aud, scope }) => issuer.mint({ sub: 'node:n00000000000000a1', aud, scope }) },
       },
       transport,
     )
@@ -109,7 +109,7 @@ describe('a five-node index cluster on MemoryTransport', () => {
     transport.mount('storage', storage)
 
     const events = index.subscribe()
-    const put = await createStorageClient(transport, { token: issuer.mint({ scope: 'storage:write', aud: 'storage' }) }).put('hello from node-a')
+    const put = await createStorageClient(transport, { token: issuer.mint({ scope: 'storage:write', aud: 'storage' }) }).put('hello from n00000000000000a1')
     for await (const e of events) {
       if (e.type === 'provider:added' && e.address === put.address) break
     }
@@ -117,17 +117,17 @@ describe('a five-node index cluster on MemoryTransport', () => {
     const r = await createIndexClient(transport).resolve(put.address)
     expect(r).toMatchObject({ key: put.address, source: 'local' })
     // The score is the record's freshness: just under 1 after however long this took in real time.
-    expect(r.providers).toMatchObject([{ node: 'node-a', endpoint: 'storage' }])
+    expect(r.providers).toMatchObject([{ node: 'n00000000000000a1', endpoint: 'storage' }])
     expect(r.providers[0]!.score).toBeGreaterThan(0.9)
 
-    // And a name bound to a manifest of that content resolves to node-a.
+    // And a name bound to a manifest of that content resolves to n00000000000000a1.
     const writer = createIndexClient(transport, { token: issuer.mint({ scope: 'index:write', aud: 'index' }) })
     const manifest = await createStorageClient(transport, { token: issuer.mint({ scope: 'storage:write', aud: 'storage' }) }).put(
       JSON.stringify({ content: put.address, size: put.size, type: 'text/plain' }),
     )
-    await writer.setName('hello.node-a', manifest.address)
-    const byName = await createIndexClient(transport).resolve('hello.node-a')
+    await writer.setName('hello.n00000000000000a1', manifest.address)
+    const byName = await createIndexClient(transport).resolve('hello.n00000000000000a1')
     expect(byName).toMatchObject({ manifestAddress: manifest.address, manifest: { content: put.address } })
-    expect(byName.providers.map((p) => p.node)).toEqual(['node-a'])
+    expect(byName.providers.map((p) => p.node)).toEqual(['n00000000000000a1'])
   })
 })

@@ -43,6 +43,7 @@ import { servicePlan } from './policy.js'
 import { RevocationLog } from './revocations.js'
 import type { PassportContext } from './routes/context.js'
 import { keyRoutes, ringSummary } from './routes/keys.js'
+import { nodeKeyRoutes } from './routes/node-keys.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { tokenRoutes } from './routes/tokens.js'
 import { CHANNELS, TASKS, passportTopology } from './topology.js'
@@ -369,7 +370,7 @@ async function build(
     hub,
     verifyBodyToken: (token, aud) => verifier.verify(token, aud === undefined ? ANY_AUDIENCE : { audience: aud }),
   }
-  host.routes([...tokenRoutes(ctx), ...revocationRoutes(ctx), ...keyRoutes(ctx)])
+  host.routes([...tokenRoutes(ctx), ...revocationRoutes(ctx), ...keyRoutes(ctx), ...nodeKeyRoutes(ctx)])
 
   host.onReload(() => {
     // The new snapshot is already in host.config; tell subscribers and re-derive what depends on it.

@@ -9,7 +9,7 @@
  */
 
 import { z } from 'zod'
-import { durationSchema, sizeSchema, validateConfig } from '@ron/core'
+import { NODE_ID_PATTERN, blake3, durationSchema, sizeSchema, validateConfig } from '@ron/core'
 import type { Clock, KeySource, Logger, Random, ServiceHostOptions } from '@ron/core'
 import type { BlobStore } from './store/types.js'
 
@@ -18,6 +18,14 @@ const MiB = 1024 * KiB
 const GiB = 1024 * MiB
 
 const positiveInt = z.number().int().positive()
+
+/** The endpoint of a storage that says nothing about itself: its target name on a MemoryTransport. */
+const DEFAULT_ADVERTISE = 'storage'
+
+/** A stable node id for a storage without one: `n` + 16 hex digits of BLAKE3 over its placement name. */
+function derivedNodeId(placementName: string): string {
+  return `n${Buffer.from(blake3(new TextEncoder().encode(`ron:storage-node-id:v1\n${placementName}`))).toString('hex').slice(0, 16)}`
+}
 const isObject = (v: unknown): boolean => (typeof v === 'object' || typeof v === 'function') && v !== null
 /** A duration (ms, or `"5s"`) that must be positive. */
 const positiveMs = durationSchema.refine((n) => n > 0, 'expected a positive duration')
@@ -124,18 +132,30 @@ export const storageConfigSchema = z.strictObject({
   maxObjectBytes: sizeSchema.default(16 * GiB),
   /** GET/HEAD of objects (and their status) without a token. @default true */
   publicReads: z.boolean().default(true),
-  /** This node's id: its name in placement, announcements and replica tokens (`sub: node:<id>`). @default 'storage' */
-  nodeId: z.string().min(1).default('storage'),
   /**
-   * The storage URL (or transport name) peers and the index reach this node at: announced as the
-   * provider `endpoint`, and this node's name in placement (peers list it the same way).
-   * @default nodeId
+   * This node's id, `n` + 16 lowercase hex digits (SPEC §5): the `node` of its announcements (and
+   * the `sub: node:<id>` of the tokens its host's provider mints for it).
+   * @default derived from `placementName`: `n` + the first 16 hex digits of its BLAKE3 hash, so an
+   *   embedded storage keeps one id across restarts
+   */
+  nodeId: z.string().regex(NODE_ID_PATTERN, 'expected a node id: n + 16 lowercase hex digits (e.g. n3f9c0a1b2c3d4e5f)').optional(),
+  /**
+   * The storage URL (or, on a `MemoryTransport`, the transport name) peers and the index reach
+   * this node at: announced as the provider `endpoint`.
+   * @default 'storage'
    */
   advertise: z.string().min(1).optional(),
   /**
-   * The other storage nodes: transport target names or storage URLs, spelled exactly as each of
-   * them `advertise`s itself (placement names nodes by that string, so every node computes the
-   * same placement). This node's own entry, if listed, is ignored. @default []
+   * This node's name in placement: the string its peers list it by in their `peers` (their
+   * transport target for it), the same on every node so that all compute the same placement.
+   * `ron-node` names nodes by their node ids and routes those ids to the pinned peers.
+   * @default advertise
+   */
+  placementName: z.string().min(1).optional(),
+  /**
+   * The other storage nodes: transport targets, spelled exactly as each of them names itself in
+   * placement (`placementName`, by default its `advertise`), so every node computes the same
+   * placement. This node's own entry, if listed, is ignored. @default []
    */
   peers: z.array(z.string().min(1)).default([]),
   /** Copies kept of every object. @default 2 with peers, 1 alone */
@@ -223,7 +243,7 @@ export const storageOptionsSchema = storageConfigSchema
     logger: z.custom<Logger>(isObject, 'expected a Logger').optional(),
   })
   .superRefine((o, ctx) => {
-    const self = o.advertise ?? o.nodeId
+    const self = o.placementName ?? o.advertise ?? DEFAULT_ADVERTISE
     const peers = o.peers.filter((p) => p !== self)
     const rf = o.rf ?? (peers.length > 0 ? 2 : 1)
     if (rf > peers.length + 1) ctx.addIssue({ code: 'custom', path: ['rf'], message: `${rf} copies need at least ${rf - 1} peers` })
@@ -231,8 +251,11 @@ export const storageOptionsSchema = storageConfigSchema
   })
   .transform((o) => {
     // A node listed among its own peers (one shared peer list for the whole cluster) is itself.
-    const self = o.advertise ?? o.nodeId
+    const advertise = o.advertise ?? DEFAULT_ADVERTISE
+    const self = o.placementName ?? advertise
     const peers = [...new Set(o.peers.filter((p) => p !== self))]
+    const nodeId = o.nodeId ?? derivedNodeId(self)
+    const placementName = self
     const writersPerPrincipal = o.writersPerPrincipal ?? Math.max(1, Math.floor(o.writers / 2))
     // A principal's uploads are read only once they hold a writer: never refuse one that does.
     const http = { ...o.http, maxBodiesPerPrincipal: o.http.maxBodiesPerPrincipal ?? Math.max(16, writersPerPrincipal) }
@@ -240,7 +263,9 @@ export const storageOptionsSchema = storageConfigSchema
       ...o,
       peers,
       rf: o.rf ?? (peers.length > 0 ? 2 : 1),
-      advertise: o.advertise ?? o.nodeId,
+      nodeId,
+      advertise,
+      placementName,
       writersPerPrincipal,
       http,
       announce: { ...o.announce, intervalMs: o.announce.intervalMs ?? (o.announce.ttlSec * 1000) / 2 },
@@ -261,7 +286,7 @@ export interface OutgoingTokens {
  *
  * @example
  * ```ts
- * const svc = await createStorageService({ dataDir: './data', nodeId: 'a', peers: ['storage-b'], tokens }, transport)
+ * const svc = await createStorageService({ dataDir: './data', advertise: 'storage-a', peers: ['storage-b'], tokens }, transport)
  * ```
  */
 export type StorageServiceOptions = z.input<typeof storageOptionsSchema>

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { BoundedQueue, IntegrityFailedError, QuorumNotMetError, isRonError, throwIfError } from '@ron/core'
+import { BoundedQueue, IntegrityFailedError, UnavailableError, isRonError, throwIfError } from '@ron/core'
 import type { Address, Logger, MetricsSink, Supervisor, Transport } from '@ron/core'
 import type { BlobStore } from './store/types.js'
 import { bearerHeaders, type TokenFor } from './peer-auth.js'
@@ -21,6 +21,9 @@ import { TASKS, CHANNELS, REPLICATOR_TASKS } from './topology.js'
  * like a PUT but never replicated again (that would cycle between placement nodes).
  */
 export const REPLICA_PATH = '/replica'
+
+/** `Retry-After` of a PUT whose write quorum was not met: long enough for a restarting peer. */
+const WRITE_QUORUM_RETRY_AFTER_MS = 5000
 
 /** What {@link pushObject} needs. */
 export interface PushContext {
@@ -163,8 +166,10 @@ export class Replicator {
    * Replicates a freshly put object: pushes synchronously until `writeQuorum` copies (the local
    * one included) are durable, and queues the remaining placement peers.
    * @returns the number of durable copies at acknowledgement time.
-   * @throws {@link QuorumNotMetError} (details `{ copies, required }`) when the quorum cannot be
-   *   reached; the local copy is kept and a retried PUT is safe (content-addressed, idempotent).
+   * @throws {@link UnavailableError} (503, `Retry-After`, details `{ reason: 'write_quorum',
+   *   copies, required }`) when the quorum cannot be reached: peers this write needs are
+   *   unreachable (SPEC §4), so the client should retry; the local copy is kept and a retried PUT
+   *   is safe (content-addressed, idempotent).
    */
   async replicate(address: Address, signal: AbortSignal): Promise<number> {
     const targets = this.placement(address).filter((n) => n !== this.#o.nodeId)
@@ -192,8 +197,9 @@ export class Replicator {
       }
     }
     if (copies < this.#o.writeQuorum) {
-      throw new QuorumNotMetError(`only ${copies} of ${this.#o.writeQuorum} copies are durable`, {
-        details: { copies, required: this.#o.writeQuorum },
+      throw new UnavailableError(`only ${copies} of ${this.#o.writeQuorum} copies are durable: the write quorum of peers is unreachable`, {
+        details: { reason: 'write_quorum', copies, required: this.#o.writeQuorum },
+        retryAfterMs: WRITE_QUORUM_RETRY_AFTER_MS,
       })
     }
     rest.push(...targets.slice(i))

@@ -71,6 +71,7 @@ const IMMUTABLE = [
   'chunkSize',
   'nodeId',
   'advertise',
+  'placementName',
   'replicationQueue',
   'repair.workers',
   'repair.queue',
@@ -199,9 +200,10 @@ async function build(
   const events = host.broadcast<StorageEvent>(CHANNELS.events)
   const guard = new ObjectGuard()
   const repair = new RepairState()
-  // Placement names a node by how its peers list it: its advertised storage URL (or transport
-  // name), the same string on every node, so all nodes compute the same placement.
-  const ranking = (address: Address): string[] => placement(address, [o.advertise, ...o.peers], o.peers.length + 1)
+  // Placement names a node by how its peers list it (`placementName`: its advertised storage URL or
+  // transport name by default, its node id under ron-node), the same string on every node, so all
+  // nodes compute the same placement.
+  const ranking = (address: Address): string[] => placement(address, [o.placementName, ...o.peers], o.peers.length + 1)
   const net: Transport = transport ?? unreachableTransport
   const peerToken = tokenFor(o.tokens, o.id, REPLICATE_SCOPE)
   const gate = new RequestGate({ maxInflight: o.http.maxInflight, maxRps: o.http.maxRps }, clock)
@@ -229,7 +231,7 @@ async function build(
     transport: net,
     token: peerToken,
     timeoutMs: o.peerTimeoutMs,
-    nodeId: o.advertise,
+    nodeId: o.placementName,
     get peers() {
       return o.peers
     },
@@ -246,7 +248,7 @@ async function build(
   })
   const repairQueue = new BoundedQueue<RepairItem>({ name: CHANNELS.repair, capacity: o.repair.queue, metrics: sink })
   const planner = new RepairPlanner({
-    nodeId: o.advertise,
+    nodeId: o.placementName,
     get peers() {
       return o.peers
     },
@@ -269,7 +271,7 @@ async function build(
   let bucket = new TokenBucket({ capacity: o.repair.burst, refillPerSec: o.repair.bytesPerSec, clock })
   let rate = o.repair.bytesPerSec
   const workers = new RepairWorkers({
-    nodeId: o.advertise,
+    nodeId: o.placementName,
     store,
     transport: net,
     token: peerToken,

@@ -71,7 +71,7 @@ export async function cluster(
   for (const name of names) {
     const peers = names.filter((n) => n !== name)
     const svc = await createStorageService(
-      { nodeId: name, auth: { keys: issuer.keys }, ...(peers.length > 0 ? { peers, tokens: { token: () => replicate } } : {}), repair: { auto: false }, shutdown: { writesFirstMs: 0 }, ...options(name) },
+      { advertise: name, auth: { keys: issuer.keys }, ...(peers.length > 0 ? { peers, tokens: { token: () => replicate } } : {}), repair: { auto: false }, shutdown: { writesFirstMs: 0 }, ...options(name) },
       transport,
     )
     transport.mount(name, svc)

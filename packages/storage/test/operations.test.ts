@@ -149,7 +149,7 @@ describe('admin listing and usage', () => {
     const transport = new MemoryTransport()
     const clock = new VirtualClock()
     const svc = await createStorageService(
-      { nodeId: 'n1', advertise: 'http://n1:7701', clock, repair: { auto: false }, shutdown: { writesFirstMs: 0 }, writeReadiness: { probeIntervalMs: 1000 } },
+      { nodeId: 'n0000000000000001', advertise: 'http://n1:7701', clock, repair: { auto: false }, shutdown: { writesFirstMs: 0 }, writeReadiness: { probeIntervalMs: 1000 } },
       transport,
     )
     extra.push(svc)
@@ -164,7 +164,7 @@ describe('admin listing and usage', () => {
     await clock.advance(61_000)
     transport.mount('storage', svc)
     const res = await transport.request('storage', { method: 'GET', path: '/status' })
-    expect(await res.json()).toMatchObject({ node: 'n1', endpoint: 'http://n1:7701', usage: { objects: 1, bytes: 1234 } })
+    expect(await res.json()).toMatchObject({ node: 'n0000000000000001', endpoint: 'http://n1:7701', usage: { objects: 1, bytes: 1234 } })
   })
 })
 

@@ -26,11 +26,11 @@ async function twoNodes(): Promise<{ a: StorageService; b: StorageService; trans
   ]
   const common = { rf: 2, writeQuorum: 2, chunkSize: 1024, repair: { auto: false }, shutdown: { writesFirstMs: 0 } }
   const a = await createStorageService(
-    { ...common, nodeId: 'a', peers: ['b'], auth: { keys: staticKeySource([keyA]) }, peerKeys: { b: staticKeySource([keyB]) }, tokens: providers[0]! },
+    { ...common, advertise: 'a', peers: ['b'], auth: { keys: staticKeySource([keyA]) }, peerKeys: { b: staticKeySource([keyB]) }, tokens: providers[0]! },
     transport,
   )
   const b = await createStorageService(
-    { ...common, nodeId: 'b', peers: ['a'], auth: { keys: staticKeySource([keyB]) }, peerKeys: { a: staticKeySource([keyA]) }, tokens: providers[1]! },
+    { ...common, advertise: 'b', peers: ['a'], auth: { keys: staticKeySource([keyB]) }, peerKeys: { a: staticKeySource([keyA]) }, tokens: providers[1]! },
     transport,
   )
   transport.mount('a', a)

@@ -261,7 +261,7 @@ describe('a push that finds the local copy corrupt', () => {
       markSuspect: (x) => marked.push(x),
     })
     try {
-      await expect(r.replicate(address, AbortSignal.timeout(5000))).rejects.toMatchObject({ code: 'QuorumNotMet' })
+      await expect(r.replicate(address, AbortSignal.timeout(5000))).rejects.toMatchObject({ code: 'Unavailable', status: 503, details: { reason: 'write_quorum' } })
       expect(marked).toEqual([address])
       expect(pushes).toHaveLength(1)
       expect(failures).toEqual([])

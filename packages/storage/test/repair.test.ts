@@ -41,6 +41,18 @@ describe('replication and repair across three nodes', () => {
     expect(await c.node('storage-a').svc.store.stat(address)).toEqual({ size: data.byteLength })
   })
 
+  it('answers an unmet write quorum with 503 Unavailable and Retry-After (retry, not a bad request), keeping the local copy', async () => {
+    c = await cluster(['storage-a', 'storage-b'], () => ({ rf: 2, writeQuorum: 2, chunkSize: 1024 }))
+    // b is gone: the synchronous replica write cannot reach it.
+    await c.node('storage-b').svc.close()
+    const data = bytes(3000, 4242)
+    const res = await c.request('storage-a', 'PUT', '/o', { authorization: `Bearer ${c.tokens.write}` }, data)
+    expect(res.status).toBe(503)
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(await res.json()).toMatchObject({ error: { code: 'Unavailable', retryable: true, details: { reason: 'write_quorum', copies: 1, required: 2 } } })
+    expect(await c.node('storage-a').svc.store.stat(addressOfBytes(data))).toEqual({ size: 3000 })
+  })
+
   it('detects a bit flip on disk, never serves the bad chunk, and repairs the copy from a peer', async () => {
     const dirs = await Promise.all(NODES.map(() => tempDir()))
     for (const d of dirs) cleanups.push(d.cleanup)
@@ -246,9 +258,9 @@ describe('a node that comes back behind an open breaker', () => {
       close: () => Promise.resolve(),
     }
     const opts = { rf: 2, chunkSize: 1024, auth: { keys: issuer.keys }, tokens: { token: () => token }, repair: { auto: false }, shutdown: { writesFirstMs: 0 } }
-    const a = await createStorageService({ ...opts, nodeId: 'storage-a', peers: ['storage-b', 'storage-c'] }, viaBreaker)
-    const b = await createStorageService({ ...opts, nodeId: 'storage-b', peers: ['storage-a', 'storage-c'] }, transport)
-    const cc = await createStorageService({ ...opts, nodeId: 'storage-c', peers: ['storage-a', 'storage-b'] }, transport)
+    const a = await createStorageService({ ...opts, advertise: 'storage-a', peers: ['storage-b', 'storage-c'] }, viaBreaker)
+    const b = await createStorageService({ ...opts, advertise: 'storage-b', peers: ['storage-a', 'storage-c'] }, transport)
+    const cc = await createStorageService({ ...opts, advertise: 'storage-c', peers: ['storage-a', 'storage-b'] }, transport)
     for (const [n, s] of [['storage-a', a], ['storage-b', b], ['storage-c', cc]] as const) transport.mount(n, s)
     try {
       const data = payloadPlacedOn(['storage-a', 'storage-b'])
@@ -287,7 +299,7 @@ describe('announcements', () => {
   it('posts the shared provider announcement {address, node, endpoint, ttlSec} to /providers with an index:announce token', async () => {
     const tokens: { aud: string; scope: string[] }[] = []
     const c = await cluster(['storage'], () => ({
-      nodeId: 'node-1',
+      nodeId: 'n0000000000000001',
       advertise: 'http://10.0.0.5:7701',
       announce: { target: 'index', ttlSec: 600 },
       tokens: {
@@ -313,7 +325,7 @@ describe('announcements', () => {
         method: 'POST',
         url: '/providers',
         auth: 'Bearer announce-token',
-        body: { address, node: 'node-1', endpoint: 'http://10.0.0.5:7701', ttlSec: 600 },
+        body: { address, node: 'n0000000000000001', endpoint: 'http://10.0.0.5:7701', ttlSec: 600 },
       })
       expect(providerAnnouncementSchema.parse((seen[0] as { body: unknown }).body)).toBeDefined()
       expect(tokens).toEqual([{ aud: 'index', scope: ['index:announce'] }])

@@ -21,7 +21,7 @@ describe('storage topology', () => {
   it('describe() lists only what the running service has: replicator with peers, announcer with an index', async () => {
     const alone = await createStorageService({ repair: { auto: false } })
     const t = new MemoryTransport()
-    const clustered = await createStorageService({ nodeId: 'a', peers: ['b'], announce: { target: 'index' } }, t)
+    const clustered = await createStorageService({ advertise: 'a', peers: ['b'], announce: { target: 'index' } }, t)
     try {
       const names = (svc: typeof alone): string[] => [...svc.describe().tasks.map((x) => x.name), ...svc.describe().channels.map((x) => x.name)]
       expect(names(alone)).not.toContain('replicator')
@@ -96,7 +96,7 @@ describe('storage options', () => {
 
 describe('placement names nodes by their advertised endpoint', () => {
   it('a shared peer list may include the node itself; every node computes the same placement', async () => {
-    expect(resolveOptions({ nodeId: 'n1', advertise: 'http://a:7701', peers: ['http://a:7701', 'http://b:7701'] })).toMatchObject({
+    expect(resolveOptions({ nodeId: 'n0000000000000001', advertise: 'http://a:7701', peers: ['http://a:7701', 'http://b:7701'] })).toMatchObject({
       peers: ['http://b:7701'],
       rf: 2,
     })
@@ -104,7 +104,7 @@ describe('placement names nodes by their advertised endpoint', () => {
     const names = ['storage-a', 'storage-b', 'storage-c']
     const svcs = await Promise.all(
       names.map((name, i) =>
-        createStorageService({ nodeId: `node-${i}`, advertise: name, peers: names, repair: { auto: false }, shutdown: { writesFirstMs: 0 } }, transport),
+        createStorageService({ nodeId: `n000000000000000${i}`, advertise: name, peers: names, repair: { auto: false }, shutdown: { writesFirstMs: 0 } }, transport),
       ),
     )
     try {
@@ -162,5 +162,26 @@ describe('error catalog in the README', () => {
       expect(e.status).toBe(core.ErrorCodes[e.code])
       expect(`${e.code}Error`).toBe(name)
     }
+  })
+})
+
+describe('node ids', () => {
+  it('refuses a nodeId that is not n + 16 lowercase hex digits (a service name least of all)', () => {
+    for (const bad of ['storage', 'passport', 'node-1', 'N0123456789abcdef', 'n0123456789abcde']) {
+      expect(() => resolveOptions({ nodeId: bad })).toThrow(/nodeId/)
+    }
+  })
+
+  it('derives a stable node id from the placement name when none is given, and never uses a service name', () => {
+    const a = resolveOptions({})
+    expect(a.nodeId).toMatch(/^n[0-9a-f]{16}$/)
+    expect(resolveOptions({}).nodeId).toBe(a.nodeId)
+    expect(resolveOptions({ advertise: 'http://b:7701' }).nodeId).not.toBe(a.nodeId)
+    expect(a).toMatchObject({ advertise: 'storage', placementName: 'storage' })
+  })
+
+  it('names itself in placement by placementName when given (ron-node: its node id), and announces its advertised URL', () => {
+    const o = resolveOptions({ nodeId: 'n00000000000000aa', advertise: 'http://a:7701', placementName: 'n00000000000000aa', peers: ['n00000000000000aa', 'n00000000000000bb'] })
+    expect(o).toMatchObject({ placementName: 'n00000000000000aa', advertise: 'http://a:7701', peers: ['n00000000000000bb'], rf: 2 })
   })
 })

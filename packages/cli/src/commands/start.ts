@@ -157,7 +157,10 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
     if (signaled === undefined) {
       const summary = node.summary()
       await writeAndWait(io.stdout, args.json === true ? `${JSON.stringify(summary)}\n` : humanSummary(summary))
-      logger.info({ ...summary }, 'ready')
+      // The amnesia admin token is saved nowhere: stdout's ready line is its only copy, never a log
+      // line (logs are collected, shipped and kept).
+      const { token: _token, ...loggable } = summary
+      logger.info(loggable, 'ready')
       await stopped
     }
     await node.close()

@@ -24,7 +24,7 @@ interface StatusDoc {
   ready: boolean
   uptimeSec: number
   services: Record<string, { url: string; ready: boolean; writeReady: boolean; missing: string[]; queues: { name: string; depth: number; capacity: number; dropped?: number }[] }>
-  peers?: { admin: string; nodeId?: string; error?: string }[]
+  peers?: { admin: string; state?: string; nodeId?: string; error?: string }[]
 }
 
 async function fetchStatus(node: string): Promise<StatusDoc> {
@@ -78,7 +78,7 @@ export async function statusCommand(args: StatusArgs, out: NodeJS.WritableStream
     `node ${s.nodeId}  ron-node ${s.version}  up ${duration(s.uptimeSec)}  ${s.ready ? 'ready' : 'NOT READY'}`,
     fmt(head),
     ...rows.map(fmt),
-    ...(s.peers ?? []).map((p) => `peer ${p.admin}  ${p.nodeId ?? '?'}${p.error === undefined ? '' : `  (${p.error})`}`),
+    ...(s.peers ?? []).map((p) => `peer ${p.admin}  ${p.state ?? ''}  ${p.nodeId ?? '?'}${p.error === undefined ? '' : `  (${p.error})`}`),
     ...(keys === undefined ? [] : [`registry log key  ${keys.logKey}`]),
     ...(keys?.witnessKey === undefined ? [] : [`witness key       ${keys.witnessKey}`]),
   ]
@@ -159,6 +159,10 @@ export async function doctorCommand(args: StatusArgs, out: NodeJS.WritableStream
   }
 
   for (const p of status?.peers ?? []) {
+    if (p.state === 'refused') {
+      add({ check: `peer ${p.admin}`, status: 'fail', detail: `refused: ${p.error ?? '?'}`, fix: `if that node was reinstalled on purpose: ron-node peers forget ${p.admin}` })
+      continue
+    }
     if (p.error !== undefined) {
       add({ check: `peer ${p.admin}`, status: 'warn', detail: p.error, fix: 'check that node is running and reachable from here' })
       continue

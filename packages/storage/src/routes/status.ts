@@ -108,9 +108,9 @@ async function statusOf(s: StorageContext, ctx: RouteContext, address: Address, 
   }
   const ranking = s.placement(address)
   const placement = ranking.slice(0, s.o.rf)
-  const replicas: { node: string; present: boolean | null }[] = [{ node: s.o.advertise, present: local.present && local.ok }]
+  const replicas: { node: string; present: boolean | null }[] = [{ node: s.o.placementName, present: local.present && local.ok }]
   if (scrub) {
-    const peers = ranking.filter((n) => n !== s.o.advertise)
+    const peers = ranking.filter((n) => n !== s.o.placementName)
     replicas.push(...(await Promise.all(peers.map(async (node) => ({ node, present: await headPeer(s, node, address, ctx.signal) })))))
   }
   return {
