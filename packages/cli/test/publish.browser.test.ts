@@ -1,7 +1,8 @@
 /**
  * Issue 23's story, end to end: a directory with nested paths, an image, a stylesheet and a script
  * is published on node 1 of a three-node cluster (real `ron-node` processes on loopback) with ONE
- * command, and opened on node 3 — which holds nothing of it until asked — at the name's own
+ * command, and opened on node 3 — which holds only what placement gives it (rf = 1), so most of
+ * what it serves it reads from node 1, verified — at the name's own
  * origin, `http://docs-alice.localhost:<node 3's interop port>/`, in headless Chromium (Debian's,
  * driven by playwright-core, fresh profile). The stylesheet applies, the image decodes, a relative
  * link navigates, and the page's own script can read neither another site's origin nor the admin
@@ -11,14 +12,15 @@
  */
 
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { request } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type BrowserContext } from 'playwright-core'
-import { metricValue } from '@ron/core'
+import { addressOf, metricValue } from '@ron/core'
+import { placement } from '@ron/storage'
 import { assertBuilt, firstJsonLine, killAll, runCli, spawnCli } from './helpers.js'
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium'
@@ -110,7 +112,7 @@ describe('publish on node 1, open on node 3 in Chromium', () => {
     const admins = bases.map((b) => `http://127.0.0.1:${b}`)
     const dirs = bases.map((_, i) => join(root, `node-${i + 1}`))
     const procs = bases.map((base, i) =>
-      spawnCli(['start', '--json', '--log-level', 'warn', '--port-base', String(base), '--data-dir', dirs[i]!, '--peers', admins.filter((_, j) => j !== i).join(','), '--drain-deadline', '500ms']),
+      spawnCli(['start', '--json', '--log-level', 'warn', '--port-base', String(base), '--data-dir', dirs[i]!, '--peers', admins.filter((_, j) => j !== i).join(','), '--rf', '1', '--drain-deadline', '500ms']),
     )
     const [n1, n2, n3] = await Promise.all(procs.map((p) => firstJsonLine<Summary>(p, 90_000)))
     const gw3 = new URL(n3!.services['interop']!).port
@@ -129,12 +131,18 @@ describe('publish on node 1, open on node 3 in Chromium', () => {
     await mkdir(join(site, 'img'), { recursive: true })
     await mkdir(join(site, 'js'), { recursive: true })
     await mkdir(join(site, 'docs', 'guide'), { recursive: true })
-    await writeFile(
-      join(site, 'index.html'),
-      '<!doctype html><html><head><title>docs.alice</title><link rel="stylesheet" href="css/site.css"></head>' +
+    // The page itself is placed away from node 3 (a comment picks its address), so node 3 surely
+    // reads something from another node.
+    const ids = [n1!.nodeId, n2!.nodeId, n3!.nodeId]
+    let html = ''
+    for (let nonce = 0; ; nonce++) {
+      html =
+        `<!doctype html><!-- ${nonce} --><html><head><title>docs.alice</title><link rel="stylesheet" href="css/site.css"></head>` +
         '<body><h1>Alice\'s docs</h1><img id="logo" src="img/logo.png" alt="logo"><a id="guide" href="docs/guide/">the guide</a>' +
-        '<pre id="probe">pending</pre><script src="js/probe.js"></script></body></html>',
-    )
+        '<pre id="probe">pending</pre><script src="js/probe.js"></script></body></html>'
+      if (!placement(addressOf(Buffer.from(html)), ids, 1).includes(n3!.nodeId)) break
+    }
+    await writeFile(join(site, 'index.html'), html)
     await writeFile(join(site, 'css', 'site.css'), 'body { background-color: rgb(1, 2, 3); color: rgb(250, 250, 250) }')
     await writeFile(join(site, 'img', 'logo.png'), PNG)
     await writeFile(join(site, 'docs', 'guide', 'index.html'), '<!doctype html><link rel="stylesheet" href="../../css/site.css"><h1 id="title">The guide</h1><a href="../../">home</a>')
@@ -166,6 +174,13 @@ describe('publish on node 1, open on node 3 in Chromium', () => {
     expect(first.url).toBe(`http://docs-alice.localhost:${new URL(n1!.services['interop']!).port}/`)
     expect(first.uploaded.sort()).toEqual(['css/site.css', 'docs/guide/index.html', 'img/logo.png', 'index.html', 'js/probe.js'])
 
+    // What placement does not give node 3, node 3 never holds: it serves those bytes from node 1.
+    const files = ['index.html', 'css/site.css', 'img/logo.png', 'js/probe.js', 'docs/guide/index.html']
+    const addresses = [...(await Promise.all(files.map(async (f) => addressOf(await readFile(join(site, f)))))), first.manifestAddress]
+    const elsewhere = addresses.filter((a) => !placement(a as `b3:${string}`, ids, 1).includes(n3!.nodeId))
+    expect(elsewhere.length).toBeGreaterThan(0)
+    for (const a of elsewhere) expect((await fetch(`${n3!.services['storage']}/o/${a}`, { method: 'HEAD' })).status, a).toBe(404)
+
     // Command 2: open it — on node 3.
     const url = `http://docs-alice.localhost:${gw3}/`
     context = await chromium.launchPersistentContext(await mkdtemp(join(root, 'profile-')), { executablePath: CHROMIUM, headless: true, args: FLAGS })
@@ -192,6 +207,8 @@ describe('publish on node 1, open on node 3 in Chromium', () => {
     expect(await page.locator('#title').textContent()).toBe('The guide')
     expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe('rgb(1, 2, 3)')
     expect(problems).toEqual([])
+    const remoteReads = metricValue(await (await fetch(`${n3!.services['interop']}/metrics`)).text(), 'gateway_remote_reads_total', { result: 'ok' }) ?? 0
+    expect(remoteReads).toBeGreaterThanOrEqual(elsewhere.length)
 
     // Republish after one change: that file and the new manifest are uploaded, nothing else.
     await writeFile(join(site, 'css', 'site.css'), 'body { background-color: rgb(4, 5, 6) }')
