@@ -209,6 +209,19 @@ describe('publish on node 1, open on node 3 in Chromium', () => {
     expect(problems).toEqual([])
     const remoteReads = metricValue(await (await fetch(`${n3!.services['interop']}/metrics`)).text(), 'gateway_remote_reads_total', { result: 'ok' }) ?? 0
     expect(remoteReads).toBeGreaterThanOrEqual(elsewhere.length)
+    // `ron-node get` against node 3 reads what only another node holds, verified (through node 3's gateway).
+    const far = elsewhere[0]!
+    const out = join(root, 'far.bin')
+    const get = await runCli(['get', far, '-o', out, '--node', n3!.admin, '--data-dir', dirs[2]!])
+    expect(get.code, get.stderr).toBe(0)
+    expect(addressOf(await readFile(out))).toBe(far)
+    // Each node's storage announces the URL its /status reports, so no index refused an announcement.
+    for (const n of [n1!, n2!, n3!]) {
+      const text = await (await fetch(`${n.services['index']}/metrics`)).text()
+      for (const reason of ['not_own_node', 'bad_endpoint', 'unknown_endpoint']) expect(metricValue(text, 'index_announcements_refused_total', { reason }), reason).toBe(0)
+      const status = (await (await fetch(`${n.admin}/status`)).json()) as { services: Record<string, { url: string }> }
+      expect(status.services['storage']?.url).toBe(n.services['storage'])
+    }
 
     // Republish after one change: that file and the new manifest are uploaded, nothing else.
     await writeFile(join(site, 'css', 'site.css'), 'body { background-color: rgb(4, 5, 6) }')
@@ -221,8 +234,9 @@ describe('publish on node 1, open on node 3 in Chromium', () => {
     expect((await storagePuts(n1!.services['storage']!)) - before).toBe(2)
     // Node 3 follows once its cached answer for the name expires (index cache TTL, 10 s).
     expect(await eventually(async () => (await getAs(gw3, `docs-alice.localhost:${gw3}`, '/css/site.css')).body.includes('rgb(4, 5, 6)'))).toBe(true)
+    // A load that bypasses the browser's own cache (names are cached briefly: max-age=10) shows it.
+    await page.route('**/*', (route) => route.continue())
     await page.goto(url, { waitUntil: 'load' })
-    await page.reload()
     expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe('rgb(4, 5, 6)')
     await page.close()
   }, 240_000)
