@@ -9,7 +9,7 @@ import { isRonError, parseAddress, parseName, throwIfError, type Address } from 
 import { connectTo, discoverService, output, resolveNodeUrl, type ClientOptions } from '../client.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 import { formatBytes } from '../progress.js'
-import { siteUrls } from './publish.js'
+import { refreshName, siteUrls } from './publish.js'
 
 /** Options shared by these commands. */
 export interface ObjectArgs extends ClientOptions {
@@ -93,6 +93,7 @@ export async function nameSetCommand(
   const { createIndexClient } = await import('@ron/index')
   let manifestAddress: string = address
   let manifest: unknown
+  let manifestBytes: Uint8Array | undefined
   if (args.manifest !== true) {
     const st = await connectTo(args, 'storage', true)
     try {
@@ -100,17 +101,40 @@ export async function nameSetCommand(
       const head = await storage.head(address)
       if (head === undefined) throw new CliError(`${address} is not stored on this node: put it first (ron-node put <file>)`, ExitCode.NotFound)
       manifest = { content: address, size: head.size, type: args.type ?? 'application/octet-stream' }
-      manifestAddress = (await storage.put(JSON.stringify(manifest))).address
+      manifestBytes = new TextEncoder().encode(JSON.stringify(manifest))
+      manifestAddress = (await storage.put(manifestBytes)).address
     } finally {
       await st.close()
     }
   }
-  const ix = await connectTo(args, 'index', true)
+  let ix = await connectTo(args, 'index', true)
+  const asked = ix.url
   try {
-    const index = createIndexClient(ix.transport, { token: ix.token! })
     const expected = args.expectPrevious === undefined ? {} : { expectedPrevious: args.expectPrevious === 'none' ? null : args.expectPrevious }
-    const result = await index.setName(args.name, manifestAddress, expected)
-    output(out, args.json, { name: args.name, manifestAddress, ...(manifest === undefined ? {} : { manifest }), result }, `${args.name} → ${manifestAddress}`)
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const result = await createIndexClient(ix.transport, { token: ix.token! }).setName(args.name, manifestAddress, expected)
+        if (attempt > 0) await refreshName(asked, args.name, ix.token!)
+        output(out, args.json, { name: args.name, manifestAddress, ...(manifest === undefined ? {} : { manifest }), result }, `${args.name} → ${manifestAddress}`)
+        return
+      } catch (e) {
+        // SPEC §6a: a name is written at its home, with the user's own token (nodes never forward).
+        const d = isRonError(e, 'Conflict') ? (e.details as { reason?: unknown; home?: unknown }) : undefined
+        if (d?.reason !== 'home_elsewhere' || typeof d.home !== 'string' || attempt > 0) throw e
+        await ix.close()
+        // The home's index checks the manifest in the home's own storage: store it there too.
+        if (manifestBytes !== undefined) {
+          const st = await connectTo({ ...args, node: d.home }, 'storage', true)
+          try {
+            const storage = createStorageClient(st.transport, { target: 'storage', token: st.token! })
+            if ((await storage.head(manifestAddress)) === undefined) await storage.put(manifestBytes)
+          } finally {
+            await st.close()
+          }
+        }
+        ix = await connectTo({ ...args, node: d.home }, 'index', true)
+      }
+    }
   } finally {
     await ix.close()
   }
@@ -191,10 +215,12 @@ export async function nameRmCommand(args: ObjectArgs & { name: string; expectPre
   const ifMatch = args.expectPrevious === undefined ? undefined : parseAddress(args.expectPrevious, 'expect-previous')
   const { createIndexClient } = await import('@ron/index')
   let ix = await connectTo(args, 'index', true)
+  const asked = ix.url
   try {
     for (let attempt = 0; ; attempt++) {
       try {
         const r = await createIndexClient(ix.transport, { token: ix.token! }).deleteName(name, ifMatch === undefined ? {} : { ifMatch })
+        if (attempt > 0) await refreshName(asked, name, ix.token!)
         output(out, args.json, r, `removed ${name} (was ${r.previous ?? 'nothing'})`)
         return
       } catch (e) {

@@ -144,6 +144,35 @@ async function* counted(abs: string, progress: Progress): AsyncGenerator<Uint8Ar
   }
 }
 
+/** Stores `object` on the storage at `url` unless it is there already. */
+async function storeAt(url: string, object: { address: Address; bytes: Uint8Array }, token: string): Promise<void> {
+  const transport = new HttpTransport({ targets: { storage: url }, timeoutMs: 30_000, breaker: false })
+  try {
+    const { createStorageClient } = await import('@ron/storage')
+    const storage = createStorageClient(transport, { target: 'storage', token })
+    if ((await storage.head(object.address)) === undefined) await storage.put(object.bytes, { expect: object.address })
+  } finally {
+    await transport.close()
+  }
+}
+
+/**
+ * Makes the index at `indexUrl` (the node the user talks to, not the name's home) read `name`
+ * afresh from the home, so its gateway serves the new binding at once rather than the one it read
+ * before the write and keeps for its cache TTL. Best effort: the write is done either way.
+ */
+export async function refreshName(indexUrl: string, name: string, token: string): Promise<void> {
+  const { createIndexClient } = await import('@ron/index')
+  const transport = new HttpTransport({ targets: { index: indexUrl }, timeoutMs: 10_000, breaker: false })
+  try {
+    await createIndexClient(transport, { token }).resolve(name, { fresh: true })
+  } catch {
+    // The binding is written at the home; this node's cache expires on its own.
+  } finally {
+    await transport.close()
+  }
+}
+
 /** Runs `fn` over `items`, `n` at a time; the first failure stops new work and is thrown. */
 async function pool<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0
@@ -237,7 +266,7 @@ export async function publishCommand(args: PublishArgs, out: NodeJS.WritableStre
     progress.done()
 
     const outcome: PublishOutcome = { manifestAddress, name, files: files.length, uploaded: missing.map((f) => f.path), manifestUploaded, skipped }
-    if (name !== undefined && indexUrl !== undefined) outcome.previous = await bindName(indexUrl, name, manifestAddress, token)
+    if (name !== undefined && indexUrl !== undefined) outcome.previous = await bindName(indexUrl, name, { address: manifestAddress, bytes }, token)
     if (interopUrl !== undefined) Object.assign(outcome, siteUrls(interopUrl, name, manifestAddress))
     const lines = [
       `published ${files.length} file${files.length === 1 ? '' : 's'}: ${missing.length} uploaded (${formatBytes(total)}), ${files.length - missing.length} already on the node`,
@@ -257,13 +286,16 @@ export async function publishCommand(args: PublishArgs, out: NodeJS.WritableStre
 }
 
 /**
- * Binds `name` to `manifestAddress` by compare-and-set against its binding now (read fresh), at
- * its home: a 409 naming another home is retried there once, with the same token.
+ * Binds `name` to the manifest by compare-and-set against its binding now (read fresh), at its
+ * home: a 409 naming another home is retried there once, with the same token, after the manifest
+ * is stored on the home node too (its index checks a manifest in its own storage; the files
+ * themselves are read from wherever they are).
  * @returns the previous binding (`null`: none).
  * @throws {@link CliError} when the name changed between the read and the write.
  */
-async function bindName(indexUrl: string, name: string, manifestAddress: Address, token: string): Promise<Address | null> {
+export async function bindName(indexUrl: string, name: string, manifest: { address: Address; bytes: Uint8Array }, token: string): Promise<Address | null> {
   const { createIndexClient } = await import('@ron/index')
+  const manifestAddress = manifest.address
   let url = indexUrl
   for (let attempt = 0; ; attempt++) {
     const transport = new HttpTransport({ targets: { index: url }, timeoutMs: 30_000, breaker: false })
@@ -279,12 +311,15 @@ async function bindName(indexUrl: string, name: string, manifestAddress: Address
       if (previous === manifestAddress) return previous
       try {
         await index.setName(name, manifestAddress, { expectedPrevious: previous })
+        if (url !== indexUrl) await refreshName(indexUrl, name, token)
         return previous
       } catch (e) {
         if (!isRonError(e, 'Conflict')) throw e
         const d = e.details as { reason?: unknown; home?: unknown }
         if (d.reason === 'home_elsewhere' && typeof d.home === 'string' && attempt === 0) {
-          url = await discoverService(d.home.replace(/\/+$/, ''), 'index')
+          const home = d.home.replace(/\/+$/, '')
+          await storeAt(await discoverService(home, 'storage'), manifest, token)
+          url = await discoverService(home, 'index')
           continue
         }
         throw new CliError(`${name} changed while publishing (someone else published it): run publish again`, ExitCode.Error, { cause: e })
