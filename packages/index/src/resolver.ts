@@ -184,7 +184,12 @@ export class Resolver {
       // skip the peers for that key. Nor is it remembered when no peer could answer (every one
       // asked failed, or every breaker is open): that is an outage, not an answer, and the key
       // must resolve as soon as the peers are back.
-      if (o.peer !== true && !unavailable) d.negative.set(p.key, true, d.clock.now() + negativeTtl())
+      // A fresh "not found" (a name deleted at its home) replaces what was cached before it, so
+      // the next cached read does not serve the old binding for the rest of its TTL.
+      if (o.peer !== true && !unavailable) {
+        d.cache.delete(p.key)
+        d.negative.set(p.key, true, d.clock.now() + negativeTtl())
+      }
       throw notFound(p.key, o.peer === true ? 'not_local' : unavailable ? 'peers_unavailable' : 'not_found')
     }
     // A name whose content has no known provider yet is kept only as briefly as a NotFound, so
