@@ -245,7 +245,7 @@ export {
   dirManifest,
 } from './dir-manifest.js'
 export type { DirEntry, DirManifest, AnyManifest } from './dir-manifest.js'
-export { mediaTypeFor, DEFAULT_MEDIA_TYPE } from './media-types.js'
+export { mediaTypeFor, mediaTypeTable, DEFAULT_MEDIA_TYPE } from './media-types.js'
 export { gatewayLabel, nameFromGatewayLabel, MAX_LABEL_LENGTH } from './gateway-label.js'
 
 // Configuration.

@@ -50,6 +50,20 @@ const BY_EXTENSION: ReadonlyMap<string, string> = new Map([
   ['webm', 'video/webm'],
 ])
 
+/**
+ * Every extension {@link mediaTypeFor} knows (lower case, no dot) and its media type: for a page
+ * that builds directory manifests itself (the node's dashboard) and must type files exactly as
+ * `ron-node publish` does.
+ *
+ * @example
+ * ```ts
+ * mediaTypeTable().css // 'text/css; charset=utf-8'
+ * ```
+ */
+export function mediaTypeTable(): Record<string, string> {
+  return Object.fromEntries(BY_EXTENSION)
+}
+
 /** The media type of anything whose name says nothing: served as bytes, never sniffed. */
 export const DEFAULT_MEDIA_TYPE = 'application/octet-stream'
 

@@ -14,6 +14,7 @@ import {
   isValidName,
   manifestSchema,
   mediaTypeFor,
+  mediaTypeTable,
   nameFromGatewayLabel,
   parseManifest,
   type DirEntry,
@@ -98,6 +99,15 @@ describe('media types from file names', () => {
     expect(mediaTypeFor('LICENSE')).toBe('application/octet-stream')
     expect(mediaTypeFor('.htaccess')).toBe('application/octet-stream')
     expect(mediaTypeFor('dir.html/file')).toBe('application/octet-stream')
+  })
+
+  it('lists its table for pages that type files themselves, the same answers as mediaTypeFor', () => {
+    const table = mediaTypeTable()
+    expect(table['css']).toBe('text/css; charset=utf-8')
+    for (const [ext, type] of Object.entries(table)) expect(mediaTypeFor(`a.${ext.toUpperCase()}`)).toBe(type)
+    // A copy: changing it changes nothing.
+    table['css'] = 'x/y'
+    expect(mediaTypeFor('a.css')).toBe('text/css; charset=utf-8')
   })
 })
 
