@@ -418,7 +418,7 @@ const SCRIPT = String.raw`
 
   function draw(svgId, key, unit, axisTitle) {
     const svg = $(svgId)
-    const W = 540, H = 200, L = 62, R = 10, T = 12, B = 32
+    const W = 540, H = 200, L = 80, R = 12, T = 12, B = 32
     const w = W - L - R, h = H - T - B
     let max = 0
     for (const s of Object.values(series)) for (const p of s) max = Math.max(max, p[key])
