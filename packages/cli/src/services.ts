@@ -221,6 +221,8 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
           peers: { targets: peerIndexes(ctx), ...(((ctx.config.index ?? {}) as { peers?: object }).peers ?? {}) },
           auth: { verifier: ctx.verifier },
+          // The dashboard sets and removes names from the admin origin, with the token pasted into it.
+          ...cors(ctx),
           // Name records are signed with the node key; peers' answers and announcements are
           // checked against the pinned nodes only (SPEC §5 "Peers", §6a).
           identity: ctx.identity,

@@ -232,6 +232,21 @@ export {
   nameWriteSchema,
 } from './contracts.js'
 export type { ProviderAnnouncement, ManifestPart, Manifest, NameWrite } from './contracts.js'
+export { mediaTypeSchema } from './contracts.js'
+export {
+  MAX_DIR_ENTRIES,
+  MAX_MANIFEST_BYTES,
+  isEntryPath,
+  compareEntryPaths,
+  dirEntrySchema,
+  dirManifestSchema,
+  isDirManifest,
+  parseManifest,
+  dirManifest,
+} from './dir-manifest.js'
+export type { DirEntry, DirManifest, AnyManifest } from './dir-manifest.js'
+export { mediaTypeFor, mediaTypeTable, DEFAULT_MEDIA_TYPE } from './media-types.js'
+export { gatewayLabel, nameFromGatewayLabel, MAX_LABEL_LENGTH } from './gateway-label.js'
 
 // Configuration.
 export { ConfigError, parseDuration, parseSize, durationSchema, sizeSchema, loadConfig, validateConfig, configFromEnv, redactConfig, REDACTED } from './config/index.js'

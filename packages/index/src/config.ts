@@ -93,8 +93,8 @@ export const indexConfigSchema = z.strictObject({
   storage: z.string().min(1).default('storage'),
   /** Deadline of one manifest fetch from storage. */
   storageTimeoutMs: duration.default(2_000),
-  /** Largest manifest accepted, in bytes. */
-  maxManifestBytes: positiveInt.default(64 * 1024),
+  /** Largest manifest accepted, in bytes (SPEC §6a: a directory manifest may be 2 MiB). */
+  maxManifestBytes: positiveInt.default(2 * 1024 * 1024),
   /** End-to-end budget of one resolve (seed I-4). */
   deadlineMs: duration.default(1_200),
   /** Providers returned by `/resolve` at most (and the upper bound of `/providers?limit=`). */

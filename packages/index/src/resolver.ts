@@ -184,7 +184,12 @@ export class Resolver {
       // skip the peers for that key. Nor is it remembered when no peer could answer (every one
       // asked failed, or every breaker is open): that is an outage, not an answer, and the key
       // must resolve as soon as the peers are back.
-      if (o.peer !== true && !unavailable) d.negative.set(p.key, true, d.clock.now() + negativeTtl())
+      // A fresh "not found" (a name deleted at its home) replaces what was cached before it, so
+      // the next cached read does not serve the old binding for the rest of its TTL.
+      if (o.peer !== true && !unavailable) {
+        d.cache.delete(p.key)
+        d.negative.set(p.key, true, d.clock.now() + negativeTtl())
+      }
       throw notFound(p.key, o.peer === true ? 'not_local' : unavailable ? 'peers_unavailable' : 'not_found')
     }
     // A name whose content has no known provider yet is kept only as briefly as a NotFound, so
@@ -213,8 +218,13 @@ export class Resolver {
       return undefined
     }
     const record = this.#d.recordOf(name, rec)
+    if (rec.kind === 'dir' || rec.manifest === undefined) {
+      // A directory: its manifest is what a reader fetches first, so its providers are the answer's.
+      const providers = await this.#contentProviders(rec.manifestAddress, [], cfg, o, deadlineAt)
+      return { key: name, manifestAddress: rec.manifestAddress, kind: 'dir', record, providers }
+    }
     const providers = await this.#contentProviders(rec.manifest.content, [], cfg, o, deadlineAt)
-    return { key: name, manifestAddress: rec.manifestAddress, manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), record, providers }
+    return { key: name, manifestAddress: rec.manifestAddress, kind: 'file', manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), record, providers }
   }
 
   /**
@@ -265,8 +275,12 @@ export class Resolver {
     const peerProviders = scoreFromPeer(this.#knownProviders(out.value.providers), out.peer.health, out.peer.latencyMs)
     if (isNameResolution(out.value)) {
       const v = out.value
+      if (v.manifest === undefined) {
+        const providers = await this.#contentProviders(v.manifestAddress, peerProviders, cfg, o, deadlineAt)
+        return { key: p.key, manifestAddress: v.manifestAddress, kind: 'dir', record: v.record, providers }
+      }
       const providers = await this.#contentProviders(v.manifest.content, peerProviders, cfg, o, deadlineAt)
-      return { key: p.key, manifestAddress: v.manifestAddress, manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), record: v.record, providers }
+      return { key: p.key, manifestAddress: v.manifestAddress, kind: 'file', manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), record: v.record, providers }
     }
     return { key: p.key as Address, providers: rank([peerProviders], cfg.maxProviders) }
   }
@@ -307,7 +321,16 @@ export class Resolver {
             return providers.length > 0 ? { ...r, providers } : undefined
           }
           if (p.kind !== 'name') return undefined
-          // A name answer is used only with the manifest's exact text, and only if that text
+          if (r.kind === 'dir') {
+            // A directory answer carries no manifest, only its address: the record its home
+            // signed for that very binding is the whole proof (SPEC §6a); whoever reads the
+            // manifest checks it against the address.
+            const record = this.#believe(p.key, r.record, r.manifestAddress)
+            if (record === undefined) return undefined
+            const { manifest: _m, manifestText: _t, ...rest } = r
+            return { ...rest, kind: 'dir', record }
+          }
+          // A file answer is used only with the manifest's exact text, and only if that text
           // hashes to the manifest address: a peer cannot hand out a manifest of its own making.
           const manifest = verifyManifestText(r.manifestAddress, r.manifestText)
           if (manifest === undefined) {
@@ -317,7 +340,7 @@ export class Resolver {
           // And only with a record its home signed for that very binding (SPEC §6a).
           const record = this.#believe(p.key, r.record, r.manifestAddress)
           if (record === undefined) return undefined
-          return { ...r, manifest, record }
+          return { ...r, kind: 'file', manifest, record }
         },
         onHedge: (result) => d.metrics.hedged.inc({ result }),
       })

@@ -90,9 +90,9 @@ export interface HttpHooks {
    */
   finished?(req: RonRequest): void
   /**
-   * Headers for the response to a request that carries `Origin` (CORS), on the `node:http` path;
-   * `undefined` for none. The reply's own headers win over these. In-process callers (`dispatch`)
-   * do not get them: their host adds what applies.
+   * Headers for the response to a request that carries `Origin` (CORS), on every path (`handle`
+   * and `dispatch`); `undefined` for none. The reply's own headers win over these; a route with
+   * `cors: false` gets none.
    */
   cors?(method: string, origin: string): Record<string, string> | undefined
   /** Called once per finished request for metrics (route = route.name ?? route.path, or 'builtin'/'unmatched'). */
@@ -190,6 +190,7 @@ function positiveInt(name: string, v: number | undefined, def: number): number {
 export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   if (typeof opts.serviceId !== 'string' || opts.serviceId === '') throw new RouteConfigError('serviceId must be a non-empty string')
   const router = new Router(opts.routes)
+  const hasHostRoutes = router.hasHostRoutes
   const l = opts.limits ?? {}
   const clock = opts.clock ?? systemClock
   const hooks: HttpHooks = opts.hooks ?? {}
@@ -379,7 +380,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
       const url = req.url
       const q = url.indexOf('?')
       const path = q === -1 ? url : url.slice(0, q)
-      if (hooks.builtin !== undefined) {
+      // A host that has routes of its own (a gateway's site origins) sees only those: no built-ins.
+      const byHost = hasHostRoutes ? router.matchHost(req.method, headerValue(req.headers.host), path) : undefined
+      if (hooks.builtin !== undefined && byHost === undefined) {
         const b = hooks.builtin(path, req)
         if (b !== undefined) {
           ex.label = 'builtin'
@@ -387,8 +390,11 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
         }
       }
       hooks.intake?.(req)
-      const m = router.match(req.method, path)
-      if (m.kind === 'found') return route(ex, m, q === -1 ? '' : url.slice(q + 1))
+      const m = byHost ?? router.match(req.method, path)
+      if (m.kind === 'found') {
+        if (m.route.route.cors === false) ex.cors = undefined
+        return route(ex, m, q === -1 ? '' : url.slice(q + 1))
+      }
       // Answered without a throw (see routeAuthenticated).
       if (m.kind === 'method') fail(ex, new MethodNotAllowedError(`method ${req.method} is not allowed on this path`, { details: { allow: m.allow } }))
       else fail(ex, new NotFoundError('no route matches this path', { details: { path } }))
@@ -413,6 +419,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
 
   async function dispatch(req: RonRequest): Promise<RonResponse> {
     const ex = new Exchange(req, corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, hooks.finished === undefined ? onFinish : onFinishDispatched)
+    if (hooks.cors !== undefined) {
+      const origin = headerValue(req.headers.origin)
+      if (origin !== undefined) ex.cors = hooks.cors(req.method, origin)
+    }
     const pending = run(ex)
     if (pending !== undefined) await pending
     return toRonResponse(ex)
@@ -423,4 +433,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   }
 
   return { dispatch, handle, fetch: fetchHandler, setSlowClientLimits }
+}
+
+/** The first value of a header that may arrive repeated. */
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v
 }

@@ -577,14 +577,7 @@ class Host<C> implements ServiceHost<C> {
     return route.method !== 'GET' && route.method !== 'HEAD' && route.method !== 'OPTIONS'
   }
 
-  #corsHeaders(req: { method?: string | undefined; headers: RonRequest['headers'] }): Record<string, string> | undefined {
-    const origin: unknown = req.headers.origin
-    if (typeof origin !== 'string') return undefined
-    return this.#cors.responseHeaders(req.method ?? 'GET', origin)
-  }
-
   #makeService(): RonService {
-    // CORS headers for node:http requests come through the handler's `cors` hook.
     const handle = (req: IncomingMessage, res: ServerResponse): void => this.#handlerOrCreate().handle(req, res)
     const dispatch = async (req: RonRequest): Promise<RonResponse> => {
       // In-process requests also abort when the host force-closes. The link is released when
@@ -592,9 +585,8 @@ class Host<C> implements ServiceHost<C> {
       const link = linkSignals(this.#abort.signal, req.signal)
       const inner: RonRequest = { method: req.method, url: req.url, headers: req.headers, body: req.body, remoteAddress: req.remoteAddress, signal: link.signal }
       this.#links.set(inner, link)
-      const res = await this.#handlerOrCreate().dispatch(inner)
-      const cors = this.#corsHeaders(req)
-      return cors === undefined ? res : { status: res.status, headers: { ...res.headers, ...cors }, body: res.body }
+      // CORS headers come through the handler's `cors` hook, as for node:http requests.
+      return this.#handlerOrCreate().dispatch(inner)
     }
     const metricsText = (): Promise<string> => this.metrics.text()
     hostMetrics.set(metricsText, this.metrics)
