@@ -26,6 +26,7 @@ import { storageRoutes, type StorageContext } from './routes/index.js'
 import { createFsStore, createMemoryStore } from './store/index.js'
 import type { BlobStore } from './store/types.js'
 import { CHANNELS, TASKS, storageTopology } from './topology.js'
+import { packageVersion } from './version.js'
 
 /** The storage service: a {@link RonService} plus storage-specific handles. */
 export interface StorageService extends RonService {
@@ -170,7 +171,7 @@ async function build(
   const topology = storageTopology(o)
   const host = createServiceHost<StorageConfigOutput>({
     id: o.id,
-    version: o.version,
+    version: o.version ?? packageVersion(),
     topology,
     ...(transport === undefined ? {} : { transport }),
     ...(o.auth === undefined ? {} : { auth: o.auth }),
