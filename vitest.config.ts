@@ -22,5 +22,17 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     reporters: ['default'],
+    // On with --coverage (`npm test`). V8 coverage is taken in each test worker through the
+    // inspector, not NODE_V8_COVERAGE, so the processes tests spawn (ron-node, clusters, Go)
+    // run uninstrumented; what they execute is dist/, which no source map here counts.
+    coverage: {
+      provider: 'v8',
+      include: ['packages/*/src/**/*.ts'],
+      exclude: ['**/*.d.ts'],
+      reporter: ['text-summary', 'json-summary'],
+      reportsDirectory: 'coverage',
+      // A failing test still reports coverage (CI prints the table either way).
+      reportOnFailure: true,
+    },
   },
 })

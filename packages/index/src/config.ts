@@ -79,8 +79,8 @@ const cacheSchema = z
 export const indexConfigSchema = z.strictObject({
   /** Service id: the `aud` tokens must name and the `service` metric label. */
   id: z.string().min(1).default('index'),
-  /** Reported by `/version`. */
-  version: z.string().min(1).default('0.1.0'),
+  /** Reported by `/version`. @default this package's version (its package.json) */
+  version: z.string().min(1).optional(),
   /** This node's id (reported in announcements of peers and logs). */
   nodeId: z.string().min(1).default('index'),
   /** Directory of the LMDB name store. Absent → names live in memory. Ignored in amnesia mode. */

@@ -21,6 +21,7 @@ import { Resolver, type CachedAnswer, type ResolveOptions } from './resolver.js'
 import { indexRoutes, type IndexContext, type IndexEvent } from './routes/index.js'
 import { createMemoryNameStore, openLmdbNameStore, type NameRecord, type NameStore } from './store/index.js'
 import { CHANNELS, TASKS, indexTopology } from './topology.js'
+import { packageVersion } from './version.js'
 
 /** The index service: a {@link RonService} plus index-specific handles. */
 export interface IndexService extends RonService {
@@ -136,7 +137,7 @@ function build(
   const random = runtime.random ?? systemRandom
   const host: ServiceHost<ResolvedIndexConfig> = createServiceHost<ResolvedIndexConfig>({
     id: probe.id,
-    version: probe.version,
+    version: probe.version ?? packageVersion(),
     topology: indexTopology(probe),
     ...(transport === undefined ? {} : { transport }),
     ...(runtime.auth === undefined ? {} : { auth: runtime.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),

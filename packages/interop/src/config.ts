@@ -80,8 +80,8 @@ const gatewaySchema = z
 export const interopConfigSchema = z.strictObject({
   /** Service id: token audience, transport name, metric `service` label. @default 'interop' */
   id: z.string().min(1).default('interop'),
-  /** Reported by `/version`. @default '0.1.0' */
-  version: z.string().min(1).default('0.1.0'),
+  /** Reported by `/version`. @default this package's version (its package.json) */
+  version: z.string().min(1).optional(),
   /** The storage service: transport target and per-call deadline. @default {target:'storage', timeoutMs: 2000} */
   storage: upstreamSchema('storage', 2000),
   /** The passport service (capabilities for uploads). @default {target:'passport', timeoutMs: 2000} */

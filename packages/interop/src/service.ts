@@ -39,6 +39,7 @@ import { toServiceTokens, type ServiceTokenSource, type ServiceTokens } from './
 import { CHANNELS, TASKS, interopTopology } from './topology.js'
 import { Upstreams, breakerName } from './upstream.js'
 import { WEBHOOK_PROVIDERS } from './webhooks/verify.js'
+import { packageVersion } from './version.js'
 
 /** Things that are not configuration data: injected by the host (ron-node) or a test. */
 export interface InteropRuntime {
@@ -161,7 +162,7 @@ function build(
   const random = runtime.random ?? systemRandom
   const host = createServiceHost<InteropConfig>({
     id: parsed.id,
-    version: parsed.version,
+    version: parsed.version ?? packageVersion(),
     topology: interopTopology(parsed),
     config: {
       schema: interopConfigSchema,

@@ -47,6 +47,7 @@ import { nodeKeyRoutes } from './routes/node-keys.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { tokenRoutes } from './routes/tokens.js'
 import { CHANNELS, TASKS, passportTopology } from './topology.js'
+import { packageVersion } from './version.js'
 
 /** What a body token is checked against when the request names no audience (passport checks it for any). */
 const ANY_AUDIENCE = Object.freeze({ audience: '', anyAudience: true })
@@ -152,7 +153,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
   const verifierRef: { current?: CachingTokenVerifier } = {}
   const host = createServiceHost<ResolvedPassportConfig>({
     id: o.id,
-    version: o.version,
+    version: o.version ?? packageVersion(),
     topology,
     ...(transport === undefined ? {} : { transport }),
     drainDeadlineMs: o.drainDeadlineMs,

@@ -85,8 +85,8 @@ export const storageConfigSchema = z.strictObject({
   ...serviceBaseShape({ http: { minBytesPerSec: 8 * KiB, rateWindowMs: 30_000 } }),
   /** Service id: the `aud` tokens must name and the `service` metric label. @default 'storage' */
   id: z.string().min(1).default('storage'),
-  /** Service version reported by /version. @default '0.1.0' */
-  version: z.string().default('0.1.0'),
+  /** Service version reported by /version. @default this package's version (its package.json) */
+  version: z.string().optional(),
   /** Directory of the filesystem backend. Absent (and no `backend`) → memory backend. */
   dataDir: z.string().min(1).optional(),
   /** Chunk size of integrity data for new objects. @default 64 KiB */

@@ -23,6 +23,7 @@ import { createFsStore, createMemoryStore } from './store/index.js'
 import type { BlobStore } from './store/types.js'
 import { spawnStorageTasks } from './tasks.js'
 import { storageTopology } from './topology.js'
+import { packageVersion } from './version.js'
 
 export type { StorageUsage } from './disk-watch.js'
 
@@ -90,7 +91,7 @@ export async function createStorageService(config: StorageServiceOptions = {}, t
 async function build(input: StorageConfig, o: ResolvedStorageConfig, transport: Transport | undefined, rt: StorageRuntime, store: BlobStore, ownStore: boolean, pins: PinSet): Promise<StorageService> {
   const host: ServiceHost<ResolvedStorageConfig> = createServiceHost({
     id: o.id,
-    version: o.version,
+    version: o.version ?? packageVersion(),
     topology: storageTopology(o),
     runtime: rt,
     ...(transport === undefined ? {} : { transport }),
