@@ -9,6 +9,7 @@ import yargs from 'yargs'
 import type { NodeConfigInput } from './config.js'
 import { CliError, EXIT_CODES_HELP, ExitCode, describeError, exitCodeFor } from './exit-codes.js'
 import { AVAILABLE_SERVICES } from './ports.js'
+import { authContext } from './auth-context.js'
 import { registerClientCommands } from './client-commands.js'
 import { cliVersion } from './version.js'
 
@@ -244,7 +245,9 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
     await parser.parseAsync()
     return exitCode
   } catch (e) {
-    io.stderr.write(`ron-node: ${describeError(e)}\n`)
+    // A refusal says which node refused which token: a mismatch of --node and the token is then plain.
+    const refused = (e as { status?: unknown } | null)?.status === 401 && !(e instanceof CliError)
+    io.stderr.write(`ron-node: ${describeError(e)}${refused ? authContext() : ''}\n`)
     return exitCodeFor(e)
   }
 }

@@ -33,7 +33,7 @@ import {
   type Address,
   type DirEntry,
 } from '@ron/core'
-import { CLIENT_TIMEOUT_MS, discoverService, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
+import { CLIENT_TIMEOUT_MS, discoverService, noTokenError, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
 import { errnoText } from '../data-dir.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 import { createProgress, formatBytes, type Progress } from '../progress.js'
@@ -211,10 +211,9 @@ export function siteUrls(interopUrl: string, name: string | undefined, manifestA
  */
 export async function publishCommand(args: PublishArgs, out: NodeJS.WritableStream = process.stdout): Promise<PublishOutcome> {
   const name = args.name === undefined ? undefined : parseName(args.name, 'name')
+  const nodeUrl = resolveNodeUrl(args)
   const { token, tokenFile } = await resolveToken(args)
-  if (token === undefined) {
-    throw new CliError(`no token: pass --token, set RON_TOKEN, or run where the node's token file ${tokenFile} is readable (see --data-dir)`, ExitCode.Auth)
-  }
+  if (token === undefined) throw noTokenError(nodeUrl, tokenFile)
   precheckToken(token, 'storage:write')
   if (name !== undefined) {
     precheckToken(token, 'index:write')
@@ -227,7 +226,6 @@ export async function publishCommand(args: PublishArgs, out: NodeJS.WritableStre
   const { files, skipped } = await walk(args.dir, args.hidden === true)
   if (files.length === 0) throw new CliError(`${args.dir} has no files to publish`, ExitCode.Usage)
 
-  const nodeUrl = resolveNodeUrl(args)
   const storageUrl = await discoverService(nodeUrl, 'storage')
   const indexUrl = name === undefined ? undefined : await discoverService(nodeUrl, 'index')
   let interopUrl: string | undefined
