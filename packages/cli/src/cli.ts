@@ -96,6 +96,8 @@ const CLIENT_OPTIONS = {
   token: { type: 'string', describe: 'capability token [default: RON_TOKEN, else <data-dir>/admin.token]', requiresArg: true },
   'data-dir': { type: 'string', describe: 'data dir whose admin.token to use [default: RON_DATA_DIR or the platform data dir]', requiresArg: true },
   progress: { type: 'boolean', describe: 'progress bar on stderr [default: when stderr is a terminal]' },
+  ca: { type: 'string', describe: 'PEM file of the certificate authority (or self-signed certificate) of a node started with --tls-cert', requiresArg: true },
+  insecure: { type: 'boolean', describe: 'accept any TLS certificate (prints a warning; prefer --ca)' },
 } as const
 
 const START_EPILOG = [
@@ -227,6 +229,15 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
         .demandCommand(1, 'say which: config print or config validate'),
     )
   registerClientCommands(parser, io)
+    // --ca/--insecure of the client commands: applied before the command's first connection.
+    .middleware(async (a) => {
+      const f = a as { ca?: unknown; insecure?: unknown; _: unknown[] }
+      if (f._[0] === 'start') return
+      if (f.ca !== undefined || f.insecure === true) {
+        const { configureClientTls } = await import('./client-tls.js')
+        await configureClientTls({ ca: typeof f.ca === 'string' ? f.ca : undefined, insecure: f.insecure === true }, io.stderr)
+      }
+    })
     .completion('completion', 'print a shell completion script (bash/zsh): ron-node completion >> ~/.bashrc')
     .demandCommand(1, 'say which command to run (see --help)')
     .strict()

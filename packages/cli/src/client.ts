@@ -9,6 +9,7 @@ import { HttpTransport } from '@ron/core'
 import { createStorageClient } from '@ron/storage'
 import { resolve } from 'node:path'
 import { noteNode, noteTokenSource } from './auth-context.js'
+import { transportTls } from './client-tls.js'
 import { dataDirLayout, defaultDataDir, errnoText } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { normalizeNodeUrl, recordForUrl, recordOfDataDir, recordServes } from './node-records.js'
@@ -31,6 +32,8 @@ export interface ClientOptions {
   /** @default process.env */
   env?: Record<string, string | undefined>
 }
+
+// `--ca`/`--insecure` are applied once per process by cli.ts (client-tls.ts), before a command runs.
 
 /** The `--data-dir` (or `RON_DATA_DIR`) the user gave, or undefined when neither was. */
 function explicitDataDir(options: ClientOptions): string | undefined {
@@ -207,7 +210,7 @@ export const CLIENT_TIMEOUT_MS = 60 * 60 * 1000
 
 /** Connects a storage client to `nodeUrl` with an optional token. */
 export function connectStorage(nodeUrl: string, token: string | undefined, timeoutMs = CLIENT_TIMEOUT_MS): StorageConnection {
-  const transport = new HttpTransport({ targets: { storage: nodeUrl }, timeoutMs, breaker: false })
+  const transport = new HttpTransport({ targets: { storage: nodeUrl }, timeoutMs, breaker: false, ...transportTls() })
   const client = createStorageClient(transport, { target: 'storage', timeoutMs, ...(token === undefined ? {} : { token }) })
   return { client, nodeUrl, close: () => transport.close() }
 }
@@ -276,7 +279,7 @@ export async function connectTo(args: ClientOptions, service: string, needToken:
   const url = await discoverService(nodeUrl, service)
   const { token, tokenFile } = await resolveToken(args)
   if (needToken && token === undefined) throw noTokenError(nodeUrl, tokenFile)
-  const transport = new HttpTransport({ targets: { [service]: url }, timeoutMs: 30_000, breaker: false })
+  const transport = new HttpTransport({ targets: { [service]: url }, timeoutMs: 30_000, breaker: false, ...transportTls() })
   return { url, transport, token, close: () => transport.close() }
 }
 

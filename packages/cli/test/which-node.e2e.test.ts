@@ -189,3 +189,44 @@ describe('--node and --data-dir (real binary)', () => {
     }
   })
 })
+
+describe('--ca and --insecure against a node with its own certificate (real binary)', () => {
+  it('--ca trusts it for every call (status via fetch, put/get via the transport); --insecure works with a warning; neither: refused', async () => {
+    const { execFileSync } = await import('node:child_process')
+    const dir = join(root, 'tls')
+    await mkdir(dir, { recursive: true })
+    const cert = join(dir, 'cert.pem')
+    const key = join(dir, 'key.pem')
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ed25519', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' })
+    const proc = spawnCli(['start', '--port-base', '0', '--json', '--data-dir', join(dir, 'node'), '--log-level', 'warn', '--tls-cert', cert, '--tls-key', key], env)
+    const summary = await firstJsonLine<Summary>(proc, 60_000)
+    expect(summary.admin).toMatch(/^https:/)
+    const file = join(dir, 'hello.txt')
+    await writeFile(file, 'hello over tls')
+
+    const refused = await runCli(['put', file, '--node', summary.admin], env)
+    expect(refused.code).toBe(6)
+    expect(refused.stderr).toMatch(/SELF_SIGNED|self-signed|unable to verify|DEPTH_ZERO/i)
+
+    const status = await runCli(['status', '--node', summary.admin, '--ca', cert, '--json'], env)
+    expect(status.code, status.stderr).toBe(0)
+    expect(JSON.parse(status.stdout).nodeId).toBe(summary.nodeId)
+    const put = await runCli(['put', file, '--node', summary.admin, '--ca', cert], env)
+    expect(put.stderr).toBe('')
+    expect(put.code).toBe(0)
+    const address = put.stdout.trim()
+    const get = await runCli(['get', address, '--node', summary.admin, '--ca', cert], env)
+    expect(get.code, get.stderr).toBe(0)
+    expect(get.stdout).toBe('hello over tls')
+
+    const insecure = await runCli(['put', file, '--node', summary.admin, '--insecure'], env)
+    expect(insecure.code, insecure.stderr).toBe(0)
+    expect(insecure.stdout.trim()).toBe(address)
+    expect(insecure.stderr).toContain("warning: --insecure: the node's TLS certificate is not checked")
+
+    const notPem = await runCli(['status', '--node', summary.admin, '--ca', file], env)
+    expect(notPem.code).toBe(2)
+    expect(notPem.stderr).toContain(`--ca ${file} holds no PEM certificate`)
+    expect(await stop(proc)).toBe(0)
+  })
+})
