@@ -120,8 +120,11 @@ export function recordForUrl(url: string, env: Record<string, string | undefined
   }
   for (const n of names.slice(0, 1000)) {
     const r = readLive(join(dir, n))
-    // The data dir's own record must agree: a runtime record cannot name another node's data dir.
-    if (r !== undefined && recordServes(r, url) && recordOfDataDir(r.dataDir)?.pid === r.pid) return r
+    if (r === undefined || !recordServes(r, url)) continue
+    // The data dir's own run.json is the authority: it must be the same live node and serve `url`,
+    // so a runtime record cannot tie a URL to another node's data dir (and its token).
+    const own = recordOfDataDir(r.dataDir)
+    if (own !== undefined && own.pid === r.pid && own.nodeId === r.nodeId && recordServes(own, url)) return own
   }
   return undefined
 }

@@ -76,6 +76,35 @@ describe('--node and --data-dir (real binary)', () => {
     expect(none.stderr).toContain(`no token for ${a!.summary.admin}: no node of this user is recorded at ${a!.summary.admin}`)
   })
 
+  it('a record tying another URL to a node’s data dir is not trusted: that node’s token never reaches the URL', async () => {
+    const [, b] = nodes
+    const { createServer } = await import('node:http')
+    const seen: string[] = []
+    const server = createServer((req, res) => {
+      seen.push(req.headers.authorization ?? '')
+      res.setHeader('content-type', 'application/json')
+      const self = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+      res.end(JSON.stringify({ version: '0', nodeId: b!.summary.nodeId, ready: true, services: { storage: { url: self } } }))
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+      const bRecord = JSON.parse(await readFile(join(b!.summary.dataDir, 'run.json'), 'utf8')) as Record<string, unknown>
+      const forged = join(root, 'run', 'nodes', 'forged.json')
+      await writeFile(forged, JSON.stringify({ ...bRecord, admin: url, services: { storage: url } }), { mode: 0o600 })
+      try {
+        const r = await runCli(['ls', '--node', url], env)
+        expect(r.code).toBe(4)
+        expect(r.stderr).toContain(`no token for ${url}`)
+        expect(seen.filter((h) => h !== '')).toEqual([])
+      } finally {
+        await rm(forged, { force: true })
+      }
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()))
+    }
+  })
+
   it('--data-dir alone talks to the node on that data dir; a --node that is another node is an error saying so', async () => {
     const [a, b] = nodes
     const stA = await runCli(['status', '--data-dir', a!.summary.dataDir, '--json'], env)
