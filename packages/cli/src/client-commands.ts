@@ -15,6 +15,8 @@ export const COMMON = {
   token: { type: 'string', describe: 'capability token [default: RON_TOKEN, else <data-dir>/admin.token]', requiresArg: true },
   'data-dir': { type: 'string', describe: 'data dir of the local node (its admin.token, keys) [default: RON_DATA_DIR or the platform data dir]', requiresArg: true },
   json: { type: 'boolean', describe: 'machine-readable output (one JSON line)' },
+  ca: { type: 'string', describe: "PEM file of the certificate authority (or self-signed certificate) of a node started with --tls-cert", requiresArg: true },
+  insecure: { type: 'boolean', describe: "accept any TLS certificate (prints a warning; prefer --ca)" },
 } as const
 
 const CAVEATS = {

@@ -33,7 +33,8 @@ import {
   type Address,
   type DirEntry,
 } from '@ron/core'
-import { CLIENT_TIMEOUT_MS, discoverService, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
+import { transportTls } from '../client-tls.js'
+import { CLIENT_TIMEOUT_MS, discoverService, noTokenError, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
 import { errnoText } from '../data-dir.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 import { createProgress, formatBytes, type Progress } from '../progress.js'
@@ -146,7 +147,7 @@ async function* counted(abs: string, progress: Progress): AsyncGenerator<Uint8Ar
 
 /** Stores `object` on the storage at `url` unless it is there already. */
 async function storeAt(url: string, object: { address: Address; bytes: Uint8Array }, token: string): Promise<void> {
-  const transport = new HttpTransport({ targets: { storage: url }, timeoutMs: 30_000, breaker: false })
+  const transport = new HttpTransport({ targets: { storage: url }, timeoutMs: 30_000, breaker: false, ...transportTls() })
   try {
     const { createStorageClient } = await import('@ron/storage')
     const storage = createStorageClient(transport, { target: 'storage', token })
@@ -163,7 +164,7 @@ async function storeAt(url: string, object: { address: Address; bytes: Uint8Arra
  */
 export async function refreshName(indexUrl: string, name: string, token: string): Promise<void> {
   const { createIndexClient } = await import('@ron/index')
-  const transport = new HttpTransport({ targets: { index: indexUrl }, timeoutMs: 10_000, breaker: false })
+  const transport = new HttpTransport({ targets: { index: indexUrl }, timeoutMs: 10_000, breaker: false, ...transportTls() })
   try {
     await createIndexClient(transport, { token }).resolve(name, { fresh: true })
   } catch {
@@ -211,10 +212,9 @@ export function siteUrls(interopUrl: string, name: string | undefined, manifestA
  */
 export async function publishCommand(args: PublishArgs, out: NodeJS.WritableStream = process.stdout): Promise<PublishOutcome> {
   const name = args.name === undefined ? undefined : parseName(args.name, 'name')
+  const nodeUrl = resolveNodeUrl(args)
   const { token, tokenFile } = await resolveToken(args)
-  if (token === undefined) {
-    throw new CliError(`no token: pass --token, set RON_TOKEN, or run where the node's token file ${tokenFile} is readable (see --data-dir)`, ExitCode.Auth)
-  }
+  if (token === undefined) throw noTokenError(nodeUrl, tokenFile)
   precheckToken(token, 'storage:write')
   if (name !== undefined) {
     precheckToken(token, 'index:write')
@@ -227,7 +227,6 @@ export async function publishCommand(args: PublishArgs, out: NodeJS.WritableStre
   const { files, skipped } = await walk(args.dir, args.hidden === true)
   if (files.length === 0) throw new CliError(`${args.dir} has no files to publish`, ExitCode.Usage)
 
-  const nodeUrl = resolveNodeUrl(args)
   const storageUrl = await discoverService(nodeUrl, 'storage')
   const indexUrl = name === undefined ? undefined : await discoverService(nodeUrl, 'index')
   let interopUrl: string | undefined
@@ -236,7 +235,7 @@ export async function publishCommand(args: PublishArgs, out: NodeJS.WritableStre
   } catch {
     interopUrl = undefined
   }
-  const transport = new HttpTransport({ targets: { storage: storageUrl, ...(indexUrl === undefined ? {} : { index: indexUrl }) }, timeoutMs: CLIENT_TIMEOUT_MS, breaker: false })
+  const transport = new HttpTransport({ targets: { storage: storageUrl, ...(indexUrl === undefined ? {} : { index: indexUrl }) }, timeoutMs: CLIENT_TIMEOUT_MS, breaker: false, ...transportTls() })
   const { createStorageClient } = await import('@ron/storage')
   const storage = createStorageClient(transport, { target: 'storage', token, timeoutMs: CLIENT_TIMEOUT_MS })
   let progress: Progress = createProgress({ label: 'publish', enabled: false })
@@ -298,7 +297,7 @@ export async function bindName(indexUrl: string, name: string, manifest: { addre
   const manifestAddress = manifest.address
   let url = indexUrl
   for (let attempt = 0; ; attempt++) {
-    const transport = new HttpTransport({ targets: { index: url }, timeoutMs: 30_000, breaker: false })
+    const transport = new HttpTransport({ targets: { index: url }, timeoutMs: 30_000, breaker: false, ...transportTls() })
     try {
       const index = createIndexClient(transport, { token })
       let previous: Address | null

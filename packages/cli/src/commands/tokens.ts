@@ -5,7 +5,7 @@
  * @module
  */
 
-import { connectTo, output, type ClientOptions } from '../client.js'
+import { connectTo, expiredText, output, tokenExp, type ClientOptions } from '../client.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 
 /** Options shared by these commands. */
@@ -82,8 +82,10 @@ export async function tokenVerifyCommand(args: TokenArgs & { token: string; aud?
       output(out, args.json, r, [`valid      yes`, `sub        ${c.sub}`, `aud        ${c.aud.join(' ')}`, `scope      ${c.scope.join(' ')}`, `expires    ${new Date(c.exp * 1000).toISOString()}`, `jti        ${c.jti}`].join('\n'))
       return
     }
-    output(out, args.json, r, `valid      no (${r.reason})`)
-    throw new CliError(`token is not valid: ${r.reason}`, ExitCode.Auth)
+    const exp = r.reason === 'expired' ? tokenExp(args.token.trim()) : undefined
+    const why = exp === undefined ? r.reason : `${r.reason}: ${expiredText(exp)}`
+    output(out, args.json, r, `valid      no (${why})`)
+    throw new CliError(exp === undefined ? `token is not valid: ${r.reason}` : expiredText(exp), ExitCode.Auth)
   } finally {
     await p.close()
   }
@@ -95,7 +97,8 @@ export async function tokenRevokeCommand(args: TokenArgs & { what: string }, out
   try {
     const what = args.what.trim()
     const r = await p.client.revoke(what.split('.').length === 3 ? { token: what } : { jti: what })
-    output(out, args.json, r, `revoked ${JSON.stringify(r)}`)
+    const n = r.revoked.length
+    output(out, args.json, r, [`revoked    ${n} token${n === 1 ? '' : 's'} (the token and everything attenuated from it)`, ...r.revoked.map((j) => `jti        ${j}`), `feed seq   ${r.seq} (verifiers synced past it refuse them)`].join('\n'))
   } finally {
     await p.close()
   }
@@ -127,7 +130,17 @@ export async function keysRotateCommand(args: TokenArgs, out: NodeJS.WritableStr
   const p = await passport(args, true)
   try {
     const r = await p.client.rotate()
-    output(out, args.json, r, `rotated: ${JSON.stringify(r)}`)
+    const when = (ms: number | undefined): string => (ms === undefined ? '' : `, retires ${new Date(ms).toISOString()}`)
+    output(
+      out,
+      args.json,
+      r,
+      [
+        `current    ${r.current.kid} (epoch ${r.current.epoch}): signs new tokens`,
+        `next       ${r.next.kid} (epoch ${r.next.epoch}): published, signs after the next rotation`,
+        ...r.previous.map((k) => `previous   ${k.kid} (epoch ${k.epoch}): verify-only${when(k.retiresAt)}`),
+      ].join('\n'),
+    )
   } finally {
     await p.close()
   }
