@@ -45,7 +45,7 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true })
 })
 
-describe('--node and --data-dir (real binary)', () => {
+describe('--node and --data-dir (real binary)', { timeout: 120_000 }, () => {
   it('--node alone finds that node’s admin token through a private record, and no token is written into it', async () => {
     const [a, b] = nodes
     const file = join(root, 'x.txt')
@@ -219,7 +219,7 @@ describe('--node and --data-dir (real binary)', () => {
   })
 })
 
-describe('--ca and --insecure against a node with its own certificate (real binary)', () => {
+describe('--ca and --insecure against a node with its own certificate (real binary)', { timeout: 120_000 }, () => {
   it('--ca trusts it for every call (status via fetch, put/get via the transport); --insecure works with a warning; neither: refused', async () => {
     const { execFileSync } = await import('node:child_process')
     const dir = join(root, 'tls')
