@@ -248,16 +248,13 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           // Peers are named by their node ids (routed by the node transport to the pinned peer's
           // storage URL), so this node names itself by its id too: every node computes one placement.
           placementName: ctx.nodeId,
-          auth: { verifier: ctx.verifier },
-          peerKeys: { peers: ctx.peers.keySource() },
-          tokens: ctx.tokens,
           ...(ctx.hosted.has('index') ? { announce: { target: 'index' } } : {}),
           ...cors(ctx),
-          logger: ctx.logger,
           drainDeadlineMs: ctx.drainDeadlineMs,
-          clock: ctx.clock,
         },
         ctx.transport,
+        // The service contract's runtime argument (docs/service-contract.md).
+        { auth: { verifier: ctx.verifier }, peerKeys: { peers: ctx.peers.keySource() }, tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes },
       )
     },
     reloadPartial: (ctx, cfg) => ({ ...storageSettings(cfg.storage), ...replication(ctx, cfg.storage) }),

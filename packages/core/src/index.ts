@@ -307,6 +307,10 @@ export { createServiceMetrics, METRICS_CONTENT_TYPE, mergeExpositions, metricSam
 export type { ServiceMetrics, ServiceMetricsOptions, MetricSample } from './metrics/index.js'
 export { Readiness } from './health/index.js'
 export type { Gate, DependencySpec, Liveness, ReadinessOptions } from './health/index.js'
+export { REVOCATIONS_DEPENDENCY } from './health/index.js'
+export type { DependencyCheck, PathSpec } from './health/index.js'
+export { defineMetrics, processMetrics } from './metrics/index.js'
+export type { MetricType, MetricSpec, MetricsTable, MetricHandle, MetricHandles, MetricsDeclaration, SeedSeries, ZeroSeries, ProcessMetrics } from './metrics/index.js'
 
 // Service host.
 export { createServiceHost, noopLogger } from './service/index.js'
@@ -324,3 +328,6 @@ export type {
   HealthReport,
   RonService,
 } from './service/index.js'
+// The service contract (issue 21): base config, runtime argument, "no transport".
+export { serviceBaseShape, serviceBaseSchema, SERVICE_BASE_DEFAULTS, BASE_IMMUTABLE_KEYS, noTransport, noTransportError, splitRuntime, SERVICE_RUNTIME_KEYS } from './service/index.js'
+export type { ServiceBaseConfig, ServiceBaseDefaults, HttpConfig, HttpDefaults, CorsConfig, ServiceRuntime, ServiceAuth, OutgoingTokens, ListenerPolicy } from './service/index.js'

@@ -272,7 +272,7 @@ export class Resolver {
   async #fromPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined | typeof UNAVAILABLE> {
     const out = await this.#askPeers(p, cfg, o, deadlineAt)
     if (out === undefined || out === UNAVAILABLE) return out
-    const peerProviders = scoreFromPeer(out.value.providers, out.peer.health, out.peer.latencyMs)
+    const peerProviders = scoreFromPeer(this.#knownProviders(out.value.providers), out.peer.health, out.peer.latencyMs)
     if (isNameResolution(out.value)) {
       const v = out.value
       if (v.manifest === undefined) {
@@ -313,7 +313,13 @@ export class Resolver {
           const r = reply.answer
           // Only an answer for the key asked, of the kind asked for, satisfies the lookup.
           if (r.key !== p.key) return undefined
-          if (!('manifestAddress' in r)) return p.kind === 'address' && r.providers.length > 0 ? (r) : undefined
+          if (!('manifestAddress' in r)) {
+            if (p.kind !== 'address') return undefined
+            // Only providers at endpoints their node advertises count: an answer of nothing else
+            // does not satisfy the lookup, so another peer's answer is awaited.
+            const providers = this.#knownProviders(r.providers)
+            return providers.length > 0 ? { ...r, providers } : undefined
+          }
           if (p.kind !== 'name') return undefined
           if (r.kind === 'dir') {
             // A directory answer carries no manifest, only its address: the record its home
@@ -372,6 +378,32 @@ export class Resolver {
     // Another home with a lower node id holds the name: the conflict is recorded, this answer lost.
     if (offered === 'lost') return undefined
     return v.record
+  }
+
+  /**
+   * The providers of a peer's answer this index passes on. A peer relays announcements; it does
+   * not make them (SPEC §6a "Announcements belong to their node"): with a node directory, a
+   * provider counts only when its endpoint is a URL the node it names advertises, as for `POST
+   * /providers`. Any other (an internal URL, another node's URL, a target name, `javascript:`) is
+   * dropped and counted in `rejected_total{reason="provider_unknown_endpoint"}`, so it never
+   * reaches a reader nor displaces that node's genuine record in the ranking. Without a directory
+   * (embedded, in-process transports) every provider is passed on.
+   */
+  #knownProviders(providers: RankedProvider[]): RankedProvider[] {
+    const nodes = this.#d.nodes
+    if (nodes === undefined) return providers
+    let kept: RankedProvider[] | undefined
+    for (let i = 0; i < providers.length; i++) {
+      const p = providers[i]!
+      if (nodes.byEndpoint(p.endpoint)?.id === p.node) {
+        kept?.push(p)
+        continue
+      }
+      // The common case (every provider known) allocates nothing.
+      kept ??= providers.slice(0, i)
+      this.#d.metrics.nameRecordsRejected.inc({ reason: 'provider_unknown_endpoint' })
+    }
+    return kept ?? providers
   }
 
   /** Peers worth asking, best first: not open, healthier first, then faster (unknown = untried, first). */

@@ -1,8 +1,8 @@
 /**
  * `createHttpHandler`: the request pipeline every RON service runs, exposed three ways — a
  * `node:http` listener (the fast path), in-process `dispatch` (MemoryTransport) and a fetch-style
- * adapter. Order: corr-id → builtin endpoints → intake → per-IP admission → route match →
- * authentication → work queue → handler → reply; any failure becomes the SPEC error envelope.
+ * adapter. Order: corr-id → builtin endpoints → intake → route match → admission (per-IP,
+ * service-wide, drain phase) → authentication → work queue → handler → reply; any failure becomes the SPEC error envelope.
  *
  * @module
  */
@@ -70,8 +70,12 @@ export interface HttpHooks {
   builtin?(path: string, req: RonRequest): Reply | Promise<Reply> | undefined
   /** Called for every non-builtin request before routing; throw a RonError (DrainingError) to refuse intake. */
   intake?(req: RonRequest): void
-  /** Per-IP admission; returns a release function; throws BusyError. */
-  admit?(req: RonRequest): () => void
+  /**
+   * Admission of a request that matched `route` (per-IP and service-wide limits, a drain's
+   * write phase); returns a release function, called once when the exchange finishes; throws
+   * a RonError (BusyError, DrainingError) to refuse. Unmatched requests (404/405) are not admitted.
+   */
+  admit?(req: RonRequest, route: Route): () => void
   /** Verifies the bearer token for a route that declares `scope`; returns claims or throws Unauthorized/Forbidden. */
   authenticate?(req: RonRequest, route: Route): Promise<Claims>
   /**
@@ -112,6 +116,11 @@ export interface HttpHandlerOptions {
   clock?: Clock
   /** Where `io_timeouts_total{op}` is counted. @default none */
   metrics?: MetricsSink
+  /**
+   * Once aborted, every `node:http` response is sent with `Connection: close`, so a keep-alive
+   * socket closes after its in-flight response (a drain). @default never
+   */
+  closeConnections?: AbortSignal
 }
 
 /** The request handler of a service, callable three ways with identical behaviour. */
@@ -246,6 +255,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   const nodeWrite: NodeWriteOptions = {
     writeTimeoutMs: positive('writeTimeoutMs', l.writeTimeoutMs, 5000),
     lingerMs: positive('lingerMs', l.lingerMs, 5000),
+    closeConnections: opts.closeConnections,
     clock,
     metrics: opts.metrics,
     onLateError(ex, e) {
@@ -316,6 +326,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   function route(ex: Exchange, m: { route: CompiledRoute; params: Record<string, string> }, rawQuery: string): Promise<void> | undefined {
     const r = m.route.route
     ex.label = m.route.label
+    if (hooks.admit !== undefined) ex.release = hooks.admit(ex.req, r)
     const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, r.bodyLimit ?? jsonBodyLimit, ctxLimits)
     ex.bodyOwner = ctx
     if (r.scope !== undefined) return routeAuthenticated(ex, r, ctx)
@@ -379,7 +390,6 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
         }
       }
       hooks.intake?.(req)
-      if (hooks.admit !== undefined) ex.release = hooks.admit(req)
       const m = byHost ?? router.match(req.method, path)
       if (m.kind === 'found') {
         if (m.route.route.cors === false) ex.cors = undefined

@@ -133,5 +133,11 @@ export interface Route {
    * service's `maxObjectBytes`), or `Infinity` when the handler enforces one itself.
    */
   bodyLimit?: number
+  /**
+   * The readiness path (SPEC.md 3.3a) this route serves, declared in the host's `readiness.paths`:
+   * during a drain the route is refused (503 `Draining`) from the stage that path is shed at.
+   * @default by method: GET/HEAD/OPTIONS are reads (shed when the read window ends), others are writes (shed at once)
+   */
+  readinessPath?: string
   handler(ctx: RouteContext): Promise<Reply> | Reply
 }
