@@ -73,9 +73,11 @@ describe('admin dashboard in headless chromium', () => {
   })
 
   /** A dashboard page, with every console error and page error collected. */
-  async function open(): Promise<{ page: Page; problems: string[] }> {
+  async function open(): Promise<{ page: Page; problems: string[]; requests: string[] }> {
     const page = await browser.newPage()
     const problems: string[] = []
+    const requests: string[] = []
+    page.on('request', (r) => requests.push(r.url()))
     page.on('console', (m) => {
       // Chromium logs every answer that is not 2xx; the page shows those itself (checked apart).
       if (m.type() === 'error' && !m.text().startsWith('Failed to load resource: the server responded with a status of')) problems.push(m.text())
@@ -83,7 +85,7 @@ describe('admin dashboard in headless chromium', () => {
     page.on('pageerror', (e) => problems.push(e.message))
     await page.goto(node.admin)
     await page.waitForSelector('tr[data-service="storage"] td[data-ready="true"]', { timeout: 15_000 })
-    return { page, problems }
+    return { page, problems, requests }
   }
 
   /** The text of a message element once it is no longer a progress note. */
@@ -96,7 +98,7 @@ describe('admin dashboard in headless chromium', () => {
   }
 
   it('loads without console errors, shows every service ready and labelled charts, uploads and downloads a file identical, resolves', async () => {
-    const { page, problems } = await open()
+    const { page, problems, requests } = await open()
     for (const name of ['storage', 'registry', 'passport', 'index', 'interop']) {
       await page.waitForSelector(`tr[data-service="${name}"] td[data-ready="true"]`, { timeout: 15_000 })
     }
@@ -138,6 +140,10 @@ describe('admin dashboard in headless chromium', () => {
     expect(await page.locator('#resolved dd[data-field="providers"]').textContent()).toContain(node.nodeId)
     expect(await page.locator('#resolved').textContent()).not.toContain('{')
     expect(problems).toEqual([])
+    // Nothing was asked of anything but this node: the page, its polls, and its own services.
+    const own = new Set([node.admin, ...Object.values(node.services)].map((u) => new URL(u).origin))
+    expect(requests.length).toBeGreaterThan(3)
+    expect(requests.filter((u) => !u.startsWith('data:') && !own.has(new URL(u).origin))).toEqual([])
     await page.close()
   }, 60_000)
 
