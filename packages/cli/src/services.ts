@@ -190,6 +190,8 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
       // Service tokens carry storage:write with a maxBytes caveat; interop attenuates its upload
       // capabilities from them, so they must allow interop's largest upload.
       const uploads = uploadLimit(ctx.config.interop)
+      // A cluster on etcd shares revocations, key sets and enrolments there (SPEC §6c).
+      const cluster = ctx.etcd === undefined ? undefined : (await import('./coordination/etcd-passport.js')).createEtcdPassportStore(ctx.etcd, ctx.nodeId)
       return createPassportService(
         {
           ...(uploads !== undefined && uploads > 1024 ** 3 ? { serviceWriteMaxBytes: uploads } : {}),
@@ -209,6 +211,7 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           logger: ctx.logger,
           drainDeadlineMs: ctx.drainDeadlineMs,
           clock: ctx.clock,
+          ...(cluster === undefined ? {} : { cluster }),
         } as Parameters<typeof createPassportService>[0],
         ctx.transport,
       )
