@@ -220,8 +220,11 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
   index: {
     async create(ctx) {
       const { createIndexService } = await import('@ron/index')
+      // A cluster on etcd binds names there, with compare-and-set (SPEC §6c).
+      const nameStore = ctx.etcd === undefined ? undefined : await (await import('./coordination/etcd-names.js')).openEtcdNameStore(ctx.etcd)
       return createIndexService(
         {
+          ...(nameStore === undefined ? {} : { nameStore }),
           ...(ctx.config.index ?? {}),
           nodeId: ctx.nodeId,
           ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
