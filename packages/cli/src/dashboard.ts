@@ -83,7 +83,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 
   function renderStatus(s) {
     text($('node'), s.nodeId)
-    text($('summary'), (s.ready ? 'ready' : 'NOT READY') + ' · version ' + s.version + ' · up ' + uptime(s.uptimeSec) + (s.peers && s.peers.length ? ' · peers ' + s.peers.map((p) => p.admin + (p.state === 'refused' ? ' (refused)' : p.error ? ' (unreachable)' : '')).join(', ') : ''))
+    text($('summary'), (s.ready ? 'ready' : 'NOT READY') + ' · version ' + s.version + ' · up ' + uptime(s.uptimeSec) + (s.peers && s.peers.length ? ' · peers ' + s.peers.map((p) => p.admin + (p.state === 'refused' ? ' (refused)' : p.error ? ' (unreachable)' : '')).join(', ') : '') + (s.etcd ? ' · etcd ' + (s.etcd.reachable ? 'reachable' : 'UNREACHABLE (writes 503)') + (s.etcd.signer ? ', signer ' + (s.etcd.signer.self ? 'this node' : (s.etcd.signer.holder || 'none')) : '') : ''))
     const body = $('services')
     body.replaceChildren()
     for (const [name, v] of Object.entries(s.services)) {
