@@ -11,7 +11,6 @@
  * @module
  */
 
-import type { KeyObject } from 'node:crypto'
 import type { EnrolledNode } from './nodes.js'
 
 /** A revocation (or, `cascade: false`, a retirement) as the cluster stores it. */
@@ -75,6 +74,3 @@ export interface PassportClusterStore {
   /** Follows the other nodes' changes. @returns a disposer */
   watch(listener: PassportClusterListener): () => void
 }
-
-/** The public keys of the other nodes, by `kid` (what a verifier adds to its own). */
-export type PeerKeys = ReadonlyMap<string, KeyObject>
