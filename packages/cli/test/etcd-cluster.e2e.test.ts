@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HttpTransport } from '@ron/core'
 import { createRegistryClient, generateSignerKey, loadOrCreateLogKey, noteSigner, signApproval, verifyCheckpoint, verifyTlog, type RegistryClient } from '@ron/registry'
 import { etcdMissing, startEtcdCluster, type EtcdCluster } from './etcd-cluster.js'
-import { assertBuilt, firstJsonLine, killAll, spawnCli, type Proc } from './helpers.js'
+import { assertBuilt, firstJsonLine, killAll, runCli, spawnCli, type Proc } from './helpers.js'
 
 interface Summary {
   nodeId: string
@@ -81,6 +81,13 @@ async function status(n: Node): Promise<{ etcd?: { reachable: boolean; signer?: 
   return (await (await fetch(`${n.summary.admin}/status`)).json()) as { etcd?: { reachable: boolean; signer?: { holder?: string } } }
 }
 
+/** The value of `name{labels}` in a node's admin `/metrics` (0 when absent). */
+async function metric(n: Node, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`${n.summary.admin}/metrics`)).text()
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels))
+  return line === undefined ? 0 : Number(line.split(' ').at(-1))
+}
+
 async function checkpointOf(n: Node): Promise<string | undefined> {
   try {
     const res = await fetch(`${n.summary.services['registry']!}/registry/checkpoint`, { signal: AbortSignal.timeout(1000) })
@@ -123,6 +130,13 @@ describe.skipIf(missing !== undefined)('three ron-nodes on a three-member etcd',
     await expect.poll(async () => Promise.all(nodes.map(async (n) => ((await (await fetch(`${n.summary.services['registry']!}/registry/head`)).json()) as { version: number }).version)), { timeout: 5000 }).toEqual([15, 15, 15])
     const roots = await Promise.all(nodes.map(async (n) => (await verifyTlog(n.registry, { logKey, waitMs: 0 })).root))
     expect(new Set(roots).size).toBe(1)
+    // status names the connection and the signer; the metrics count the appends and the lease.
+    const st = await runCli(['status', '--node', n1.summary.admin])
+    expect(st.code, st.stderr).toBe(0)
+    expect(st.stdout).toMatch(/^etcd http:\/\/127\.0\.0\.1:\d+,.*prefix \/ron-e2e\/ {2}reachable {2}checkpoint signer /m)
+    expect(await metric(n1, 'etcd_up')).toBe(1)
+    expect((await Promise.all(nodes.map((n) => metric(n, 'etcd_requests_total', 'op="append",result="ok"')))).reduce((a, b) => a + b)).toBeGreaterThanOrEqual(15)
+    expect((await Promise.all(nodes.map((n) => metric(n, 'etcd_signer_lease_held')))).reduce((a, b) => a + b)).toBe(1)
 
     // 2. A token issued on node 1 works on node 3 (every node verifies every node's tokens) and,
     //    once revoked on node 1, is refused on node 3 within a second.
@@ -285,6 +299,10 @@ describe.skipIf(missing !== undefined)('three ron-nodes on a three-member etcd',
     expect((await fetch(`${writer.summary.services['registry']!}/registry/head`)).status).toBe(200)
     expect((await fetch(`${writer.summary.services['index']!}/resolve/docs.cluster`)).status).toBe(200)
     await expect.poll(async () => (await fetch(`${writer.summary.admin}/readyz`)).status, { timeout: 5000 }).toBe(503)
+    expect(await metric(writer, 'etcd_up')).toBe(0)
+    const doctor = await runCli(['doctor', '--node', writer.summary.admin, '--data-dir', join(root, 'node1')])
+    expect(doctor.code).toBe(1)
+    expect(doctor.stdout).toMatch(/^FAIL {2}etcd {15}no quorum/m)
     await e.start(0)
     await e.start(1)
     await e.healthy()

@@ -131,8 +131,8 @@ export async function startEtcdCluster(options: { size?: number; timeoutMs?: num
       ],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ETCD_UNSUPPORTED_ARCH: process.env['ETCD_UNSUPPORTED_ARCH'] ?? '' } },
     )
-    child.stdout!.pipe(log)
-    child.stderr!.pipe(log)
+    child.stdout.pipe(log)
+    child.stderr.pipe(log)
     m.started = true
     m.proc = child
     child.once('exit', () => {

@@ -503,7 +503,12 @@ export class Committer {
     return this.#view(p)
   }
 
-  async #approve(id: string, a: Approval): Promise<ApprovalResult> {
+  /**
+   * Records an approval. `localOnly`: not in the shared table (yet): a commit carrying its
+   * approvals writes them there only when they do not reach the quorum, since a commit that
+   * succeeds keeps them in its entry and one that loses HEAD leaves a dead proposal.
+   */
+  async #approve(id: string, a: Approval, localOnly = false): Promise<ApprovalResult> {
     const p = await this.#find(id)
     this.#committedElsewhere(p)
     if (p.committed !== undefined) throw new ConflictError('proposal is already committed', { details: { proposalId: id, version: p.committed.version } })
@@ -521,7 +526,7 @@ export class Committer {
       this.#o.metrics.inc('registry_approvals_total', { result: 'bad_signature' })
       throw new InvalidSignatureError(`approval by ${a.signerId} does not verify`, { details: { signerId: a.signerId, reason: 'bad_signature' } })
     }
-    if (this.#shared !== undefined) {
+    if (this.#shared !== undefined && !localOnly) {
       const r = await this.#shared.proposals.addApproval(id, { signerId: a.signerId, sig: a.sig })
       if (r === 'unknown') throw new NotFoundError('no such proposal (unknown or expired)', { details: { proposalId: id } })
       if (r === 'duplicate') {
@@ -545,12 +550,16 @@ export class Committer {
     if (signal.aborted) {
       throw signal.reason instanceof TimeoutError ? signal.reason : new TimeoutError('commit deadline passed while queued', { details: { op: 'commit' } })
     }
+    const recorded: Approval[] = []
     for (const a of carried ?? []) {
       if (p.approvals.some((x) => x.signerId === a.signerId && x.sig === a.sig)) continue
-      await this.#approve(id, { signerId: a.signerId, sig: a.sig })
+      await this.#approve(id, { signerId: a.signerId, sig: a.sig }, true)
+      recorded.push(a)
     }
     if (this.#shared !== undefined && (carried === undefined || !evaluateQuorum(this.#o.log.signerSetAt(p.baseVersion), p.nextSet, p.approvals, this.#subject(p)).ok)) {
-      // Approvals recorded on other nodes count too.
+      // Short of the quorum: the carried approvals go to the shared table (for a commit on any
+      // node), and approvals recorded on other nodes count too.
+      for (const a of recorded) await this.#shared.proposals.addApproval(id, a)
       const fresh = await this.#shared.proposals.get(id)
       if (fresh !== undefined) this.#merge(p, fresh.approvals)
     }

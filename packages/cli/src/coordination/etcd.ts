@@ -104,9 +104,11 @@ export class EtcdCoordinator {
       // Every unary call has a deadline: a member without quorum never makes a request hang.
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeoutMs }),
       faultHandling: {
-        // A member that fails is skipped for a while; a call is retried once on another member.
-        host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 2000, breaker: new ConsecutiveBreaker(1) }),
-        global: retry(handleWhen(isRecoverableError), { maxAttempts: 1 }),
+        // A member that keeps failing is skipped for a second; a call is retried on the next
+        // member, with a short backoff that rides out a leader election. Every retried write is a
+        // transaction whose compare makes a second application impossible, or a put of the same value.
+        host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 1000, breaker: new ConsecutiveBreaker(3) }),
+        global: retry(handleWhen(isRecoverableError), { maxAttempts: 3, backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 500 }) }),
         // etcd3 asks the factory for its first step (`next()`), as with its own default.
         watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 1000 }) as unknown as IBackoff<unknown>,
       },
