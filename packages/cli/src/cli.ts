@@ -31,6 +31,7 @@ interface NodeFlags {
   advertise?: string
   passportUrl?: string
   registryUrl?: string
+  etcd?: string
   tlsCert?: string
   tlsKey?: string
   amnesia?: boolean
@@ -61,6 +62,7 @@ function nodeFlags(a: NodeFlags): NodeConfigInput {
   if (a.advertise !== undefined) out['advertise'] = a.advertise
   if (a.passportUrl !== undefined) out['passportUrl'] = a.passportUrl
   if (a.registryUrl !== undefined) out['registryUrl'] = a.registryUrl
+  if (a.etcd !== undefined) out['etcd'] = a.etcd
   if (a.amnesia !== undefined) out['amnesia'] = a.amnesia
   if (a.tlsCert !== undefined || a.tlsKey !== undefined) out['tls'] = { ...(a.tlsCert === undefined ? {} : { cert: a.tlsCert }), ...(a.tlsKey === undefined ? {} : { key: a.tlsKey }) }
   const storage: Record<string, unknown> = {}
@@ -83,6 +85,7 @@ const NODE_OPTIONS = {
   'tls-key': { type: 'string', describe: 'PEM private key file for --tls-cert', requiresArg: true },
   'passport-url': { type: 'string', describe: "another node's passport URL: run no passport, verify with its keys and revocations, get service tokens from it (enrol first: ron-node join)", requiresArg: true },
   'registry-url': { type: 'string', describe: "another node's registry URL: run no registry; registry commands go there", requiresArg: true },
+  etcd: { type: 'string', describe: 'etcd client URLs, comma-separated: registry, passport state and names on etcd (coordination.etcd in a config file)', requiresArg: true },
   amnesia: { type: 'boolean', describe: 'RAM only: memory stores, ephemeral keys, admin token printed; nothing written to disk' },
   rf: { type: 'string', describe: 'copies of every object across this node and its peers [default: 2 with peers, 1 alone]', requiresArg: true },
   'write-quorum': { type: 'string', describe: 'durable copies before a put is acknowledged [default: 1]', requiresArg: true },

@@ -323,7 +323,8 @@ const SCRIPT = String.raw`
     const peers = Array.isArray(s.peers) ? s.peers : []
     const up = peers.filter((p) => peerState(p) === 'up').length
     $('summary').textContent = (s.ready ? 'ready' : 'NOT READY') + ' · version ' + s.version + ' · up ' + uptime(s.uptimeSec) +
-      (peers.length ? ' · ' + peers.length + ' peer' + (peers.length === 1 ? '' : 's') + ', ' + up + ' up' : ' · no peers')
+      (peers.length ? ' · ' + peers.length + ' peer' + (peers.length === 1 ? '' : 's') + ', ' + up + ' up' : ' · no peers') +
+      (s.etcd ? ' · etcd ' + (s.etcd.reachable ? 'reachable' : 'UNREACHABLE (writes 503)') + (s.etcd.signer ? ', signer ' + (s.etcd.signer.self ? 'this node' : (s.etcd.signer.holder || 'none')) : '') : '')
     const body = $('services')
     body.replaceChildren()
     for (const [name, v] of Object.entries(s.services)) {

@@ -9,6 +9,7 @@
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { durationSchema, validateConfig } from '@ron/core'
+import type { NameStore } from './store/types.js'
 import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, NodeDirectory, NodeIdentity, Random, TokenVerifier } from '@ron/core'
 
 const positiveInt = z.number().int().positive()
@@ -165,6 +166,11 @@ export interface IndexRuntimeOptions {
    * @default none: no peer's name answer is believed, and endpoints may also be transport target names (embedded, in-process)
    */
   nodes?: NodeDirectory
+  /**
+   * A name store to use instead of the one `dataDir` selects, e.g. a cluster's shared store on
+   * etcd (SPEC §6c); the service closes it. @default LMDB in dataDir, else memory
+   */
+  nameStore?: NameStore
 }
 
 /** What `createIndexService` accepts: every field optional, with the documented defaults. */
@@ -175,8 +181,9 @@ export type ResolvedIndexConfig = z.output<typeof indexConfigSchema>
 
 /** Splits the runtime dependencies from the data configuration. */
 export function splitConfig(config: IndexConfig): { data: z.input<typeof indexConfigSchema>; runtime: IndexRuntimeOptions } {
-  const { auth, clock, random, logger, cors, limits, identity, nodes, ...data } = config
+  const { auth, clock, random, logger, cors, limits, identity, nodes, nameStore, ...data } = config
   const runtime: IndexRuntimeOptions = {}
+  if (nameStore !== undefined) runtime.nameStore = nameStore
   if (identity !== undefined) runtime.identity = identity
   if (nodes !== undefined) runtime.nodes = nodes
   if (cors !== undefined) runtime.cors = cors

@@ -11,6 +11,7 @@ import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { KNOWN_CAVEATS, sizeSchema, validateConfig } from '@ron/core'
 import type { Clock, Logger, Random } from '@ron/core'
+import type { PassportClusterStore } from './cluster-store.js'
 import type { Kms } from './kms.js'
 
 const positiveInt = z.number().int().positive()
@@ -136,6 +137,11 @@ export const passportConfigSchema = z
     drainDeadlineMs: nonNegInt.default(3000),
     /** Key storage. @default a file keystore in `<dataDir>/keys`, or a memory keystore without dataDir */
     keystore: object<Kms>('a Kms').optional(),
+    /**
+     * The state shared with the other passports of a cluster (ron-node's etcd, SPEC §6c):
+     * revocations and parent links, key sets, enrolments. @default none: the data directory
+     */
+    cluster: object<PassportClusterStore>('a PassportClusterStore').optional(),
     /** @default systemClock */
     clock: object<Clock>('a Clock').optional(),
     /** @default systemRandom */
@@ -163,4 +169,4 @@ export function resolvePassportConfig(config: PassportConfig = {}): ResolvedPass
 }
 
 /** Keys of the config that cannot change with `reload()`. */
-export const IMMUTABLE_KEYS: readonly string[] = ['id', 'issuer', 'dataDir', 'issuerKeyFile', 'issueQueue', 'issueWorkers', 'revokeQueue', 'policyBroadcast', 'keystore', 'clock', 'random', 'logger']
+export const IMMUTABLE_KEYS: readonly string[] = ['id', 'issuer', 'dataDir', 'issuerKeyFile', 'issueQueue', 'issueWorkers', 'revokeQueue', 'policyBroadcast', 'keystore', 'cluster', 'clock', 'random', 'logger']

@@ -250,7 +250,7 @@ function build(
 
   const committed = host.broadcast<RegistryUpdated>(CHANNELS.committed)
   // Every commit is checkpointed before it is answered (see notary.ts).
-  const notary = new Notary({ log, signer, clock, logger })
+  const notary = new Notary({ log, signer, clock, logger, ...(log.store.shared === undefined ? {} : { lease: log.store.shared.signer }) })
   const committer = new Committer({
     log,
     committed,
@@ -271,6 +271,8 @@ function build(
       }
     },
     onCommitted: () => notary.advance(),
+    // A shared log's entry that does not extend HEAD: this node stops writing until a restart.
+    onFollowError: () => setIntegrity(false),
   })
   const hub = new SseHub<RegistryUpdated>({
     name: CHANNELS.stream,
@@ -384,6 +386,7 @@ function build(
   })
   host.onClose(async () => {
     committer.close()
+    notary.close()
     publisher.close()
     hub.close()
     retentionQueue.close()

@@ -6,7 +6,7 @@
 
 import { setHeapGrowingFactor } from '@ron/core'
 import { defaultDataDir } from '../data-dir.js'
-import { loadNodeConfig, remoteServices, type NodeConfig, type NodeConfigInput } from '../config.js'
+import { etcdSettings, loadNodeConfig, remoteServices, type NodeConfig, type NodeConfigInput } from '../config.js'
 import { createLogger } from '../logger.js'
 import { writeNodeRecords } from '../node-records.js'
 import { startNode, type NodeReloadable, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
@@ -141,7 +141,7 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
       peers: config.peers,
       ...(config.advertise === undefined ? {} : { advertise: config.advertise }),
       ...(config.tls === undefined ? {} : { tls: config.tls }),
-      ...withoutUndefined({ passportUrl: remoteServices(config).passportUrl, registryUrl: remoteServices(config).registryUrl }),
+      ...withoutUndefined({ passportUrl: remoteServices(config).passportUrl, registryUrl: remoteServices(config).registryUrl, etcd: etcdSettings(config) }),
       drainDeadlineMs: config.drainDeadline,
       adminTokenTtlSec: Math.max(60, Math.floor(config.adminTokenTtl / 1000)),
       storage: nodeStorageOptions(config),

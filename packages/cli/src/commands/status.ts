@@ -25,6 +25,14 @@ interface StatusDoc {
   uptimeSec: number
   services: Record<string, { url: string; ready: boolean; writeReady: boolean; missing: string[]; queues: { name: string; depth: number; capacity: number; dropped?: number }[] }>
   peers?: { admin: string; state?: string; nodeId?: string; error?: string }[]
+  /** The etcd connection (SPEC §6c), when the cluster coordinates on etcd. */
+  etcd?: { endpoints: string[]; prefix: string; reachable: boolean; lastOkAt?: number; error?: string; signer?: { holder?: string; self: boolean } }
+}
+
+/** The `etcd` line of `status`. */
+function etcdLine(e: NonNullable<StatusDoc['etcd']>): string {
+  const signer = e.signer === undefined ? '' : `  checkpoint signer ${e.signer.self ? 'this node' : (e.signer.holder ?? 'none (lease free)')}`
+  return `etcd ${e.endpoints.join(',')}  prefix ${e.prefix}  ${e.reachable ? 'reachable' : `UNREACHABLE (${e.error ?? 'no quorum'}): writes that need it answer 503`}${signer}`
 }
 
 async function fetchStatus(node: string): Promise<StatusDoc> {
@@ -79,6 +87,7 @@ export async function statusCommand(args: StatusArgs, out: NodeJS.WritableStream
     fmt(head),
     ...rows.map(fmt),
     ...(s.peers ?? []).map((p) => `peer ${p.admin}  ${p.state ?? ''}  ${p.nodeId ?? '?'}${p.error === undefined ? '' : `  (${p.error})`}`),
+    ...(s.etcd === undefined ? [] : [etcdLine(s.etcd)]),
     ...(keys === undefined ? [] : [`registry log key  ${keys.logKey}`]),
     ...(keys?.witnessKey === undefined ? [] : [`witness key       ${keys.witnessKey}`]),
   ]
@@ -189,6 +198,28 @@ export async function doctorCommand(args: StatusArgs, out: NodeJS.WritableStream
       add({ check: 'disk', status: gib >= 1 ? 'ok' : 'warn', detail: `${gib.toFixed(1)} GiB free`, ...(gib >= 1 ? {} : { fix: 'free some space: storage turns writes unready when the disk is nearly full' }) })
     } catch (e) {
       add({ check: 'disk', status: 'warn', detail: errnoText(e) })
+    }
+  }
+
+  const etcd = status?.etcd
+  if (etcd !== undefined) {
+    // The node's own view (a quorum read every second), then each member's health from here.
+    add({
+      check: 'etcd',
+      status: etcd.reachable ? 'ok' : 'fail',
+      detail: etcd.reachable ? `quorum reachable, prefix ${etcd.prefix}` : `no quorum: ${etcd.error ?? '?'}`,
+      ...(etcd.reachable ? {} : { fix: 'start the stopped etcd members (a majority must run); registry commits, revocations and name writes answer 503 until then' }),
+    })
+    for (const url of etcd.endpoints) {
+      try {
+        const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(3000) })
+        const h = (await res.json()) as { health?: unknown }
+        const ok = h.health === 'true' || h.health === true
+        add({ check: `etcd ${url}`, status: ok ? 'ok' : 'warn', detail: ok ? 'healthy' : `unhealthy (${res.status})`, ...(ok ? {} : { fix: 'see that member\'s log: etcdctl endpoint status --cluster' }) })
+      } catch (e) {
+        // A member behind TLS or only reachable from the node is not a failure of the cluster.
+        add({ check: `etcd ${url}`, status: 'warn', detail: `not reachable from here: ${errnoText((e as { cause?: unknown }).cause ?? e)}`, fix: 'check that member is running (etcdctl endpoint health --cluster)' })
+      }
     }
   }
 

@@ -59,7 +59,8 @@ export function writeRoutes(s: IndexContext): Route[] {
    * deleted) is homed here.
    */
   const checkHome = async (name: string, signal: AbortSignal): Promise<void> => {
-    if (s.store.get(name) !== undefined || s.store.tombstone(name) !== undefined) return
+    // A store the cluster shares is linearizable: names have no home there.
+    if (s.store.shared === true || s.store.get(name) !== undefined || s.store.tombstone(name) !== undefined) return
     const home = await s.resolver.remoteHome(name, signal)
     if (home === undefined || home.node === s.identity.id) return
     // A tombstone past its keeping time no longer holds the name.

@@ -49,10 +49,21 @@ export interface NameState {
   tombstone: SignedNameRecord | undefined
 }
 
-/** Durable (LMDB) or memory name storage. */
+/** Durable (LMDB) or memory name storage, or a store a whole cluster shares (ron-node's etcd, SPEC §6c). */
 export interface NameStore {
   /** True when bindings survive a restart. */
   readonly durable: boolean
+  /**
+   * True when every node of a cluster reads and writes this one store with compare-and-set
+   * (etcd): names then have no home node, any node writes any name, and the store keeps the
+   * record of the node that wrote each binding. @default false
+   */
+  readonly shared?: boolean
+  /**
+   * A shared store only: calls `fn` with each name another node wrote (the service drops what it
+   * cached of it). @returns a disposer
+   */
+  onChange?(fn: (name: string) => void): () => void
   /** The binding of `name`, if any. */
   get(name: string): NameRecord | undefined
   /** The tombstone of `name` (it was deleted here and not bound since), if any. */
