@@ -7,10 +7,10 @@
  */
 
 import { NotFoundError, TimeoutError, isRonError, parseAddress } from '@ron/core'
-import type { Address, Clock, MetricsSink, NodeDirectory, Random, Transport } from '@ron/core'
+import type { Address, Clock, MetricsSink, NodeDirectory, Random, Reply, Transport } from '@ron/core'
 import { isNameResolution, type AnswerSource, type NameResolution, type RankedProvider, type Resolution } from './answer.js'
 import type { BreakerTable, PeerHealth } from './breakers.js'
-import { jitteredTtl, type TtlCache } from './cache.js'
+import { jitteredTtl, type CacheEntry, type TtlCache } from './cache.js'
 import type { ResolvedIndexConfig } from './config.js'
 import { hedgedLookup } from './hedge.js'
 import type { IndexMetrics } from './metrics.js'
@@ -60,6 +60,18 @@ export interface ResolverDeps {
   recordOf(name: string, binding: NameRecord): SignedNameRecord
 }
 
+/**
+ * The serialised replies of one positive-cache entry at one `ttlSec` (the only per-request part of
+ * a hit's answer): built on the first hit of each second, shared by every hit until then.
+ */
+interface ReplyMemo {
+  ttlSec: number
+  /** For clients (no manifest text). */
+  client: Reply | undefined
+  /** For peer indexes (`x-ron-peer: 1`: with the manifest text). */
+  peer: Reply | undefined
+}
+
 /** What {@link Resolver} peer lookups answer when no peer could be asked or every one asked failed. */
 const UNAVAILABLE = Symbol('peers unavailable')
 
@@ -82,11 +94,13 @@ export class Resolver {
   readonly #latencies = new Map<string, { observe(v: number): void }>()
   readonly #hitPositive: { inc(): void }
   readonly #hitNegative: { inc(): void }
+  readonly #hitLatency: { observe(v: number): void }
 
   constructor(deps: ResolverDeps) {
     this.#d = deps
     this.#hitPositive = deps.metrics.cacheHits.labels({ cache: 'positive' })
     this.#hitNegative = deps.metrics.cacheHits.labels({ cache: 'negative' })
+    this.#hitLatency = this.#latency('cache')
   }
 
   #latency(source: string): { observe(v: number): void } {
@@ -112,6 +126,48 @@ export class Resolver {
     if (r === undefined) return undefined
     this.#latency('cache').observe(Math.max(0, this.#d.clock.now() - started) / 1000)
     return forCaller(r, o)
+  }
+
+  /**
+   * A cache hit as a ready reply, for the listener's fast path: one map lookup, and the answer's
+   * JSON text kept with the cache entry (rebuilt once a second, when its `ttlSec` changes), so a
+   * hit costs neither key parsing, nor an answer object, nor serialisation. The bytes are exactly
+   * what {@link resolve} would answer. Counts the hit and its latency.
+   * @param peer the query comes from a peer index (its answer carries the manifest text)
+   * @returns the reply, or `undefined` on a miss (the key is then validated).
+   * @throws {@link MalformedError} for a bad key; {@link NotFoundError} on a negative-cache hit.
+   */
+  cachedReply(raw: string, peer: boolean, startedAt: number): Reply | undefined {
+    const d = this.#d
+    const now = d.clock.now()
+    // Only parsed keys are ever cached, and parsing leaves a valid key as it is: a key found in a
+    // cache is a valid one, so parsing can wait for a miss.
+    const e = d.cache.get(raw, now)
+    if (e === undefined) {
+      if (d.negative.get(raw, now) !== undefined) {
+        this.#hitNegative.inc()
+        throw notFound(raw, 'negative_cache')
+      }
+      parseKey(raw)
+      return undefined
+    }
+    this.#hitPositive.inc()
+    const ttlSec = Math.max(1, Math.ceil((e.expiresAt - now) / 1000))
+    let m = e.memo as ReplyMemo | undefined
+    if (m === undefined || m.ttlSec !== ttlSec) e.memo = m = { ttlSec, client: undefined, peer: undefined }
+    const reply = (peer ? m.peer : m.client) ?? this.#replyOf(e, m, peer)
+    this.#hitLatency.observe(Math.max(0, d.clock.now() - startedAt) / 1000)
+    return reply
+  }
+
+  #replyOf(e: CacheEntry<CachedAnswer>, m: ReplyMemo, peer: boolean): Reply {
+    const r = forCaller({ ...e.value, source: 'cache', ttlSec: m.ttlSec }, { peer })
+    const reply: Reply = { status: 200, headers: { 'cache-control': `max-age=${m.ttlSec}`, 'content-type': 'application/json' }, body: JSON.stringify(r) }
+    // Without a manifest text both callers get the same bytes.
+    if (!('manifestText' in e.value) || e.value.manifestText === undefined) m.client = m.peer = reply
+    else if (peer) m.peer = reply
+    else m.client = reply
+    return reply
   }
 
   /**
