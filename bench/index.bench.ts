@@ -51,7 +51,7 @@ const start: ServerFactory = async (options) => {
     return { url, close: () => new Promise<void>((r) => server.close(() => r())) }
   }
   const issuer = createTestIssuer()
-  const announce = issuer.mint({ scope: 'index:announce', aud: 'index', ttlSec: 86_400 })
+  const announce = issuer.mint({ scope: 'index:announce', aud: 'index', ttlSec: 86_400, sub: 'node:node-a' })
   const dto = JSON.stringify({ address: ADDRESS, node: 'node-a', endpoint: 'http://node-a:7701', ttlSec: 86_400 })
   const closers: Array<() => Promise<void>> = []
   const announceTo = async (url: string): Promise<void> => {

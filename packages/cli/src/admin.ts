@@ -21,6 +21,7 @@ import {
   createServiceMetrics,
   mergeExpositions,
   metricSamples,
+  processMetrics,
   systemClock,
   type Clock,
   type HttpHandler,
@@ -211,7 +212,8 @@ export function createAdminHandler(options: AdminHandlerOptions): HttpHandler {
     switch (path) {
       case '/metrics':
         return (async () => {
-          const texts = await Promise.all([metrics.text(), ...(options.coordination === undefined ? [] : [options.coordination.metrics.text()]), ...options.services().map((s) => s.service.metricsText())])
+          // The process metrics (event-loop lag, heap, GC, fds, RSS) once per process, then the node's and each service's.
+          const texts = await Promise.all([processMetrics().text(), metrics.text(), ...(options.coordination === undefined ? [] : [options.coordination.metrics.text()]), ...options.services().map((s) => s.service.metricsText())])
           return { status: 200, headers: { 'content-type': METRICS_CONTENT_TYPE, 'cache-control': 'no-store' }, body: mergeExpositions(texts) }
         })()
       case '/healthz': {

@@ -9,6 +9,7 @@ import yargs from 'yargs'
 import type { NodeConfigInput } from './config.js'
 import { CliError, EXIT_CODES_HELP, ExitCode, describeError, exitCodeFor } from './exit-codes.js'
 import { AVAILABLE_SERVICES } from './ports.js'
+import { authContext } from './auth-context.js'
 import { registerClientCommands } from './client-commands.js'
 import { cliVersion } from './version.js'
 
@@ -98,6 +99,8 @@ const CLIENT_OPTIONS = {
   token: { type: 'string', describe: 'capability token [default: RON_TOKEN, else <data-dir>/admin.token]', requiresArg: true },
   'data-dir': { type: 'string', describe: 'data dir whose admin.token to use [default: RON_DATA_DIR or the platform data dir]', requiresArg: true },
   progress: { type: 'boolean', describe: 'progress bar on stderr [default: when stderr is a terminal]' },
+  ca: { type: 'string', describe: 'PEM file of the certificate authority (or self-signed certificate) of a node started with --tls-cert', requiresArg: true },
+  insecure: { type: 'boolean', describe: 'accept any TLS certificate (prints a warning; prefer --ca)' },
 } as const
 
 const START_EPILOG = [
@@ -229,6 +232,15 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
         .demandCommand(1, 'say which: config print or config validate'),
     )
   registerClientCommands(parser, io)
+    // --ca/--insecure of the client commands: applied before the command's first connection.
+    .middleware(async (a) => {
+      const f = a as { ca?: unknown; insecure?: unknown; _: unknown[] }
+      if (f._[0] === 'start') return
+      if (f.ca !== undefined || f.insecure === true) {
+        const { configureClientTls } = await import('./client-tls.js')
+        await configureClientTls({ ca: typeof f.ca === 'string' ? f.ca : undefined, insecure: f.insecure === true }, io.stderr)
+      }
+    })
     .completion('completion', 'print a shell completion script (bash/zsh): ron-node completion >> ~/.bashrc')
     .demandCommand(1, 'say which command to run (see --help)')
     .strict()
@@ -247,7 +259,9 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
     await parser.parseAsync()
     return exitCode
   } catch (e) {
-    io.stderr.write(`ron-node: ${describeError(e)}\n`)
+    // A refusal says which node refused which token: a mismatch of --node and the token is then plain.
+    const refused = (e as { status?: unknown } | null)?.status === 401 && !(e instanceof CliError)
+    io.stderr.write(`ron-node: ${describeError(e)}${refused ? authContext() : ''}\n`)
     return exitCodeFor(e)
   }
 }

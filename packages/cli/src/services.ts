@@ -230,6 +230,8 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
           peers: { targets: peerIndexes(ctx), ...(((ctx.config.index ?? {}) as { peers?: object }).peers ?? {}) },
           auth: { verifier: ctx.verifier },
+          // The dashboard sets and removes names from the admin origin, with the token pasted into it.
+          ...cors(ctx),
           // Name records are signed with the node key; peers' answers and announcements are
           // checked against the pinned nodes only (SPEC §5 "Peers", §6a).
           identity: ctx.identity,
@@ -255,16 +257,13 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           // Peers are named by their node ids (routed by the node transport to the pinned peer's
           // storage URL), so this node names itself by its id too: every node computes one placement.
           placementName: ctx.nodeId,
-          auth: { verifier: ctx.verifier },
-          peerKeys: { peers: ctx.peers.keySource() },
-          tokens: ctx.tokens,
           ...(ctx.hosted.has('index') ? { announce: { target: 'index' } } : {}),
           ...cors(ctx),
-          logger: ctx.logger,
           drainDeadlineMs: ctx.drainDeadlineMs,
-          clock: ctx.clock,
         },
         ctx.transport,
+        // The service contract's runtime argument (docs/service-contract.md).
+        { auth: { verifier: ctx.verifier }, peerKeys: { peers: ctx.peers.keySource() }, tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes },
       )
     },
     reloadPartial: (ctx, cfg) => ({ ...storageSettings(cfg.storage), ...replication(ctx, cfg.storage) }),

@@ -8,9 +8,20 @@
  * @module
  */
 
+/**
+ * One cache entry. `memo` is a slot a reader may fill with something derived from `value` alone
+ * (the serialised reply of a hit): it never changes what the entry means, and it goes with the
+ * entry when the key is replaced, invalidated or purged.
+ */
+export interface CacheEntry<V> {
+  readonly value: V
+  readonly expiresAt: number
+  memo: unknown
+}
+
 /** A bounded cache of values with a per-entry expiry. */
 export class TtlCache<V> {
-  readonly #entries = new Map<string, { value: V; expiresAt: number }>()
+  readonly #entries = new Map<string, CacheEntry<V>>()
   #max: number
 
   constructor(maxEntries: number) {
@@ -28,7 +39,7 @@ export class TtlCache<V> {
   }
 
   /** The live entry of `key`, if any. */
-  get(key: string, now: number): { value: V; expiresAt: number } | undefined {
+  get(key: string, now: number): CacheEntry<V> | undefined {
     const e = this.#entries.get(key)
     return e === undefined || e.expiresAt <= now ? undefined : e
   }
@@ -36,7 +47,7 @@ export class TtlCache<V> {
   /** Inserts or replaces `key` until `expiresAt`; evicts the oldest entries past the bound. */
   set(key: string, value: V, expiresAt: number): void {
     this.#entries.delete(key) // re-insert at the young end
-    this.#entries.set(key, { value, expiresAt })
+    this.#entries.set(key, { value, expiresAt, memo: undefined })
     while (this.#entries.size > this.#max) {
       const oldest = this.#entries.keys().next()
       if (oldest.done === true) break

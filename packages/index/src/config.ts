@@ -80,8 +80,8 @@ const cacheSchema = z
 export const indexConfigSchema = z.strictObject({
   /** Service id: the `aud` tokens must name and the `service` metric label. */
   id: z.string().min(1).default('index'),
-  /** Reported by `/version`. */
-  version: z.string().min(1).default('0.1.0'),
+  /** Reported by `/version`. @default this package's version (its package.json) */
+  version: z.string().min(1).optional(),
   /** This node's id (reported in announcements of peers and logs). */
   nodeId: z.string().min(1).default('index'),
   /** Directory of the LMDB name store. Absent → names live in memory. Ignored in amnesia mode. */
@@ -94,8 +94,8 @@ export const indexConfigSchema = z.strictObject({
   storage: z.string().min(1).default('storage'),
   /** Deadline of one manifest fetch from storage. */
   storageTimeoutMs: duration.default(2_000),
-  /** Largest manifest accepted, in bytes. */
-  maxManifestBytes: positiveInt.default(64 * 1024),
+  /** Largest manifest accepted, in bytes (SPEC §6a: a directory manifest may be 2 MiB). */
+  maxManifestBytes: positiveInt.default(2 * 1024 * 1024),
   /** End-to-end budget of one resolve (seed I-4). */
   deadlineMs: duration.default(1_200),
   /** Providers returned by `/resolve` at most (and the upper bound of `/providers?limit=`). */

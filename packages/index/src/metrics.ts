@@ -8,6 +8,7 @@
 import type { Counter, Gauge, Histogram } from 'prom-client'
 import type { ServiceMetrics } from '@ron/core'
 import { NAME_RECORD_REJECTIONS } from './name-record.js'
+import { TallyCounter, TallyHistogram, registered } from './tally.js'
 import { CHANNELS, ROUTES } from './topology.js'
 
 /** Buckets of `resolve_latency_seconds`: around the 150 ms hedge and the 1200 ms budget. */
@@ -20,8 +21,10 @@ export const ANNOUNCE_REFUSALS = ['not_own_node', 'bad_endpoint', 'unknown_endpo
 
 /** Handles on the index's own metrics. */
 export interface IndexMetrics {
-  resolveLatency: Histogram<'source'>
-  cacheHits: Counter<'cache'>
+  /** A plain tally (the cache-hit path is hot), read when the registry is scraped. */
+  resolveLatency: TallyHistogram
+  /** A plain tally (the cache-hit path is hot), read when the registry is scraped. */
+  cacheHits: TallyCounter
   cacheMisses: Counter<string>
   hedged: Counter<'result'>
   lookupMs: Histogram<string>
@@ -76,8 +79,8 @@ export const INDEX_METRIC_NAMES: readonly string[] = [
 /** Registers every metric of the index on `m` (at zero) and returns handles on the index's own. */
 export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]): IndexMetrics {
   const out: IndexMetrics = {
-    resolveLatency: m.histogram('resolve_latency_seconds', 'End-to-end resolve latency by answer source (cache, local, peer, none).', ['source'], RESOLVE_BUCKETS),
-    cacheHits: m.counter('index_cache_hits_total', 'Resolves answered from the positive or negative cache.', ['cache']),
+    resolveLatency: registered(m.registry, new TallyHistogram('resolve_latency_seconds', 'End-to-end resolve latency by answer source (cache, local, peer, none).', 'source', RESOLVE_BUCKETS)),
+    cacheHits: registered(m.registry, new TallyCounter('index_cache_hits_total', 'Resolves answered from the positive or negative cache.', 'cache')),
     cacheMisses: m.counter('index_cache_misses_total', 'Resolves that missed both caches (or bypassed them with ?fresh).'),
     hedged: m.counter('dht_hedged_requests_total', 'Hedged (β) peer requests by outcome: won, lost (aborted or past the deadline), failed.', ['result']),
     lookupMs: m.histogram('index_dht_lookup_ms', 'Duration of hedged peer lookups, in milliseconds.', [], LOOKUP_BUCKETS_MS),
@@ -89,14 +92,14 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
     cacheEntries: m.gauge('index_cache_entries', 'Entries in the positive and negative caches.', ['cache']),
     announcements: m.counter('index_announcements_total', 'Provider announcements accepted.'),
     nameWrites: m.counter('index_name_writes_total', 'Name writes and deletes by result (ok, conflict, home_elsewhere, invalid_reference, not_ready).', ['result']),
-    nameRecordsRejected: m.counter('rejected_total', 'Requests rejected by admission (per_ip, rate) and peer name records refused (name_unsigned, name_unknown_home, name_bad_signature, name_stale).', ['reason']),
+    nameRecordsRejected: m.counter('rejected_total', 'Requests rejected by admission (per_ip, rate), peer name records refused (name_unsigned, name_unknown_home, name_bad_signature, name_stale) and peer-relayed providers at an endpoint their node does not advertise (provider_unknown_endpoint).', ['reason']),
     nameConflicts: m.gauge('index_name_conflicts', 'Names two remote homes both claim (the lower node id is believed; see conflicts()).'),
     storeFaults: m.counter('index_store_faults_total', 'Writes of the name store the disk refused, by reason (disk_full, io_error, read_only).', ['reason']),
     announcementsRefused: m.counter('index_announcements_refused_total', 'Provider announcements refused, by reason (not_own_node, bad_endpoint, unknown_endpoint).', ['reason']),
   }
   for (const source of ['cache', 'local', 'peer', 'none']) out.resolveLatency.labels({ source })
   for (const cache of ['positive', 'negative']) {
-    out.cacheHits.labels({ cache }).inc(0)
+    out.cacheHits.labels({ cache })
     out.cacheEntries.labels({ cache }).set(0)
   }
   out.cacheMisses.inc(0)
@@ -108,7 +111,7 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
   out.providerRecords.set(0)
   out.announcements.inc(0)
   for (const result of ['ok', 'conflict', 'home_elsewhere', 'invalid_reference', 'not_ready']) out.nameWrites.labels({ result }).inc(0)
-  for (const reason of ['per_ip', 'rate', ...NAME_RECORD_REJECTIONS]) out.nameRecordsRejected.labels({ reason }).inc(0)
+  for (const reason of ['per_ip', 'rate', ...NAME_RECORD_REJECTIONS, 'provider_unknown_endpoint']) out.nameRecordsRejected.labels({ reason }).inc(0)
   out.nameConflicts.set(0)
   for (const reason of ['disk_full', 'io_error', 'read_only']) out.storeFaults.labels({ reason }).inc(0)
   for (const reason of ANNOUNCE_REFUSALS) out.announcementsRefused.labels({ reason }).inc(0)

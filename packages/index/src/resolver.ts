@@ -7,10 +7,10 @@
  */
 
 import { NotFoundError, TimeoutError, isRonError, parseAddress } from '@ron/core'
-import type { Address, Clock, MetricsSink, NodeDirectory, Random, Transport } from '@ron/core'
+import type { Address, Clock, MetricsSink, NodeDirectory, Random, Reply, Transport } from '@ron/core'
 import { isNameResolution, type AnswerSource, type NameResolution, type RankedProvider, type Resolution } from './answer.js'
 import type { BreakerTable, PeerHealth } from './breakers.js'
-import { jitteredTtl, type TtlCache } from './cache.js'
+import { jitteredTtl, type CacheEntry, type TtlCache } from './cache.js'
 import type { ResolvedIndexConfig } from './config.js'
 import { hedgedLookup } from './hedge.js'
 import type { IndexMetrics } from './metrics.js'
@@ -60,6 +60,18 @@ export interface ResolverDeps {
   recordOf(name: string, binding: NameRecord): SignedNameRecord
 }
 
+/**
+ * The serialised replies of one positive-cache entry at one `ttlSec` (the only per-request part of
+ * a hit's answer): built on the first hit of each second, shared by every hit until then.
+ */
+interface ReplyMemo {
+  ttlSec: number
+  /** For clients (no manifest text). */
+  client: Reply | undefined
+  /** For peer indexes (`x-ron-peer: 1`: with the manifest text). */
+  peer: Reply | undefined
+}
+
 /** What {@link Resolver} peer lookups answer when no peer could be asked or every one asked failed. */
 const UNAVAILABLE = Symbol('peers unavailable')
 
@@ -82,11 +94,13 @@ export class Resolver {
   readonly #latencies = new Map<string, { observe(v: number): void }>()
   readonly #hitPositive: { inc(): void }
   readonly #hitNegative: { inc(): void }
+  readonly #hitLatency: { observe(v: number): void }
 
   constructor(deps: ResolverDeps) {
     this.#d = deps
     this.#hitPositive = deps.metrics.cacheHits.labels({ cache: 'positive' })
     this.#hitNegative = deps.metrics.cacheHits.labels({ cache: 'negative' })
+    this.#hitLatency = this.#latency('cache')
   }
 
   #latency(source: string): { observe(v: number): void } {
@@ -112,6 +126,48 @@ export class Resolver {
     if (r === undefined) return undefined
     this.#latency('cache').observe(Math.max(0, this.#d.clock.now() - started) / 1000)
     return forCaller(r, o)
+  }
+
+  /**
+   * A cache hit as a ready reply, for the listener's fast path: one map lookup, and the answer's
+   * JSON text kept with the cache entry (rebuilt once a second, when its `ttlSec` changes), so a
+   * hit costs neither key parsing, nor an answer object, nor serialisation. The bytes are exactly
+   * what {@link resolve} would answer. Counts the hit and its latency.
+   * @param peer the query comes from a peer index (its answer carries the manifest text)
+   * @returns the reply, or `undefined` on a miss (the key is then validated).
+   * @throws {@link MalformedError} for a bad key; {@link NotFoundError} on a negative-cache hit.
+   */
+  cachedReply(raw: string, peer: boolean, startedAt: number): Reply | undefined {
+    const d = this.#d
+    const now = d.clock.now()
+    // Only parsed keys are ever cached, and parsing leaves a valid key as it is: a key found in a
+    // cache is a valid one, so parsing can wait for a miss.
+    const e = d.cache.get(raw, now)
+    if (e === undefined) {
+      if (d.negative.get(raw, now) !== undefined) {
+        this.#hitNegative.inc()
+        throw notFound(raw, 'negative_cache')
+      }
+      parseKey(raw)
+      return undefined
+    }
+    this.#hitPositive.inc()
+    const ttlSec = Math.max(1, Math.ceil((e.expiresAt - now) / 1000))
+    let m = e.memo as ReplyMemo | undefined
+    if (m === undefined || m.ttlSec !== ttlSec) e.memo = m = { ttlSec, client: undefined, peer: undefined }
+    const reply = (peer ? m.peer : m.client) ?? this.#replyOf(e, m, peer)
+    this.#hitLatency.observe(Math.max(0, d.clock.now() - startedAt) / 1000)
+    return reply
+  }
+
+  #replyOf(e: CacheEntry<CachedAnswer>, m: ReplyMemo, peer: boolean): Reply {
+    const r = forCaller({ ...e.value, source: 'cache', ttlSec: m.ttlSec }, { peer })
+    const reply: Reply = { status: 200, headers: { 'cache-control': `max-age=${m.ttlSec}`, 'content-type': 'application/json' }, body: JSON.stringify(r) }
+    // Without a manifest text both callers get the same bytes.
+    if (!('manifestText' in e.value) || e.value.manifestText === undefined) m.client = m.peer = reply
+    else if (peer) m.peer = reply
+    else m.client = reply
+    return reply
   }
 
   /**
@@ -184,7 +240,12 @@ export class Resolver {
       // skip the peers for that key. Nor is it remembered when no peer could answer (every one
       // asked failed, or every breaker is open): that is an outage, not an answer, and the key
       // must resolve as soon as the peers are back.
-      if (o.peer !== true && !unavailable) d.negative.set(p.key, true, d.clock.now() + negativeTtl())
+      // A fresh "not found" (a name deleted at its home) replaces what was cached before it, so
+      // the next cached read does not serve the old binding for the rest of its TTL.
+      if (o.peer !== true && !unavailable) {
+        d.cache.delete(p.key)
+        d.negative.set(p.key, true, d.clock.now() + negativeTtl())
+      }
       throw notFound(p.key, o.peer === true ? 'not_local' : unavailable ? 'peers_unavailable' : 'not_found')
     }
     // A name whose content has no known provider yet is kept only as briefly as a NotFound, so
@@ -213,8 +274,13 @@ export class Resolver {
       return undefined
     }
     const record = this.#d.recordOf(name, rec)
+    if (rec.kind === 'dir' || rec.manifest === undefined) {
+      // A directory: its manifest is what a reader fetches first, so its providers are the answer's.
+      const providers = await this.#contentProviders(rec.manifestAddress, [], cfg, o, deadlineAt)
+      return { key: name, manifestAddress: rec.manifestAddress, kind: 'dir', record, providers }
+    }
     const providers = await this.#contentProviders(rec.manifest.content, [], cfg, o, deadlineAt)
-    return { key: name, manifestAddress: rec.manifestAddress, manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), record, providers }
+    return { key: name, manifestAddress: rec.manifestAddress, kind: 'file', manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), record, providers }
   }
 
   /**
@@ -262,11 +328,15 @@ export class Resolver {
   async #fromPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined | typeof UNAVAILABLE> {
     const out = await this.#askPeers(p, cfg, o, deadlineAt)
     if (out === undefined || out === UNAVAILABLE) return out
-    const peerProviders = scoreFromPeer(out.value.providers, out.peer.health, out.peer.latencyMs)
+    const peerProviders = scoreFromPeer(this.#knownProviders(out.value.providers), out.peer.health, out.peer.latencyMs)
     if (isNameResolution(out.value)) {
       const v = out.value
+      if (v.manifest === undefined) {
+        const providers = await this.#contentProviders(v.manifestAddress, peerProviders, cfg, o, deadlineAt)
+        return { key: p.key, manifestAddress: v.manifestAddress, kind: 'dir', record: v.record, providers }
+      }
       const providers = await this.#contentProviders(v.manifest.content, peerProviders, cfg, o, deadlineAt)
-      return { key: p.key, manifestAddress: v.manifestAddress, manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), record: v.record, providers }
+      return { key: p.key, manifestAddress: v.manifestAddress, kind: 'file', manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), record: v.record, providers }
     }
     return { key: p.key as Address, providers: rank([peerProviders], cfg.maxProviders) }
   }
@@ -299,9 +369,24 @@ export class Resolver {
           const r = reply.answer
           // Only an answer for the key asked, of the kind asked for, satisfies the lookup.
           if (r.key !== p.key) return undefined
-          if (!('manifestAddress' in r)) return p.kind === 'address' && r.providers.length > 0 ? (r) : undefined
+          if (!('manifestAddress' in r)) {
+            if (p.kind !== 'address') return undefined
+            // Only providers at endpoints their node advertises count: an answer of nothing else
+            // does not satisfy the lookup, so another peer's answer is awaited.
+            const providers = this.#knownProviders(r.providers)
+            return providers.length > 0 ? { ...r, providers } : undefined
+          }
           if (p.kind !== 'name') return undefined
-          // A name answer is used only with the manifest's exact text, and only if that text
+          if (r.kind === 'dir') {
+            // A directory answer carries no manifest, only its address: the record its home
+            // signed for that very binding is the whole proof (SPEC §6a); whoever reads the
+            // manifest checks it against the address.
+            const record = this.#believe(p.key, r.record, r.manifestAddress)
+            if (record === undefined) return undefined
+            const { manifest: _m, manifestText: _t, ...rest } = r
+            return { ...rest, kind: 'dir', record }
+          }
+          // A file answer is used only with the manifest's exact text, and only if that text
           // hashes to the manifest address: a peer cannot hand out a manifest of its own making.
           const manifest = verifyManifestText(r.manifestAddress, r.manifestText)
           if (manifest === undefined) {
@@ -311,7 +396,7 @@ export class Resolver {
           // And only with a record its home signed for that very binding (SPEC §6a).
           const record = this.#believe(p.key, r.record, r.manifestAddress)
           if (record === undefined) return undefined
-          return { ...r, manifest, record }
+          return { ...r, kind: 'file', manifest, record }
         },
         onHedge: (result) => d.metrics.hedged.inc({ result }),
       })
@@ -349,6 +434,32 @@ export class Resolver {
     // Another home with a lower node id holds the name: the conflict is recorded, this answer lost.
     if (offered === 'lost') return undefined
     return v.record
+  }
+
+  /**
+   * The providers of a peer's answer this index passes on. A peer relays announcements; it does
+   * not make them (SPEC §6a "Announcements belong to their node"): with a node directory, a
+   * provider counts only when its endpoint is a URL the node it names advertises, as for `POST
+   * /providers`. Any other (an internal URL, another node's URL, a target name, `javascript:`) is
+   * dropped and counted in `rejected_total{reason="provider_unknown_endpoint"}`, so it never
+   * reaches a reader nor displaces that node's genuine record in the ranking. Without a directory
+   * (embedded, in-process transports) every provider is passed on.
+   */
+  #knownProviders(providers: RankedProvider[]): RankedProvider[] {
+    const nodes = this.#d.nodes
+    if (nodes === undefined) return providers
+    let kept: RankedProvider[] | undefined
+    for (let i = 0; i < providers.length; i++) {
+      const p = providers[i]!
+      if (nodes.byEndpoint(p.endpoint)?.id === p.node) {
+        kept?.push(p)
+        continue
+      }
+      // The common case (every provider known) allocates nothing.
+      kept ??= providers.slice(0, i)
+      this.#d.metrics.nameRecordsRejected.inc({ reason: 'provider_unknown_endpoint' })
+    }
+    return kept ?? providers
   }
 
   /** Peers worth asking, best first: not open, healthier first, then faster (unknown = untried, first). */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { ConfigError, NotReadyError, Watch, createServiceHost, generateIssuerKey, isRonError, newNodeId, nodeIdentityFromKey, noopLogger, systemClock, systemRandom, validateConfig } from '@ron/core'
+import { CanceledError, ConfigError, NotReadyError, Watch, createServiceHost, generateIssuerKey, isRonError, newNodeId, nodeIdentityFromKey, noopLogger, systemClock, systemRandom, validateConfig } from '@ron/core'
 import type { ServiceHost } from '@ron/core'
 import type { Clock, Logger, NodeIdentity, RonService, Subscription, Transport } from '@ron/core'
 import type { Resolution } from './answer.js'
@@ -21,6 +21,7 @@ import { Resolver, type CachedAnswer, type ResolveOptions } from './resolver.js'
 import { indexRoutes, type IndexContext, type IndexEvent } from './routes/index.js'
 import { createMemoryNameStore, openLmdbNameStore, type NameRecord, type NameStore } from './store/index.js'
 import { CHANNELS, TASKS, indexTopology } from './topology.js'
+import { packageVersion } from './version.js'
 
 /** The index service: a {@link RonService} plus index-specific handles. */
 export interface IndexService extends RonService {
@@ -40,6 +41,12 @@ export interface IndexService extends RonService {
    */
   conflicts(): NameConflict[]
 }
+
+/**
+ * The reason a janitor cancels the other half of its wait with: one constant error, so a tick
+ * builds no `DOMException` nor `CanceledError` (and their stacks) every second.
+ */
+const WAIT_OVER = new CanceledError('janitor wait over')
 
 /** The disk-fault reasons of SPEC §4 that turn name writes unready. */
 const DISK_FAULTS = new Set(['disk_full', 'io_error', 'read_only'])
@@ -137,7 +144,7 @@ function build(
   const random = runtime.random ?? systemRandom
   const host: ServiceHost<ResolvedIndexConfig> = createServiceHost<ResolvedIndexConfig>({
     id: probe.id,
-    version: probe.version,
+    version: probe.version ?? packageVersion(),
     topology: indexTopology(probe),
     ...(transport === undefined ? {} : { transport }),
     ...(runtime.auth === undefined ? {} : { auth: runtime.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),
@@ -257,7 +264,7 @@ function build(
       try {
         await Promise.race([clock.sleep(wait, both), faultChanged.changed(both)])
       } finally {
-        round.abort()
+        round.abort(WAIT_OVER)
       }
       signal.throwIfAborted()
       try {
@@ -307,7 +314,7 @@ function build(
       try {
         await Promise.race([clock.sleep(cfg.get().breakerJanitorMs, both), wakeBreakerJanitor.changed(both)])
       } finally {
-        tick.abort()
+        tick.abort(WAIT_OVER)
       }
       if (peersChanged) {
         peersChanged = false

@@ -59,8 +59,8 @@ export const passportConfigSchema = z
     id: z.string().min(1).default('passport'),
     /** `iss` of every token. @default 'passport' */
     issuer: z.string().min(1).default('passport'),
-    /** Reported by /version. @default '0.1.0' */
-    version: z.string().default('0.1.0'),
+    /** Reported by /version. @default this package's version (its package.json) */
+    version: z.string().optional(),
     /**
      * Directory for the key ring, the revocation log, enrolled nodes and (with the default file
      * keystore) the keys, all 0600. Absent → everything in memory (amnesia). @default undefined

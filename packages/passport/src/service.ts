@@ -48,6 +48,7 @@ import { nodeKeyRoutes } from './routes/node-keys.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { tokenRoutes } from './routes/tokens.js'
 import { CHANNELS, TASKS, passportTopology } from './topology.js'
+import { packageVersion } from './version.js'
 
 /** A key set (public JWKs with `kid`) by kid; what is not an Ed25519 key is left out. */
 function indexJwks(keys: readonly unknown[]): Map<string, KeyObject> {
@@ -164,7 +165,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
   const verifierRef: { current?: CachingTokenVerifier } = {}
   const host = createServiceHost<ResolvedPassportConfig>({
     id: o.id,
-    version: o.version,
+    version: o.version ?? packageVersion(),
     topology,
     ...(transport === undefined ? {} : { transport }),
     drainDeadlineMs: o.drainDeadlineMs,

@@ -30,6 +30,7 @@ import type { SegmentInfo, StoredCheckpoint } from './store/types.js'
 import { CHANNELS, TASKS, registryTopology } from './topology.js'
 import { WITNESS_RESULTS, Witness } from './witness.js'
 import { WitnessPusher, type WitnessStatus } from './witness-pusher.js'
+import { packageVersion } from './version.js'
 
 /** The registry service: a {@link RonService} plus registry handles. */
 export interface RegistryService extends RonService {
@@ -200,7 +201,7 @@ function build(
   const clock = runtime.clock ?? systemClock
   const host = createServiceHost<RegistryConfig>({
     id: c.id,
-    version: c.version,
+    version: c.version ?? packageVersion(),
     topology: registryTopology(c),
     ...(transport === undefined ? {} : { transport }),
     ...(runtime.auth === undefined ? {} : { auth: runtime.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),

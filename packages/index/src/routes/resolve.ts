@@ -6,10 +6,10 @@
  */
 
 import { MalformedError, parseAddress } from '@ron/core'
-import type { Route } from '@ron/core'
+import type { Route, RouteContext } from '@ron/core'
 import { PEER_HEADER } from '../peer-client.js'
 import type { Resolution } from '../answer.js'
-import type { ResolveOptions } from '../resolver.js'
+import { parseKey, type ResolveOptions } from '../resolver.js'
 import { ROUTES } from '../topology.js'
 import type { IndexContext } from './context.js'
 
@@ -32,15 +32,17 @@ function flag(v: string | null): boolean {
   return v !== null && v !== '0' && v !== 'false'
 }
 
+/** `?fresh` of a request, without parsing a query string that is not there (the hot path). */
+function fresh(ctx: RouteContext): boolean {
+  return ctx.req.url.includes('?') && flag(ctx.query.get('fresh'))
+}
+
 /**
- * Resolves through the fast path first: a cache hit (or a negative-cache hit) is answered in the
- * request's own context; everything that may touch the store or the peers runs on the resolver
- * pool through the `work` queue (full → 429 Busy).
+ * Resolves on the resolver pool through the `work` queue (full → 429 Busy): what may touch the
+ * store or the peers. Cache hits never get here (see the routes).
  */
-function resolveVia(s: IndexContext, key: string, o: ResolveOptions & { signal: AbortSignal }): Promise<Resolution> {
-  const hit = s.resolver.fromCache(key, o)
-  if (hit !== undefined) return Promise.resolve(hit)
-  return s.work((signal) => s.resolver.resolve(key, { ...o, signal }), o.signal)
+function resolveQueued(s: IndexContext, key: string, ctx: RouteContext, o: ResolveOptions): Promise<Resolution> {
+  return s.work((signal) => s.resolver.resolve(key, { ...o, signal }), ctx.signal)
 }
 
 /** The read routes. */
@@ -50,14 +52,24 @@ export function resolveRoutes(s: IndexContext): Route[] {
       method: 'GET',
       path: '/resolve/:key',
       name: ROUTES.resolve,
-      handler: async (ctx) => {
-        const r = await resolveVia(s, ctx.params.key ?? '', {
-          fresh: flag(ctx.query.get('fresh')),
-          peer: ctx.req.headers[PEER_HEADER] === '1',
-          signal: ctx.signal,
-          startedAt: s.clock.now(),
-        })
-        return { status: 200, headers: { 'cache-control': `max-age=${r.ttlSec}` }, json: r }
+      // Synchronous on a cache hit: the host answers it within node's request event, with the
+      // reply text kept with the cache entry; no request signal, no promise, no serialisation.
+      handler: (ctx) => {
+        const startedAt = s.clock.now()
+        const key = ctx.params.key ?? ''
+        const peer = ctx.req.headers[PEER_HEADER] === '1'
+        const isFresh = fresh(ctx)
+        // A bad key or a negative-cache hit throws here, before the queue (the host answers it).
+        if (isFresh) parseKey(key)
+        else {
+          const hit = s.resolver.cachedReply(key, peer, startedAt)
+          if (hit !== undefined) return hit
+        }
+        return resolveQueued(s, key, ctx, { fresh: isFresh, peer, startedAt }).then((r) => ({
+          status: 200,
+          headers: { 'cache-control': `max-age=${r.ttlSec}` },
+          json: r,
+        }))
       },
     },
     {
@@ -68,7 +80,8 @@ export function resolveRoutes(s: IndexContext): Route[] {
         const startedAt = s.clock.now()
         const address = parseAddress(ctx.params.address ?? '', 'address')
         const limit = parseLimit(ctx.query.get('limit'))
-        const r = await resolveVia(s, address, { fresh: flag(ctx.query.get('fresh')), signal: ctx.signal, startedAt })
+        const isFresh = fresh(ctx)
+        const r = (isFresh ? undefined : s.resolver.fromCache(address, { startedAt })) ?? (await resolveQueued(s, address, ctx, { fresh: isFresh, startedAt }))
         return { status: 200, json: { address, providers: r.providers.slice(0, limit), source: r.source } }
       },
     },

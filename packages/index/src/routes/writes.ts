@@ -102,7 +102,11 @@ export function writeRoutes(s: IndexContext): Route[] {
             s.store.put(name, body.expectedPrevious, (state) => {
               seq = nextSeq(state)
               const now = s.clock.now()
-              return { manifestAddress: body.manifestAddress, manifest, manifestText: text, updatedAt: now, record: sign(name, body.manifestAddress, seq, now) }
+              const record = sign(name, body.manifestAddress, seq, now)
+              // A directory manifest is kept by storage, not here: a binding holds its address only.
+              return manifest.kind === 'dir'
+                ? { manifestAddress: body.manifestAddress, kind: 'dir', updatedAt: now, record }
+                : { manifestAddress: body.manifestAddress, manifest, manifestText: text, updatedAt: now, record }
             }),
           )
           s.remote.forget(name)

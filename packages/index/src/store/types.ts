@@ -11,11 +11,17 @@ import type { Address } from '@ron/core'
 import type { Manifest } from '../contracts.js'
 import type { SignedNameRecord } from '../name-record.js'
 
-/** What a name is bound to. The manifest is kept with the binding: it is immutable (content-addressed). */
+/**
+ * What a name is bound to. A file manifest is kept with the binding: it is immutable
+ * (content-addressed). A directory manifest (up to 2 MiB) is not: only its address and `kind`.
+ */
 export interface NameRecord {
   manifestAddress: Address
-  manifest: Manifest
-  /** The manifest's exact text (it hashes to `manifestAddress`): sent to peer indexes so they can check it. */
+  /** `'dir'` for a directory manifest; absent (a file manifest) in bindings of a file and in bindings written before directories. */
+  kind?: 'dir'
+  /** The file manifest; absent when `kind` is `'dir'`. */
+  manifest?: Manifest
+  /** The file manifest's exact text (it hashes to `manifestAddress`): sent to peer indexes so they can check it. */
   manifestText?: string
   /** When the binding was written, Unix ms. */
   updatedAt: number

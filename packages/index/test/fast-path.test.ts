@@ -1,0 +1,111 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { metricValue } from '@ron/core'
+import { VirtualClock } from '@ron/core/testing'
+import { PEER_HEADER } from '../src/index.js'
+import { addr, manifestFor, settle, setup, type Env } from './helpers.js'
+
+let env: Env | undefined
+afterEach(async () => {
+  await env?.close()
+  env = undefined
+})
+
+const text = async (r: { text(): Promise<string> }): Promise<string> => r.text()
+
+describe('the cache-hit fast path of GET /resolve', () => {
+  it('answers exactly what the resolver answers, for clients and for peers, with ttlSec and max-age counting down', async () => {
+    const clock = new VirtualClock(1_000_000)
+    env = await setup({ cache: { ttlMs: 10_000 } }, { clock })
+    const name = 'docs.fast'
+    const content = addr('fast')
+    await env.announcer('n1').announce({ address: content, node: 'n1', endpoint: 'http://n1:7701', ttlSec: 600 })
+    const m = await env.put(manifestFor('fast'))
+    await env.client.setName(name, m)
+    // The first resolve fills the cache from the store.
+    expect((await env.anon.resolve(name)).source).toBe('local')
+
+    for (const advance of [0, 2_500, 1_000]) {
+      await clock.advance(advance)
+      const expected = await env.index.resolve(name)
+      expect(expected.source).toBe('cache')
+      const client = await env.request('GET', `/resolve/${name}`)
+      expect(client.status).toBe(200)
+      expect(client.headers['cache-control']).toBe(`max-age=${expected.ttlSec}`)
+      expect(client.headers['content-type']).toBe('application/json')
+      // Byte for byte the serialisation of the resolver's own answer (no manifest text for a client).
+      expect(await text(client)).toBe(JSON.stringify(expected))
+      expect(expected).not.toHaveProperty('manifestText')
+
+      const forPeer = await env.index.resolve(name, { peer: true })
+      const peer = await env.request('GET', `/resolve/${name}`, { [PEER_HEADER]: '1' })
+      const body = await text(peer)
+      expect(body).toBe(JSON.stringify(forPeer))
+      expect(JSON.parse(body)).toHaveProperty('manifestText')
+    }
+    // 10 s TTL, 3.5 s later: 7 s left.
+    expect((await env.index.resolve(name)).ttlSec).toBe(7)
+  })
+
+  it('a name write or an announcement invalidates the kept reply: the next answer is the new one', async () => {
+    const clock = new VirtualClock(1_000_000)
+    env = await setup({}, { clock })
+    const a = addr('inval')
+    await env.announcer('n1').announce({ address: a, node: 'n1', endpoint: 'http://n1:7701', ttlSec: 600 })
+    await env.request('GET', `/resolve/${a}`).then(text)
+    const before = JSON.parse(await text(await env.request('GET', `/resolve/${a}`))) as { source: string; providers: unknown[] }
+    expect(before).toMatchObject({ source: 'cache', providers: [{ node: 'n1' }] })
+    await env.announcer('n2').announce({ address: a, node: 'n2', endpoint: 'http://n2:7701', ttlSec: 600 })
+    const after = JSON.parse(await text(await env.request('GET', `/resolve/${a}`))) as { source: string; providers: Array<{ node: string }> }
+    expect(after.source).toBe('local')
+    expect(after.providers.map((p) => p.node).sort()).toEqual(['n1', 'n2'])
+  })
+
+  it('a cache hit is answered while the work queue is full; a miss is refused with 429 Busy', async () => {
+    const clock = new VirtualClock(1_000_000)
+    env = await setup({ resolverWorkers: 1, workQueue: 1, storageTimeoutMs: 1_000 }, { clock })
+    const e = env
+    const a = addr('busy')
+    await e.announcer('n1').announce({ address: a, node: 'n1', endpoint: 'http://n1:7701', ttlSec: 600 })
+    expect((await e.anon.resolve(a)).source).toBe('local')
+    // Two name writes whose manifest reads stall: one holds the only worker, one the only queue slot.
+    const m = await e.put(manifestFor('busy'))
+    e.storage.stall = clock
+    const writes = [settle(e.client.setName('one.busy', m)), settle(e.client.setName('two.busy', m))]
+    const queued = async (): Promise<boolean> => e.storage.reads === 1 && metricValue(await e.index.metricsText(), 'queue_depth', { queue: 'work' }) === 1
+    for (let i = 0; i < 1000 && !(await queued()); i++) await new Promise((r) => setImmediate(r))
+    expect(await queued()).toBe(true)
+
+    const miss = await e.request('GET', `/resolve/${addr('other')}`)
+    expect(miss.status).toBe(429)
+    expect((JSON.parse(await text(miss)) as { error: { code: string } }).error.code).toBe('Busy')
+    const hit = await e.request('GET', `/resolve/${a}`)
+    expect(hit.status).toBe(200)
+    expect((JSON.parse(await text(hit)) as { source: string }).source).toBe('cache')
+    // A bad key is refused before the queue too.
+    expect((await e.request('GET', '/resolve/b3:zz')).status).toBe(400)
+    // The stalled reads time out one after the other (504): nothing was lost on the way.
+    await clock.advance(1_000)
+    for (let i = 0; i < 1000 && e.storage.reads < 2; i++) await new Promise((r) => setImmediate(r))
+    await clock.advance(1_000)
+    for (const w of await Promise.all(writes)) expect(w.ok ? undefined : w.error).toMatchObject({ code: 'Timeout' })
+  })
+
+  it('counts hits and their latency in index_cache_hits_total and resolve_latency_seconds', async () => {
+    env = await setup()
+    const a = addr('count')
+    const text0 = await env.index.metricsText()
+    expect(metricValue(text0, 'index_cache_hits_total', { cache: 'positive' })).toBe(0)
+    expect(metricValue(text0, 'resolve_latency_seconds_count', { source: 'cache' })).toBe(0)
+    await env.announcer('n1').announce({ address: a, node: 'n1', endpoint: 'http://n1:7701', ttlSec: 600 })
+    for (let i = 0; i < 3; i++) expect((await env.request('GET', `/resolve/${a}`)).status).toBe(200)
+    expect((await env.request('GET', `/resolve/${addr('nothing')}`)).status).toBe(404)
+    expect((await env.request('GET', `/resolve/${addr('nothing')}`)).status).toBe(404)
+    const t = await env.index.metricsText()
+    expect(metricValue(t, 'index_cache_hits_total', { cache: 'positive' })).toBe(2)
+    expect(metricValue(t, 'index_cache_hits_total', { cache: 'negative' })).toBe(1)
+    expect(metricValue(t, 'resolve_latency_seconds_count', { source: 'cache' })).toBe(2)
+    expect(metricValue(t, 'resolve_latency_seconds_count', { source: 'local' })).toBe(1)
+    expect(metricValue(t, 'resolve_latency_seconds_bucket', { source: 'cache', le: '+Inf' })).toBe(2)
+    expect(metricValue(t, 'index_cache_misses_total')).toBe(2)
+  })
+})
