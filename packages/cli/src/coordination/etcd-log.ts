@@ -55,6 +55,9 @@ export interface EtcdLogStoreOptions {
   segmentEntries?: number
 }
 
+/** How often the lease holder removes expired proposals. */
+const SWEEP_MS = 30_000
+
 const headJson = (h: Head): string => JSON.stringify({ version: h.version, hash: h.hash })
 
 function isNotable(e: LogEntry, bytes: number): boolean {
@@ -82,6 +85,8 @@ class EtcdLogStore implements LogStore {
   #revision = '0'
   readonly #appendListeners = new Set<() => void>()
   readonly #lease: Lease
+  readonly #proposals: EtcdProposals
+  #sweeper: NodeJS.Timeout | undefined
   #closed = false
 
   constructor(c: EtcdCoordinator, o: EtcdLogStoreOptions) {
@@ -95,7 +100,7 @@ class EtcdLogStore implements LogStore {
         return () => this.#appendListeners.delete(fn)
       },
       leafHash: (v) => this.#leaves[v - 1],
-      proposals: new EtcdProposals(c),
+      proposals: (this.#proposals = new EtcdProposals(c)),
       signer: this.#lease,
     }
   }
@@ -139,6 +144,11 @@ class EtcdLogStore implements LogStore {
     notable.sort((a, b) => a.version - b.version)
     this.#watch()
     this.#lease.start()
+    // The lease holder removes expired proposals (one node at a time: the others skip).
+    this.#sweeper = setInterval(() => {
+      if (this.#lease.holding()) this.#proposals.sweep(this.#c.clock.now()).catch((err: unknown) => this.#c.logger.warn({ err }, 'could not remove expired proposals this round'))
+    }, SWEEP_MS)
+    this.#sweeper.unref()
     return {
       genesis,
       head: { ...this.#head },
@@ -441,6 +451,7 @@ class EtcdLogStore implements LogStore {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    if (this.#sweeper !== undefined) clearInterval(this.#sweeper)
     this.#appendListeners.clear()
     await this.#watcher?.cancel().catch(() => undefined)
     // Hands the signer lease over at once instead of after its TTL.
