@@ -12,6 +12,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { describe, expect, it } from 'vitest'
+import { serviceBaseSchema } from '@ron/core'
 import { indexConfigSchema } from '@ron/index'
 import { interopConfigSchema } from '@ron/interop'
 import { passportConfigSchema } from '@ron/passport'
@@ -29,7 +30,12 @@ interface Section {
   intro: string
   /** Environment variable prefix of this section's keys, when read from the environment. */
   env?: string
+  /** Where in `source` the documented keys start (the schema's own code, past types that repeat the key names). */
+  from?: string
 }
+
+/** The base keys every service config spreads (core's `serviceBaseShape()`), documented once. */
+const BASE_KEYS = Object.keys(serviceBaseSchema.shape)
 
 const SECTIONS: Section[] = [
   {
@@ -39,6 +45,14 @@ const SECTIONS: Section[] = [
     env: 'RON_',
     intro:
       'Read from built-in defaults < `--config file` (JSON or TOML) < `RON_*` environment < flags. A key `a.b` is `[a] b = …` in TOML, `RON_A__B` in the environment (`_` between words of one key, `__` between levels), and most top-level keys have a flag (`--port-base`); see `ron-node start --help`. The `passport`, `registry`, `index` and `interop` sections are passed to those services and take the keys of their tables below; `storage` takes the subset listed here.',
+  },
+  {
+    title: 'Base keys of every service',
+    schema: serviceBaseSchema,
+    source: 'packages/core/src/service/base-config.ts',
+    from: 'function httpShape(',
+    intro:
+      "Core's base config (the service contract, [service-contract.md](service-contract.md)): every service's schema spreads `serviceBaseShape()`, so these keys are the same in each service's config (and in its `[service]` section of a node). A service may change a default; its table says which. Reloadable: the slow-client rules (`http.minBytesPerSec`, `rateWindowMs`, `requestTimeoutMs`, `maxBodiesPerPrincipal`), `http.maxInflight`, `http.maxRps`, `cors`, `drainDeadlineMs`, `drainReadWindowMs`; the other `http.*` keys need a restart (`BASE_IMMUTABLE_KEYS`).",
   },
   { title: 'storage (`createStorageService`)', schema: storageConfigSchema, source: 'packages/storage/src/config.ts', intro: 'The embedding config of `@ron/storage`.' },
   { title: 'registry (`createRegistryService`, `[registry]`)', schema: registryConfigSchema, source: 'packages/registry/src/config.ts', intro: 'The config of `@ron/registry`; also the `[registry]` section of a node.' },
@@ -53,8 +67,9 @@ interface Doc {
 }
 
 /** key → its TSDoc, for keys documented exactly one way in the file (ambiguous names are left out). */
-function tsdocByKey(source: string): Map<string, Doc> {
-  const text = readFileSync(root(source), 'utf8')
+function tsdocByKey(source: string, from?: string): Map<string, Doc> {
+  const full = readFileSync(root(source), 'utf8')
+  const text = from === undefined ? full : full.slice(Math.max(0, full.indexOf(from)))
   const seen = new Map<string, Doc | null>()
   const re = /\/\*\*((?:[^*]|\*(?!\/))*)\*\/\s*\n\s*(['"]?)([A-Za-z_$][\w$]*)\2\??\s*:/g
   for (const m of text.matchAll(re)) {
@@ -141,6 +156,22 @@ function rows(schema: Json, docs: Map<string, Doc>, prefix = ''): Row[] {
 
 const envName = (prefix: string, path: string): string => prefix + path.split('.').map((seg) => seg.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('__')
 
+/** Leaf values of a parsed config, by dotted path. */
+function leaves(v: unknown, prefix = '', out = new Map<string, unknown>()): Map<string, unknown> {
+  if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+    for (const [k, x] of Object.entries(v)) leaves(x, prefix === '' ? k : `${prefix}.${k}`, out)
+  } else out.set(prefix, v)
+  return out
+}
+
+/** The line of a service section that points at the base table, with the defaults it changes. */
+function baseNote(shape: Record<string, z.ZodType>): string {
+  const own = leaves(z.strictObject(Object.fromEntries(BASE_KEYS.map((k) => [k, shape[k]!]))).parse({}))
+  const base = leaves(serviceBaseSchema.parse({}))
+  const changed = [...own].filter(([k, v]) => base.get(k) !== v).map(([k, v]) => `\`${k}\` = ${JSON.stringify(v)}`)
+  return `Plus the [base keys](#base-keys-of-every-service) (\`http.*\`, \`cors\`, \`drainDeadlineMs\`, \`drainReadWindowMs\`)${changed.length === 0 ? '.' : `, with these defaults of its own: ${changed.join(', ')}.`}`
+}
+
 /** The whole of `docs/configuration.md`, generated. */
 export function generateConfigurationDoc(): string {
   const parts: string[] = [
@@ -154,12 +185,18 @@ export function generateConfigurationDoc(): string {
   ]
   for (const section of SECTIONS) {
     const json = z.toJSONSchema(section.schema, { io: 'input', unrepresentable: 'any' }) as Json
-    const docs = tsdocByKey(section.source)
+    const docs = tsdocByKey(section.source, section.from)
     const env = section.env
-    parts.push(`## ${section.title}`, '', section.intro, '', `Source: \`${section.source}\``, '')
+    // A service schema that spreads the base keys: those are documented once, in the base table.
+    const shape = (section.schema as { shape?: Record<string, z.ZodType> }).shape ?? {}
+    const extendsBase = section.schema !== serviceBaseSchema && BASE_KEYS.every((k) => k in shape)
+    parts.push(`## ${section.title}`, '', section.intro, '')
+    if (extendsBase) parts.push(baseNote(shape), '')
+    parts.push(`Source: \`${section.source}\``, '')
     parts.push(env === undefined ? '| key | type | default | bounds | description |' : '| key | environment | type | default | bounds | description |')
     parts.push(env === undefined ? '|---|---|---|---|---|' : '|---|---|---|---|---|---|')
     for (const r of rows(json, docs)) {
+      if (extendsBase && BASE_KEYS.includes(r.path.split('.')[0]!)) continue
       const envCell = env === undefined ? '' : r.type === 'object' ? ' |' : ` \`${envName(env, r.path)}\` |`
       parts.push(`| \`${r.path}\` |${envCell} ${r.type} | ${r.default} | ${r.notes} | ${r.description} |`)
     }

@@ -4,12 +4,15 @@
  * `@ron/storage`; passport mints the service token interop writes with and storage verifies it.
  * Routes: `POST /webhooks/github` → interop (202 with the receipt address), `GET /o/<b3>` →
  * storage (public reads: anyone can fetch and re-verify a receipt), `/` → the app. Run by
- * `app.test.ts`.
+ * `app.test.ts`; run it directly (`npx tsx examples/github-webhook/app.ts`) and it receives a
+ * delivery signed as GitHub signs them, re-verifies the stored receipt, refuses a forged one, and
+ * says so.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { MemoryTransport, createTokenProvider, createTokenVerifier } from '@ron/core'
-import { createInteropService } from '@ron/interop'
+import { pathToFileURL } from 'node:url'
+import { HttpTransport, MemoryTransport, createTokenProvider, createTokenVerifier } from '@ron/core'
+import { createInteropService, fetchAndVerifyReceipt, samplePayload, signWebhook } from '@ron/interop'
 import { createPassportService, passportMinter } from '@ron/passport'
 import { createStorageService } from '@ron/storage'
 
@@ -66,3 +69,29 @@ export async function startWebhookApp(opts: WebhookAppOptions): Promise<WebhookA
     },
   }
 }
+
+/** What running the file does (see the module comment), printed to `out`. */
+export async function demo(out: NodeJS.WritableStream = process.stdout): Promise<void> {
+  const secret = process.env['GITHUB_WEBHOOK_SECRET'] ?? "It's a Secret to Everybody"
+  const app = await startWebhookApp({ githubSecrets: [secret] })
+  const transport = new HttpTransport({ targets: { app: app.url } })
+  try {
+    out.write(`github-webhook: listening on ${app.url} (Payload URL: ${app.url}/webhooks/github)\n`)
+    const delivery = signWebhook({ provider: 'github', secret, body: samplePayload('github') })
+    const res = await fetch(`${app.url}${delivery.path}`, { method: 'POST', headers: delivery.headers, body: Buffer.from(delivery.body) })
+    const { receipt } = (await res.json()) as { receipt: string }
+    out.write(`POST ${delivery.path} signed with the secret → ${res.status}, receipt ${receipt}\n`)
+    const v = await fetchAndVerifyReceipt(transport, 'app', receipt, () => [secret])
+    out.write(`the stored receipt re-verifies with the secret: ${v.ok ? 'yes' : 'no'}\n`)
+    const forged = signWebhook({ provider: 'github', secret: 'a guess', body: samplePayload('github') })
+    const refused = await fetch(`${app.url}${forged.path}`, { method: 'POST', headers: forged.headers, body: Buffer.from(forged.body) })
+    const e = ((await refused.json()) as { error: { code: string; details: { reason?: string } } }).error
+    out.write(`a delivery signed with another secret → ${refused.status} ${e.code} (${e.details.reason ?? ''}), nothing stored\n`)
+  } finally {
+    await transport.close()
+    await app.close()
+  }
+  out.write('github-webhook: closed\n')
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await demo()

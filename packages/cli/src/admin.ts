@@ -21,6 +21,7 @@ import {
   createServiceMetrics,
   mergeExpositions,
   metricSamples,
+  processMetrics,
   systemClock,
   type Clock,
   type HttpHandler,
@@ -68,6 +69,8 @@ export interface AdminHandlerOptions {
   reload?: (partial: unknown) => Promise<unknown>
   /** Peers as the node sees them, for `/status`. */
   peers?: () => unknown
+  /** The etcd connection (SPEC §6c): its status in `/status`, its reachability in `/readyz`, its metrics in `/metrics`. */
+  coordination?: { status(): unknown; readonly reachable: boolean; metrics: { text(): Promise<string> } }
   /** Forgets a peer's pin (`POST /admin/peers/forget`); false when it had none. */
   forgetPeer?: (admin: string) => Promise<boolean>
   /** Which `Host` headers name this node (see `adminHosts`). @default any */
@@ -120,6 +123,8 @@ export interface NodeStatus {
   uptimeSec: number
   services: Record<string, ServiceStatus>
   peers?: unknown
+  /** The etcd connection, when the cluster coordinates on etcd. */
+  etcd?: unknown
 }
 
 /** Sums the samples of `name` in a service's exposition text by the value of `label`. */
@@ -176,6 +181,7 @@ export async function nodeStatus(options: AdminHandlerOptions): Promise<NodeStat
     uptimeSec: Math.max(0, Math.round((clock.now() - options.startedAt) / 1000)),
     services,
     ...(peers === undefined ? {} : { peers }),
+    ...(options.coordination === undefined ? {} : { etcd: options.coordination.status() }),
   }
 }
 
@@ -206,7 +212,8 @@ export function createAdminHandler(options: AdminHandlerOptions): HttpHandler {
     switch (path) {
       case '/metrics':
         return (async () => {
-          const texts = await Promise.all([metrics.text(), ...options.services().map((s) => s.service.metricsText())])
+          // The process metrics (event-loop lag, heap, GC, fds, RSS) once per process, then the node's and each service's.
+          const texts = await Promise.all([processMetrics().text(), metrics.text(), ...(options.coordination === undefined ? [] : [options.coordination.metrics.text()]), ...options.services().map((s) => s.service.metricsText())])
           return { status: 200, headers: { 'content-type': METRICS_CONTENT_TYPE, 'cache-control': 'no-store' }, body: mergeExpositions(texts) }
         })()
       case '/healthz': {
@@ -218,6 +225,11 @@ export function createAdminHandler(options: AdminHandlerOptions): HttpHandler {
         const missing: string[] = []
         let writeReady = options.accepting()
         if (!options.accepting()) missing.push('node:draining')
+        // Without an etcd quorum the writes that need it answer 503; reads of what is known go on.
+        if (options.coordination !== undefined && !options.coordination.reachable) {
+          missing.push('etcd:unreachable')
+          writeReady = false
+        }
         for (const s of options.services()) {
           const h = s.service.health()
           if (!h.ready) missing.push(...(h.missing.length > 0 ? h.missing.map((m) => `${s.name}:${m}`) : [s.name]))

@@ -9,6 +9,7 @@ import yargs from 'yargs'
 import type { NodeConfigInput } from './config.js'
 import { CliError, EXIT_CODES_HELP, ExitCode, describeError, exitCodeFor } from './exit-codes.js'
 import { AVAILABLE_SERVICES } from './ports.js'
+import { authContext } from './auth-context.js'
 import { registerClientCommands } from './client-commands.js'
 import { cliVersion } from './version.js'
 
@@ -30,6 +31,7 @@ interface NodeFlags {
   advertise?: string
   passportUrl?: string
   registryUrl?: string
+  etcd?: string
   tlsCert?: string
   tlsKey?: string
   amnesia?: boolean
@@ -60,6 +62,7 @@ function nodeFlags(a: NodeFlags): NodeConfigInput {
   if (a.advertise !== undefined) out['advertise'] = a.advertise
   if (a.passportUrl !== undefined) out['passportUrl'] = a.passportUrl
   if (a.registryUrl !== undefined) out['registryUrl'] = a.registryUrl
+  if (a.etcd !== undefined) out['etcd'] = a.etcd
   if (a.amnesia !== undefined) out['amnesia'] = a.amnesia
   if (a.tlsCert !== undefined || a.tlsKey !== undefined) out['tls'] = { ...(a.tlsCert === undefined ? {} : { cert: a.tlsCert }), ...(a.tlsKey === undefined ? {} : { key: a.tlsKey }) }
   const storage: Record<string, unknown> = {}
@@ -82,6 +85,7 @@ const NODE_OPTIONS = {
   'tls-key': { type: 'string', describe: 'PEM private key file for --tls-cert', requiresArg: true },
   'passport-url': { type: 'string', describe: "another node's passport URL: run no passport, verify with its keys and revocations, get service tokens from it (enrol first: ron-node join)", requiresArg: true },
   'registry-url': { type: 'string', describe: "another node's registry URL: run no registry; registry commands go there", requiresArg: true },
+  etcd: { type: 'string', describe: 'etcd client URLs, comma-separated: registry, passport state and names on etcd (coordination.etcd in a config file)', requiresArg: true },
   amnesia: { type: 'boolean', describe: 'RAM only: memory stores, ephemeral keys, admin token printed; nothing written to disk' },
   rf: { type: 'string', describe: 'copies of every object across this node and its peers [default: 2 with peers, 1 alone]', requiresArg: true },
   'write-quorum': { type: 'string', describe: 'durable copies before a put is acknowledged [default: 1]', requiresArg: true },
@@ -95,6 +99,8 @@ const CLIENT_OPTIONS = {
   token: { type: 'string', describe: 'capability token [default: RON_TOKEN, else <data-dir>/admin.token]', requiresArg: true },
   'data-dir': { type: 'string', describe: 'data dir whose admin.token to use [default: RON_DATA_DIR or the platform data dir]', requiresArg: true },
   progress: { type: 'boolean', describe: 'progress bar on stderr [default: when stderr is a terminal]' },
+  ca: { type: 'string', describe: 'PEM file of the certificate authority (or self-signed certificate) of a node started with --tls-cert', requiresArg: true },
+  insecure: { type: 'boolean', describe: 'accept any TLS certificate (prints a warning; prefer --ca)' },
 } as const
 
 const START_EPILOG = [
@@ -226,6 +232,15 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
         .demandCommand(1, 'say which: config print or config validate'),
     )
   registerClientCommands(parser, io)
+    // --ca/--insecure of the client commands: applied before the command's first connection.
+    .middleware(async (a) => {
+      const f = a as { ca?: unknown; insecure?: unknown; _: unknown[] }
+      if (f._[0] === 'start') return
+      if (f.ca !== undefined || f.insecure === true) {
+        const { configureClientTls } = await import('./client-tls.js')
+        await configureClientTls({ ca: typeof f.ca === 'string' ? f.ca : undefined, insecure: f.insecure === true }, io.stderr)
+      }
+    })
     .completion('completion', 'print a shell completion script (bash/zsh): ron-node completion >> ~/.bashrc')
     .demandCommand(1, 'say which command to run (see --help)')
     .strict()
@@ -244,7 +259,9 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
     await parser.parseAsync()
     return exitCode
   } catch (e) {
-    io.stderr.write(`ron-node: ${describeError(e)}\n`)
+    // A refusal says which node refused which token: a mismatch of --node and the token is then plain.
+    const refused = (e as { status?: unknown } | null)?.status === 401 && !(e instanceof CliError)
+    io.stderr.write(`ron-node: ${describeError(e)}${refused ? authContext() : ''}\n`)
     return exitCodeFor(e)
   }
 }

@@ -15,12 +15,15 @@ export const COMMON = {
   token: { type: 'string', describe: 'capability token [default: RON_TOKEN, else <data-dir>/admin.token]', requiresArg: true },
   'data-dir': { type: 'string', describe: 'data dir of the local node (its admin.token, keys) [default: RON_DATA_DIR or the platform data dir]', requiresArg: true },
   json: { type: 'boolean', describe: 'machine-readable output (one JSON line)' },
+  ca: { type: 'string', describe: "PEM file of the certificate authority (or self-signed certificate) of a node started with --tls-cert", requiresArg: true },
+  insecure: { type: 'boolean', describe: "accept any TLS certificate (prints a warning; prefer --ca)" },
 } as const
 
 const CAVEATS = {
   'max-bytes': { type: 'number', describe: 'caveat: largest upload the token allows', requiresArg: true },
   'path-prefix': { type: 'string', describe: 'caveat: paths the token is limited to', requiresArg: true },
   methods: { type: 'string', describe: 'caveat: HTTP methods the token is limited to, comma-separated', requiresArg: true },
+  'name-prefix': { type: 'string', describe: 'caveat: the names the token may write (docs.alice: docs.alice and *.docs.alice)', requiresArg: true },
 } as const
 
 interface Common {
@@ -44,6 +47,23 @@ function ttl(v: string | undefined): number | undefined {
 export function registerClientCommands(y: Argv, io: CliIo): Argv {
   const out = io.stdout
   return y
+    .command(
+      'publish <dir>',
+      'publish a directory as a site: upload what the node lacks, write its manifest, bind --name, print the URL',
+      (c) =>
+        c
+          .positional('dir', { type: 'string', demandOption: true })
+          .options(COMMON)
+          .option('name', { type: 'string', describe: 'the name to bind (compare-and-set against its binding now), e.g. docs.alice', requiresArg: true })
+          .option('hidden', { type: 'boolean', describe: 'include files and directories whose names start with "." (.well-known always is)' })
+          .option('progress', { type: 'boolean', describe: 'progress bar on stderr [default: when stderr is a terminal]' })
+          .example('$0 publish ./site --name docs.alice', 'then open the printed http://docs-alice.localhost:7705/')
+          .example('$0 token issue --name-prefix docs.alice > site.token && $0 publish ./site --name docs.alice --token "$(cat site.token)"', 'with a token that can write docs.alice only')
+          .epilog(EXIT_CODES_HELP),
+      async (a) => {
+        await (await import('./commands/publish.js')).publishCommand({ ...common(a as Common), dir: a.dir, name: a.name, hidden: a.hidden, progress: a.progress }, out)
+      },
+    )
     .command(
       'stat <address>',
       'size, pins, integrity, placement and repair state of an object',
@@ -95,7 +115,38 @@ export function registerClientCommands(y: Argv, io: CliIo): Argv {
               out,
             ),
         )
-        .demandCommand(1, 'say which: name set'),
+        .command(
+          'ls',
+          'the names homed on the node, in name order (public)',
+          (n) =>
+            n
+              .options(COMMON)
+              .option('prefix', { type: 'string', describe: 'only names starting with this', requiresArg: true })
+              .option('limit', { type: 'number', describe: 'page size, 1..1000 [default: 100]', requiresArg: true })
+              .option('cursor', { type: 'string', describe: 'continue after this name', requiresArg: true })
+              .example('$0 name ls --prefix docs.', '')
+              .epilog(EXIT_CODES_HELP),
+          async (a) => (await import('./commands/objects.js')).nameLsCommand({ ...common(a as Common), prefix: a.prefix, limit: a.limit, cursor: a.cursor }, out),
+        )
+        .command(
+          'get <name>',
+          'what a name is bound to (a file or a directory), its providers and its gateway URL',
+          (n) => n.positional('name', { type: 'string', demandOption: true }).options(COMMON).example('$0 name get docs.alice', '').epilog(EXIT_CODES_HELP),
+          async (a) => (await import('./commands/objects.js')).nameGetCommand({ ...common(a as Common), name: a.name }, out),
+        )
+        .command(
+          'rm <name>',
+          "remove a name's binding, at its home node (scope index:write)",
+          (n) =>
+            n
+              .positional('name', { type: 'string', demandOption: true })
+              .options(COMMON)
+              .option('expect-previous', { type: 'string', describe: 'only if the name is bound to this manifest address (compare-and-set)', requiresArg: true })
+              .example('$0 name rm docs.alice', '')
+              .epilog(EXIT_CODES_HELP),
+          async (a) => (await import('./commands/objects.js')).nameRmCommand({ ...common(a as Common), name: a.name, expectPrevious: a.expectPrevious }, out),
+        )
+        .demandCommand(1, 'say which: name set, ls, get or rm'),
     )
     .command(
       'resolve <key>',
@@ -112,15 +163,16 @@ export function registerClientCommands(y: Argv, io: CliIo): Argv {
             t
               .options(COMMON)
               .options(CAVEATS)
-              .option('sub', { type: 'string', demandOption: true, describe: 'who the token is for', requiresArg: true })
-              .option('aud', { type: 'string', demandOption: true, describe: 'services, comma-separated', requiresArg: true })
-              .option('scope', { type: 'string', demandOption: true, describe: 'scopes, comma-separated', requiresArg: true })
+              .option('sub', { type: 'string', describe: 'who the token is for (required unless --name-prefix: publisher:<prefix>)', requiresArg: true })
+              .option('aud', { type: 'string', describe: 'services, comma-separated (required unless --name-prefix: storage,index)', requiresArg: true })
+              .option('scope', { type: 'string', describe: 'scopes, comma-separated (required unless --name-prefix: storage:write,index:write)', requiresArg: true })
               .option('ttl', { type: 'string', describe: 'lifetime: 600, 30m, 1h [default: the policy default]', requiresArg: true })
               .example('$0 token issue --sub ci --aud storage --scope storage:write --ttl 1h --max-bytes 10485760', '')
+              .example('$0 token issue --name-prefix docs.alice', 'a token that publishes docs.alice and names under it, nothing else')
               .epilog(EXIT_CODES_HELP),
           async (a) =>
             (await import('./commands/tokens.js')).tokenIssueCommand(
-              { ...common(a as Common), sub: a.sub, aud: a.aud, scope: a.scope, ttlSec: ttl(a.ttl), maxBytes: a.maxBytes, pathPrefix: a.pathPrefix, methods: a.methods },
+              { ...common(a as Common), sub: a.sub, aud: a.aud, scope: a.scope, ttlSec: ttl(a.ttl), maxBytes: a.maxBytes, pathPrefix: a.pathPrefix, methods: a.methods, namePrefix: a.namePrefix },
               out,
             ),
         )
@@ -157,7 +209,7 @@ export function registerClientCommands(y: Argv, io: CliIo): Argv {
               .epilog(EXIT_CODES_HELP),
           async (a) =>
             (await import('./commands/tokens.js')).tokenAttenuateCommand(
-              { ...common(a as Common), parent: a.parent, scope: a.scope, aud: a.aud, ttlSec: ttl(a.ttl), maxBytes: a.maxBytes, pathPrefix: a.pathPrefix, methods: a.methods },
+              { ...common(a as Common), parent: a.parent, scope: a.scope, aud: a.aud, ttlSec: ttl(a.ttl), maxBytes: a.maxBytes, pathPrefix: a.pathPrefix, methods: a.methods, namePrefix: a.namePrefix },
               out,
             ),
         )

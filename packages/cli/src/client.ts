@@ -7,8 +7,12 @@
 import { readFile } from 'node:fs/promises'
 import { HttpTransport } from '@ron/core'
 import { createStorageClient } from '@ron/storage'
+import { resolve } from 'node:path'
+import { noteNode, noteTokenSource } from './auth-context.js'
+import { transportTls } from './client-tls.js'
 import { dataDirLayout, defaultDataDir, errnoText } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
+import { normalizeNodeUrl, recordForUrl, recordOfDataDir, recordServes } from './node-records.js'
 import { DEFAULT_PORT_BASE, PORT_OFFSETS } from './ports.js'
 
 /** Default node URL of the client commands: the admin listener of a local node. */
@@ -29,10 +33,17 @@ export interface ClientOptions {
   env?: Record<string, string | undefined>
 }
 
-/** The node URL to use: `--node`, `RON_NODE`, or the default; validated. */
-export function resolveNodeUrl(options: ClientOptions): string {
+// `--ca`/`--insecure` are applied once per process by cli.ts (client-tls.ts), before a command runs.
+
+/** The `--data-dir` (or `RON_DATA_DIR`) the user gave, or undefined when neither was. */
+function explicitDataDir(options: ClientOptions): string | undefined {
   const env = options.env ?? process.env
-  const raw = options.node ?? (env['RON_NODE'] !== undefined && env['RON_NODE'] !== '' ? env['RON_NODE'] : DEFAULT_NODE_URL)
+  if (options.dataDir !== undefined) return options.dataDir
+  const d = env['RON_DATA_DIR']
+  return d !== undefined && d !== '' ? d : undefined
+}
+
+function validUrl(raw: string): string {
   let url: URL
   try {
     url = new URL(raw)
@@ -44,6 +55,37 @@ export function resolveNodeUrl(options: ClientOptions): string {
 }
 
 /**
+ * The node URL to use. `--node` (or `RON_NODE`) when given; with `--data-dir` (or `RON_DATA_DIR`)
+ * alone, the admin URL of the node running on that data directory (its `run.json`), never
+ * whatever answers on the default port; otherwise http://127.0.0.1:7700.
+ * @throws {@link CliError} (exit 2) for a bad URL, or a `--node` that is not the node running on
+ *   `--data-dir`; (exit 6) for `--data-dir` alone when no node runs on it (unless `offline`, which
+ *   then returns undefined: the command works on the data directory itself).
+ */
+export function resolveNodeUrl(options: ClientOptions): string
+export function resolveNodeUrl(options: ClientOptions, offline: true): string | undefined
+export function resolveNodeUrl(options: ClientOptions, offline = false): string | undefined {
+  const env = options.env ?? process.env
+  const rawNode = options.node ?? (env['RON_NODE'] !== undefined && env['RON_NODE'] !== '' ? env['RON_NODE'] : undefined)
+  const node = rawNode === undefined ? undefined : validUrl(rawNode)
+  const dataDir = explicitDataDir(options)
+  if (dataDir === undefined) return node ?? DEFAULT_NODE_URL
+  const running = recordOfDataDir(dataDir)
+  if (node !== undefined) {
+    if (running !== undefined && !recordServes(running, node)) {
+      throw new CliError(
+        `--node ${node} is not the node running on --data-dir ${resolve(dataDir)} (that one is ${running.nodeId} at ${running.admin}); drop one of the two, or make them agree`,
+        ExitCode.Usage,
+      )
+    }
+    return node
+  }
+  if (running !== undefined) return running.admin
+  if (offline) return undefined
+  throw new CliError(`the node on data dir ${resolve(dataDir)} is not running: start it with ron-node start --data-dir ${dataDir}, or pass --node`, ExitCode.Unavailable)
+}
+
+/**
  * The base URL of `service` as reached through `nodeUrl` (SPEC §6b): when `nodeUrl` is a node's
  * admin listener, the URL its `/status` reports for that service; otherwise (a service URL, whose
  * `/status` is absent or names no services) `nodeUrl` itself.
@@ -51,11 +93,16 @@ export function resolveNodeUrl(options: ClientOptions): string {
  *   host `service`.
  */
 export async function discoverService(nodeUrl: string, service: string, signal?: AbortSignal): Promise<string> {
+  noteNode(nodeUrl)
   let res: Response
   try {
     res = await fetch(`${nodeUrl}/status`, { signal: signal ?? AbortSignal.timeout(10_000), headers: { accept: 'application/json' } })
   } catch (e) {
-    throw new CliError(`cannot reach ${nodeUrl}: ${errnoText((e as { cause?: unknown }).cause ?? e)}; is the node running? (see --node)`, ExitCode.Unavailable, { cause: e })
+    const cause = (e as { cause?: unknown }).cause ?? e
+    if ((cause as { code?: unknown }).code === 'ECONNREFUSED') {
+      throw new CliError(`the node at ${nodeUrl} is not running (connection refused): start it with ron-node start, or check --node`, ExitCode.Unavailable, { cause: e })
+    }
+    throw new CliError(`cannot reach ${nodeUrl}: ${errnoText(cause)}; is the node running? (see --node)`, ExitCode.Unavailable, { cause: e })
   }
   let body: unknown
   try {
@@ -76,40 +123,76 @@ export async function discoverService(nodeUrl: string, service: string, signal?:
 /** Where a token came from. */
 export interface ResolvedToken {
   token: string | undefined
-  /** `--token`, `RON_TOKEN`, the token file path, or undefined when none was found. */
+  /**
+   * `--token`, `RON_TOKEN`, the token file path (from `--data-dir` or the default data dir), or
+   * `<path> (discovered: the node at <url> runs on <data dir>)`; undefined when none was found.
+   */
   source: string | undefined
-  /** The token file that was looked at (for error messages). */
-  tokenFile: string
+  /** The token file that was looked at (for error messages); undefined when none applies to the node. */
+  tokenFile: string | undefined
+}
+
+async function readTokenFile(tokenFile: string): Promise<string | undefined> {
+  try {
+    const text = (await readFile(tokenFile, 'utf8')).trim()
+    return text === '' ? undefined : text
+  } catch (e) {
+    const code = (e as { code?: unknown }).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined
+    throw new CliError(`cannot read token file ${tokenFile}: ${errnoText(e)}`, ExitCode.Auth, { cause: e })
+  }
 }
 
 /**
- * The token to use: `--token`, then `RON_TOKEN`, then `<dataDir>/admin.token` (the node's admin
- * token, readable when the client runs as the node's user on its host). A `--token` or `RON_TOKEN`
- * that is given but empty is an error, never a silent fall back to the admin token: a script whose
- * variable came out empty meant a narrower token than the admin's.
+ * The token to use: `--token`, then `RON_TOKEN`, then an admin token file (readable only by the
+ * node's user): `<data dir>/admin.token` of `--data-dir`; else, for `--node`, the data dir of the
+ * node of this user running at that URL (its record in the runtime directory, see
+ * node-records.ts); else, when no `--node` is given, the default data dir's. A `--node` that no
+ * local record names gets no token file: the admin token of a local node is never sent to another.
+ * A `--token` or `RON_TOKEN` that is given but empty is an error, never a silent fall back to the
+ * admin token: a script whose variable came out empty meant a narrower token than the admin's.
  * @throws {@link CliError} (exit 2) for an empty `--token` or `RON_TOKEN`.
  */
 export async function resolveToken(options: ClientOptions): Promise<ResolvedToken> {
   const env = options.env ?? process.env
-  const dataDir = options.dataDir ?? defaultDataDir({ env })
-  const tokenFile = dataDirLayout(dataDir).adminToken
+  const found = (token: string | undefined, source: string, tokenFile: string | undefined): ResolvedToken => {
+    const r = { token, source: token === undefined ? undefined : source, tokenFile }
+    if (token !== undefined) noteTokenSource(source)
+    return r
+  }
+  let tokenFile: string | undefined
+  let discovered: string | undefined
+  const dataDir = explicitDataDir(options)
+  const rawNode = options.node ?? (env['RON_NODE'] !== undefined && env['RON_NODE'] !== '' ? env['RON_NODE'] : undefined)
+  if (dataDir !== undefined) tokenFile = dataDirLayout(dataDir).adminToken
+  else {
+    const url = rawNode === undefined ? DEFAULT_NODE_URL : normalizeNodeUrl(rawNode)
+    const rec = url === undefined ? undefined : recordForUrl(url, env)
+    if (rec !== undefined) {
+      tokenFile = dataDirLayout(rec.dataDir).adminToken
+      discovered = `${tokenFile} (discovered: the node at ${url!} runs on ${rec.dataDir})`
+    } else if (rawNode === undefined) tokenFile = dataDirLayout(defaultDataDir({ env })).adminToken
+  }
   if (options.token !== undefined) {
     if (options.token.trim() === '') throw new CliError('--token is empty; pass a token, or leave --token out to use RON_TOKEN or the admin token file', ExitCode.Usage)
-    return { token: options.token.trim(), source: '--token', tokenFile }
+    return found(options.token.trim(), '--token', tokenFile)
   }
   const fromEnv = env['RON_TOKEN']
   if (fromEnv !== undefined) {
     if (fromEnv.trim() === '') throw new CliError('RON_TOKEN is set but empty; set it to a token, or unset it to use the admin token file', ExitCode.Usage)
-    return { token: fromEnv.trim(), source: 'RON_TOKEN', tokenFile }
+    return found(fromEnv.trim(), 'RON_TOKEN', tokenFile)
   }
-  try {
-    const text = (await readFile(tokenFile, 'utf8')).trim()
-    return text === '' ? { token: undefined, source: undefined, tokenFile } : { token: text, source: tokenFile, tokenFile }
-  } catch (e) {
-    const code = (e as { code?: unknown }).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { token: undefined, source: undefined, tokenFile }
-    throw new CliError(`cannot read token file ${tokenFile}: ${errnoText(e)}`, ExitCode.Auth, { cause: e })
-  }
+  if (tokenFile === undefined) return { token: undefined, source: undefined, tokenFile }
+  return found(await readTokenFile(tokenFile), discovered ?? tokenFile, tokenFile)
+}
+
+/** The "no token" error: what was looked at and what to do. */
+export function noTokenError(nodeUrl: string, tokenFile: string | undefined): CliError {
+  const where =
+    tokenFile === undefined
+      ? `no node of this user is recorded at ${nodeUrl} (its admin token is found for nodes started on this machine by this user)`
+      : `the token file ${tokenFile} is missing or empty`
+  return new CliError(`no token for ${nodeUrl}: ${where}; pass --token, set RON_TOKEN, or pass the node's --data-dir`, ExitCode.Auth)
 }
 
 /** A storage client over HTTP plus the transport to close. */
@@ -127,9 +210,27 @@ export const CLIENT_TIMEOUT_MS = 60 * 60 * 1000
 
 /** Connects a storage client to `nodeUrl` with an optional token. */
 export function connectStorage(nodeUrl: string, token: string | undefined, timeoutMs = CLIENT_TIMEOUT_MS): StorageConnection {
-  const transport = new HttpTransport({ targets: { storage: nodeUrl }, timeoutMs, breaker: false })
+  const transport = new HttpTransport({ targets: { storage: nodeUrl }, timeoutMs, breaker: false, ...transportTls() })
   const client = createStorageClient(transport, { target: 'storage', timeoutMs, ...(token === undefined ? {} : { token }) })
   return { client, nodeUrl, close: () => transport.close() }
+}
+
+/** The clock tolerance of the node's verifiers on `exp`/`nbf` (SPEC §5; core's default). */
+export const CLOCK_TOLERANCE_SEC = 30
+
+/** The one answer for an expired token (as the node's 401 and `token verify` say it). */
+export function expiredText(expSec: number, toleranceSec = CLOCK_TOLERANCE_SEC): string {
+  return `token expired at ${new Date(expSec * 1000).toISOString()} (clock tolerance ${toleranceSec} s)`
+}
+
+/** The `exp` claim of a compact JWS, read without verifying it; undefined when unreadable. */
+export function tokenExp(token: string): number | undefined {
+  try {
+    const exp = (JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp?: unknown }).exp
+    return typeof exp === 'number' ? exp : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -150,7 +251,8 @@ export function precheckToken(token: string, scope: string, nowSec = Math.floor(
     throw bad('its claims are not JSON')
   }
   if (claims === null || typeof claims !== 'object') throw bad('its claims are not an object')
-  if (typeof claims.exp === 'number' && claims.exp <= nowSec) throw bad(`it expired at ${new Date(claims.exp * 1000).toISOString()}`)
+  // The node accepts a token up to the clock tolerance past its exp: refuse exactly what it refuses.
+  if (typeof claims.exp === 'number' && nowSec > claims.exp + CLOCK_TOLERANCE_SEC) throw new CliError(`${expiredText(claims.exp)}: it cannot authorise ${scope}`, ExitCode.Auth)
   const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ') : []
   if (!scopes.includes(scope)) throw bad(`its scope is ${JSON.stringify(claims.scope ?? '')}`)
 }
@@ -172,12 +274,12 @@ export interface ServiceConnection {
  * @throws {@link CliError} (exit 4) when `needToken` and no token is found; (exit 6) when the node is unreachable.
  */
 export async function connectTo(args: ClientOptions, service: string, needToken: boolean): Promise<ServiceConnection> {
+  // The node first: a stopped node is "not running", not "no token".
+  const nodeUrl = resolveNodeUrl(args)
+  const url = await discoverService(nodeUrl, service)
   const { token, tokenFile } = await resolveToken(args)
-  if (needToken && token === undefined) {
-    throw new CliError(`no token: pass --token, set RON_TOKEN, or run where the node's token file ${tokenFile} is readable (see --data-dir)`, ExitCode.Auth)
-  }
-  const url = await discoverService(resolveNodeUrl(args), service)
-  const transport = new HttpTransport({ targets: { [service]: url }, timeoutMs: 30_000, breaker: false })
+  if (needToken && token === undefined) throw noTokenError(nodeUrl, tokenFile)
+  const transport = new HttpTransport({ targets: { [service]: url }, timeoutMs: 30_000, breaker: false, ...transportTls() })
   return { url, transport, token, close: () => transport.close() }
 }
 

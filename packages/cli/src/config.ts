@@ -142,6 +142,39 @@ export const nodeConfigSchema = z
     passportUrl: httpUrl.optional(),
     /** Another node's registry URL (`registry.url` in a file, `RON_REGISTRY_URL`): this node runs no registry. @default none */
     registryUrl: httpUrl.optional(),
+    /**
+     * etcd client URLs (`--etcd`, `RON_ETCD`), comma-separated: the same as
+     * `coordination.etcd.endpoints`, which it overrides. @default none
+     */
+    etcd: urlList.optional(),
+    /**
+     * Coordination of a cluster on etcd (SPEC §6c): the registry's log, proposals and checkpoint
+     * signer, passport's revocations, key sets and enrolments, and name bindings are kept in etcd
+     * under `prefix`, so that any node can commit, revoke and bind names. Whoever can write the
+     * prefix administers the cluster. @default none (each node keeps its own state)
+     */
+    coordination: z
+      .object({
+        etcd: z
+          .object({
+            /** etcd client URLs. */
+            endpoints: urlList.optional(),
+            /** Key prefix of this cluster (the same on every node). @default "/ron/" */
+            prefix: z.string().min(1).max(200).regex(/^[A-Za-z0-9/_.-]+$/, 'a prefix of letters, digits, /, _, . and -').optional(),
+            /** TLS to etcd: the CA of the members' certificates, and this node's client certificate and key (PEM files). */
+            tls: z.object({ ca: z.string().min(1), cert: z.string().min(1).optional(), key: z.string().min(1).optional() }).strict().optional(),
+            /** etcd username/password authentication (the password is redacted by `config print`). */
+            auth: z.object({ username: z.string().min(1), password: z.string().min(1) }).strict().optional(),
+            /** TTL of the registry's checkpoint signer lease: how long checkpoints may lag when its holder dies. @default "5s" */
+            leaseTtl: durationSchema.optional(),
+            /** Deadline of one etcd call. @default "2s" */
+            timeout: durationSchema.optional(),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .optional(),
     /** RAM only: memory stores, ephemeral keys, the admin token printed, nothing written to disk. @default false */
     amnesia: bool.default(false),
     /**
@@ -263,4 +296,22 @@ export function loadNodeConfig(options: LoadNodeConfigOptions = {}): NodeConfig 
 /** The configuration as `config print` shows it: secrets replaced by `[redacted]`. */
 export function printableConfig(config: NodeConfig): NodeConfig {
   return redactConfig(config)
+}
+
+/** The etcd settings of the node config (`coordination.etcd`, `--etcd`/`RON_ETCD` for the endpoints), if any. */
+export function etcdSettings(config: NodeConfig): import('./coordination/etcd.js').EtcdSettings | undefined {
+  const e = config.coordination?.etcd
+  const endpoints = config.etcd ?? e?.endpoints
+  if (endpoints === undefined || endpoints.length === 0) {
+    if (e !== undefined) throw new CliError('invalid config: coordination.etcd.endpoints: at least one etcd client URL is needed (or --etcd)', ExitCode.Usage)
+    return undefined
+  }
+  return {
+    endpoints,
+    ...(e?.prefix === undefined ? {} : { prefix: e.prefix }),
+    ...(e?.tls === undefined ? {} : { tls: { ca: e.tls.ca, ...(e.tls.cert === undefined ? {} : { cert: e.tls.cert }), ...(e.tls.key === undefined ? {} : { key: e.tls.key }) } }),
+    ...(e?.auth === undefined ? {} : { auth: e.auth }),
+    ...(e?.leaseTtl === undefined ? {} : { leaseTtlSec: Math.max(2, Math.ceil(e.leaseTtl / 1000)) }),
+    ...(e?.timeout === undefined ? {} : { timeoutMs: e.timeout }),
+  }
 }

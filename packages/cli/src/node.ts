@@ -37,6 +37,7 @@ import {
   validateConfig,
 } from '@ron/core'
 import { reloadableConfigSchema } from './config.js'
+import { EtcdCoordinator, type EtcdSettings } from './coordination/etcd.js'
 import { createAdminHandler, notReadyHandler, type HostedService } from './admin.js'
 import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
@@ -83,6 +84,13 @@ export interface StartNodeOptions {
   passportUrl?: string
   /** Another node's registry URL: this node hosts no registry; `/status` lists that URL as `registry`. @default none */
   registryUrl?: string
+  /**
+   * Coordination on etcd (SPEC §6c): the registry's log, proposals and checkpoint signer,
+   * passport's revocations, key sets and enrolments, and name bindings live in etcd under the
+   * prefix, shared by every node of the cluster that names the same etcd and prefix. Not with
+   * `passportUrl` or `registryUrl` (every node runs its own, on the shared state). @default none
+   */
+  etcd?: EtcdSettings
   /** How long start waits for peers it has never seen to answer `/status`. @default 10000 */
   peerWaitMs?: number
   /** How long shutdown lets in-flight requests finish. @default 3000 */
@@ -249,6 +257,9 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     }
   }
   if (!amnesia && (options.dataDir === undefined || options.dataDir === '')) throw new CliError('a data directory is required (or amnesia mode)', ExitCode.Usage)
+  if (options.etcd !== undefined && (remote.passport !== undefined || remote.registry !== undefined)) {
+    throw new CliError('with etcd every node runs its own passport and registry on the shared state: drop passport.url and registry.url', ExitCode.Usage)
+  }
   if (amnesia && remote.passport !== undefined) {
     throw new CliError('passport.url needs a data directory: the node key enrolled with that passport (ron-node join) is kept there; drop --amnesia', ExitCode.Usage)
   }
@@ -273,6 +284,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let peers: PeerDirectory | undefined
   let tokens: TokenProvider | undefined
   let feed: RevocationFeed | undefined
+  let etcd: EtcdCoordinator | undefined
   let reloadCtx: ServiceContext | undefined
   let reloading: Promise<unknown> = Promise.resolve()
 
@@ -298,6 +310,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     )
     tokens?.close()
     await feed?.close()
+    etcd?.close()
     await admin?.close()
     await transport.close()
     await layout?.release()
@@ -313,6 +326,13 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let offRotate: (() => void) | undefined
   try {
     const tls = options.tls === undefined ? undefined : await loadTls(options.tls)
+    if (options.etcd !== undefined) {
+      try {
+        etcd = await EtcdCoordinator.connect(options.etcd, { logger: logger.child({ component: 'etcd' }), clock })
+      } catch (e) {
+        throw new CliError(`coordination.etcd: ${e instanceof Error ? e.message : String(e)}`, ExitCode.Usage, { cause: e })
+      }
+    }
     for (const name of wanted) {
       const listener = await listen(handlerOf(notReadyHandler(name)), { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS, tls })
       slots.push({ name, listener, url: advertisedUrl(listener.url, options.advertise) })
@@ -384,6 +404,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
           keys: publicKeys as () => Jwk[],
           verifier: { verify: (token, req) => verifier.verify(token, req) },
           peers: () => peers!.list(),
+          ...(etcd === undefined ? {} : { coordination: etcd }),
           forgetPeer: (url) => peers!.forget(url),
           reload: (partial: unknown) => reload(parseReloadBody(partial)),
           allowedHosts: adminHosts(host, options.advertise),
@@ -425,6 +446,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       config: { ...(options.config ?? {}), ...(options.storage === undefined ? {} : { storage: options.storage }) },
       writeOrigins: [new URL(adminUrl).origin],
       file: (...parts) => (layout === undefined ? undefined : join(layout.root, ...parts)),
+      ...(etcd === undefined ? {} : { etcd }),
     }
     tokens = ctx.tokens
     const attach = (slot: (typeof slots)[number], service: RonService): void => {

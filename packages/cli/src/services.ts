@@ -26,6 +26,7 @@ import {
 } from '@ron/core'
 import { CliError, ExitCode } from './exit-codes.js'
 import { writeSecret } from './keys.js'
+import type { EtcdCoordinator } from './coordination/etcd.js'
 import type { NodeTransport } from './node-transport.js'
 import type { PeerDirectory } from './peers.js'
 import type { ServiceName } from './ports.js'
@@ -108,6 +109,8 @@ export interface ServiceContext {
   writeOrigins: string[]
   /** The path of a file in the data directory (undefined in amnesia mode). */
   file(...parts: string[]): string | undefined
+  /** The node's etcd connection when the cluster coordinates on etcd (SPEC §6c). */
+  etcd?: EtcdCoordinator
 }
 
 /** Creates one service; optionally says what its `reload()` gets. */
@@ -187,6 +190,8 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
       // Service tokens carry storage:write with a maxBytes caveat; interop attenuates its upload
       // capabilities from them, so they must allow interop's largest upload.
       const uploads = uploadLimit(ctx.config.interop)
+      // A cluster on etcd shares revocations, key sets and enrolments there (SPEC §6c).
+      const cluster = ctx.etcd === undefined ? undefined : (await import('./coordination/etcd-passport.js')).createEtcdPassportStore(ctx.etcd, ctx.nodeId)
       return createPassportService(
         {
           ...(uploads !== undefined && uploads > 1024 ** 3 ? { serviceWriteMaxBytes: uploads } : {}),
@@ -206,6 +211,7 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           logger: ctx.logger,
           drainDeadlineMs: ctx.drainDeadlineMs,
           clock: ctx.clock,
+          ...(cluster === undefined ? {} : { cluster }),
         } as Parameters<typeof createPassportService>[0],
         ctx.transport,
       )
@@ -214,13 +220,18 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
   index: {
     async create(ctx) {
       const { createIndexService } = await import('@ron/index')
+      // A cluster on etcd binds names there, with compare-and-set (SPEC §6c).
+      const nameStore = ctx.etcd === undefined ? undefined : await (await import('./coordination/etcd-names.js')).openEtcdNameStore(ctx.etcd)
       return createIndexService(
         {
+          ...(nameStore === undefined ? {} : { nameStore }),
           ...(ctx.config.index ?? {}),
           nodeId: ctx.nodeId,
           ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
           peers: { targets: peerIndexes(ctx), ...(((ctx.config.index ?? {}) as { peers?: object }).peers ?? {}) },
           auth: { verifier: ctx.verifier },
+          // The dashboard sets and removes names from the admin origin, with the token pasted into it.
+          ...cors(ctx),
           // Name records are signed with the node key; peers' answers and announcements are
           // checked against the pinned nodes only (SPEC §5 "Peers", §6a).
           identity: ctx.identity,
@@ -246,16 +257,13 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           // Peers are named by their node ids (routed by the node transport to the pinned peer's
           // storage URL), so this node names itself by its id too: every node computes one placement.
           placementName: ctx.nodeId,
-          auth: { verifier: ctx.verifier },
-          peerKeys: { peers: ctx.peers.keySource() },
-          tokens: ctx.tokens,
           ...(ctx.hosted.has('index') ? { announce: { target: 'index' } } : {}),
           ...cors(ctx),
-          logger: ctx.logger,
           drainDeadlineMs: ctx.drainDeadlineMs,
-          clock: ctx.clock,
         },
         ctx.transport,
+        // The service contract's runtime argument (docs/service-contract.md).
+        { auth: { verifier: ctx.verifier }, peerKeys: { peers: ctx.peers.keySource() }, tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes },
       )
     },
     reloadPartial: (ctx, cfg) => ({ ...storageSettings(cfg.storage), ...replication(ctx, cfg.storage) }),
@@ -272,16 +280,26 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
       } else {
         signers = (await reg.initRegistrySigner(dataDir, ctx.nodeId)).signers
       }
+      let store: import('@ron/registry').LogStore | undefined
+      if (ctx.etcd !== undefined) {
+        // The cluster's log on etcd: the node that creates it gives the genesis signer set (its
+        // own signer, unless registry.signers names one); the others join the existing log.
+        const { createEtcdLogStore } = await import('./coordination/etcd-log.js')
+        const etcdStore = createEtcdLogStore(ctx.etcd, { nodeId: ctx.nodeId, ...(typeof own['segmentEntries'] === 'number' ? { segmentEntries: own['segmentEntries'] } : {}) })
+        if ((await etcdStore.storedGenesis()) !== undefined && own['signers'] === undefined) signers = undefined
+        store = etcdStore
+      }
       return reg.createRegistryService(
         {
-          signers,
+          ...(signers === undefined ? {} : { signers }),
           ...own,
           ...(dataDir === undefined ? {} : { dataDir }),
+          ...(store === undefined ? {} : { store }),
           auth: { verifier: ctx.verifier },
           logger: ctx.logger,
           clock: ctx.clock,
           ...cors(ctx),
-        } as Parameters<typeof reg.createRegistryService>[0],
+        } as unknown as Parameters<typeof reg.createRegistryService>[0],
         ctx.transport,
       )
     },

@@ -46,6 +46,15 @@ describe('admin listener (on core HTTP handler)', () => {
     expect(text).toMatch(/config_reloads_total\{[^}]*service="storage"/)
   })
 
+  it("carries prom-client's process metrics once per process, without a service label", async () => {
+    const text = await (await fetch(`${node.admin}/metrics`)).text()
+    for (const name of ['nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes', 'process_resident_memory_bytes', 'nodejs_gc_duration_seconds']) {
+      expect(text.split('\n').filter((l) => l === `# TYPE ${name} ${name === 'nodejs_gc_duration_seconds' ? 'histogram' : 'gauge'}`), name).toHaveLength(1)
+    }
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m)
+    expect(text).not.toMatch(/nodejs_eventloop_lag_seconds\{[^}]*service=/)
+  })
+
   it('reports the node id and serves its issuer keys as a JWKS at /keys', async () => {
     const status = (await (await fetch(`${node.admin}/status`)).json()) as { nodeId: string; name: string }
     expect(status).toMatchObject({ name: 'ron-node', nodeId: node.nodeId })

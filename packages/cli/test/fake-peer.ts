@@ -1,7 +1,8 @@
 /**
  * A fake peer for the trust-boundary tests: a plain `node:http` server on loopback that answers
  * `/status` with whatever the test wants it to claim (a node id, a node key, service URLs that
- * point back at itself) and records every other request it receives, with its bearer token.
+ * point back at itself) and records every other request it receives, with its bearer token; it
+ * can answer them too (`answer`: a lying peer index's `/resolve/…`, say).
  */
 
 import { createServer, type IncomingMessage, type Server } from 'node:http'
@@ -15,6 +16,12 @@ export interface Received {
   token?: string
 }
 
+/** A custom answer: JSON (`json`), or raw bytes with the headers the peer chooses (`body`, `headers`). */
+export type FakeReply = { status: number; json: unknown } | { status: number; body: string | Uint8Array; headers: Record<string, string> }
+
+/** What the fake peer answers to a request other than `/status` and `/keys`; `undefined`: the default. */
+export type FakeAnswer = (method: string, path: string) => FakeReply | undefined
+
 /** A running fake peer. */
 export interface FakePeer {
   /** Its admin URL (what the node under test lists in `--peers`). */
@@ -23,6 +30,8 @@ export interface FakePeer {
   status: Record<string, unknown>
   /** What `/keys` answers (a JWKS's `keys`): mutable. */
   keys: unknown[]
+  /** Answers other requests (a peer index's `/resolve/…`, say): mutable, read on every request. */
+  answer: FakeAnswer | undefined
   /** Every request other than `GET /status` and `GET /keys`, in arrival order. */
   readonly received: Received[]
   /** How many times `/status` was asked. */
@@ -67,7 +76,12 @@ export async function startFakePeer(status: (url: string) => Record<string, unkn
     const auth = req.headers.authorization
     received.push({ method: req.method ?? '', path, ...(auth?.startsWith('Bearer ') === true ? { token: auth.slice(7) } : {}) })
     void drain(req).then(() => {
-      if (req.method === 'PUT' && path === '/replica') {
+      const custom = peer.answer?.(req.method ?? '', path)
+      if (custom !== undefined && 'json' in custom) {
+        res.writeHead(custom.status, { 'content-type': 'application/json' }).end(JSON.stringify(custom.json))
+      } else if (custom !== undefined) {
+        res.writeHead(custom.status, { 'content-length': String(Buffer.byteLength(custom.body)), ...custom.headers }).end(custom.body)
+      } else if (req.method === 'PUT' && path === '/replica') {
         res.writeHead(201, { 'content-type': 'application/json' }).end('{"address":"b3:0","size":0}')
       } else {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"NotFound","message":"fake peer","retryable":false,"corr_id":"x","details":{}}}')
@@ -80,6 +94,7 @@ export async function startFakePeer(status: (url: string) => Record<string, unkn
     url,
     status: status(url),
     keys: [],
+    answer: undefined,
     received,
     statusCalls: () => statusCalls,
     keysCalls: () => keysCalls,

@@ -2,12 +2,15 @@
  * A damaged registry log through the real binary (issue 20 item 4): `ron-node start` refuses it
  * with a non-zero exit naming the file and `ron-node registry fsck`; fsck reports what the head
  * record says was acknowledged and what is missing; `--repair` refuses to touch damage and fixes
- * only a torn tail past the head record (a crash mid-append, never acknowledged).
+ * only a torn tail past the head record (a crash mid-append, never acknowledged). An acknowledged
+ * last record cut short or bit-flipped (it used to be dropped as a "torn tail") or rewritten with a
+ * recomputed CRC refuses the start too, and nothing is cut.
  */
 
 import { cp, mkdtemp, open, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { crc32 } from 'node:zlib'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { assertBuilt, firstJsonLine, killAll, runCli, spawnCli, type Proc } from './helpers.js'
 
@@ -33,6 +36,35 @@ function start(dataDir: string): Proc {
 async function stop(proc: Proc): Promise<number | null> {
   proc.child.kill('SIGTERM')
   return (await proc.exited).code
+}
+
+/** Byte offset and length of a segment's last record (framing: u32 length, u32 crc32, bytes). */
+function lastRecord(buf: Buffer): { off: number; len: number } {
+  let last = { off: -1, len: 0 }
+  for (let off = 0; off + 8 <= buf.length; ) {
+    last = { off, len: buf.readUInt32BE(off) }
+    off += 8 + last.len
+  }
+  return last
+}
+
+/** A node's data directory with `n` commits made through the CLI, stopped. */
+async function committed(dataDir: string, n: number): Promise<void> {
+  const proc = start(dataDir)
+  const summary = await firstJsonLine<Summary>(proc, 60_000)
+  const ok = async (...args: string[]): Promise<string> => {
+    const r = await runCli([...args, '--node', summary.admin, '--data-dir', dataDir])
+    expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0)
+    return r.stdout.trim()
+  }
+  const set = join(dataDir, '..', 'set.json')
+  for (let i = 1; i <= n; i++) {
+    await writeFile(set, JSON.stringify({ schemaVersion: 1, items: [], meta: { note: `commit ${i}` } }))
+    const { proposalId } = JSON.parse(await ok('registry', 'propose', set, '--json')) as { proposalId: string }
+    await ok('registry', 'approve', proposalId)
+    expect(JSON.parse(await ok('registry', 'commit', proposalId, '--json'))).toMatchObject({ version: i })
+  }
+  expect(await stop(proc)).toBe(0)
 }
 
 describe('ron-node on a damaged registry log (real binary)', () => {
@@ -100,4 +132,59 @@ describe('ron-node on a damaged registry log (real binary)', () => {
     expect(await stop(proc)).toBe(0)
     expect(await readFile(join(regDir, 'head.bin'))).toHaveLength(1024)
   }, 240_000)
+
+  it('start refuses an acknowledged last record cut short, bit-flipped or rewritten with a recomputed CRC (was: dropped as a torn tail)', async () => {
+    const dataDir = join(root, 'last-record')
+    const regDir = join(dataDir, 'registry')
+    await committed(dataDir, 2)
+    const seg = (await readdir(regDir)).find((f) => f.startsWith('seg-'))!
+    const good = await readFile(join(regDir, seg))
+    const last = lastRecord(good)
+    expect(last.off).toBeGreaterThan(0)
+    const damages: Array<[string, () => Buffer]> = [
+      ['cut half-way', () => good.subarray(0, last.off + 8 + Math.floor(last.len / 2))],
+      [
+        'one bit flipped',
+        () => {
+          const b = Buffer.from(good)
+          b[last.off + 8 + Math.floor(last.len / 2)]! ^= 0x10
+          return b
+        },
+      ],
+      [
+        'rewritten, CRC recomputed',
+        () => {
+          const b = Buffer.from(good)
+          const body = b.subarray(last.off + 8, last.off + 8 + last.len)
+          const text = body.toString('utf8')
+          const forged = Buffer.from(text.replace('commit 2', 'commit 9'))
+          expect(forged.length).toBe(last.len)
+          expect(forged.equals(body)).toBe(false)
+          forged.copy(b, last.off + 8)
+          b.writeUInt32BE(crc32(forged), last.off + 4)
+          return b
+        },
+      ],
+    ]
+    for (const [what, damage] of damages) {
+      const damaged = damage()
+      await writeFile(join(regDir, seg), damaged)
+      const proc = start(dataDir)
+      const exited = await Promise.race([proc.exited, firstJsonLine(proc, 60_000).then(() => 'started' as const)])
+      expect(exited, `${what}: start must refuse`).not.toBe('started')
+      expect((exited as { code: number | null }).code, what).toBe(5)
+      expect(proc.stderr(), what).toContain(seg)
+      expect(proc.stderr(), what).toContain('ron-node registry fsck')
+      // --repair refuses to cut an acknowledged record (it used to be cut as a torn tail).
+      if (what === 'one bit flipped') expect((await runCli(['registry', 'fsck', '--repair', '--data-dir', dataDir])).code, what).toBe(5)
+      // Nothing was cut or rewritten.
+      expect((await readFile(join(regDir, seg))).equals(damaged), what).toBe(true)
+    }
+    // The undamaged log starts at the head it acknowledged.
+    await writeFile(join(regDir, seg), good)
+    const proc = start(dataDir)
+    const summary = await firstJsonLine<Summary>(proc, 60_000)
+    expect(JSON.parse((await runCli(['registry', 'head', '--json', '--node', summary.admin])).stdout)).toMatchObject({ version: 2 })
+    expect(await stop(proc)).toBe(0)
+  }, 180_000)
 })

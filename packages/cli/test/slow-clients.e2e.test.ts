@@ -1,9 +1,9 @@
 /**
  * Issue 20 on a real `ron-node` process: slow clients are cut everywhere (item 5) and the small
  * HTTP holes (item 8): trickling uploads against webhooks, a trickled webhook body, JSON routes
- * with another Content-Type, Node's own 431 in the error envelope, webhook dedupe across a
- * restart. Loopback only; the node runs interop with short slow-client limits so every wait is a
- * few seconds.
+ * with another Content-Type, `X-Expect-Address` on uploads, Node's own 431 in the error envelope,
+ * webhook dedupe across a restart. Loopback only; the node runs interop with short slow-client
+ * limits so every wait is a few seconds.
  */
 import { createHash } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
@@ -11,6 +11,7 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { addressOf } from '@ron/core'
 import { signWebhook } from '@ron/interop'
 import { assertBuilt, firstJsonLine, killAll, spawnCli, type Proc } from './helpers.js'
 
@@ -170,6 +171,25 @@ describe('ron-node under slow clients (real process)', () => {
     const typed = await fetch(`${passport}/v1/passport/issue`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json; charset=utf-8' }, body: issue })
     expect(typed.status).not.toBe(415)
     await typed.body?.cancel()
+  })
+
+  it('POST /put honours X-Expect-Address: a body that hashes otherwise is 422 IntegrityFailed and kept under neither address', async () => {
+    const interop = node.summary.services['interop']!
+    const storage = node.summary.services['storage']!
+    const body = `uploaded ${Date.now()}`
+    const actual = addressOf(new TextEncoder().encode(body))
+    const claimed = addressOf(new TextEncoder().encode(`${body} (what the uploader said)`))
+    const upload = (expectAddress: string): Promise<Response> =>
+      fetch(`${interop}/put`, { method: 'POST', headers: { 'x-api-key': KEYS[0]!.key, 'content-type': 'application/octet-stream', 'x-expect-address': expectAddress }, body })
+    const refused = await upload(claimed)
+    expect(refused.status).toBe(422)
+    expect(await refused.json()).toMatchObject({ error: { code: 'IntegrityFailed' } })
+    for (const a of [actual, claimed]) expect((await fetch(`${storage}/o/${a}`, { method: 'HEAD' })).status, a).toBe(404)
+    // The right address is stored.
+    const ok = await upload(actual)
+    expect(ok.status).toBeLessThan(300)
+    expect(await ok.json()).toMatchObject({ address: actual })
+    expect((await fetch(`${storage}/o/${actual}`, { method: 'HEAD' })).status).toBe(200)
   })
 
   it("Node's own 431 (header overflow) carries the SPEC error envelope on every listener", async () => {

@@ -105,4 +105,32 @@ describe('a token holder against a real ron-node (issue 20)', () => {
     const proto = await call('passport', 'POST', '/v1/passport/attenuate', undefined, `{"token":"${admin}","caveats":{"__proto__":{"maxBytes":1}}}`)
     expect(proto.status).toBe(400)
   })
+
+  it('a key rotation retires the old admin token at once on every service (it used to verify for up to 60 s); what it minted lives on', async () => {
+    const old = admin
+    const minted = await call('passport', 'POST', '/v1/passport/issue', old, { sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 600 })
+    expect(minted.status).toBe(200)
+    const rotated = await call('passport', 'POST', '/v1/passport/rotate', old)
+    expect(rotated.status).toBe(200)
+    // When the rotation answers, the token file already holds the new token (and later tests use it).
+    admin = (await readFile(node.tokenFile, 'utf8')).trim()
+    expect(admin).not.toBe(old)
+    // No wait: every service refuses the old token as revoked, the node's admin routes too.
+    const attempts: Array<[string, Promise<Answer>]> = [
+      ['storage', put(old, 'old admin token')],
+      ['passport', call('passport', 'POST', '/v1/passport/issue', old, { sub: 'x', aud: ['storage'], scope: ['storage:read'], ttlSec: 60 })],
+      ['index', call('index', 'PUT', '/names/rotated.site', old, { manifestAddress: `b3:${'0'.repeat(64)}` })],
+      ['registry', call('registry', 'POST', '/registry/proposals', old, { payload: { schemaVersion: 1, items: [] } })],
+    ]
+    for (const [service, attempt] of attempts) {
+      const r = await attempt
+      expect([r.status, r.body.error?.details['reason']], service).toEqual([401, 'revoked'])
+    }
+    const reload = await fetch(`${node.admin}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${old}` } })
+    expect(reload.status).toBe(401)
+    await reload.body?.cancel()
+    // The new token works; retiring is not revoking: what the old one issued still writes.
+    expect((await put(admin, 'new admin token')).status).toBe(201)
+    expect((await put(minted.body.token!, 'minted before the rotation')).status).toBe(201)
+  })
 })

@@ -27,7 +27,7 @@ export const addressSchema = z.custom<Address>((v) => isAddress(v), {
 })
 
 /** A media type such as `text/plain` or `application/vnd.ron+json; charset=utf-8`. */
-const mediaTypeSchema = z
+export const mediaTypeSchema = z
   .string()
   .max(255)
   .regex(/^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(?:\s*;.*)?$/i, 'expected a media type such as text/plain')
@@ -60,12 +60,15 @@ export const manifestPartSchema = z.strictObject({
 export type ManifestPart = z.infer<typeof manifestPartSchema>
 
 /**
- * A manifest (stored in storage, bound to names by index): `content` is the address of the whole
- * content, `size` its length in bytes, `type` its media type; `parts`, when present, lists the
- * pieces the content is made of, whose sizes add up to `size`.
+ * A file manifest (stored in storage, bound to names by index): `content` is the address of the
+ * whole content, `size` its length in bytes, `type` its media type; `parts`, when present, lists
+ * the pieces the content is made of, whose sizes add up to `size`. `kind` is `"file"` or absent.
+ * A name may also bind a {@link DirManifest} (see `dirManifestSchema`).
  */
 export const manifestSchema = z
   .strictObject({
+    /** `"file"` (the default when absent): a {@link DirManifest} says `"dir"`. */
+    kind: z.literal('file').optional(),
     content: addressSchema,
     size: z.number().int().nonnegative(),
     type: mediaTypeSchema,

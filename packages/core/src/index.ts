@@ -232,6 +232,21 @@ export {
   nameWriteSchema,
 } from './contracts.js'
 export type { ProviderAnnouncement, ManifestPart, Manifest, NameWrite } from './contracts.js'
+export { mediaTypeSchema } from './contracts.js'
+export {
+  MAX_DIR_ENTRIES,
+  MAX_MANIFEST_BYTES,
+  isEntryPath,
+  compareEntryPaths,
+  dirEntrySchema,
+  dirManifestSchema,
+  isDirManifest,
+  parseManifest,
+  dirManifest,
+} from './dir-manifest.js'
+export type { DirEntry, DirManifest, AnyManifest } from './dir-manifest.js'
+export { mediaTypeFor, mediaTypeTable, DEFAULT_MEDIA_TYPE } from './media-types.js'
+export { gatewayLabel, nameFromGatewayLabel, MAX_LABEL_LENGTH } from './gateway-label.js'
 
 // Configuration.
 export { ConfigError, parseDuration, parseSize, durationSchema, sizeSchema, loadConfig, validateConfig, configFromEnv, redactConfig, REDACTED } from './config/index.js'
@@ -292,6 +307,10 @@ export { createServiceMetrics, METRICS_CONTENT_TYPE, mergeExpositions, metricSam
 export type { ServiceMetrics, ServiceMetricsOptions, MetricSample } from './metrics/index.js'
 export { Readiness } from './health/index.js'
 export type { Gate, DependencySpec, Liveness, ReadinessOptions } from './health/index.js'
+export { REVOCATIONS_DEPENDENCY } from './health/index.js'
+export type { DependencyCheck, PathSpec } from './health/index.js'
+export { defineMetrics, processMetrics } from './metrics/index.js'
+export type { MetricType, MetricSpec, MetricsTable, MetricHandle, MetricHandles, MetricsDeclaration, SeedSeries, ZeroSeries, ProcessMetrics } from './metrics/index.js'
 
 // Service host.
 export { createServiceHost, noopLogger } from './service/index.js'
@@ -309,3 +328,6 @@ export type {
   HealthReport,
   RonService,
 } from './service/index.js'
+// The service contract (issue 21): base config, runtime argument, "no transport".
+export { serviceBaseShape, serviceBaseSchema, SERVICE_BASE_DEFAULTS, BASE_IMMUTABLE_KEYS, noTransport, noTransportError, splitRuntime, SERVICE_RUNTIME_KEYS } from './service/index.js'
+export type { ServiceBaseConfig, ServiceBaseDefaults, HttpConfig, HttpDefaults, CorsConfig, ServiceRuntime, ServiceAuth, OutgoingTokens, ListenerPolicy } from './service/index.js'

@@ -11,6 +11,12 @@ import { isAddress } from '@ron/core'
 import { manifestSchema, type Manifest } from './contracts.js'
 import type { SignedNameRecord } from './name-record.js'
 
+/** What a name is bound to: a file manifest or a directory manifest. */
+export type ManifestKind = 'file' | 'dir'
+
+/** Largest manifest text a peer answer may carry (SPEC §6a: 2 MiB). */
+export const MAX_MANIFEST_TEXT = 2 * 1024 * 1024
+
 /** Where an answer came from. */
 export type AnswerSource = 'cache' | 'local' | 'peer'
 
@@ -31,14 +37,22 @@ export interface AddressResolution {
   ttlSec: number
 }
 
-/** The answer for a name. */
+/**
+ * The answer for a name. A name bound to a file manifest carries the manifest and the providers
+ * of its content; one bound to a directory manifest (`kind: "dir"`) carries the manifest's
+ * address only (SPEC §6a: up to 2 MiB, fetched and verified by whoever reads it) and the
+ * providers of the manifest itself.
+ */
 export interface NameResolution {
   key: string
   manifestAddress: Address
-  manifest: Manifest
+  /** `"file"` or `"dir"`; absent in answers of peers from before directories (a file). */
+  kind?: ManifestKind
+  /** The file manifest; absent when `kind` is `"dir"`. */
+  manifest?: Manifest | undefined
   /**
-   * The manifest's exact text, sent only in answers to peer indexes (`x-ron-peer: 1`), which check
-   * that it hashes to `manifestAddress` before they use the answer.
+   * The file manifest's exact text, sent only in answers to peer indexes (`x-ron-peer: 1`), which
+   * check that it hashes to `manifestAddress` before they use the answer.
    */
   manifestText?: string | undefined
   /**
@@ -46,7 +60,7 @@ export interface NameResolution {
    * when it verifies under the pinned key of `record.node`.
    */
   record?: SignedNameRecord | undefined
-  /** Providers of the manifest's content. */
+  /** Providers of the file manifest's content, or of the directory manifest itself. */
   providers: RankedProvider[]
   source: AnswerSource
   ttlSec: number
@@ -74,8 +88,9 @@ export const resolutionSchema = z.union([
   z.object({
     key: z.string(),
     manifestAddress: addressSchema,
-    manifest: manifestSchema,
-    manifestText: z.string().max(1024 * 1024).optional(),
+    kind: z.enum(['file', 'dir']).optional(),
+    manifest: manifestSchema.optional(),
+    manifestText: z.string().max(MAX_MANIFEST_TEXT).optional(),
     // Checked strictly (and its signature verified) by the resolver, not here: a malformed record
     // is a refused answer, counted, not a broken peer.
     record: z.unknown().optional(),

@@ -9,6 +9,7 @@
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { durationSchema, validateConfig } from '@ron/core'
+import type { NameStore } from './store/types.js'
 import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, NodeDirectory, NodeIdentity, Random, TokenVerifier } from '@ron/core'
 
 const positiveInt = z.number().int().positive()
@@ -79,8 +80,8 @@ const cacheSchema = z
 export const indexConfigSchema = z.strictObject({
   /** Service id: the `aud` tokens must name and the `service` metric label. */
   id: z.string().min(1).default('index'),
-  /** Reported by `/version`. */
-  version: z.string().min(1).default('0.1.0'),
+  /** Reported by `/version`. @default this package's version (its package.json) */
+  version: z.string().min(1).optional(),
   /** This node's id (reported in announcements of peers and logs). */
   nodeId: z.string().min(1).default('index'),
   /** Directory of the LMDB name store. Absent → names live in memory. Ignored in amnesia mode. */
@@ -93,8 +94,8 @@ export const indexConfigSchema = z.strictObject({
   storage: z.string().min(1).default('storage'),
   /** Deadline of one manifest fetch from storage. */
   storageTimeoutMs: duration.default(2_000),
-  /** Largest manifest accepted, in bytes. */
-  maxManifestBytes: positiveInt.default(64 * 1024),
+  /** Largest manifest accepted, in bytes (SPEC §6a: a directory manifest may be 2 MiB). */
+  maxManifestBytes: positiveInt.default(2 * 1024 * 1024),
   /** End-to-end budget of one resolve (seed I-4). */
   deadlineMs: duration.default(1_200),
   /** Providers returned by `/resolve` at most (and the upper bound of `/providers?limit=`). */
@@ -173,6 +174,11 @@ export interface IndexRuntimeOptions {
    * @default none: no peer's name answer is believed, and endpoints may also be transport target names (embedded, in-process)
    */
   nodes?: NodeDirectory
+  /**
+   * A name store to use instead of the one `dataDir` selects, e.g. a cluster's shared store on
+   * etcd (SPEC §6c); the service closes it. @default LMDB in dataDir, else memory
+   */
+  nameStore?: NameStore
 }
 
 /** What `createIndexService` accepts: every field optional, with the documented defaults. */
@@ -183,8 +189,9 @@ export type ResolvedIndexConfig = z.output<typeof indexConfigSchema>
 
 /** Splits the runtime dependencies from the data configuration. */
 export function splitConfig(config: IndexConfig): { data: z.input<typeof indexConfigSchema>; runtime: IndexRuntimeOptions } {
-  const { auth, clock, random, logger, cors, limits, identity, nodes, ...data } = config
+  const { auth, clock, random, logger, cors, limits, identity, nodes, nameStore, ...data } = config
   const runtime: IndexRuntimeOptions = {}
+  if (nameStore !== undefined) runtime.nameStore = nameStore
   if (identity !== undefined) runtime.identity = identity
   if (nodes !== undefined) runtime.nodes = nodes
   if (cors !== undefined) runtime.cors = cors

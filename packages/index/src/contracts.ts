@@ -5,5 +5,5 @@
  * @module
  */
 
-export { manifestSchema, nameWriteSchema, parseName, providerAnnouncementSchema, isValidName } from '@ron/core'
-export type { Manifest, NameWrite, ProviderAnnouncement } from '@ron/core'
+export { manifestSchema, nameWriteSchema, parseName, providerAnnouncementSchema, isValidName, parseManifest, isDirManifest, MAX_MANIFEST_BYTES } from '@ron/core'
+export type { Manifest, AnyManifest, DirManifest, NameWrite, ProviderAnnouncement } from '@ron/core'

@@ -1,14 +1,14 @@
 /**
  * Fetches a manifest from storage over the transport and checks it: it must exist, its bytes must
- * hash to its address, and it must parse as a manifest (SPEC §6a). Anything else is 422
- * `InvalidReference`, saying which.
+ * hash to its address, and it must parse as a manifest of either kind, a file or a directory
+ * (SPEC §6a). Anything else is 422 `InvalidReference`, saying which.
  *
  * @module
  */
 
 import { InvalidReferenceError, NotReadyError, TimeoutError, addressOf, isRonError, throwIfError } from '@ron/core'
 import type { Address, Clock, Transport } from '@ron/core'
-import { manifestSchema, type Manifest } from './contracts.js'
+import { parseManifest, type AnyManifest, type Manifest } from './contracts.js'
 
 /** What {@link fetchManifest} needs. */
 export interface ManifestFetchEnv {
@@ -30,7 +30,7 @@ export interface ManifestFetchEnv {
  * @throws {@link NotReadyError} when storage cannot be reached, is busy (429) or fails (5xx):
  *   retryable; storage's own 503 or 504 as it is.
  */
-export async function fetchManifest(env: ManifestFetchEnv, address: Address, signal?: AbortSignal): Promise<{ manifest: Manifest; text: string }> {
+export async function fetchManifest(env: ManifestFetchEnv, address: Address, signal?: AbortSignal): Promise<{ manifest: AnyManifest; text: string }> {
   if (env.transport === undefined) {
     throw new NotReadyError('no transport configured to reach storage', { details: { target: env.storage, reason: 'no_transport' } })
   }
@@ -48,7 +48,7 @@ export async function fetchManifest(env: ManifestFetchEnv, address: Address, sig
   }
 }
 
-async function fetchChecked(env: ManifestFetchEnv, transport: Transport, address: Address, signal: AbortSignal): Promise<{ manifest: Manifest; text: string }> {
+async function fetchChecked(env: ManifestFetchEnv, transport: Transport, address: Address, signal: AbortSignal): Promise<{ manifest: AnyManifest; text: string }> {
   const res = await transport.request(env.storage, {
     method: 'GET',
     path: `/o/${address}`,
@@ -105,30 +105,33 @@ async function fetchChecked(env: ManifestFetchEnv, transport: Transport, address
 }
 
 /**
- * Parses the text of a manifest.
+ * Parses the text of a manifest of either kind.
  * @throws {@link InvalidReferenceError} (`not_a_manifest`) when it is not JSON or not a manifest.
  */
-export function parseManifestText(address: Address, text: string): Manifest {
+export function parseManifestText(address: Address, text: string): AnyManifest {
   let value: unknown
   try {
     value = JSON.parse(text)
   } catch {
     throw invalid(address, 'not_a_manifest', 'the object is not JSON')
   }
-  const parsed = manifestSchema.safeParse(value)
-  if (!parsed.success) throw invalid(address, 'not_a_manifest', `the object is not a manifest: ${parsed.error.issues[0]?.message ?? 'invalid'}`)
-  return parsed.data
+  try {
+    return parseManifest(value)
+  } catch (e) {
+    throw invalid(address, 'not_a_manifest', `the object is not a manifest: ${e instanceof Error ? e.message : 'invalid'}`)
+  }
 }
 
 /**
- * Checks a manifest a peer index sent with its exact text: the text must hash to
- * `manifestAddress` and parse as a manifest. @returns the manifest parsed from the text, or
- * `undefined` when the check fails.
+ * Checks a file manifest a peer index sent with its exact text: the text must hash to
+ * `manifestAddress` and parse as a file manifest (a directory manifest's text never travels in an
+ * answer). @returns the manifest parsed from the text, or `undefined` when the check fails.
  */
 export function verifyManifestText(manifestAddress: Address, text: string | undefined): Manifest | undefined {
   if (text === undefined || addressOf(new TextEncoder().encode(text)) !== manifestAddress) return undefined
   try {
-    return parseManifestText(manifestAddress, text)
+    const m = parseManifestText(manifestAddress, text)
+    return m.kind === 'dir' ? undefined : m
   } catch {
     return undefined
   }
@@ -136,7 +139,7 @@ export function verifyManifestText(manifestAddress: Address, text: string | unde
 
 /** A manifest checked against its address, with its exact text. */
 export interface VerifiedManifest {
-  manifest: Manifest
+  manifest: AnyManifest
   text: string
 }
 

@@ -92,7 +92,7 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
     cacheEntries: m.gauge('index_cache_entries', 'Entries in the positive and negative caches.', ['cache']),
     announcements: m.counter('index_announcements_total', 'Provider announcements accepted.'),
     nameWrites: m.counter('index_name_writes_total', 'Name writes and deletes by result (ok, conflict, home_elsewhere, invalid_reference, not_ready).', ['result']),
-    nameRecordsRejected: m.counter('rejected_total', 'Requests rejected by admission (per_ip, rate) and peer name records refused (name_unsigned, name_unknown_home, name_bad_signature, name_stale).', ['reason']),
+    nameRecordsRejected: m.counter('rejected_total', 'Requests rejected by admission (per_ip, rate), peer name records refused (name_unsigned, name_unknown_home, name_bad_signature, name_stale) and peer-relayed providers at an endpoint their node does not advertise (provider_unknown_endpoint).', ['reason']),
     nameConflicts: m.gauge('index_name_conflicts', 'Names two remote homes both claim (the lower node id is believed; see conflicts()).'),
     storeFaults: m.counter('index_store_faults_total', 'Writes of the name store the disk refused, by reason (disk_full, io_error, read_only).', ['reason']),
     announcementsRefused: m.counter('index_announcements_refused_total', 'Provider announcements refused, by reason (not_own_node, bad_endpoint, unknown_endpoint).', ['reason']),
@@ -111,7 +111,7 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
   out.providerRecords.set(0)
   out.announcements.inc(0)
   for (const result of ['ok', 'conflict', 'home_elsewhere', 'invalid_reference', 'not_ready']) out.nameWrites.labels({ result }).inc(0)
-  for (const reason of ['per_ip', 'rate', ...NAME_RECORD_REJECTIONS]) out.nameRecordsRejected.labels({ reason }).inc(0)
+  for (const reason of ['per_ip', 'rate', ...NAME_RECORD_REJECTIONS, 'provider_unknown_endpoint']) out.nameRecordsRejected.labels({ reason }).inc(0)
   out.nameConflicts.set(0)
   for (const reason of ['disk_full', 'io_error', 'read_only']) out.storeFaults.labels({ reason }).inc(0)
   for (const reason of ANNOUNCE_REFUSALS) out.announcementsRefused.labels({ reason }).inc(0)

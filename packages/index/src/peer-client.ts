@@ -10,7 +10,7 @@
 import { CanceledError, InternalError, TimeoutError, isRonError, retry, throwIfError } from '@ron/core'
 import type { Clock, MetricsSink, Random, Transport, TransportResponse } from '@ron/core'
 import { z } from 'zod'
-import { resolutionSchema } from './answer.js'
+import { MAX_MANIFEST_TEXT, resolutionSchema } from './answer.js'
 import type { PeerHealth } from './breakers.js'
 import type { ResolvedIndexConfig } from './config.js'
 
@@ -18,11 +18,12 @@ import type { ResolvedIndexConfig } from './config.js'
 export const PEER_HEADER = 'x-ron-peer'
 
 /**
- * Largest peer answer read, in bytes. The largest well-formed answer (a 1 MiB manifest text and
- * 256 providers) stays under it; a peer that sends more is cut off and counted as failed, so a
- * broken or hostile peer cannot make this index buffer an unbounded body.
+ * Largest peer answer read, in bytes. The largest well-formed answer (a 2 MiB file manifest text,
+ * at most doubled by JSON escaping, and 256 providers) stays under it; a peer that sends more is
+ * cut off and counted as failed, so a broken or hostile peer cannot make this index buffer an
+ * unbounded body. (A directory manifest's text never travels in an answer.)
  */
-const MAX_ANSWER_BYTES = 2 * 1024 * 1024
+const MAX_ANSWER_BYTES = 2 * MAX_MANIFEST_TEXT + 1024 * 1024
 
 /** Errors worth retrying against the same peer: it was briefly unreachable or busy. */
 export function isTransient(e: unknown): boolean {

@@ -240,7 +240,12 @@ export class Resolver {
       // skip the peers for that key. Nor is it remembered when no peer could answer (every one
       // asked failed, or every breaker is open): that is an outage, not an answer, and the key
       // must resolve as soon as the peers are back.
-      if (o.peer !== true && !unavailable) d.negative.set(p.key, true, d.clock.now() + negativeTtl())
+      // A fresh "not found" (a name deleted at its home) replaces what was cached before it, so
+      // the next cached read does not serve the old binding for the rest of its TTL.
+      if (o.peer !== true && !unavailable) {
+        d.cache.delete(p.key)
+        d.negative.set(p.key, true, d.clock.now() + negativeTtl())
+      }
       throw notFound(p.key, o.peer === true ? 'not_local' : unavailable ? 'peers_unavailable' : 'not_found')
     }
     // A name whose content has no known provider yet is kept only as briefly as a NotFound, so
@@ -269,8 +274,13 @@ export class Resolver {
       return undefined
     }
     const record = this.#d.recordOf(name, rec)
+    if (rec.kind === 'dir' || rec.manifest === undefined) {
+      // A directory: its manifest is what a reader fetches first, so its providers are the answer's.
+      const providers = await this.#contentProviders(rec.manifestAddress, [], cfg, o, deadlineAt)
+      return { key: name, manifestAddress: rec.manifestAddress, kind: 'dir', record, providers }
+    }
     const providers = await this.#contentProviders(rec.manifest.content, [], cfg, o, deadlineAt)
-    return { key: name, manifestAddress: rec.manifestAddress, manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), record, providers }
+    return { key: name, manifestAddress: rec.manifestAddress, kind: 'file', manifest: rec.manifest, ...(rec.manifestText === undefined ? {} : { manifestText: rec.manifestText }), record, providers }
   }
 
   /**
@@ -318,11 +328,15 @@ export class Resolver {
   async #fromPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined | typeof UNAVAILABLE> {
     const out = await this.#askPeers(p, cfg, o, deadlineAt)
     if (out === undefined || out === UNAVAILABLE) return out
-    const peerProviders = scoreFromPeer(out.value.providers, out.peer.health, out.peer.latencyMs)
+    const peerProviders = scoreFromPeer(this.#knownProviders(out.value.providers), out.peer.health, out.peer.latencyMs)
     if (isNameResolution(out.value)) {
       const v = out.value
+      if (v.manifest === undefined) {
+        const providers = await this.#contentProviders(v.manifestAddress, peerProviders, cfg, o, deadlineAt)
+        return { key: p.key, manifestAddress: v.manifestAddress, kind: 'dir', record: v.record, providers }
+      }
       const providers = await this.#contentProviders(v.manifest.content, peerProviders, cfg, o, deadlineAt)
-      return { key: p.key, manifestAddress: v.manifestAddress, manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), record: v.record, providers }
+      return { key: p.key, manifestAddress: v.manifestAddress, kind: 'file', manifest: v.manifest, ...(v.manifestText === undefined ? {} : { manifestText: v.manifestText }), record: v.record, providers }
     }
     return { key: p.key as Address, providers: rank([peerProviders], cfg.maxProviders) }
   }
@@ -355,9 +369,24 @@ export class Resolver {
           const r = reply.answer
           // Only an answer for the key asked, of the kind asked for, satisfies the lookup.
           if (r.key !== p.key) return undefined
-          if (!('manifestAddress' in r)) return p.kind === 'address' && r.providers.length > 0 ? (r) : undefined
+          if (!('manifestAddress' in r)) {
+            if (p.kind !== 'address') return undefined
+            // Only providers at endpoints their node advertises count: an answer of nothing else
+            // does not satisfy the lookup, so another peer's answer is awaited.
+            const providers = this.#knownProviders(r.providers)
+            return providers.length > 0 ? { ...r, providers } : undefined
+          }
           if (p.kind !== 'name') return undefined
-          // A name answer is used only with the manifest's exact text, and only if that text
+          if (r.kind === 'dir') {
+            // A directory answer carries no manifest, only its address: the record its home
+            // signed for that very binding is the whole proof (SPEC §6a); whoever reads the
+            // manifest checks it against the address.
+            const record = this.#believe(p.key, r.record, r.manifestAddress)
+            if (record === undefined) return undefined
+            const { manifest: _m, manifestText: _t, ...rest } = r
+            return { ...rest, kind: 'dir', record }
+          }
+          // A file answer is used only with the manifest's exact text, and only if that text
           // hashes to the manifest address: a peer cannot hand out a manifest of its own making.
           const manifest = verifyManifestText(r.manifestAddress, r.manifestText)
           if (manifest === undefined) {
@@ -367,7 +396,7 @@ export class Resolver {
           // And only with a record its home signed for that very binding (SPEC §6a).
           const record = this.#believe(p.key, r.record, r.manifestAddress)
           if (record === undefined) return undefined
-          return { ...r, manifest, record }
+          return { ...r, kind: 'file', manifest, record }
         },
         onHedge: (result) => d.metrics.hedged.inc({ result }),
       })
@@ -405,6 +434,32 @@ export class Resolver {
     // Another home with a lower node id holds the name: the conflict is recorded, this answer lost.
     if (offered === 'lost') return undefined
     return v.record
+  }
+
+  /**
+   * The providers of a peer's answer this index passes on. A peer relays announcements; it does
+   * not make them (SPEC §6a "Announcements belong to their node"): with a node directory, a
+   * provider counts only when its endpoint is a URL the node it names advertises, as for `POST
+   * /providers`. Any other (an internal URL, another node's URL, a target name, `javascript:`) is
+   * dropped and counted in `rejected_total{reason="provider_unknown_endpoint"}`, so it never
+   * reaches a reader nor displaces that node's genuine record in the ranking. Without a directory
+   * (embedded, in-process transports) every provider is passed on.
+   */
+  #knownProviders(providers: RankedProvider[]): RankedProvider[] {
+    const nodes = this.#d.nodes
+    if (nodes === undefined) return providers
+    let kept: RankedProvider[] | undefined
+    for (let i = 0; i < providers.length; i++) {
+      const p = providers[i]!
+      if (nodes.byEndpoint(p.endpoint)?.id === p.node) {
+        kept?.push(p)
+        continue
+      }
+      // The common case (every provider known) allocates nothing.
+      kept ??= providers.slice(0, i)
+      this.#d.metrics.nameRecordsRejected.inc({ reason: 'provider_unknown_endpoint' })
+    }
+    return kept ?? providers
   }
 
   /** Peers worth asking, best first: not open, healthier first, then faster (unknown = untried, first). */

@@ -21,6 +21,7 @@ import { Resolver, type CachedAnswer, type ResolveOptions } from './resolver.js'
 import { indexRoutes, type IndexContext, type IndexEvent } from './routes/index.js'
 import { createMemoryNameStore, openLmdbNameStore, type NameRecord, type NameStore } from './store/index.js'
 import { CHANNELS, TASKS, indexTopology } from './topology.js'
+import { packageVersion } from './version.js'
 
 /** The index service: a {@link RonService} plus index-specific handles. */
 export interface IndexService extends RonService {
@@ -111,14 +112,15 @@ export async function createIndexService(config: IndexConfig = {}, transport?: T
   // Validates the config (ConfigError naming the field) before anything is opened.
   const cfg0 = validateConfig(indexConfigSchema, data)
   const identity = identityOf(config)
-  const store: NameStore = cfg0.amnesia || cfg0.dataDir === undefined ? createMemoryNameStore() : await openLmdbNameStore({ dir: cfg0.dataDir })
+  const store: NameStore = runtime.nameStore ?? (cfg0.amnesia || cfg0.dataDir === undefined ? createMemoryNameStore() : await openLmdbNameStore({ dir: cfg0.dataDir }))
   try {
     // Bindings stored before records were signed are homed here: sign them now. A disk that
     // refuses the write does not stop the start: the names are served (their records signed on
     // the fly, byte for byte the same), writes stay unready, and the store janitor retries.
     let fault: NotReadyError | undefined
     try {
-      await signStoredRecords(store, identity)
+      // A shared store keeps the record of the node that wrote each binding.
+      if (store.shared !== true) await signStoredRecords(store, identity)
     } catch (e) {
       fault = diskFault(e)
       if (fault === undefined) throw e
@@ -142,7 +144,7 @@ function build(
   const random = runtime.random ?? systemRandom
   const host: ServiceHost<ResolvedIndexConfig> = createServiceHost<ResolvedIndexConfig>({
     id: probe.id,
-    version: probe.version,
+    version: probe.version ?? packageVersion(),
     topology: indexTopology(probe),
     ...(transport === undefined ? {} : { transport }),
     ...(runtime.auth === undefined ? {} : { auth: runtime.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),
@@ -174,6 +176,12 @@ function build(
   const recordOf = (name: string, b: NameRecord): SignedNameRecord => recordOfBinding(identity, name, b)
   const resolver = new Resolver({ config: () => cfg.get(), store, providers, cache, negative, breakers, transport, clock, random, sink, metrics, nodes, selfId: identity.id, remote, recordOf })
   metrics.names.set(store.count())
+  // A shared store: what another node wrote replaces what was cached or learnt of the name.
+  const offStoreChange = store.onChange?.((name) => {
+    remote.forget(name)
+    resolver.invalidate(name)
+    metrics.names.set(store.count())
+  })
 
   // Name writes need the disk: a write or commit it refuses (full, failing, read-only volume)
   // turns them unready — 503 NotReady with the fault's reason, `/readyz` writeReady false with
@@ -339,6 +347,7 @@ function build(
   })
 
   host.onClose(async () => {
+    offStoreChange?.()
     wakeBreakerJanitor.close()
     faultChanged.close()
     remote.clear()

@@ -134,6 +134,20 @@ describe('a lying peer is not believed', () => {
     expect(await rejected(env, 'name_stale')).toBe(2)
   })
 
+  it('a fresh NotFound from the home (a tombstone) replaces the cached binding', async () => {
+    const home = testNode()
+    const { env, peer } = await withPeer([home])
+    const v1 = manifestFor('v1')
+    peer.reply = () => ({ status: 200, json: nameAnswer('site.gone', v1, { home, seq: 1 }) })
+    await expect(env.anon.resolve('site.gone')).resolves.toMatchObject({ manifest: v1 })
+    await expect(env.anon.resolve('site.gone')).resolves.toMatchObject({ source: 'cache' })
+    const tombstone = signed(home, 'site.gone', null, 2)
+    peer.reply = () => ({ status: 404, json: { error: { code: 'NotFound', message: 'x', retryable: false, corr_id: 'x', details: { key: 'site.gone', reason: 'deleted', record: tombstone } } } })
+    await expect(env.anon.resolve('site.gone', { fresh: true })).rejects.toMatchObject({ code: 'NotFound' })
+    // A cached read (the gateway's) no longer serves v1.
+    await expect(env.anon.resolve('site.gone')).rejects.toMatchObject({ code: 'NotFound' })
+  })
+
   it('two remote homes for one name: the lower node id wins and the conflict is reported', async () => {
     const [low, high] = [testNode(), testNode()].sort((a, b) => (a.identity.id < b.identity.id ? -1 : 1)) as [TestNode, TestNode]
     const { env, peer } = await withPeer([low, high])

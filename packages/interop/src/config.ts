@@ -36,12 +36,52 @@ const apiKeySchema = z.strictObject({
 const upstreamSchema = (target: string, timeoutMs: number) =>
   z.strictObject({ target: z.string().min(1).default(target), timeoutMs: durationSchema.default(timeoutMs) }).prefault({})
 
+const DOMAIN = /^(?=.{1,200}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/
+
+/** The gateway part of the interop configuration. */
+const gatewaySchema = z
+  .strictObject({
+    /**
+     * Host name under which each name gets its own origin, `<label>.<domain>` (SPEC §6a); path
+     * URLs on this host redirect there. Browsers resolve `*.localhost` to loopback; for a real
+     * host use a wildcard DNS name. @default 'localhost'
+     */
+    domain: z.string().regex(DOMAIN, 'expected a lower-case host name such as localhost or gw.example.com').default('localhost'),
+    /** Serve `<label>.<domain>` origins and redirect path URLs to them. `false`: path gateway only. @default true */
+    subdomains: z.boolean().default(true),
+    /**
+     * `Content-Security-Policy` of content served on the path gateway (`/n/…`, `/o/…/…`), where
+     * every site shares one origin: a sandbox gives each page an opaque origin of its own. Empty:
+     * none. @default 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads'
+     */
+    pathCsp: z.string().max(1024).regex(/^[^\r\n]*$/, 'one line').default('sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads'),
+    /** `max-age` of answers for names (they move when republished); `/o/` answers are immutable. @default 10 */
+    nameMaxAgeSec: z.number().int().nonnegative().max(86_400).default(10),
+    /** Deadline of a whole read of an object from another node (head and body, verified). @default 30000 */
+    readTimeoutMs: durationSchema.default(30_000),
+    /**
+     * Objects from another node up to this size are verified whole in memory; larger ones are
+     * spooled to `spoolDir` first (in amnesia mode, where nothing touches the disk, refused with
+     * 413). @default 4 MiB
+     */
+    memoryBytes: sizeSchema.default(4 * MiB),
+    /** Largest object read from another node; larger → 413 `OverLimit`. @default 1 GiB */
+    maxObjectBytes: sizeSchema.default(GiB),
+    /** Reads from other nodes at once; more answer 429 `Busy`. @default 8 */
+    maxRemoteReads: positiveInt.max(1024).default(8),
+    /** Directory of spooled reads (files unlinked as soon as they are open). @default `dataDir`, else the OS temp directory */
+    spoolDir: z.string().min(1).optional(),
+    /** Bytes of verified objects from other nodes kept in memory (each at most `memoryBytes`); 0 keeps none. @default 32 MiB */
+    cacheBytes: sizeSchema.default(32 * MiB),
+  })
+  .prefault({})
+
 /** The zod schema of the interop configuration (strict: unknown keys are refused). */
 export const interopConfigSchema = z.strictObject({
   /** Service id: token audience, transport name, metric `service` label. @default 'interop' */
   id: z.string().min(1).default('interop'),
-  /** Reported by `/version`. @default '0.1.0' */
-  version: z.string().min(1).default('0.1.0'),
+  /** Reported by `/version`. @default this package's version (its package.json) */
+  version: z.string().min(1).optional(),
   /** The storage service: transport target and per-call deadline. @default {target:'storage', timeoutMs: 2000} */
   storage: upstreamSchema('storage', 2000),
   /** The passport service (capabilities for uploads). @default {target:'passport', timeoutMs: 2000} */
@@ -181,6 +221,8 @@ export const interopConfigSchema = z.strictObject({
     .prefault({}),
   /** How long `close()` lets in-flight work finish. @default 3000 */
   drainDeadlineMs: durationSchema.default(3000),
+  /** The gateway (SPEC §6a "Gateway"): names and manifests served to browsers, each name on its own origin. */
+  gateway: gatewaySchema,
 }).superRefine((cfg, ctx) => {
   if (cfg.audit.sink === 'file' && cfg.amnesia) ctx.addIssue({ code: 'custom', path: ['audit', 'sink'], message: 'the file sink is forbidden in amnesia mode' })
   if (cfg.dataDir !== undefined && cfg.amnesia) ctx.addIssue({ code: 'custom', path: ['dataDir'], message: 'a data directory is forbidden in amnesia mode' })

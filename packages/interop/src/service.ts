@@ -32,12 +32,14 @@ import { DedupeJournal } from './dedupe-journal.js'
 import { registerInteropMetrics } from './metrics.js'
 import type { ApiKeyClient, InteropContext, InteropEvent } from './routes/context.js'
 import { objectRoutes } from './routes/objects.js'
+import { createGateway } from './gateway/index.js'
 import { uploadRoutes } from './routes/uploads.js'
 import { webhookRoutes } from './routes/webhooks.js'
 import { toServiceTokens, type ServiceTokenSource, type ServiceTokens } from './tokens.js'
 import { CHANNELS, TASKS, interopTopology } from './topology.js'
 import { Upstreams, breakerName } from './upstream.js'
 import { WEBHOOK_PROVIDERS } from './webhooks/verify.js'
+import { packageVersion } from './version.js'
 
 /** Things that are not configuration data: injected by the host (ron-node) or a test. */
 export interface InteropRuntime {
@@ -56,9 +58,10 @@ export interface InteropRuntime {
   /** @default noopLogger */
   logger?: Logger
   /**
-   * The nodes reads may fetch from (SPEC §5 "Peers", §6a): `GET /o/:addr` follows a provider
-   * endpoint from index only when it is the storage URL a node in here advertises.
-   * @default none: reads follow only endpoints that are transport target names (in-process) and otherwise read the configured storage
+   * The nodes reads may fetch from (SPEC §5 "Peers", §6a): the gateway and `GET /o/:addr` read this
+   * node's storage first and otherwise follow a provider endpoint from index only when it is the
+   * storage URL a node in here advertises (this node's own excluded).
+   * @default none: reads follow only endpoints that are transport target names (in-process)
    */
   nodes?: NodeDirectory
 }
@@ -159,12 +162,12 @@ function build(
   const random = runtime.random ?? systemRandom
   const host = createServiceHost<InteropConfig>({
     id: parsed.id,
-    version: parsed.version,
+    version: parsed.version ?? packageVersion(),
     topology: interopTopology(parsed),
     config: {
       schema: interopConfigSchema,
       input: config,
-      immutable: ['id', 'version', 'workQueue', 'workers', 'audit', 'amnesia', 'dataDir', 'webhooks.maxBodyBytes', 'webhooks.dedupe', 'uploads.maxBytes', 'http.readTimeoutMs', 'retry', 'drainDeadlineMs'],
+      immutable: ['id', 'version', 'workQueue', 'workers', 'audit', 'amnesia', 'dataDir', 'webhooks.maxBodyBytes', 'webhooks.dedupe', 'uploads.maxBytes', 'http.readTimeoutMs', 'retry', 'drainDeadlineMs', 'gateway.domain', 'gateway.subdomains'],
     },
     ...(transport === undefined ? {} : { transport }),
     drainDeadlineMs: parsed.drainDeadlineMs,
@@ -275,7 +278,8 @@ function build(
     uploadsActive: { n: 0 },
     verifyCounter: talliedVerifyCounter(verify),
   }
-  host.routes([...webhookRoutes(ctx), ...uploadRoutes(ctx), ...objectRoutes(ctx, runtime.nodes)])
+  const gateway = createGateway(ctx, runtime.nodes, metrics)
+  host.routes([...webhookRoutes(ctx), ...uploadRoutes(ctx), ...objectRoutes(gateway.reader), ...gateway.routes])
 
   host.onReload(() => {
     const next = cfg()
@@ -283,6 +287,7 @@ function build(
     bucket = bucketOf(next)
     // A reload may change clients, limits, audiences or the capability life: issue afresh.
     ctx.capabilities.clear()
+    gateway.reload()
     brownout.setThresholds(thresholdsOf(next))
     host.setSlowClientLimits(slowClientLimits(next))
   })

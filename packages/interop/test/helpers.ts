@@ -95,6 +95,8 @@ export class SlowStorage implements DispatchTarget {
   refusePuts: 401 | 403 | undefined
   /** Sizes of the body chunks of the last PUT, as storage received them. */
   putChunks: number[] = []
+  /** `X-Corr-ID` of every GET or HEAD storage received. */
+  readCorrIds: string[] = []
   constructor(readonly inner: DispatchTarget) {}
   stall(): void {
     this.#gate ??= new Promise<void>((r) => (this.#open = r))
@@ -114,6 +116,7 @@ export class SlowStorage implements DispatchTarget {
         this.putsWaiting--
       }
     }
+    if (req.method === 'GET' || req.method === 'HEAD') this.readCorrIds.push(String(req.headers['x-corr-id']))
     if (req.method === 'GET' && this.failGets) return errorAnswer(500, 'Internal')
     if (req.method !== 'PUT') return this.inner.dispatch(req)
     if (this.failPuts) return errorAnswer(500, 'Internal')

@@ -11,6 +11,7 @@ import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { KNOWN_CAVEATS, sizeSchema, validateConfig } from '@ron/core'
 import type { Clock, Logger, Random } from '@ron/core'
+import type { PassportClusterStore } from './cluster-store.js'
 import type { Kms } from './kms.js'
 
 const positiveInt = z.number().int().positive()
@@ -58,8 +59,8 @@ export const passportConfigSchema = z
     id: z.string().min(1).default('passport'),
     /** `iss` of every token. @default 'passport' */
     issuer: z.string().min(1).default('passport'),
-    /** Reported by /version. @default '0.1.0' */
-    version: z.string().default('0.1.0'),
+    /** Reported by /version. @default this package's version (its package.json) */
+    version: z.string().optional(),
     /**
      * Directory for the key ring, the revocation log, enrolled nodes and (with the default file
      * keystore) the keys, all 0600. Absent → everything in memory (amnesia). @default undefined
@@ -136,6 +137,11 @@ export const passportConfigSchema = z
     drainDeadlineMs: nonNegInt.default(3000),
     /** Key storage. @default a file keystore in `<dataDir>/keys`, or a memory keystore without dataDir */
     keystore: object<Kms>('a Kms').optional(),
+    /**
+     * The state shared with the other passports of a cluster (ron-node's etcd, SPEC §6c):
+     * revocations and parent links, key sets, enrolments. @default none: the data directory
+     */
+    cluster: object<PassportClusterStore>('a PassportClusterStore').optional(),
     /** @default systemClock */
     clock: object<Clock>('a Clock').optional(),
     /** @default systemRandom */
@@ -163,4 +169,4 @@ export function resolvePassportConfig(config: PassportConfig = {}): ResolvedPass
 }
 
 /** Keys of the config that cannot change with `reload()`. */
-export const IMMUTABLE_KEYS: readonly string[] = ['id', 'issuer', 'dataDir', 'issuerKeyFile', 'issueQueue', 'issueWorkers', 'revokeQueue', 'policyBroadcast', 'keystore', 'clock', 'random', 'logger']
+export const IMMUTABLE_KEYS: readonly string[] = ['id', 'issuer', 'dataDir', 'issuerKeyFile', 'issueQueue', 'issueWorkers', 'revokeQueue', 'policyBroadcast', 'keystore', 'cluster', 'clock', 'random', 'logger']

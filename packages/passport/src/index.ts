@@ -40,6 +40,7 @@ export { narrow, narrowCaveats, checkIssue, servicePlan, prefixWithin } from './
 export type { AttenuateRequest, ChildPlan, IssueRequest, CaveatsInput } from './policy.js'
 export type { KeyStatus, PublishedJwk } from './keyring.js'
 export type { EnrolledNode } from './nodes.js'
+export type { ClusterLink, ClusterRevocation, PassportClusterListener, PassportClusterState, PassportClusterStore } from './cluster-store.js'
 export type { IssuedToken, IssueBody, VerifyBody, VerifyResult, AttenuateBody, RevokeBody, RevokeResult, EnrolBody, TokenBody } from './dto.js'
 export { passportTopology, CHANNELS, TASKS } from './topology.js'
 export { PASSPORT_METRICS } from './metrics.js'

@@ -10,6 +10,7 @@ import { verify as cryptoVerify, type KeyObject } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { UnauthorizedError, publicKeyFromJwk, MalformedError, type Clock, type Jwk } from '@ron/core'
+import type { PassportClusterStore } from './cluster-store.js'
 import { writeFileAtomic } from './file-keystore.js'
 
 /** An enrolled node. */
@@ -50,18 +51,26 @@ export class NodeRegistry {
   #writes: Promise<void> = Promise.resolve()
 
   readonly #writeFile: ((path: string, text: string) => Promise<void>) | undefined
+  readonly #cluster: PassportClusterStore | undefined
 
-  private constructor(clock: Clock, dir: string | undefined, writeFile?: (path: string, text: string) => Promise<void>) {
+  private constructor(clock: Clock, dir: string | undefined, writeFile?: (path: string, text: string) => Promise<void>, cluster?: PassportClusterStore) {
     this.#clock = clock
     this.#dir = dir
     this.#writeFile = writeFile
+    this.#cluster = cluster
   }
 
   /**
    * Loads `nodes.json` from `dir` (none: memory only). `writeFile` writes it durably (disk faults
    * mapped by the caller). @default writeFileAtomic
    */
-  static async open(clock: Clock, dir: string | undefined, writeFile?: (path: string, text: string) => Promise<void>): Promise<NodeRegistry> {
+  static async open(clock: Clock, dir: string | undefined, writeFile?: (path: string, text: string) => Promise<void>, cluster?: { store: PassportClusterStore; nodes: readonly EnrolledNode[] }): Promise<NodeRegistry> {
+    if (cluster !== undefined) {
+      // A cluster's enrolments live in its store (SPEC §6c): every node serves every enrolment.
+      const r = new NodeRegistry(clock, undefined, undefined, cluster.store)
+      for (const n of cluster.nodes) r.adopt(n)
+      return r
+    }
     const r = new NodeRegistry(clock, dir, writeFile)
     if (dir === undefined) return r
     let text: string | undefined
@@ -87,7 +96,10 @@ export class NodeRegistry {
     const full: EnrolledNode = { ...node, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: node.publicJwk.x }, enrolledAt: this.#clock.now() }
     const key = NodeRegistry.#keyOf(full)
     const dir = this.#dir
-    if (dir !== undefined) {
+    if (this.#cluster !== undefined) {
+      await this.#cluster.enrol(full)
+      this.#nodes.set(full.nodeId, { node: full, key })
+    } else if (dir !== undefined) {
       // On disk first: an enrolment that is not durable is not answered, and not in force either.
       const write = async (): Promise<void> => {
         const nodes = [...this.list().filter((n) => n.nodeId !== full.nodeId), full]
@@ -140,6 +152,15 @@ export class NodeRegistry {
     if (this.#seen.has(jti)) throw reject('revoked', 'assertion already used')
     this.#seen.set(jti, exp)
     return entry.node
+  }
+
+  /** Takes in an enrolment stored by another node of the cluster (a malformed key is ignored). */
+  adopt(n: EnrolledNode): void {
+    try {
+      this.#put(n)
+    } catch {
+      // Not an Ed25519 key: never written by a passport; nothing to enrol.
+    }
   }
 
   #forget(now: number, toleranceSec: number): void {

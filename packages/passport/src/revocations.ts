@@ -16,12 +16,18 @@
  * was already pending or revoked, and the mint is refused. After signing, a mint re-checks its own
  * id: a child caught by a revocation while it was signed is never handed out.
  *
+ * In a cluster (a {@link PassportClusterStore}, SPEC §6c) revocations and links are stored there
+ * instead of in the files, and the other nodes' ones arrive through its watch; the store refuses
+ * a link under a parent revoked anywhere, and revokes the subtree level by level, so a mint on
+ * another node racing a revocation is covered or refused as it is here.
+ *
  * @module
  */
 
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { RevocationSet, UnauthorizedError, type Clock, type RevocationCheck, type RevocationFeedItem, type RevocationFeedPage } from '@ron/core'
+import type { ClusterRevocation, PassportClusterState, PassportClusterStore } from './cluster-store.js'
 import { JsonlFile, type WriteObserver } from './jsonl-file.js'
 
 interface TreeNode {
@@ -72,12 +78,14 @@ export class RevocationLog implements RevocationCheck {
   /** Links persisted and not yet pruned (what a tree compaction keeps). */
   readonly #links = new Map<string, Link>()
   #seq = 0
+  readonly #cluster: PassportClusterStore | undefined
 
-  private constructor(clock: Clock, feedId: string, revFile?: JsonlFile, treeFile?: JsonlFile) {
+  private constructor(clock: Clock, feedId: string, revFile?: JsonlFile, treeFile?: JsonlFile, cluster?: PassportClusterStore) {
     this.#clock = clock
     this.feedId = feedId
     this.#revFile = revFile
     this.#treeFile = treeFile
+    this.#cluster = cluster
     this.set = new RevocationSet({ clock, graceSec: GRACE_SEC, capacity: 1_000_000 })
   }
 
@@ -86,7 +94,15 @@ export class RevocationLog implements RevocationCheck {
    * disk health). Expired entries are compacted away on start when the disk allows; when it does
    * not, the log opens anyway (the next compaction tries again).
    */
-  static async open(clock: Clock, dir: string | undefined, observe: WriteObserver = () => undefined): Promise<RevocationLog> {
+  static async open(clock: Clock, dir: string | undefined, observe: WriteObserver = () => undefined, cluster?: { store: PassportClusterStore; state: PassportClusterState }): Promise<RevocationLog> {
+    if (cluster !== undefined) {
+      // The cluster's state: its feed seqs are this node's own (a new feed id per start).
+      const log = new RevocationLog(clock, randomBytes(8).toString('hex'), undefined, undefined, cluster.store)
+      const state = cluster.state
+      log.applyRemote(state.revocations.slice().sort((a, b) => a.revokedAt - b.revokedAt))
+      log.linkRemote(state.links)
+      return log
+    }
     if (dir === undefined) return new RevocationLog(clock, randomBytes(8).toString('hex'))
     const rev = await JsonlFile.open(join(dir, 'revocations.jsonl'), dir, 'passport revocation log', observe)
     const tree = await JsonlFile.open(join(dir, 'tree.jsonl'), dir, 'passport token tree', observe)
@@ -151,6 +167,9 @@ export class RevocationLog implements RevocationCheck {
   /** Makes the link of an adopted child durable (group commit); resolves once it is on disk. */
   async persistLink(child: string, parent: string, exp: number): Promise<void> {
     const link = { jti: child, prf: parent, exp }
+    if (this.#cluster !== undefined && !(await this.#cluster.link(link))) {
+      throw new UnauthorizedError('parent token revoked', { details: { reason: 'revoked', field: 'token' } })
+    }
     await this.#treeFile?.append([link])
     this.#links.set(child, link)
   }
@@ -191,6 +210,18 @@ export class RevocationLog implements RevocationCheck {
     for (const id of ids) this.#pending.add(id)
     try {
       await this.#revFile?.append(written)
+      if (this.#cluster !== undefined) {
+        // The subtree as the cluster knows it: children minted on other nodes too.
+        const more = await this.#cluster.revoke(
+          written.map((i) => ({ jti: i.jti, exp: i.exp, revokedAt: i.revokedAt, cascade: i.cascade })),
+          options.cascade,
+        )
+        for (const m of more) {
+          if (ids.includes(m.jti)) continue
+          ids.push(m.jti)
+          written.push({ seq: ++seq, jti: m.jti, exp: m.exp, revokedAt: m.revokedAt, cascade: m.cascade })
+        }
+      }
     } finally {
       for (const id of ids) this.#pending.delete(id)
     }
@@ -198,6 +229,28 @@ export class RevocationLog implements RevocationCheck {
     let covered = 0
     for (const id of ids) covered = Math.max(covered, this.#latest.get(id)?.seq ?? 0)
     return { seq: covered, revoked: ids, written }
+  }
+
+  /**
+   * Applies revocations stored by other nodes of the cluster (or at load), each under a new seq of
+   * this node's feed unless it is covered already (the watch also returns this node's own).
+   * @returns the items applied (to publish on the feed)
+   */
+  applyRemote(items: readonly ClusterRevocation[]): FeedItem[] {
+    const out: FeedItem[] = []
+    for (const i of items) {
+      const prev = this.#latest.get(i.jti)
+      if (prev !== undefined && this.set.isRevoked(i.jti) && (prev.cascade || !i.cascade)) continue
+      const item: FeedItem = { seq: this.#seq + 1, jti: i.jti, exp: i.exp, revokedAt: i.revokedAt, cascade: i.cascade }
+      this.#apply(item)
+      out.push(item)
+    }
+    return out
+  }
+
+  /** Takes in parent links stored by other nodes of the cluster (their mints). */
+  linkRemote(links: readonly Link[]): void {
+    for (const l of links) this.#link(l.jti, l.prf, l.exp)
   }
 
   /** A page of the feed after `since`. */

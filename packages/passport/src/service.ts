@@ -6,7 +6,7 @@
  * @module
  */
 
-import { randomBytes } from 'node:crypto'
+import { randomBytes, type KeyObject } from 'node:crypto'
 import { join } from 'node:path'
 import { mkdir } from 'node:fs/promises'
 import {
@@ -19,6 +19,7 @@ import {
   createTokenVerifier,
   isRonError,
   noopLogger,
+  publicKeyFromJwk,
   systemClock,
   type CachingTokenVerifier,
   type Clock,
@@ -47,6 +48,18 @@ import { nodeKeyRoutes } from './routes/node-keys.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { tokenRoutes } from './routes/tokens.js'
 import { CHANNELS, TASKS, passportTopology } from './topology.js'
+import { packageVersion } from './version.js'
+
+/** A key set (public JWKs with `kid`) by kid; what is not an Ed25519 key is left out. */
+function indexJwks(keys: readonly unknown[]): Map<string, KeyObject> {
+  const out = new Map<string, KeyObject>()
+  for (const jwk of keys) {
+    const kid = (jwk as { kid?: unknown } | null)?.kid
+    const k = typeof kid === 'string' && kid.length > 0 ? publicKeyFromJwk(jwk) : undefined
+    if (k !== undefined) out.set(kid as string, k)
+  }
+  return out
+}
 
 /** What a body token is checked against when the request names no audience (passport checks it for any). */
 const ANY_AUDIENCE = Object.freeze({ audience: '', anyAudience: true })
@@ -152,7 +165,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
   const verifierRef: { current?: CachingTokenVerifier } = {}
   const host = createServiceHost<ResolvedPassportConfig>({
     id: o.id,
-    version: o.version,
+    version: o.version ?? packageVersion(),
     topology,
     ...(transport === undefined ? {} : { transport }),
     drainDeadlineMs: o.drainDeadlineMs,
@@ -214,7 +227,7 @@ export async function createPassportService(config: PassportConfig = {}, transpo
 
 /** `config` without its runtime objects (they never go into the frozen config snapshot). */
 function dataPart(config: PassportConfig): PassportConfig {
-  const { keystore: _k, clock: _c, random: _r, logger: _l, ...data } = config
+  const { keystore: _k, cluster: _cl, clock: _c, random: _r, logger: _l, ...data } = config
   return data
 }
 
@@ -231,8 +244,10 @@ async function build(
   const sink = host.metrics.sink
   const dir = o.dataDir
   const writeFile = dir === undefined ? undefined : (path: string, text: string): Promise<void> => disk.write('passport data directory', () => writeFileAtomic(path, text, dir))
-  const log = await RevocationLog.open(clock, dir, (e) => disk.note(e))
-  const nodes = await NodeRegistry.open(clock, dir, writeFile)
+  const cluster = o.cluster
+  const shared = cluster === undefined ? undefined : { store: cluster, state: await cluster.load() }
+  const log = await RevocationLog.open(clock, dir, (e) => disk.note(e), shared)
+  const nodes = await NodeRegistry.open(clock, dir, writeFile, shared === undefined ? undefined : { store: shared.store, nodes: shared.state.nodes })
   const keyring = await Keyring.open({
     guard,
     clock,
@@ -244,7 +259,33 @@ async function build(
     isRevoked: (jti) => log.isRevoked(jti),
     ...(writeFile === undefined ? {} : { writeFile }),
   })
-  const verifier = createTokenVerifier({ keys: keyring.keySource, revocations: log, clock, clockToleranceSec: o.rotation.clockToleranceSec })
+  // In a cluster every node's tokens verify here too: the other nodes' published key sets.
+  const peerKeys = new Map<string, Map<string, KeyObject>>()
+  const setPeerKeys = (node: string, keys: readonly unknown[] | undefined): void => {
+    if (node === cluster?.nodeId) return
+    if (keys === undefined) peerKeys.delete(node)
+    else peerKeys.set(node, indexJwks(keys))
+  }
+  for (const k of shared?.state.keySets ?? []) setPeerKeys(k.node, k.keys)
+  const keys: KeySource =
+    cluster === undefined
+      ? keyring.keySource
+      : {
+          async getKey(kid, signal) {
+            const own = await keyring.keySource.getKey(kid, signal)
+            if (own !== undefined) return own
+            for (const set of peerKeys.values()) {
+              const k = set.get(kid)
+              if (k !== undefined) return k
+            }
+            return undefined
+          },
+        }
+  const publishKeys = async (): Promise<void> => {
+    if (cluster === undefined) return
+    await cluster.publishKeys(keyring.jwks().keys).catch((err: unknown) => host.logger.warn({ err }, 'could not publish the key set to the cluster (retried at the next change)'))
+  }
+  const verifier = createTokenVerifier({ keys, revocations: log, clock, clockToleranceSec: o.rotation.clockToleranceSec })
   verifierRef.current = verifier
   const issuer = new Issuer({ iss: o.issuer, keyring, guard, log, clock, metrics: sink })
   const policyBus = host.broadcast<PolicyEvent>(CHANNELS.policy)
@@ -308,6 +349,7 @@ async function build(
         // A revoked or retired admin token no longer holds its key in the ring. The revocation is
         // durable already: a failure here only delays a key's retirement to the next refresh.
         await keyring.refresh().catch((err: unknown) => host.logger.warn({ err }, 'could not recompute key retirement after a revocation'))
+        await publishKeys()
         return { seq: r.seq, revoked: r.revoked }
       },
       signal,
@@ -358,6 +400,7 @@ async function build(
         throw e
       }
       setEpoch()
+      await publishKeys()
       for (const fn of [...rotateListeners]) {
         try {
           await fn(ringSummary(s))
@@ -402,7 +445,10 @@ async function build(
       await clock.sleep(60_000, signal)
       try {
         const retired = await keyring.prune()
-        if (retired.length > 0) host.logger.info({ retired }, 'retired issuer keys')
+        if (retired.length > 0) {
+          host.logger.info({ retired }, 'retired issuer keys')
+          await publishKeys()
+        }
       } catch (err) {
         disk.note(err)
         host.logger.warn({ err }, 'could not retire issuer keys this round')
@@ -436,7 +482,21 @@ async function build(
   host.readiness.setPath('verify', true)
   updateIssueReadiness()
   setEpoch()
+  // The other nodes' revocations, links, enrolments and key sets as they change.
+  const unwatch = cluster?.watch({
+    revoked(items) {
+      for (const item of log.applyRemote(items)) {
+        sink.inc('revocations_total')
+        if (!hub.closed) hub.publish({ id: String(item.seq), event: 'revocation', data: item })
+      }
+    },
+    linked: (links) => log.linkRemote(links),
+    enrolled: (n) => nodes.adopt(n),
+    keys: setPeerKeys,
+  })
+  if (cluster !== undefined) await cluster.publishKeys(keyring.jwks().keys)
   host.onClose(async () => {
+    unwatch?.()
     hub.close()
     await log.close()
     await kms.close?.()
@@ -445,7 +505,7 @@ async function build(
   const service = host.service
   const passport: PassportService = Object.assign(service, {
     verifier,
-    keys: keyring.keySource,
+    keys,
     revocations: log,
     jwks: () => keyring.jwks(),
     keySummary: () => ringSummary(keyring.snapshot),

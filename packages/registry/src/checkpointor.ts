@@ -69,9 +69,11 @@ export class Checkpointor {
 
   async #checkpoint(): Promise<StoredCheckpoint> {
     const { log, notary, clock, metrics } = this.#o
-    const size = log.tree.size
+    // A shared log stores what the lease holder signed (the served checkpoint), never signs here.
+    const shared = log.store.shared !== undefined
+    const size = shared ? notary.latest().treeSize : log.tree.size
     const last = this.latest()
-    if (last !== undefined && last.treeSize === size) {
+    if (last !== undefined && last.treeSize >= size) {
       this.#askRetention()
       return last
     }

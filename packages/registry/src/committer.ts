@@ -26,6 +26,7 @@ import {
 import type { Address, Broadcast, Clock, Logger, MetricsSink } from '@ron/core'
 import { payloadB3, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
 import type { RegistryLog } from './log.js'
+import type { SharedLog, SharedProposal } from './store/shared.js'
 import { countQuorum, evaluateQuorum, keyOf, verifyApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
 import { CHANNELS } from './topology.js'
 import { writeFault } from './write-fault.js'
@@ -127,6 +128,8 @@ export interface CommitterOptions {
    * checkpoint here, so HEAD and the signed checkpoint never differ). Must not throw.
    */
   onCommitted?: (version: number) => void
+  /** Told when following a shared log's appends fails (an entry that does not extend HEAD). */
+  onFollowError?: (error: unknown) => void
 }
 
 /** The single writer of HEAD and the log. */
@@ -144,6 +147,11 @@ export class Committer {
   #wake: (() => void) | undefined
   #running = false
   #closed = false
+  /** The shared log (a cluster on etcd), when the store is shared. */
+  readonly #shared: SharedLog | undefined
+  /** Other nodes appended since this loop last followed. */
+  #behind = false
+  readonly #offAppend: (() => void) | undefined
 
   constructor(o: CommitterOptions) {
     this.#o = o
@@ -151,6 +159,12 @@ export class Committer {
       proposals: new BoundedQueue<Command>({ name: CHANNELS.proposals, capacity: o.capacity.proposals, metrics: o.metrics }),
       approvals: new BoundedQueue<Command>({ name: CHANNELS.approvals, capacity: o.capacity.approvals, metrics: o.metrics }),
     }
+    this.#shared = o.log.store.shared
+    this.#behind = this.#shared !== undefined
+    this.#offAppend = this.#shared?.onAppend(() => {
+      this.#behind = true
+      this.#kick()
+    })
   }
 
   /**
@@ -232,6 +246,7 @@ export class Committer {
     try {
       while (!signal.aborted) {
         this.#expire()
+        if (this.#behind) await this.#follow()
         const cmd = this.#queues.approvals.tryRecv() ?? this.#queues.proposals.tryRecv()
         if (cmd === undefined) {
           await this.#idle(signal)
@@ -253,6 +268,7 @@ export class Committer {
   close(): void {
     if (this.#closed) return
     this.#closed = true
+    this.#offAppend?.()
     this.#failQueued(new ClosedError('committer is closed'))
     this.#queues.proposals.close()
     this.#queues.approvals.close()
@@ -312,14 +328,17 @@ export class Committer {
     try {
       switch (cmd.type) {
         case 'propose':
-          cmd.done.resolve(this.#propose(cmd.payload, cmd.baseVersion))
+          cmd.done.resolve(await this.#propose(cmd.payload, cmd.baseVersion))
           return
         case 'approve':
-          cmd.done.resolve(this.#approve(cmd.id, cmd.approval))
+          cmd.done.resolve(await this.#approve(cmd.id, cmd.approval))
           return
-        case 'get':
-          cmd.done.resolve(this.#view(this.#find(cmd.id)))
+        case 'get': {
+          const p = await this.#find(cmd.id)
+          if (p.committed === undefined) this.#committedElsewhere(p)
+          cmd.done.resolve(this.#view(p))
           return
+        }
         case 'commit':
           cmd.done.resolve(await this.#commit(cmd.id, cmd.signal, cmd.approvals))
           return
@@ -336,10 +355,83 @@ export class Committer {
     else this.#o.logger.info({ op }, 'registry mutation accepted')
   }
 
-  #find(id: string): Proposal {
+  /** A live proposal: held here, or (shared log) made on another node and held from now on. */
+  async #find(id: string): Promise<Proposal> {
     const p = this.#proposals.get(id)
-    if (p === undefined || p.expiresAt <= this.#o.clock.now()) throw new NotFoundError('no such proposal (unknown or expired)', { details: { proposalId: id } })
+    if (p !== undefined && p.expiresAt > this.#o.clock.now()) return p
+    const s = p === undefined && this.#shared !== undefined && /^p-[0-9a-f]{24}$/.test(id) ? await this.#shared.proposals.get(id) : undefined
+    if (s === undefined || s.expiresAt <= this.#o.clock.now()) throw new NotFoundError('no such proposal (unknown or expired)', { details: { proposalId: id } })
+    return this.#hold(s)
+  }
+
+  /** Holds a proposal of the shared table here (it counts against `maxProposals` like one made here). */
+  #hold(s: SharedProposal): Proposal {
+    const held = this.#proposals.get(s.id)
+    if (held !== undefined) {
+      this.#merge(held, s.approvals)
+      return held
+    }
+    const set = signerSetOf(s.payload)
+    const p: Proposal = {
+      id: s.id,
+      payload: s.payload,
+      payloadB3: s.payloadB3,
+      baseVersion: s.baseVersion,
+      baseHash: s.baseHash,
+      createdAt: s.createdAt,
+      expiresAt: s.expiresAt,
+      approvals: [],
+      nextSet: set === undefined ? undefined : { threshold: set.threshold, signers: set.signers },
+      committed: undefined,
+    }
+    this.#merge(p, s.approvals)
+    this.#proposals.set(p.id, p)
+    this.#byPayload.set(`${p.baseVersion}/${p.payloadB3}`, p.id)
+    this.#expiries.push(p.expiresAt, p.id)
+    this.#pending++
     return p
+  }
+
+  /** Adds approvals recorded by other nodes (one per signer; quorum counting verifies each). */
+  #merge(p: Proposal, approvals: readonly Approval[]): void {
+    for (const a of approvals) if (!p.approvals.some((x) => x.signerId === a.signerId)) p.approvals.push({ signerId: a.signerId, sig: a.sig })
+  }
+
+  /** Takes in other nodes' appends (shared log): publishes each as a commit and checkpoints it. */
+  async #follow(): Promise<void> {
+    this.#behind = false
+    let news
+    try {
+      news = await this.#o.log.catchUp()
+    } catch (e) {
+      this.#o.logger.error({ err: e }, 'cannot follow the shared log')
+      this.#o.onFollowError?.(e)
+      return
+    }
+    if (news.length === 0) return
+    const head = this.#o.log.head()
+    this.#o.metrics.set('registry_head_version', undefined, head.version)
+    this.#o.onCommitted?.(head.version)
+    for (const enc of news) {
+      this.#o.committed.publish({ type: 'RegistryUpdated', version: enc.entry.version, b3: enc.entry.payloadB3, hash: enc.hash, committedAt: enc.entry.committedAt })
+    }
+  }
+
+  /**
+   * Shared log: true (and the proposal marked committed) when another node committed it: the
+   * entry after its base is its payload on its base.
+   */
+  #committedElsewhere(p: Proposal): boolean {
+    const log = this.#o.log
+    if (this.#shared === undefined || p.committed !== undefined || log.head().version <= p.baseVersion) return false
+    const version = p.baseVersion + 1
+    // Recent entries are in the log's cache; an older one is not worth a read here.
+    const e = log.cached(version)
+    if (e === undefined || e.entry.payloadB3 !== p.payloadB3 || e.entry.prev !== p.baseHash) return false
+    p.committed = { version, payloadB3: p.payloadB3, committedAt: e.entry.committedAt, treeSize: version, root: log.rootHex(version), hash: e.hash }
+    this.#pending--
+    this.#committedIds.add(p.id)
+    return true
   }
 
   #subject(p: Proposal): ApprovalSubject {
@@ -363,7 +455,12 @@ export class Committer {
     return v
   }
 
-  #propose(payload: DescriptorSet, baseVersion: number | undefined): ProposalView {
+  async #propose(payload: DescriptorSet, baseVersion: number | undefined): Promise<ProposalView> {
+    if (this.#shared !== undefined) {
+      // Propose on the cluster's HEAD, not on what this node has followed so far.
+      await this.#shared.sync()
+      await this.#follow()
+    }
     const head = this.#o.log.head()
     if (baseVersion !== undefined && baseVersion !== head.version) {
       throw new ChainMismatchError(`HEAD is at ${head.version}, not ${baseVersion}`, { details: { head: head.version, baseVersion } })
@@ -390,6 +487,14 @@ export class Committer {
       nextSet: set === undefined ? undefined : { threshold: set.threshold, signers: set.signers },
       committed: undefined,
     }
+    if (this.#shared !== undefined) {
+      // The same payload on the same base proposed on another node is that node's proposal.
+      const stored = await this.#shared.proposals.create({ ...p, approvals: [] })
+      if (stored.id !== p.id) {
+        this.#audit('propose', 'accepted')
+        return this.#view(this.#hold(stored))
+      }
+    }
     this.#proposals.set(p.id, p)
     this.#byPayload.set(key, p.id)
     this.#expiries.push(p.expiresAt, p.id)
@@ -398,8 +503,14 @@ export class Committer {
     return this.#view(p)
   }
 
-  #approve(id: string, a: Approval): ApprovalResult {
-    const p = this.#find(id)
+  /**
+   * Records an approval. `localOnly`: not in the shared table (yet): a commit carrying its
+   * approvals writes them there only when they do not reach the quorum, since a commit that
+   * succeeds keeps them in its entry and one that loses HEAD leaves a dead proposal.
+   */
+  async #approve(id: string, a: Approval, localOnly = false): Promise<ApprovalResult> {
+    const p = await this.#find(id)
+    this.#committedElsewhere(p)
     if (p.committed !== undefined) throw new ConflictError('proposal is already committed', { details: { proposalId: id, version: p.committed.version } })
     if (p.approvals.some((x) => x.signerId === a.signerId)) {
       throw new DuplicateApprovalError(`signer ${a.signerId} already approved`, { details: { proposalId: id, signerId: a.signerId } })
@@ -415,6 +526,15 @@ export class Committer {
       this.#o.metrics.inc('registry_approvals_total', { result: 'bad_signature' })
       throw new InvalidSignatureError(`approval by ${a.signerId} does not verify`, { details: { signerId: a.signerId, reason: 'bad_signature' } })
     }
+    if (this.#shared !== undefined && !localOnly) {
+      const r = await this.#shared.proposals.addApproval(id, { signerId: a.signerId, sig: a.sig })
+      if (r === 'unknown') throw new NotFoundError('no such proposal (unknown or expired)', { details: { proposalId: id } })
+      if (r === 'duplicate') {
+        const fresh = await this.#shared.proposals.get(id)
+        if (fresh !== undefined) this.#merge(p, fresh.approvals)
+        throw new DuplicateApprovalError(`signer ${a.signerId} already approved`, { details: { proposalId: id, signerId: a.signerId } })
+      }
+    }
     p.approvals.push({ signerId: a.signerId, sig: a.sig })
     this.#o.metrics.inc('registry_approvals_total', { result: 'accepted' })
     this.#audit('approve', 'accepted')
@@ -425,14 +545,23 @@ export class Committer {
   }
 
   async #commit(id: string, signal: AbortSignal, carried: Approval[] | undefined): Promise<CommitResult> {
-    const p = this.#find(id)
-    if (p.committed !== undefined) return p.committed
+    const p = await this.#find(id)
+    if (p.committed !== undefined || this.#committedElsewhere(p)) return p.committed!
     if (signal.aborted) {
       throw signal.reason instanceof TimeoutError ? signal.reason : new TimeoutError('commit deadline passed while queued', { details: { op: 'commit' } })
     }
+    const recorded: Approval[] = []
     for (const a of carried ?? []) {
       if (p.approvals.some((x) => x.signerId === a.signerId && x.sig === a.sig)) continue
-      this.#approve(id, { signerId: a.signerId, sig: a.sig })
+      await this.#approve(id, { signerId: a.signerId, sig: a.sig }, true)
+      recorded.push(a)
+    }
+    if (this.#shared !== undefined && (carried === undefined || !evaluateQuorum(this.#o.log.signerSetAt(p.baseVersion), p.nextSet, p.approvals, this.#subject(p)).ok)) {
+      // Short of the quorum: the carried approvals go to the shared table (for a commit on any
+      // node), and approvals recorded on other nodes count too.
+      for (const a of recorded) await this.#shared.proposals.addApproval(id, a)
+      const fresh = await this.#shared.proposals.get(id)
+      if (fresh !== undefined) this.#merge(p, fresh.approvals)
     }
     const log = this.#o.log
     const current = log.signerSetAt(p.baseVersion)
@@ -470,6 +599,11 @@ export class Committer {
     this.#o.onAppend?.(this.#o.clock.now() - started)
     if (enc === undefined) {
       this.#o.metrics.inc('commit_cas_fail_total')
+      if (this.#shared !== undefined) {
+        // Another node appended first: follow it (it may even have committed this very proposal).
+        await this.#follow()
+        if (this.#committedElsewhere(p)) return p.committed!
+      }
       throw new ChainMismatchError('HEAD moved during the commit', { details: { proposalId: id, baseVersion: p.baseVersion } })
     }
     this.#o.onCommitted?.(enc.entry.version)

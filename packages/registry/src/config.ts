@@ -26,8 +26,8 @@ const keyName = z.string().min(1).max(255).regex(/^[^\s+]+$/, 'a key name has no
 export const registryConfigSchema = z.strictObject({
   /** Service id: token audience, transport name, `service` metric label. */
   id: z.string().min(1).default('registry'),
-  /** Reported by `/version`. */
-  version: z.string().default('0.1.0'),
+  /** Reported by `/version`. @default this package's version (its package.json) */
+  version: z.string().optional(),
   /** Directory of the durable log (segment files). Absent → memory store (amnesia). */
   dataDir: z.string().min(1).optional(),
   /**

@@ -30,6 +30,9 @@ export type ReadResult = { entry: LogEntry; bytes: Uint8Array; hash: Address } |
 /** What reading a leaf finds: its exact bytes, or that it was pruned (or does not exist). */
 export type LeafResult = { bytes: Uint8Array } | { pruned: true; checkpoint: StoredCheckpoint | undefined } | undefined
 
+/** HEAD's hash while the entry at HEAD was pruned before this node read it (the next entry's `prev` tells). */
+const UNKNOWN_HASH = 'b3:' as Address
+
 /** Signer-set history item: the set in force for bases ≥ `version`. */
 interface SetChange {
   version: number
@@ -171,6 +174,11 @@ export class RegistryLog {
     return { entry, bytes, hash: entryHash(bytes) }
   }
 
+  /** Entry `version` when it is among the recent ones held in memory (no read). */
+  cached(version: number): EncodedEntry | undefined {
+    return this.#cache.get(version)
+  }
+
   /** The Merkle leaf hash of an entry's canonical bytes (by the log's hash and leaf format). */
   leafHash(entryBytes: Uint8Array): Uint8Array {
     return this.hasher.leaf(leafBytes(this.leafFormat, entryBytes))
@@ -216,15 +224,67 @@ export class RegistryLog {
     const leaf = this.hasher.leaf(leafData)
     const ok = await this.store.compareAndAppend(expected, enc, leaf)
     if (!ok) return undefined
+    // A shared store may already have followed other nodes' appends on top of this one.
     const storeHead = this.store.head()
-    if (storeHead.version !== entry.version || storeHead.hash !== enc.hash) throw new ChainMismatchError('store HEAD moved under the committer')
+    if (this.store.shared === undefined ? storeHead.version !== entry.version || storeHead.hash !== enc.hash : storeHead.version < entry.version) {
+      throw new ChainMismatchError('store HEAD moved under the committer')
+    }
+    this.#applyAppended(enc, leaf)
+    return enc
+  }
+
+  #applyAppended(enc: EncodedEntry, leaf: Uint8Array): void {
     this.leaves.add(this.tree.size, leaf)
     this.tree.append(leaf)
-    this.#head = { version: entry.version, hash: enc.hash }
-    this.#noteEntry(entry, undefined, enc.bytes.length)
-    this.#cache.set(entry.version, enc)
+    this.#head = { version: enc.entry.version, hash: enc.hash }
+    this.#noteEntry(enc.entry, undefined, enc.bytes.length)
+    this.#cache.set(enc.entry.version, enc)
     if (this.#cache.size > this.#cacheSize) this.#cache.delete(this.#cache.keys().next().value!)
-    return enc
+  }
+
+  /**
+   * Takes in what other nodes appended to a shared store (SPEC §6c), up to the store's HEAD:
+   * each entry must extend this log's HEAD (version and `prev`) and match the stored leaf hash.
+   * Committer only (the single writer of this view). A log whose store is not shared has nothing
+   * to take in.
+   * @returns the entries taken in, oldest first (an entry pruned before this node read it is
+   *   taken in by its leaf hash and not returned)
+   * @throws {@link IntegrityFailedError} when an entry does not extend HEAD or its leaf hash
+   *   differs from the stored one (nothing after it is taken in)
+   */
+  async catchUp(): Promise<EncodedEntry[]> {
+    const shared = this.store.shared
+    if (shared === undefined) return []
+    const target = this.store.head().version
+    const out: EncodedEntry[] = []
+    while (this.#head.version < target) {
+      const version = this.#head.version + 1
+      let bytes: Uint8Array | undefined
+      try {
+        bytes = await this.store.read(version)
+      } catch (e) {
+        throw toDiskFault(e, 'registry log')
+      }
+      const stored = shared.leafHash(version)
+      if (bytes === undefined) {
+        // Pruned by the cluster before this node read it: its leaf hash is all the tree needs.
+        if (stored === undefined) throw new IntegrityFailedError(`entry ${version} is neither held nor has a leaf hash`, { details: { version } })
+        this.leaves.add(this.tree.size, stored)
+        this.tree.append(stored)
+        // Its hash is the next entry's `prev` (or the store's HEAD when it is the last).
+        this.#head = { version, hash: this.store.head().version === version ? this.store.head().hash : UNKNOWN_HASH }
+        continue
+      }
+      const entry = JSON.parse(Buffer.from(bytes).toString('utf8')) as LogEntry
+      const leaf = this.leafHash(bytes)
+      if (entry.version !== version || (this.#head.hash !== UNKNOWN_HASH && entry.prev !== this.#head.hash) || (stored !== undefined && Buffer.compare(stored, leaf) !== 0)) {
+        throw new IntegrityFailedError(`entry ${version} of the shared log does not extend HEAD ${this.#head.version}`, { details: { version } })
+      }
+      const enc: EncodedEntry = { entry, bytes, hash: entryHash(bytes) }
+      this.#applyAppended(enc, leaf)
+      out.push(enc)
+    }
+    return out
   }
 
   /** The root hash (`b3:`-style hex is not used for roots: lowercase hex) of the tree of `size` leaves. */

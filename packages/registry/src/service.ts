@@ -30,6 +30,7 @@ import type { SegmentInfo, StoredCheckpoint } from './store/types.js'
 import { CHANNELS, TASKS, registryTopology } from './topology.js'
 import { WITNESS_RESULTS, Witness } from './witness.js'
 import { WitnessPusher, type WitnessStatus } from './witness-pusher.js'
+import { packageVersion } from './version.js'
 
 /** The registry service: a {@link RonService} plus registry handles. */
 export interface RegistryService extends RonService {
@@ -200,7 +201,7 @@ function build(
   const clock = runtime.clock ?? systemClock
   const host = createServiceHost<RegistryConfig>({
     id: c.id,
-    version: c.version,
+    version: c.version ?? packageVersion(),
     topology: registryTopology(c),
     ...(transport === undefined ? {} : { transport }),
     ...(runtime.auth === undefined ? {} : { auth: runtime.auth as NonNullable<Parameters<typeof createServiceHost>[0]['auth']> }),
@@ -249,7 +250,7 @@ function build(
 
   const committed = host.broadcast<RegistryUpdated>(CHANNELS.committed)
   // Every commit is checkpointed before it is answered (see notary.ts).
-  const notary = new Notary({ log, signer, clock, logger })
+  const notary = new Notary({ log, signer, clock, logger, ...(log.store.shared === undefined ? {} : { lease: log.store.shared.signer }) })
   const committer = new Committer({
     log,
     committed,
@@ -270,6 +271,8 @@ function build(
       }
     },
     onCommitted: () => notary.advance(),
+    // A shared log's entry that does not extend HEAD: this node stops writing until a restart.
+    onFollowError: () => setIntegrity(false),
   })
   const hub = new SseHub<RegistryUpdated>({
     name: CHANNELS.stream,
@@ -383,6 +386,7 @@ function build(
   })
   host.onClose(async () => {
     committer.close()
+    notary.close()
     publisher.close()
     hub.close()
     retentionQueue.close()

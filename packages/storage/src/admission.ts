@@ -11,7 +11,7 @@
  * @module
  */
 
-import { BusyError, CanceledError, TokenBucket, abortReason } from '@ron/core'
+import { BusyError, CanceledError, abortReason } from '@ron/core'
 import type { Clock, MetricsSink } from '@ron/core'
 
 /** What a request needs: a reader (GET/HEAD/status) or a writer (PUT). */
@@ -223,68 +223,4 @@ export class WorkScheduler {
   #activeChanged(kind: WorkKind): void {
     this.#o.metrics.set('work_active', { kind }, kind === 'read' ? this.#readers : this.#writers)
   }
-}
-
-/** Limits of a {@link RequestGate}; absent = unlimited. */
-export interface GateLimits {
-  /** Requests in progress at once, all clients together. */
-  maxInflight: number | undefined
-  /** Requests admitted per second, all clients together (burst: one second's worth). */
-  maxRps: number | undefined
-}
-
-/**
- * The service-wide request limits (`http.maxInflight`, `http.maxRps`), in front of the `work`
- * queue: over either → 429 Busy (`details.reason` `max_inflight` or `max_rps`).
- */
-export class RequestGate {
-  #limits: GateLimits
-  #inflight = 0
-  #bucket: TokenBucket | undefined
-  readonly #clock: Clock
-
-  constructor(limits: GateLimits, clock: Clock) {
-    this.#clock = clock
-    this.#limits = limits
-    this.#bucket = bucketFor(limits.maxRps, clock)
-  }
-
-  /** Requests in progress. */
-  get inflight(): number {
-    return this.#inflight
-  }
-
-  /** Swaps the limits (live reload). */
-  configure(limits: GateLimits): void {
-    if (limits.maxRps !== this.#limits.maxRps) this.#bucket = bucketFor(limits.maxRps, this.#clock)
-    this.#limits = limits
-  }
-
-  /**
-   * Admits one request. @returns an idempotent release function.
-   * @throws {@link BusyError} when a limit is reached.
-   */
-  admit(endpoint: string): () => void {
-    const max = this.#limits.maxInflight
-    if (max !== undefined && this.#inflight >= max) {
-      throw new BusyError(`more than ${max} requests in progress`, { details: { endpoint, reason: 'max_inflight', limit: max }, retryAfterMs: 1000 })
-    }
-    if (this.#bucket !== undefined && !this.#bucket.tryTake()) {
-      throw new BusyError(`more than ${this.#limits.maxRps} requests per second`, {
-        details: { endpoint, reason: 'max_rps', limit: this.#limits.maxRps },
-        retryAfterMs: Math.max(1, this.#bucket.msUntil()),
-      })
-    }
-    this.#inflight++
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      this.#inflight--
-    }
-  }
-}
-
-function bucketFor(rps: number | undefined, clock: Clock): TokenBucket | undefined {
-  return rps === undefined ? undefined : new TokenBucket({ capacity: rps, refillPerSec: rps, clock })
 }

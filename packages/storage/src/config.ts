@@ -1,16 +1,19 @@
 /**
- * Options of the storage service: ONE zod schema. The option types are derived from it
- * (`z.input` for what callers write, `z.output` for the resolved form), it is validated through
- * core's {@link validateConfig} (a {@link ConfigError} naming the key path), and its JSON-safe
- * part ({@link storageConfigSchema}) is what a host such as `ron-node` embeds in its own config
- * file schema, so durations and sizes may also be written `"5s"`, `"64KiB"` there.
+ * Config of the storage service: ONE zod schema spreading core's base keys (`http.*`, `cors`,
+ * `drainDeadlineMs`, `drainReadWindowMs`: the service contract, docs/service-contract.md) with
+ * storage's own, and the keys a reload may not change right next to it. The option types are
+ * derived from it (`z.input` for what callers write, `z.output` for the resolved form); it is
+ * validated through core's {@link validateConfig} (a {@link ConfigError} naming the key path).
+ * It is data only — what a config file may hold; durations and sizes may also be written `"5s"`,
+ * `"64KiB"`. Injected objects (backend, peer keys, tokens, clock, logger…) are the factory's third
+ * argument, {@link StorageRuntime}.
  *
  * @module
  */
 
 import { z } from 'zod'
-import { NODE_ID_PATTERN, blake3, durationSchema, sizeSchema, validateConfig } from '@ron/core'
-import type { Clock, KeySource, Logger, Random, ServiceHostOptions } from '@ron/core'
+import { BASE_IMMUTABLE_KEYS, NODE_ID_PATTERN, blake3, durationSchema, serviceBaseShape, sizeSchema, validateConfig } from '@ron/core'
+import type { KeySource, OutgoingTokens, ServiceRuntime } from '@ron/core'
 import type { BlobStore } from './store/types.js'
 
 const KiB = 1024
@@ -26,7 +29,6 @@ const DEFAULT_ADVERTISE = 'storage'
 function derivedNodeId(placementName: string): string {
   return `n${Buffer.from(blake3(new TextEncoder().encode(`ron:storage-node-id:v1\n${placementName}`))).toString('hex').slice(0, 16)}`
 }
-const isObject = (v: unknown): boolean => (typeof v === 'object' || typeof v === 'function') && v !== null
 /** A duration (ms, or `"5s"`) that must be positive. */
 const positiveMs = durationSchema.refine((n) => n > 0, 'expected a positive duration')
 const positiveBytes = sizeSchema.refine((n) => n > 0, 'expected a positive size')
@@ -73,57 +75,18 @@ const writeReadinessSchema = z.strictObject({
   slowPutMs: positiveMs.default(5000),
 })
 
-/** Per-service HTTP limits (SPEC.md 3.2, 4), slow-client rules included. */
-const httpSchema = z.strictObject({
-  /** Longest gap between request body chunks before 408 RequestTimeout. @default 5000 */
-  readTimeoutMs: positiveMs.default(5000),
-  /**
-   * Minimum average body rate over `rateWindowMs` of reading (uploads count from when they leave
-   * the `work` queue); below it → 408 RequestTimeout `min_rate`. @default 8 KiB/s
-   */
-  minBytesPerSec: positiveBytes.default(8 * KiB),
-  /** Window of the minimum-rate rule (also the grace before it applies). @default 30000 */
-  rateWindowMs: positiveMs.default(30_000),
-  /**
-   * Whole-request deadline of a body: this plus the time its `Content-Length` (else
-   * `maxObjectBytes`) takes at `minBytesPerSec`; later → 408 RequestTimeout `deadline`. @default 30000
-   */
-  requestTimeoutMs: positiveMs.default(30_000),
-  /**
-   * Lingering request bodies (still arriving after a tenth of `rateWindowMs`) one principal (token
-   * `sub`, else client address) may have at once; more → 429 Busy `per_principal`.
-   * @default the larger of 16 and `writersPerPrincipal`
-   */
-  maxBodiesPerPrincipal: positiveInt.optional(),
-  /** Longest a streamed reply waits for the client to take data. @default 5000 */
-  writeTimeoutMs: positiveMs.default(5000),
-  /** Decoded cap of JSON bodies (object bodies are capped by `maxObjectBytes`). @default 1 MiB */
-  jsonBodyLimit: positiveBytes.default(MiB),
-  /** Decoded bytes may not exceed `ratio × encoded + 64 KiB` (all bodies, objects included). @default 10 */
-  decompressionRatio: z.number().positive().default(10),
-  /** Absolute decoded cap of JSON bodies. @default 64 MiB */
-  maxDecompressedBytes: positiveBytes.default(64 * MiB),
-  /** Concurrent requests per client IP (the per-IP cap). @default 256 */
-  maxConcurrentPerIp: positiveInt.default(256),
-  /** Requests per second per client IP (token bucket, burst = 2 s worth); absent = unlimited. */
-  maxRpsPerIp: positiveInt.optional(),
-  /** Requests in progress at once, all clients together (429 `max_inflight` beyond); absent = unlimited. */
-  maxInflight: positiveInt.optional(),
-  /** Requests per second, all clients together (429 `max_rps` beyond); absent = unlimited. */
-  maxRps: positiveInt.optional(),
-  /** Keep-alive idle timeout of the listener a host serves storage on (`serve({ idleTimeoutMs })`). @default 60000 */
-  idleTimeoutMs: positiveMs.default(60_000),
-})
-
 /**
  * The JSON-safe options (what a config file may set). Every field is optional; defaults are
  * filled in by parsing. Durations accept ms or `"5s"`, sizes bytes or `"64KiB"`.
  */
 export const storageConfigSchema = z.strictObject({
+  // The base keys (core): http.* limits, cors, drainDeadlineMs, drainReadWindowMs. Storage's
+  // uploads are long: a slower minimum rate is allowed over a longer window than core's default.
+  ...serviceBaseShape({ http: { minBytesPerSec: 8 * KiB, rateWindowMs: 30_000 } }),
   /** Service id: the `aud` tokens must name and the `service` metric label. @default 'storage' */
   id: z.string().min(1).default('storage'),
-  /** Service version reported by /version. @default '0.1.0' */
-  version: z.string().default('0.1.0'),
+  /** Service version reported by /version. @default this package's version (its package.json) */
+  version: z.string().optional(),
   /** Directory of the filesystem backend. Absent (and no `backend`) → memory backend. */
   dataDir: z.string().min(1).optional(),
   /** Chunk size of integrity data for new objects. @default 64 KiB */
@@ -183,65 +146,35 @@ export const storageConfigSchema = z.strictObject({
   writers: positiveInt.default(32),
   /** Concurrent uploads being written per principal (token `sub`). @default half of `writers` (at least 1) */
   writersPerPrincipal: positiveInt.optional(),
-  /** HTTP limits of this service. */
-  http: httpSchema.prefault({}),
-  /** How long close() lets in-flight requests finish. @default 3000 */
-  drainDeadlineMs: durationSchema.default(3000),
-  /** Shutdown (SPEC.md 3.3). */
-  shutdown: z
-    .strictObject({
-      /**
-       * How long writes are unready (PUT → 503, `/readyz` `writeReady: false`) while reads are
-       * still served, before the drain starts. @default 250
-       */
-      writesFirstMs: durationSchema.default(250),
-    })
-    .prefault({}),
-  /**
-   * CORS (core's host): reads from `readOrigins` (default `*`), writes and their preflights from
-   * `writeOrigins` (default none).
-   */
-  cors: z
-    .strictObject({
-      readOrigins: z.union([z.literal('*'), z.array(z.string().min(1))]).optional(),
-      writeOrigins: z.array(z.string().min(1)).optional(),
-    })
-    .optional(),
 })
 
-/** Token verification options, exactly as the service host takes them. */
-type AuthOptions = NonNullable<ServiceHostOptions['auth']>
+/**
+ * Config keys a reload may not change (SPEC.md 3.3b): core's {@link BASE_IMMUTABLE_KEYS} and
+ * storage's own that shape the store, placement, queues and tasks.
+ */
+export const STORAGE_IMMUTABLE_KEYS = [
+  ...BASE_IMMUTABLE_KEYS,
+  'id',
+  'version',
+  'dataDir',
+  'chunkSize',
+  'nodeId',
+  'advertise',
+  'placementName',
+  'replicationQueue',
+  'repair.workers',
+  'repair.queue',
+  'repair.auto',
+  'announce',
+] as const
 
 /**
- * Everything {@link storageConfigSchema} holds plus the runtime objects an embedding host passes.
+ * {@link storageConfigSchema} with the cross-field rules and derived defaults: `rf` needs enough
+ * peers, `writeQuorum` ≤ `rf`; this node is dropped from its own peer list; `rf`, `advertise`,
+ * `writersPerPrincipal`, `http.maxBodiesPerPrincipal` and `announce.intervalMs` get their
+ * computed defaults. The host validates every config and reload with it.
  */
-export const storageOptionsSchema = storageConfigSchema
-  .extend({
-    /** A backend to use instead of creating one. The service does not close a backend it was given. */
-    backend: z.custom<BlobStore>(isObject, 'expected a BlobStore').optional(),
-    /** Token verification (no auth → every write route answers 401). */
-    auth: z.custom<AuthOptions>(isObject, 'expected { verifier } or { keys }').optional(),
-    /**
-     * Issuer keys of the peers, accepted for `storage:replicate` ONLY (replica writes and repair
-     * pushes), keyed by peer. A token signed by one of these keys for any other scope is refused.
-     */
-    peerKeys: z.record(z.string(), z.custom<KeySource>((v) => isObject(v) && typeof (v as KeySource).getKey === 'function', 'expected a KeySource')).default({}),
-    /**
-     * Where the service gets the short-lived bearer tokens for its outgoing calls (replica writes
-     * and repair: `aud` = the peer's service id, scope `storage:replicate`; announcements: `aud`
-     * `index`, scope `index:announce`), e.g. core's token provider on this node's issuer.
-     * Absent → outgoing calls carry no token.
-     */
-    tokens: z
-      .custom<OutgoingTokens>((v) => isObject(v) && typeof (v as OutgoingTokens).token === 'function', 'expected { token({ aud, scope }) }')
-      .optional(),
-    /** Injectable clock. @default systemClock */
-    clock: z.custom<Clock>(isObject, 'expected a Clock').optional(),
-    /** Injectable randomness. @default systemRandom */
-    random: z.custom<Random>(isObject, 'expected a Random').optional(),
-    /** Logger (pino-compatible). @default noopLogger */
-    logger: z.custom<Logger>(isObject, 'expected a Logger').optional(),
-  })
+export const resolvedStorageConfigSchema = storageConfigSchema
   .superRefine((o, ctx) => {
     const self = o.placementName ?? o.advertise ?? DEFAULT_ADVERTISE
     const peers = o.peers.filter((p) => p !== self)
@@ -273,36 +206,69 @@ export const storageOptionsSchema = storageConfigSchema
   })
 
 /**
+ * The injected objects of {@link createStorageService} (its third argument): core's
+ * {@link ServiceRuntime} (clock, random, logger, metrics sink, `auth`, outgoing `tokens`) plus
+ * storage's own.
+ */
+export interface StorageRuntime extends ServiceRuntime {
+  /** A backend to use instead of creating one. The service does not close a backend it was given. @default fs (with `dataDir`) or memory */
+  backend?: BlobStore
+  /**
+   * Issuer keys of the peers, accepted for `storage:replicate` ONLY (replica writes and repair
+   * pushes), keyed by peer. A token signed by one of these keys for any other scope is refused.
+   * @default {}
+   */
+  peerKeys?: Record<string, KeySource>
+}
+
+/** The runtime keys a config from before the runtime argument may still carry. */
+export const STORAGE_RUNTIME_KEYS = ['clock', 'random', 'logger', 'metrics', 'auth', 'tokens', 'identity', 'nodes', 'backend', 'peerKeys'] as const
+
+/**
  * A source of short-lived bearer tokens for outgoing calls: core's `createTokenProvider(...)`
  * fits as is (it caches per audience and scopes and renews at two thirds of a token's life).
  */
-export interface OutgoingTokens {
-  token(req: { aud: string; scope: string[] }, signal?: AbortSignal): string | Promise<string>
+export type { OutgoingTokens }
+
+/** The config as a caller or a config file writes it: every field optional. */
+export type StorageConfig = z.input<typeof storageConfigSchema>
+
+/**
+ * Runtime objects inside the config, as `createStorageService` took them before its third
+ * argument. Still accepted (they are split out, and the runtime argument wins); each is deprecated.
+ */
+export interface DeprecatedRuntimeInConfig {
+  /** @deprecated Pass it in the runtime argument: `createStorageService(config, transport, { auth })`. */
+  auth?: StorageRuntime['auth']
+  /** @deprecated Pass it in the runtime argument. */
+  tokens?: StorageRuntime['tokens']
+  /** @deprecated Pass it in the runtime argument. */
+  peerKeys?: StorageRuntime['peerKeys']
+  /** @deprecated Pass it in the runtime argument. */
+  backend?: StorageRuntime['backend']
+  /** @deprecated Pass it in the runtime argument. */
+  clock?: StorageRuntime['clock']
+  /** @deprecated Pass it in the runtime argument. */
+  random?: StorageRuntime['random']
+  /** @deprecated Pass it in the runtime argument. */
+  logger?: StorageRuntime['logger']
 }
 
 /**
- * Options of {@link createStorageService}, as a caller writes them: every field optional (see
- * {@link storageOptionsSchema} for each field's meaning and default).
- *
- * @example
- * ```ts
- * const svc = await createStorageService({ dataDir: './data', advertise: 'storage-a', peers: ['storage-b'], tokens }, transport)
- * ```
+ * What `createStorageService` accepts as its first argument: the config, and (deprecated) the
+ * runtime objects it carried before the runtime argument existed.
  */
-export type StorageServiceOptions = z.input<typeof storageOptionsSchema>
+export type StorageServiceOptions = StorageConfig & DeprecatedRuntimeInConfig
 
-/** The JSON-safe options as a config file writes them. */
-export type StorageConfig = z.input<typeof storageConfigSchema>
-
-/** {@link StorageServiceOptions} with every default filled in. */
-export type ResolvedStorageOptions = z.output<typeof storageOptionsSchema>
+/** The config with every default filled in (the host's snapshot, `host.config.get()`). */
+export type ResolvedStorageConfig = z.output<typeof resolvedStorageConfigSchema>
 
 /**
- * Validates `options` and fills in the defaults.
+ * Validates `config` and fills in the defaults.
  * @throws {@link ConfigError} (code `Malformed`) naming the offending key path in `details.path`,
  *   also when `rf` exceeds the number of nodes or `writeQuorum` exceeds `rf`.
  * @internal
  */
-export function resolveOptions(options: StorageServiceOptions = {}): ResolvedStorageOptions {
-  return validateConfig(storageOptionsSchema, options)
+export function resolveConfig(config: StorageConfig = {}): ResolvedStorageConfig {
+  return validateConfig(resolvedStorageConfigSchema, config)
 }

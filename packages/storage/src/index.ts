@@ -14,7 +14,7 @@
  * import { createStorageService, createStorageClient } from '@ron/storage'
  *
  * const transport = new MemoryTransport()
- * const storage = await createStorageService({ auth: { keys: jwks } }, transport)
+ * const storage = await createStorageService({}, transport, { auth: { keys: jwks } })
  * transport.mount('storage', storage)
  * const client = createStorageClient(transport, { target: 'storage', token })
  * const { address } = await client.put('hello world')
@@ -29,8 +29,9 @@
 // The service and its options.
 export { createStorageService } from './service.js'
 export type { StorageService } from './service.js'
-export { storageConfigSchema } from './config.js'
-export type { StorageServiceOptions, StorageConfig, OutgoingTokens } from './config.js'
+export { storageConfigSchema, STORAGE_IMMUTABLE_KEYS } from './config.js'
+export type { StorageServiceOptions, StorageConfig, StorageRuntime, DeprecatedRuntimeInConfig, OutgoingTokens } from './config.js'
+export type { StorageUsage } from './service.js'
 export { REPLICATE_SCOPE } from './peer-auth.js'
 export type { StorageEvent } from './events.js'
 

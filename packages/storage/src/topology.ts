@@ -7,7 +7,7 @@
  */
 
 import type { ChannelSpec, TaskSpec, Topology } from '@ron/core'
-import type { ResolvedStorageOptions } from './config.js'
+import type { ResolvedStorageConfig } from './config.js'
 
 /** Names of the storage service's channels, used as `queue` metric labels. */
 export const CHANNELS = {
@@ -42,12 +42,12 @@ export const REPLICATOR_TASKS = 2
  *
  * @example
  * ```ts
- * const t = storageTopology(resolveOptions({}))
+ * const t = storageTopology(resolveConfig({}))
  * t.channels.find((c) => c.name === 'work')?.capacity // 512
  * ```
  * @internal
  */
-export function storageTopology(o: ResolvedStorageOptions): Topology {
+export function storageTopology(o: ResolvedStorageConfig): Topology {
   const peers = o.peers.length > 0
   const announce = o.announce.target !== undefined
   const tasks: TaskSpec[] = [

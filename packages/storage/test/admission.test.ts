@@ -31,7 +31,7 @@ afterEach(async () => {
 
 async function start(options: StorageServiceOptions): Promise<Running> {
   const issuer = createTestIssuer()
-  const svc = await createStorageService({ auth: { keys: issuer.keys }, repair: { auto: false }, shutdown: { writesFirstMs: 0 }, ...options })
+  const svc = await createStorageService({ auth: { keys: issuer.keys }, repair: { auto: false }, drainReadWindowMs: 0, ...options })
   const srv = await serve(svc, { port: 0 })
   const r: Running = { svc, srv, issuer, token: (sub) => issuer.mint({ scope: 'storage:write', aud: 'storage', sub }) }
   running.push(r)

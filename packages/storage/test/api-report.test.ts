@@ -14,6 +14,7 @@ describe('exported names', () => {
       'MAX_CHUNK_SIZE',
       'MIN_CHUNK_SIZE',
       'REPLICATE_SCOPE',
+      'STORAGE_IMMUTABLE_KEYS',
       'createFsStore',
       'createMemoryStore',
       'createStorageClient',

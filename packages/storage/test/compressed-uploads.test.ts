@@ -25,7 +25,7 @@ afterEach(async () => {
 })
 
 async function start(options: StorageServiceOptions = {}): Promise<RonServer> {
-  const svc = await createStorageService({ auth: { keys: issuer.keys }, repair: { auto: false }, shutdown: { writesFirstMs: 0 }, ...options })
+  const svc = await createStorageService({ auth: { keys: issuer.keys }, repair: { auto: false }, drainReadWindowMs: 0, ...options })
   const srv = await serve(svc, { port: 0 })
   open.push({ svc, srv })
   return srv

@@ -286,7 +286,7 @@ describe('repair pacing on a virtual clock', () => {
     const rate = 10_000
     const burst = 2048
     const a = await createStorageService(
-      { advertise: 'a', peers: ['b'], tokens: { token: () => token }, auth: { keys: issuer.keys }, clock, shutdown: { writesFirstMs: 0 }, chunkSize: 1024, repair: { auto: false, bytesPerSec: rate, burst, workers: 2 } },
+      { advertise: 'a', peers: ['b'], tokens: { token: () => token }, auth: { keys: issuer.keys }, clock, drainReadWindowMs: 0, chunkSize: 1024, repair: { auto: false, bytesPerSec: rate, burst, workers: 2 } },
       transport,
     )
     const b = await createStorageService({ advertise: 'b', peers: ['a'], tokens: { token: () => token }, auth: { keys: issuer.keys }, backend: counting }, transport)

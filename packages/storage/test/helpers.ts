@@ -1,13 +1,11 @@
  
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { MemoryTransport, addressOf, collectBytes } from '@ron/core'
+import { MemoryTransport, addressOf, collectBytes, splitRuntime } from '@ron/core'
 import type { RonService, TransportResponse } from '@ron/core'
-import { createTestIssuer, metricValue as readMetric } from '@ron/core/testing'
+import { createTestIssuer, metricValue as readMetric, tempDir as coreTempDir } from '@ron/core/testing'
 import type { TestIssuer } from '@ron/core/testing'
 import { createStorageClient, createStorageService } from '../src/index.js'
-import type { StorageClient, StorageService, StorageServiceOptions } from '../src/index.js'
+import { STORAGE_RUNTIME_KEYS } from '../src/config.js'
+import type { StorageClient, StorageConfig, StorageRuntime, StorageService } from '../src/index.js'
 
 /** Deterministic pseudo-random bytes. */
 export function bytes(n: number, seed = 1): Uint8Array {
@@ -28,10 +26,13 @@ export const addressOfBytes = addressOf
 /** Reads a body to the end (core's {@link collectBytes}). */
 export const readAll = collectBytes
 
-export async function tempDir(prefix = 'ron-storage-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), prefix))
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) }
+/** A temporary directory (core's shared double). */
+export function tempDir(prefix = 'ron-storage-'): ReturnType<typeof coreTempDir> {
+  return coreTempDir(prefix)
 }
+
+/** What a test node gets: config keys and runtime objects in one object, split by {@link cluster}. */
+export type NodeOptions = StorageConfig & StorageRuntime
 
 export interface Node {
   name: string
@@ -56,7 +57,7 @@ export interface Cluster {
 /** Starts `names.length` storage nodes on one MemoryTransport, each peering with the others. */
 export async function cluster(
   names: string[] = ['storage'],
-  options: (name: string) => StorageServiceOptions = () => ({}),
+  options: (name: string) => NodeOptions = () => ({}),
 ): Promise<Cluster> {
   const transport = new MemoryTransport()
   const issuer = createTestIssuer()
@@ -70,9 +71,11 @@ export async function cluster(
   const nodes: Node[] = []
   for (const name of names) {
     const peers = names.filter((n) => n !== name)
+    const { data, runtime } = splitRuntime<StorageRuntime>(options(name), undefined, STORAGE_RUNTIME_KEYS)
     const svc = await createStorageService(
-      { advertise: name, auth: { keys: issuer.keys }, ...(peers.length > 0 ? { peers, tokens: { token: () => replicate } } : {}), repair: { auto: false }, shutdown: { writesFirstMs: 0 }, ...options(name) },
+      { advertise: name, ...(peers.length > 0 ? { peers } : {}), repair: { auto: false }, drainReadWindowMs: 0, ...data },
       transport,
+      { auth: { keys: issuer.keys }, ...(peers.length > 0 ? { tokens: { token: () => replicate } } : {}), ...runtime },
     )
     transport.mount(name, svc)
     nodes.push({

@@ -46,24 +46,7 @@ describe('metrics', () => {
 
   it('the README lists every storage metric', async () => {
     const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
-    for (const name of Object.keys(STORAGE_METRICS)) expect(readme, name).toContain(`\`${name}`)
-  })
-})
-
-describe('shutdown', () => {
-  it('turns writes unready first, with a visible window in which reads are still served', async () => {
-    const clock = new VirtualClock()
-    c = await cluster(['storage'], () => ({ clock, shutdown: { writesFirstMs: 1000 } }))
-    const node = c.node()
-    const { address } = await node.client.put('kept')
-    const closing = node.svc.close()
-    await clock.flush()
-    expect(node.svc.health()).toMatchObject({ ready: true, writeReady: false, paths: { get: true, put: false } })
-    await expect(node.client.put('refused')).rejects.toMatchObject({ code: 'NotReady', details: { reason: 'draining' } })
-    expect(new TextDecoder().decode(await node.anon.getBytes(address))).toBe('kept')
-    await clock.advance(1000)
-    await closing
-    expect(node.svc.health().ready).toBe(false)
+    for (const name of Object.keys(STORAGE_METRICS.table)) expect(readme, name).toContain(`\`${name}`)
   })
 })
 
@@ -149,7 +132,7 @@ describe('admin listing and usage', () => {
     const transport = new MemoryTransport()
     const clock = new VirtualClock()
     const svc = await createStorageService(
-      { nodeId: 'n0000000000000001', advertise: 'http://n1:7701', clock, repair: { auto: false }, shutdown: { writesFirstMs: 0 }, writeReadiness: { probeIntervalMs: 1000 } },
+      { nodeId: 'n0000000000000001', advertise: 'http://n1:7701', clock, repair: { auto: false }, drainReadWindowMs: 0, writeReadiness: { probeIntervalMs: 1000 } },
       transport,
     )
     extra.push(svc)

@@ -24,7 +24,7 @@ async function twoNodes(): Promise<{ a: StorageService; b: StorageService; trans
     createTokenProvider({ minter: localMinter(keyA, { iss: 'node-a', sub: 'node:a' }) }),
     createTokenProvider({ minter: localMinter(keyB, { iss: 'node-b', sub: 'node:b' }) }),
   ]
-  const common = { rf: 2, writeQuorum: 2, chunkSize: 1024, repair: { auto: false }, shutdown: { writesFirstMs: 0 } }
+  const common = { rf: 2, writeQuorum: 2, chunkSize: 1024, repair: { auto: false }, drainReadWindowMs: 0 }
   const a = await createStorageService(
     { ...common, advertise: 'a', peers: ['b'], auth: { keys: staticKeySource([keyA]) }, peerKeys: { b: staticKeySource([keyB]) }, tokens: providers[0]! },
     transport,

@@ -257,7 +257,7 @@ describe('a node that comes back behind an open breaker', () => {
       },
       close: () => Promise.resolve(),
     }
-    const opts = { rf: 2, chunkSize: 1024, auth: { keys: issuer.keys }, tokens: { token: () => token }, repair: { auto: false }, shutdown: { writesFirstMs: 0 } }
+    const opts = { rf: 2, chunkSize: 1024, auth: { keys: issuer.keys }, tokens: { token: () => token }, repair: { auto: false }, drainReadWindowMs: 0 }
     const a = await createStorageService({ ...opts, advertise: 'storage-a', peers: ['storage-b', 'storage-c'] }, viaBreaker)
     const b = await createStorageService({ ...opts, advertise: 'storage-b', peers: ['storage-a', 'storage-c'] }, transport)
     const cc = await createStorageService({ ...opts, advertise: 'storage-c', peers: ['storage-a', 'storage-b'] }, transport)

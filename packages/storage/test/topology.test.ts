@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { MemoryTransport } from '@ron/core'
 import { concurrencyDocProblems } from '@ron/core/testing'
 import { createStorageService, placement } from '../src/index.js'
-import { resolveOptions } from '../src/config.js'
+import { resolveConfig } from '../src/config.js'
 import { storageTopology } from '../src/topology.js'
 import { addressOfBytes, bytes } from './helpers.js'
 
@@ -37,7 +37,7 @@ describe('storage topology', () => {
   })
 
   it('follows the options: capacities, pool sizes and policies per the seed', () => {
-    const t = storageTopology(resolveOptions({ workQueue: 3, getConcurrency: 2, writers: 5, repair: { queue: 5, workers: 4 } }))
+    const t = storageTopology(resolveConfig({ workQueue: 3, getConcurrency: 2, writers: 5, repair: { queue: 5, workers: 4 } }))
     const ch = Object.fromEntries(t.channels.map((c) => [c.name, c]))
     expect(ch.work).toMatchObject({ kind: 'mpsc', capacity: 3, overflow: 'reject-new', consumers: ['reader', 'writer'] })
     expect(t.tasks.find((x) => x.name === 'writer')?.count).toBe(5)
@@ -50,7 +50,7 @@ describe('storage topology', () => {
 
 describe('storage options', () => {
   it('fills documented defaults', () => {
-    const o = resolveOptions({})
+    const o = resolveConfig({})
     expect(o).toMatchObject({
       id: 'storage',
       chunkSize: 65536,
@@ -66,25 +66,25 @@ describe('storage options', () => {
       repair: { intervalMs: 30000, bytesPerSec: 50 * 1024 * 1024, workers: 2, queue: 256 },
       announce: { ttlSec: 3600, intervalMs: 1_800_000 },
     })
-    expect(resolveOptions({ peers: ['b'] }).rf).toBe(2)
+    expect(resolveConfig({ peers: ['b'] }).rf).toBe(2)
   })
 
   it('rejects unknown keys and bad values, naming the field', () => {
     const path = (p: string): Error => expect.objectContaining({ code: 'Malformed', details: expect.objectContaining({ path: p }) }) as Error
-    expect(() => resolveOptions({ chunkSzie: 1 } as never)).toThrow(path('chunkSzie'))
-    expect(() => resolveOptions({ repair: { workers: 0 } })).toThrow(path('repair.workers'))
-    expect(() => resolveOptions({ rf: 3, peers: ['b'] })).toThrow(path('rf'))
-    expect(() => resolveOptions({ rf: 2, writeQuorum: 3, peers: ['b'] })).toThrow(path('writeQuorum'))
-    expect(() => resolveOptions({ http: { minBytesPerSec: 'fast' } })).toThrow(path('http.minBytesPerSec'))
-    expect(() => resolveOptions({ http: { maxBodiesPerPrincipal: 0 } })).toThrow(path('http.maxBodiesPerPrincipal'))
+    expect(() => resolveConfig({ chunkSzie: 1 } as never)).toThrow(path('chunkSzie'))
+    expect(() => resolveConfig({ repair: { workers: 0 } })).toThrow(path('repair.workers'))
+    expect(() => resolveConfig({ rf: 3, peers: ['b'] })).toThrow(path('rf'))
+    expect(() => resolveConfig({ rf: 2, writeQuorum: 3, peers: ['b'] })).toThrow(path('writeQuorum'))
+    expect(() => resolveConfig({ http: { minBytesPerSec: 'fast' } })).toThrow(path('http.minBytesPerSec'))
+    expect(() => resolveConfig({ http: { maxBodiesPerPrincipal: 0 } })).toThrow(path('http.maxBodiesPerPrincipal'))
   })
 
   it('accepts sizes and durations with units (config files)', () => {
-    const o = resolveOptions({ maxObjectBytes: '1GiB', http: { readTimeoutMs: '2s', minBytesPerSec: '16KiB', rateWindowMs: '10s', requestTimeoutMs: '1m' } })
+    const o = resolveConfig({ maxObjectBytes: '1GiB', http: { readTimeoutMs: '2s', minBytesPerSec: '16KiB', rateWindowMs: '10s', requestTimeoutMs: '1m' } })
     expect(o).toMatchObject({ maxObjectBytes: 1024 ** 3, http: { readTimeoutMs: 2000, minBytesPerSec: 16384, rateWindowMs: 10_000, requestTimeoutMs: 60_000 } })
     // The body share follows writersPerPrincipal upwards (a principal's held writers are never refused their bodies).
-    expect(resolveOptions({ writers: 100 }).http.maxBodiesPerPrincipal).toBe(50)
-    expect(resolveOptions({ writers: 4 }).http.maxBodiesPerPrincipal).toBe(16)
+    expect(resolveConfig({ writers: 100 }).http.maxBodiesPerPrincipal).toBe(50)
+    expect(resolveConfig({ writers: 4 }).http.maxBodiesPerPrincipal).toBe(16)
   })
 
   it('needs a transport for peers', async () => {
@@ -96,7 +96,7 @@ describe('storage options', () => {
 
 describe('placement names nodes by their advertised endpoint', () => {
   it('a shared peer list may include the node itself; every node computes the same placement', async () => {
-    expect(resolveOptions({ nodeId: 'n0000000000000001', advertise: 'http://a:7701', peers: ['http://a:7701', 'http://b:7701'] })).toMatchObject({
+    expect(resolveConfig({ nodeId: 'n0000000000000001', advertise: 'http://a:7701', peers: ['http://a:7701', 'http://b:7701'] })).toMatchObject({
       peers: ['http://b:7701'],
       rf: 2,
     })
@@ -104,7 +104,7 @@ describe('placement names nodes by their advertised endpoint', () => {
     const names = ['storage-a', 'storage-b', 'storage-c']
     const svcs = await Promise.all(
       names.map((name, i) =>
-        createStorageService({ nodeId: `n000000000000000${i}`, advertise: name, peers: names, repair: { auto: false }, shutdown: { writesFirstMs: 0 } }, transport),
+        createStorageService({ nodeId: `n000000000000000${i}`, advertise: name, peers: names, repair: { auto: false }, drainReadWindowMs: 0 }, transport),
       ),
     )
     try {
@@ -168,20 +168,20 @@ describe('error catalog in the README', () => {
 describe('node ids', () => {
   it('refuses a nodeId that is not n + 16 lowercase hex digits (a service name least of all)', () => {
     for (const bad of ['storage', 'passport', 'node-1', 'N0123456789abcdef', 'n0123456789abcde']) {
-      expect(() => resolveOptions({ nodeId: bad })).toThrow(/nodeId/)
+      expect(() => resolveConfig({ nodeId: bad })).toThrow(/nodeId/)
     }
   })
 
   it('derives a stable node id from the placement name when none is given, and never uses a service name', () => {
-    const a = resolveOptions({})
+    const a = resolveConfig({})
     expect(a.nodeId).toMatch(/^n[0-9a-f]{16}$/)
-    expect(resolveOptions({}).nodeId).toBe(a.nodeId)
-    expect(resolveOptions({ advertise: 'http://b:7701' }).nodeId).not.toBe(a.nodeId)
+    expect(resolveConfig({}).nodeId).toBe(a.nodeId)
+    expect(resolveConfig({ advertise: 'http://b:7701' }).nodeId).not.toBe(a.nodeId)
     expect(a).toMatchObject({ advertise: 'storage', placementName: 'storage' })
   })
 
   it('names itself in placement by placementName when given (ron-node: its node id), and announces its advertised URL', () => {
-    const o = resolveOptions({ nodeId: 'n00000000000000aa', advertise: 'http://a:7701', placementName: 'n00000000000000aa', peers: ['n00000000000000aa', 'n00000000000000bb'] })
+    const o = resolveConfig({ nodeId: 'n00000000000000aa', advertise: 'http://a:7701', placementName: 'n00000000000000aa', peers: ['n00000000000000aa', 'n00000000000000bb'] })
     expect(o).toMatchObject({ placementName: 'n00000000000000aa', advertise: 'http://a:7701', peers: ['n00000000000000bb'], rf: 2 })
   })
 })

@@ -1,5 +1,8 @@
 /**
  * `ron-node get <address> [-o file]`: streams an object to a file (atomically, verified) or stdout.
+ * It reads through the node's gateway (interop's `GET /o/:addr`), so any node of a cluster serves
+ * it: the node's own copy, or one it fetches and verifies from another node (SPEC §6a). A node
+ * without interop is read from its storage (its own copies only).
  *
  * @module
  */
@@ -25,6 +28,16 @@ export interface GetArgs extends ClientOptions {
   output?: string | undefined
   /** Force the progress bar on or off. @default stderr is a TTY */
   progress?: boolean | undefined
+}
+
+/** Where `get` reads: the node's interop (its gateway reads from any node), else its storage. */
+async function readUrl(nodeUrl: string): Promise<string> {
+  try {
+    return await discoverService(nodeUrl, 'interop')
+  } catch (e) {
+    if (e instanceof CliError && e.exitCode === ExitCode.NotFound) return discoverService(nodeUrl, 'storage')
+    throw e
+  }
 }
 
 /** True for the errors a closed or broken stdout raises. */
@@ -54,7 +67,7 @@ export interface GetOutcome {
 export async function getCommand(args: GetArgs, stdout: NodeJS.WritableStream = process.stdout): Promise<GetOutcome> {
   const address = parseAddress(args.address, 'address')
   const { token } = await resolveToken(args)
-  const conn = connectStorage(await discoverService(resolveNodeUrl(args), 'storage'), token)
+  const conn = connectStorage(await readUrl(resolveNodeUrl(args)), token)
   const toFile = args.output !== undefined && args.output !== '-'
   const target = toFile ? resolve(args.output!) : undefined
   const tmp = target === undefined ? undefined : join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.ron-tmp`)

@@ -60,8 +60,8 @@ async function withPins<T>(args: PeersArgs, fn: (pins: PinStore) => Promise<T>):
  * kept in the data directory.
  */
 export async function peersLsCommand(args: PeersArgs, out: NodeJS.WritableStream): Promise<void> {
-  const node = resolveNodeUrl(args)
-  const res = await reach(`${node}/status`, { headers: { accept: 'application/json' } })
+  const node = resolveNodeUrl(args, true)
+  const res = node === undefined ? undefined : await reach(`${node}/status`, { headers: { accept: 'application/json' } })
   if (res !== undefined) {
     if (!res.ok) throw new CliError(`${node}/status answered ${res.status}; --node must be a node's admin URL`, ExitCode.Unavailable)
     const peers = ((await res.json()) as { peers?: PeerRecord[] }).peers ?? []
@@ -71,7 +71,7 @@ export async function peersLsCommand(args: PeersArgs, out: NodeJS.WritableStream
   // Read-only: no lock taken, nothing created.
   const pins = (await PinStore.open(dataDirLayout(rootOf(args)).pinsFile)).list()
   const peers: PeerRecord[] = pins.map((p) => ({ admin: p.admin, state: 'pinned', nodeId: p.nodeId, nodeKey: p.nodeKey, source: p.source, pinnedAt: p.pinnedAt, services: {}, seenAt: 0 }))
-  output(out, args.json, { peers, offline: true }, `${node} does not answer; the pins in the data directory:\n${table(peers)}`)
+  output(out, args.json, { peers, offline: true }, `${node ?? `the node on ${rootOf(args)}`} does not answer; the pins in the data directory:\n${table(peers)}`)
 }
 
 /**
@@ -86,9 +86,9 @@ export async function peersForgetCommand(args: PeersArgs & { url: string }, out:
   } catch {
     throw new CliError(`${args.url} is not a URL: give the peer's admin URL as listed by ron-node peers ls`, ExitCode.Usage)
   }
-  const node = resolveNodeUrl(args)
+  const node = resolveNodeUrl(args, true)
   const { token } = await resolveToken(args)
-  const res = await reach(`${node}/admin/peers/forget`, {
+  const res = node === undefined ? undefined : await reach(`${node}/admin/peers/forget`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
     body: JSON.stringify({ admin: url }),

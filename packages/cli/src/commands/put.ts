@@ -7,7 +7,7 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { parseAddress, type Address } from '@ron/core'
-import { connectStorage, discoverService, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
+import { connectStorage, discoverService, noTokenError, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
 import { errnoText } from '../data-dir.js'
 import { CliError, ExitCode } from '../exit-codes.js'
 import { createProgress, type Progress } from '../progress.js'
@@ -45,12 +45,12 @@ async function* counted(source: AsyncIterable<Uint8Array>, progress: Progress): 
  */
 export async function putCommand(args: PutArgs, out: NodeJS.WritableStream = process.stdout): Promise<PutOutcome> {
   const expect = args.expect === undefined ? undefined : parseAddress(args.expect, 'expect')
+  // The node first: against a stopped node the answer is "not running", not "no token".
+  const nodeUrl = resolveNodeUrl(args)
+  const storageUrl = await discoverService(nodeUrl, 'storage')
   const { token, tokenFile } = await resolveToken(args)
-  if (token === undefined) {
-    throw new CliError(`no token: pass --token, set RON_TOKEN, or run where the node's token file ${tokenFile} is readable (see --data-dir)`, ExitCode.Auth)
-  }
+  if (token === undefined) throw noTokenError(nodeUrl, tokenFile)
   precheckToken(token, 'storage:write')
-  const storageUrl = await discoverService(resolveNodeUrl(args), 'storage')
   let total: number | undefined
   let source: AsyncIterable<Uint8Array>
   if (args.file === '-') {

@@ -6,8 +6,9 @@
 
 import { setHeapGrowingFactor } from '@ron/core'
 import { defaultDataDir } from '../data-dir.js'
-import { loadNodeConfig, remoteServices, type NodeConfig, type NodeConfigInput } from '../config.js'
+import { etcdSettings, loadNodeConfig, remoteServices, type NodeConfig, type NodeConfigInput } from '../config.js'
 import { createLogger } from '../logger.js'
+import { writeNodeRecords } from '../node-records.js'
 import { startNode, type NodeReloadable, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
 
 /** Exit code when a second signal forces exit during shutdown (128 + SIGINT). */
@@ -110,6 +111,7 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
   io.tuneHeap?.(config.heapGrowth)
   const logger = await createLogger({ level: config.logLevel })
   let node: RonNode | undefined
+  let removeRecords: (() => void) | undefined
   let signaled: NodeJS.Signals | undefined
   let wake: (() => void) | undefined
   let wakeReady: (() => void) | undefined
@@ -139,7 +141,7 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
       peers: config.peers,
       ...(config.advertise === undefined ? {} : { advertise: config.advertise }),
       ...(config.tls === undefined ? {} : { tls: config.tls }),
-      ...withoutUndefined({ passportUrl: remoteServices(config).passportUrl, registryUrl: remoteServices(config).registryUrl }),
+      ...withoutUndefined({ passportUrl: remoteServices(config).passportUrl, registryUrl: remoteServices(config).registryUrl, etcd: etcdSettings(config) }),
       drainDeadlineMs: config.drainDeadline,
       adminTokenTtlSec: Math.max(60, Math.floor(config.adminTokenTtl / 1000)),
       storage: nodeStorageOptions(config),
@@ -156,6 +158,14 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
     if (signaled === undefined) await node.whenReady(readyAbort.signal).catch(() => undefined)
     if (signaled === undefined) {
       const summary = node.summary()
+      // Where the client commands find this node (`--data-dir`) and its token (`--node`); no token inside.
+      if (summary.dataDir !== undefined) {
+        try {
+          removeRecords = writeNodeRecords({ pid: process.pid, nodeId: summary.nodeId, admin: summary.admin, services: summary.services, dataDir: summary.dataDir }, io.env, (msg, err) => logger.warn({ err }, msg))
+        } catch (e) {
+          logger.warn({ err: e }, 'could not write <data-dir>/run.json; ron-node --data-dir will not find this node')
+        }
+      }
       await writeAndWait(io.stdout, args.json === true ? `${JSON.stringify(summary)}\n` : humanSummary(summary))
       // The amnesia admin token is saved nowhere: stdout's ready line is its only copy, never a log
       // line (logs are collected, shipped and kept).
@@ -167,6 +177,7 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
     return 0
   } finally {
     if (node !== undefined) await node.close()
+    removeRecords?.()
     dispose()
     dispose2?.()
   }

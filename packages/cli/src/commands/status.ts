@@ -25,6 +25,14 @@ interface StatusDoc {
   uptimeSec: number
   services: Record<string, { url: string; ready: boolean; writeReady: boolean; missing: string[]; queues: { name: string; depth: number; capacity: number; dropped?: number }[] }>
   peers?: { admin: string; state?: string; nodeId?: string; error?: string }[]
+  /** The etcd connection (SPEC §6c), when the cluster coordinates on etcd. */
+  etcd?: { endpoints: string[]; prefix: string; reachable: boolean; lastOkAt?: number; error?: string; signer?: { holder?: string; self: boolean } }
+}
+
+/** The `etcd` line of `status`. */
+function etcdLine(e: NonNullable<StatusDoc['etcd']>): string {
+  const signer = e.signer === undefined ? '' : `  checkpoint signer ${e.signer.self ? 'this node' : (e.signer.holder ?? 'none (lease free)')}`
+  return `etcd ${e.endpoints.join(',')}  prefix ${e.prefix}  ${e.reachable ? 'reachable' : `UNREACHABLE (${e.error ?? 'no quorum'}): writes that need it answer 503`}${signer}`
 }
 
 async function fetchStatus(node: string): Promise<StatusDoc> {
@@ -79,10 +87,31 @@ export async function statusCommand(args: StatusArgs, out: NodeJS.WritableStream
     fmt(head),
     ...rows.map(fmt),
     ...(s.peers ?? []).map((p) => `peer ${p.admin}  ${p.state ?? ''}  ${p.nodeId ?? '?'}${p.error === undefined ? '' : `  (${p.error})`}`),
+    ...(s.etcd === undefined ? [] : [etcdLine(s.etcd)]),
     ...(keys === undefined ? [] : [`registry log key  ${keys.logKey}`]),
     ...(keys?.witnessKey === undefined ? [] : [`witness key       ${keys.witnessKey}`]),
   ]
   output(out, args.json, keys === undefined ? s : { ...s, registryKeys: keys }, lines.join('\n'))
+}
+
+/** The first network error code in a `cause` chain. */
+function networkCodeOf(e: unknown): string | undefined {
+  let cur: unknown = e
+  for (let i = 0; i < 6 && cur !== null && typeof cur === 'object'; i++) {
+    const code = (cur as { code?: unknown }).code
+    if (typeof code === 'string' && code.startsWith('E')) return code
+    cur = (cur as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/** The admin port of a loopback node URL (the base of its service ports); else undefined (nothing to probe here). */
+function basePort(node: string | undefined): number | undefined {
+  if (node === undefined) return DEFAULT_PORT_BASE
+  const u = new URL(node)
+  if (u.hostname !== '127.0.0.1' && u.hostname !== 'localhost' && u.hostname !== '[::1]') return undefined
+  const port = Number(u.port === '' ? (u.protocol === 'https:' ? 443 : 80) : u.port)
+  return port + 5 <= 65_535 ? port : undefined
 }
 
 /** One finding of `doctor`. */
@@ -117,18 +146,32 @@ async function modeOf(path: string): Promise<number | undefined> {
 export async function doctorCommand(args: StatusArgs, out: NodeJS.WritableStream): Promise<Finding[]> {
   const findings: Finding[] = []
   const add = (f: Finding): void => void findings.push(f)
-  const node = resolveNodeUrl(args)
+  const node = resolveNodeUrl(args, true)
   const dataDir = args.dataDir ?? defaultDataDir({ env: args.env ?? process.env })
   let status: StatusDoc | undefined
-  try {
-    status = await fetchStatus(node)
-    add({ check: 'node', status: status.ready ? 'ok' : 'warn', detail: `${node} answers, ${status.ready ? 'every service ready' : 'not every service is ready'}`, ...(status.ready ? {} : { fix: 'see ron-node status for what is missing' }) })
-  } catch (e) {
-    add({ check: 'node', status: 'fail', detail: (e as Error).message, fix: 'start it with ron-node start, or point --node at its admin URL' })
-    const base = DEFAULT_PORT_BASE
-    for (const [name, off] of Object.entries(PORT_OFFSETS)) {
-      const free = await portFree(base + off)
-      add({ check: `port ${base + off}`, status: free ? 'ok' : 'fail', detail: `${name} port ${free ? 'free' : 'in use by another program'}`, ...(free ? {} : { fix: 'stop that program or start ron-node with --port-base' }) })
+  let refused = node === undefined
+  if (node !== undefined) {
+    try {
+      status = await fetchStatus(node)
+      add({ check: 'node', status: status.ready ? 'ok' : 'warn', detail: `${node} answers, ${status.ready ? 'every service ready' : 'not every service is ready'}`, ...(status.ready ? {} : { fix: 'see ron-node status for what is missing' }) })
+    } catch (e) {
+      refused = networkCodeOf(e) === 'ECONNREFUSED'
+      if (!refused) add({ check: 'node', status: 'fail', detail: (e as Error).message, fix: 'check --node: it must be a running node\'s admin URL' })
+    }
+  }
+  if (refused) {
+    // One finding, not one per port: nothing listens there, so the ports are not what is wrong.
+    add({
+      check: 'node',
+      status: 'fail',
+      detail: node === undefined ? `not running: no node runs on data dir ${dataDir}` : `not running: nothing listens at ${node}`,
+      fix: `start it: ron-node start${args.dataDir === undefined ? '' : ` --data-dir ${args.dataDir}`}`,
+    })
+    const base = basePort(node)
+    if (base !== undefined) {
+      const busy: number[] = []
+      for (const off of Object.values(PORT_OFFSETS)) if (off !== 0 && !(await portFree(base + off))) busy.push(base + off)
+      if (busy.length > 0) add({ check: 'ports', status: 'warn', detail: `${busy.join(', ')} in use by another program: a start on port base ${base} would fail`, fix: 'stop that program or start ron-node with --port-base' })
     }
   }
 
@@ -155,6 +198,28 @@ export async function doctorCommand(args: StatusArgs, out: NodeJS.WritableStream
       add({ check: 'disk', status: gib >= 1 ? 'ok' : 'warn', detail: `${gib.toFixed(1)} GiB free`, ...(gib >= 1 ? {} : { fix: 'free some space: storage turns writes unready when the disk is nearly full' }) })
     } catch (e) {
       add({ check: 'disk', status: 'warn', detail: errnoText(e) })
+    }
+  }
+
+  const etcd = status?.etcd
+  if (etcd !== undefined) {
+    // The node's own view (a quorum read every second), then each member's health from here.
+    add({
+      check: 'etcd',
+      status: etcd.reachable ? 'ok' : 'fail',
+      detail: etcd.reachable ? `quorum reachable, prefix ${etcd.prefix}` : `no quorum: ${etcd.error ?? '?'}`,
+      ...(etcd.reachable ? {} : { fix: 'start the stopped etcd members (a majority must run); registry commits, revocations and name writes answer 503 until then' }),
+    })
+    for (const url of etcd.endpoints) {
+      try {
+        const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(3000) })
+        const h = (await res.json()) as { health?: unknown }
+        const ok = h.health === 'true' || h.health === true
+        add({ check: `etcd ${url}`, status: ok ? 'ok' : 'warn', detail: ok ? 'healthy' : `unhealthy (${res.status})`, ...(ok ? {} : { fix: 'see that member\'s log: etcdctl endpoint status --cluster' }) })
+      } catch (e) {
+        // A member behind TLS or only reachable from the node is not a failure of the cluster.
+        add({ check: `etcd ${url}`, status: 'warn', detail: `not reachable from here: ${errnoText((e as { cause?: unknown }).cause ?? e)}`, fix: 'check that member is running (etcdctl endpoint health --cluster)' })
+      }
     }
   }
 

@@ -276,7 +276,8 @@ export function createTokenVerifier(opts: TokenVerifierOptions): CachingTokenVer
   // Everything that can change between two uses of the same verified token.
   function checkUse(c: Claims, required: TokenRequirement): Claims {
     const now = clock.now() / 1000
-    if (now > c.exp + tolerance) throw unauthorized('expired', 'token expired', { exp: c.exp })
+    // The same words as `ron-node token verify` and the CLI's own check: one answer for an expired token.
+    if (now > c.exp + tolerance) throw unauthorized('expired', `token expired at ${new Date(c.exp * 1000).toISOString()} (clock tolerance ${tolerance} s)`, { exp: c.exp, toleranceSec: tolerance })
     if (c.nbf !== undefined && now + tolerance < c.nbf) throw unauthorized('not_yet_valid', 'token not yet valid', { nbf: c.nbf })
     if (issuer !== undefined && c.iss !== issuer) throw unauthorized('wrong_audience', 'token from another issuer', { iss: c.iss })
     if (required.anyAudience !== true && !c.aud.includes(required.audience)) {

@@ -4,5 +4,5 @@
  * @module
  */
 
-export { Readiness } from './readiness.js'
-export type { Gate, DependencySpec, Liveness, ReadinessOptions } from './readiness.js'
+export { Readiness, REVOCATIONS_DEPENDENCY } from './readiness.js'
+export type { Gate, DependencySpec, DependencyCheck, PathSpec, Liveness, ReadinessOptions } from './readiness.js'

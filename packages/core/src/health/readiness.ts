@@ -12,13 +12,44 @@ import type { HealthReport } from '../service/types.js'
 /** What a dependency gates when it is not ready. */
 export type Gate = 'read' | 'write' | 'both'
 
+/**
+ * What a dependency's `check` returns: `true` when it is ready, else the reason it is not
+ * (shown in the report's `reason`, e.g. `'closed'`, `'no_keys'`, `'stale'`).
+ */
+export type DependencyCheck = () => true | string
+
 /** A named dependency of a service (a disk, a peer set, a key set...). */
 export interface DependencySpec {
   name: string
   /** What the dependency gates when it is down. @default 'both' */
   gates?: Gate
-  /** Initial state. @default false (a dependency must report ready once before the service is) */
+  /** Initial state, for a dependency reported with `set()`. @default false (a dependency must report ready once before the service is) */
   ok?: boolean
+  /**
+   * Computes the dependency's state whenever readiness is reported (`health()`, `/readyz`)
+   * instead of waiting for `set()`: the store is open, the key set is loaded, the feed is fresh.
+   * Must be cheap and must not throw (a throw counts as not ready, reason `check_failed`).
+   */
+  check?: DependencyCheck
+}
+
+/**
+ * A named path of a service (SPEC.md 3.3a): the dependencies it needs, and when a drain sheds
+ * it. Its readiness is derived: ready while every dependency in `needs` is ready and the drain has
+ * not reached its stage.
+ */
+export interface PathSpec {
+  /**
+   * Dependencies (by name) the path needs. An undeclared name counts as not ready. Paths shed
+   * with the writes also need the host's `revocations` dependency while it is declared.
+   * @default []
+   */
+  needs?: readonly string[]
+  /**
+   * When a drain sheds the path: `'writes'` at the start of the drain, `'reads'` when the read
+   * window ends. Routes serving a `'writes'` path are refused with 503 `Draining` during the window.
+   */
+  shed: 'writes' | 'reads'
 }
 
 /** Liveness as the supervisor reports it. */
@@ -46,7 +77,11 @@ interface DepState {
   gates: Gate
   ok: boolean
   reason: string | undefined
+  check: DependencyCheck | undefined
 }
+
+/** The name of the host's revocation-feed dependency (write-gating; SPEC.md 5). */
+export const REVOCATIONS_DEPENDENCY = 'revocations'
 
 /**
  * Tracks named dependencies and the shutdown phase, and turns them into a {@link HealthReport}.
@@ -64,6 +99,7 @@ interface DepState {
 export class Readiness {
   readonly #deps = new Map<string, DepState>()
   readonly #paths = new Map<string, PathState>()
+  readonly #declaredPaths = new Map<string, PathSpec>()
   readonly #liveness: () => Liveness
   readonly #retryAfterMs: number
   #phase: 'running' | 'writes' | 'all' = 'running'
@@ -71,12 +107,46 @@ export class Readiness {
   constructor(options: ReadinessOptions = {}) {
     this.#liveness = options.liveness ?? (() => ({ live: true }))
     this.#retryAfterMs = options.retryAfterMs ?? 1000
-    for (const d of options.dependencies ?? []) this.declare(d.name, d.gates ?? 'both', d.ok ?? false)
+    for (const d of options.dependencies ?? []) this.dependency(d)
   }
 
   /** Declares (or re-declares) a dependency. */
   declare(name: string, gates: Gate = 'both', ok = false): void {
-    this.#deps.set(name, { gates, ok, reason: undefined })
+    this.#deps.set(name, { gates, ok, reason: undefined, check: undefined })
+  }
+
+  /**
+   * Declares (or re-declares) a dependency from its spec; with `check` its state is computed at
+   * every report rather than pushed with `set()`.
+   *
+   * @example
+   * ```ts
+   * readiness.dependency({ name: 'store', gates: 'both', check: () => (store.closed ? 'closed' : true) })
+   * ```
+   */
+  dependency(spec: DependencySpec): void {
+    this.#deps.set(spec.name, { gates: spec.gates ?? 'both', ok: spec.ok ?? false, reason: undefined, check: spec.check })
+  }
+
+  /**
+   * Declares a path whose readiness is derived from the dependencies it `needs` and the drain
+   * phase (SPEC.md 3.3a). `setPath(name, false, reason)` can still turn it off on top (a
+   * brownout); `setPath(name, true)` clears that.
+   *
+   * @example
+   * ```ts
+   * readiness.declarePath('put', { needs: ['store', 'disk'], shed: 'writes' })
+   * readiness.declarePath('get', { needs: ['store'], shed: 'reads' })
+   * ```
+   */
+  declarePath(name: string, spec: PathSpec): void {
+    this.#declaredPaths.set(name, { needs: [...(spec.needs ?? [])], shed: spec.shed })
+    if (!this.#paths.has(name)) this.#paths.set(name, { ready: true, reason: undefined })
+  }
+
+  /** The drain stage of a declared path; `undefined` for a path not declared with {@link Readiness.declarePath}. */
+  shedStage(path: string): 'writes' | 'reads' | undefined {
+    return this.#declaredPaths.get(path)?.shed
   }
 
   /**
@@ -86,7 +156,7 @@ export class Readiness {
   set(name: string, ok: boolean, reason?: string): void {
     const d = this.#deps.get(name)
     if (d === undefined) {
-      this.#deps.set(name, { gates: 'both', ok, reason })
+      this.#deps.set(name, { gates: 'both', ok, reason: ok ? undefined : reason, check: undefined })
       return
     }
     d.ok = ok
@@ -130,6 +200,7 @@ export class Readiness {
     let readOk = live.live && this.#phase !== 'all'
     let writeOk = readOk && this.#phase === 'running'
     for (const [name, d] of this.#deps) {
+      if (d.check !== undefined) evaluate(d)
       if (d.ok) continue
       missing.push(name)
       if (d.reason !== undefined) reasons.push(`${name}: ${d.reason}`)
@@ -138,8 +209,20 @@ export class Readiness {
     }
     const paths: Record<string, boolean> = {}
     for (const [name, p] of this.#paths) {
-      const ready = p.ready && this.#phase !== 'all'
-      paths[name] = ready
+      const spec = this.#declaredPaths.get(name)
+      let needsOk = true
+      if (spec !== undefined) {
+        for (const dep of spec.needs ?? []) {
+          const d = this.#deps.get(dep)
+          if (d !== undefined && d.ok) continue
+          needsOk = false
+          if (!missing.includes(dep)) missing.push(dep)
+        }
+        const rev = this.#deps.get(REVOCATIONS_DEPENDENCY)
+        if (spec.shed === 'writes' && rev !== undefined && !rev.ok) needsOk = false
+      }
+      const shed = this.#phase === 'all' || (this.#phase === 'writes' && spec?.shed === 'writes')
+      paths[name] = p.ready && needsOk && !shed
       if (p.ready) continue
       const why = p.reason ?? name
       if (!missing.includes(why)) missing.push(why)
@@ -169,6 +252,17 @@ export class Readiness {
       json: { live: false, reason: live.reason ?? 'not live' },
     }
   }
+}
+
+function evaluate(d: DepState): void {
+  let r: true | string
+  try {
+    r = d.check!()
+  } catch {
+    r = 'check_failed'
+  }
+  d.ok = r === true
+  d.reason = r === true ? undefined : r
 }
 
 function retryAfterSeconds(ms: number): string {

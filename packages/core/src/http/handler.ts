@@ -1,8 +1,8 @@
 /**
  * `createHttpHandler`: the request pipeline every RON service runs, exposed three ways — a
  * `node:http` listener (the fast path), in-process `dispatch` (MemoryTransport) and a fetch-style
- * adapter. Order: corr-id → builtin endpoints → intake → per-IP admission → route match →
- * authentication → work queue → handler → reply; any failure becomes the SPEC error envelope.
+ * adapter. Order: corr-id → builtin endpoints → intake → route match → admission (per-IP,
+ * service-wide, drain phase) → authentication → work queue → handler → reply; any failure becomes the SPEC error envelope.
  *
  * @module
  */
@@ -70,8 +70,12 @@ export interface HttpHooks {
   builtin?(path: string, req: RonRequest): Reply | Promise<Reply> | undefined
   /** Called for every non-builtin request before routing; throw a RonError (DrainingError) to refuse intake. */
   intake?(req: RonRequest): void
-  /** Per-IP admission; returns a release function; throws BusyError. */
-  admit?(req: RonRequest): () => void
+  /**
+   * Admission of a request that matched `route` (per-IP and service-wide limits, a drain's
+   * write phase); returns a release function, called once when the exchange finishes; throws
+   * a RonError (BusyError, DrainingError) to refuse. Unmatched requests (404/405) are not admitted.
+   */
+  admit?(req: RonRequest, route: Route): () => void
   /** Verifies the bearer token for a route that declares `scope`; returns claims or throws Unauthorized/Forbidden. */
   authenticate?(req: RonRequest, route: Route): Promise<Claims>
   /**
@@ -86,9 +90,9 @@ export interface HttpHooks {
    */
   finished?(req: RonRequest): void
   /**
-   * Headers for the response to a request that carries `Origin` (CORS), on the `node:http` path;
-   * `undefined` for none. The reply's own headers win over these. In-process callers (`dispatch`)
-   * do not get them: their host adds what applies.
+   * Headers for the response to a request that carries `Origin` (CORS), on every path (`handle`
+   * and `dispatch`); `undefined` for none. The reply's own headers win over these; a route with
+   * `cors: false` gets none.
    */
   cors?(method: string, origin: string): Record<string, string> | undefined
   /** Called once per finished request for metrics (route = route.name ?? route.path, or 'builtin'/'unmatched'). */
@@ -112,6 +116,11 @@ export interface HttpHandlerOptions {
   clock?: Clock
   /** Where `io_timeouts_total{op}` is counted. @default none */
   metrics?: MetricsSink
+  /**
+   * Once aborted, every `node:http` response is sent with `Connection: close`, so a keep-alive
+   * socket closes after its in-flight response (a drain). @default never
+   */
+  closeConnections?: AbortSignal
 }
 
 /** The request handler of a service, callable three ways with identical behaviour. */
@@ -181,6 +190,7 @@ function positiveInt(name: string, v: number | undefined, def: number): number {
 export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   if (typeof opts.serviceId !== 'string' || opts.serviceId === '') throw new RouteConfigError('serviceId must be a non-empty string')
   const router = new Router(opts.routes)
+  const hasHostRoutes = router.hasHostRoutes
   const l = opts.limits ?? {}
   const clock = opts.clock ?? systemClock
   const hooks: HttpHooks = opts.hooks ?? {}
@@ -245,6 +255,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   const nodeWrite: NodeWriteOptions = {
     writeTimeoutMs: positive('writeTimeoutMs', l.writeTimeoutMs, 5000),
     lingerMs: positive('lingerMs', l.lingerMs, 5000),
+    closeConnections: opts.closeConnections,
     clock,
     metrics: opts.metrics,
     onLateError(ex, e) {
@@ -315,6 +326,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   function route(ex: Exchange, m: { route: CompiledRoute; params: Record<string, string> }, rawQuery: string): Promise<void> | undefined {
     const r = m.route.route
     ex.label = m.route.label
+    if (hooks.admit !== undefined) ex.release = hooks.admit(ex.req, r)
     const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, r.bodyLimit ?? jsonBodyLimit, ctxLimits)
     ex.bodyOwner = ctx
     if (r.scope !== undefined) return routeAuthenticated(ex, r, ctx)
@@ -368,7 +380,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
       const url = req.url
       const q = url.indexOf('?')
       const path = q === -1 ? url : url.slice(0, q)
-      if (hooks.builtin !== undefined) {
+      // A host that has routes of its own (a gateway's site origins) sees only those: no built-ins.
+      const byHost = hasHostRoutes ? router.matchHost(req.method, headerValue(req.headers.host), path) : undefined
+      if (hooks.builtin !== undefined && byHost === undefined) {
         const b = hooks.builtin(path, req)
         if (b !== undefined) {
           ex.label = 'builtin'
@@ -376,9 +390,11 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
         }
       }
       hooks.intake?.(req)
-      if (hooks.admit !== undefined) ex.release = hooks.admit(req)
-      const m = router.match(req.method, path)
-      if (m.kind === 'found') return route(ex, m, q === -1 ? '' : url.slice(q + 1))
+      const m = byHost ?? router.match(req.method, path)
+      if (m.kind === 'found') {
+        if (m.route.route.cors === false) ex.cors = undefined
+        return route(ex, m, q === -1 ? '' : url.slice(q + 1))
+      }
       // Answered without a throw (see routeAuthenticated).
       if (m.kind === 'method') fail(ex, new MethodNotAllowedError(`method ${req.method} is not allowed on this path`, { details: { allow: m.allow } }))
       else fail(ex, new NotFoundError('no route matches this path', { details: { path } }))
@@ -403,6 +419,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
 
   async function dispatch(req: RonRequest): Promise<RonResponse> {
     const ex = new Exchange(req, corrIdFrom(req.headers['x-corr-id']), observing ? clock.now() : 0, hooks.finished === undefined ? onFinish : onFinishDispatched)
+    if (hooks.cors !== undefined) {
+      const origin = headerValue(req.headers.origin)
+      if (origin !== undefined) ex.cors = hooks.cors(req.method, origin)
+    }
     const pending = run(ex)
     if (pending !== undefined) await pending
     return toRonResponse(ex)
@@ -413,4 +433,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   }
 
   return { dispatch, handle, fetch: fetchHandler, setSlowClientLimits }
+}
+
+/** The first value of a header that may arrive repeated. */
+function headerValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v
 }

@@ -18,6 +18,8 @@ const EMPTY: AsyncIterable<Uint8Array> = {
 /** Builds the in-process response for a completed pipeline. @internal */
 export function toRonResponse(ex: Exchange): RonResponse {
   const headers: Record<string, string | string[]> = {}
+  const cors = ex.cors
+  if (cors !== undefined) for (const k in cors) headers[k] = cors[k]!
   const h = ex.replyHeaders
   if (h !== undefined) {
     for (const k in h) {

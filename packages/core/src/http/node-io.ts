@@ -62,6 +62,8 @@ export interface NodeWriteOptions {
   lingerMs: number
   clock: Clock
   metrics: MetricsSink | undefined
+  /** Once aborted, responses go out with `Connection: close` (a drain). */
+  closeConnections?: AbortSignal | undefined
   /** Reports an error that happened after headers were sent. */
   onLateError(ex: Exchange, err: unknown): void
 }
@@ -74,6 +76,7 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
     ex.finish()
     return
   }
+  if (o.closeConnections?.aborted === true) res.shouldKeepAlive = false
   // One flat header list handed to writeHead: cheaper than setHeader() per header on the hot path.
   const headers: (string | number | readonly string[])[] = []
   const h = ex.replyHeaders

@@ -1,6 +1,9 @@
 /**
  * Route table: compiled once at startup, matched on every request without allocation for static
- * paths. Static paths are a `Map` lookup; parametrised paths are matched segment by segment.
+ * paths. Static paths are a `Map` lookup; parametrised paths are matched segment by segment; a
+ * catch-all last segment (`/n/:name/*path`) takes the rest of the path and is tried only after
+ * every fixed-length pattern. Routes that declare a `host` live in tables of their own, consulted
+ * only by {@link Router.matchHost} and only when there are any.
  *
  * @module
  */
@@ -44,7 +47,21 @@ interface ParamPattern {
   /** For each segment: whether it is a parameter. */
   readonly isParam: readonly boolean[]
   readonly entry: PathEntry
+  /** The last segment is a catch-all (`*name`): it takes the rest of the path, one segment or more. */
+  readonly rest: boolean
 }
+
+/** The routes of one `host` pattern. */
+interface HostTable {
+  /** The host name's part after the captured label (`.localhost`), or the whole host name when nothing is captured. */
+  readonly suffix: string
+  /** The param the first label goes into; undefined for an exact host name. */
+  readonly param: string | undefined
+  readonly router: Router
+}
+
+const LABEL = /^[a-z0-9-]{1,63}$/
+const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** Result of {@link Router.match}. */
 export type RouteMatch =
@@ -62,14 +79,32 @@ const NONE: RouteMatch = { kind: 'none' }
 export class Router {
   private readonly statics = new Map<string, PathEntry>()
   private readonly patterns: ParamPattern[] = []
+  /** Catch-all patterns, longest fixed prefix first: tried after {@link Router.patterns}. */
+  private readonly restPatterns: ParamPattern[] = []
+  private readonly hosts: HostTable[] = []
+  /** True when some route declares a `host`: the pipeline then calls {@link Router.matchHost}. */
+  readonly hasHostRoutes: boolean
 
   /**
    * @throws {@link RouteConfigError} for a write route without `scope`/`public`, a duplicate
-   * method+path, or a malformed path pattern.
+   * method+path, or a malformed path or host pattern.
    */
   constructor(routes: readonly Route[]) {
-    const byPattern = new Map<string, PathEntry>()
+    const byHost = new Map<string, Route[]>()
+    const own: Route[] = []
     for (const route of routes) {
+      if (route.host === undefined) own.push(route)
+      else {
+        const { host, ...plain } = route
+        const list = byHost.get(host) ?? []
+        list.push(plain)
+        byHost.set(host, list)
+      }
+    }
+    for (const [host, list] of byHost) this.hosts.push(hostTable(host, list))
+    this.hasHostRoutes = this.hosts.length > 0
+    const byPattern = new Map<string, PathEntry>()
+    for (const route of own) {
       const where = `${route.method} ${route.path}`
       if (typeof route.path !== 'string' || !route.path.startsWith('/')) {
         throw new RouteConfigError(`route ${where}: path must start with '/'`)
@@ -79,19 +114,23 @@ export class Router {
       }
       if (typeof route.handler !== 'function') throw new RouteConfigError(`route ${where}: handler is not a function`)
       const segments = route.path.split('/')
-      const names = segments.map((seg) => {
-        if (!seg.startsWith(':')) return undefined
+      const names = segments.map((seg, i) => {
+        if (!seg.startsWith(':') && !seg.startsWith('*')) return undefined
+        if (seg.startsWith('*') && i !== segments.length - 1) throw new RouteConfigError(`route ${where}: a catch-all '${seg}' must be the last segment`)
         const name = seg.slice(1)
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new RouteConfigError(`route ${where}: bad param name '${name}'`)
+        if (!PARAM_NAME.test(name)) throw new RouteConfigError(`route ${where}: bad param name '${name}'`)
         return name
       })
+      const rest = segments[segments.length - 1]!.startsWith('*')
       // Normalise the pattern so `/o/:a` and `/o/:b` are recognised as the same path.
-      const shape = segments.map((seg, i) => (names[i] === undefined ? seg : ':')).join('/')
+      const shape = segments.map((seg, i) => (names[i] === undefined ? seg : seg[0])).join('/')
       let entry = byPattern.get(shape)
       if (entry === undefined) {
         entry = { methods: new Map(), allow: '', found: new Map(), notAllowed: { kind: 'none' } }
         byPattern.set(shape, entry)
-        if (names.some((n) => n !== undefined)) this.patterns.push({ segments, isParam: names.map((n) => n !== undefined), entry })
+        const pattern = { segments, isParam: names.map((n) => n !== undefined), entry, rest }
+        if (rest) this.restPatterns.push(pattern)
+        else if (names.some((n) => n !== undefined)) this.patterns.push(pattern)
         else this.statics.set(route.path, entry)
       }
       if (entry.methods.has(route.method)) throw new RouteConfigError(`route ${where}: duplicate route`)
@@ -106,6 +145,33 @@ export class Router {
       const get = entry.methods.get('GET')
       if (get !== undefined && !entry.methods.has('HEAD')) entry.found.set('HEAD', { kind: 'found', route: get, params: NO_PARAMS, head: true })
     }
+    // The most specific catch-all first: the one with the longest fixed prefix.
+    this.restPatterns.sort((a, b) => b.segments.length - a.segments.length)
+  }
+
+  /**
+   * Finds the route for a request to `host` (the `Host` header): `undefined` when no host pattern
+   * matches it (route with {@link Router.match}); otherwise the match among that host's routes,
+   * with the captured label in `params`. The port, a trailing dot and case are ignored.
+   * @throws {@link MalformedError} when a path parameter has invalid %-encoding.
+   */
+  matchHost(method: string, host: string | undefined, path: string): RouteMatch | undefined {
+    if (host === undefined) return undefined
+    const name = hostName(host)
+    for (const t of this.hosts) {
+      let label: string | undefined
+      if (t.param === undefined) {
+        if (name !== t.suffix) continue
+      } else {
+        if (name.length <= t.suffix.length || !name.endsWith(t.suffix)) continue
+        label = name.slice(0, name.length - t.suffix.length)
+        if (!LABEL.test(label)) continue
+      }
+      const m = t.router.match(method, path)
+      if (m.kind !== 'found' || label === undefined) return m
+      return { kind: 'found', route: m.route, params: { ...m.params, [t.param!]: label }, head: m.head }
+    }
+    return undefined
   }
 
   /**
@@ -137,7 +203,7 @@ export class Router {
   }
 
   private matchPattern(path: string): { entry: PathEntry; parts: string[] } | undefined {
-    if (this.patterns.length === 0) return undefined
+    if (this.patterns.length === 0 && this.restPatterns.length === 0) return undefined
     const parts = path.split('/')
     outer: for (const p of this.patterns) {
       if (p.segments.length !== parts.length) continue
@@ -146,8 +212,49 @@ export class Router {
       }
       return { entry: p.entry, parts }
     }
+    return this.restPatterns.length === 0 ? undefined : this.matchRest(parts)
+  }
+
+  /** A catch-all match: the fixed segments as usual, then the rest of the path (possibly empty) as one part. */
+  private matchRest(parts: string[]): { entry: PathEntry; parts: string[] } | undefined {
+    outer: for (const p of this.restPatterns) {
+      const last = p.segments.length - 1
+      if (parts.length < p.segments.length) continue
+      for (let i = 0; i < last; i++) {
+        if (p.isParam[i] === true ? parts[i] === '' : p.segments[i] !== parts[i]) continue outer
+      }
+      const out = parts.slice(0, last)
+      out.push(parts.slice(last).join('/'))
+      return { entry: p.entry, parts: out }
+    }
     return undefined
   }
+}
+
+/** The host name of a `Host` header: lower case, without port or trailing dot. */
+function hostName(host: string): string {
+  let end = host.length
+  if (!host.endsWith(']')) {
+    const colon = host.lastIndexOf(':')
+    if (colon !== -1) end = colon
+  }
+  let name = host.slice(0, end).toLowerCase()
+  if (name.endsWith('.')) name = name.slice(0, -1)
+  return name
+}
+
+/** Compiles the routes of one host pattern: `:param.rest.of.name` (captures the first label) or an exact host name. */
+function hostTable(host: string, routes: Route[]): HostTable {
+  const where = `host '${host}'`
+  const pattern = host.toLowerCase()
+  if (pattern.startsWith(':')) {
+    const dot = pattern.indexOf('.')
+    const param = host.slice(1, dot === -1 ? undefined : dot)
+    if (dot === -1 || dot === pattern.length - 1 || !PARAM_NAME.test(param)) throw new RouteConfigError(`${where}: expected ':name.domain' or a host name`)
+    return { suffix: pattern.slice(dot), param, router: new Router(routes) }
+  }
+  if (!/^[a-z0-9.-]+$/.test(pattern)) throw new RouteConfigError(`${where}: expected ':name.domain' or a host name`)
+  return { suffix: pattern, param: undefined, router: new Router(routes) }
 }
 
 function decodeParam(name: string, raw: string): string {

@@ -14,6 +14,7 @@ import { abortReason, systemClock, type Clock, type TimerHandle } from '../clock
 import { BusyError, envelopeJson } from '../errors.js'
 import { answerClientError } from './client-error.js'
 import { generateCorrId } from './corr-id.js'
+import type { ListenerPolicy } from '../service/types.js'
 
 const SWEEP_MS = 20
 
@@ -26,19 +27,25 @@ export interface ServeOptions {
   /**
    * Time allowed to receive the request headers (`headersTimeout`). Bodies are guarded per chunk
    * by the handler's `readTimeoutMs` instead, so long streaming uploads are not cut off.
-   * @default 5000
+   * @default the target's `listener.readTimeoutMs`, else 5000
    */
   readTimeoutMs?: number
-  /** Keep-alive and socket inactivity timeout: an idle socket is closed after this long. @default 60000 */
+  /** Keep-alive and socket inactivity timeout: an idle socket is closed after this long. @default the target's `listener.idleTimeoutMs`, else 60000 */
   idleTimeoutMs?: number
   /** Largest request head (request line and headers) in bytes; more → 431 with the error envelope. @default node's `http.maxHeaderSize` (16 KiB) */
   maxHeaderSize?: number
   /**
    * Open sockets allowed per remote address. A socket over the cap is answered `429 Busy` with
    * `details.reason: "per_ip"`, `Retry-After` and the error envelope on its first request, then
-   * closed (SPEC.md 4); it never reaches the handler. @default 256
+   * closed (SPEC.md 4); it never reaches the handler. @default the target's `listener.maxConnectionsPerIp`, else 256
    */
   maxConnectionsPerIp?: number
+  /**
+   * Open sockets allowed in all, from every address together. A socket over the cap is answered
+   * `429 Busy` with `details.reason: "max_connections"` on its first request, then closed.
+   * @default the target's `listener.maxConnections`, else 10000
+   */
+  maxConnections?: number
   /** How long `close()` lets in-flight requests finish before destroying their sockets. @default 3000 */
   drainDeadlineMs?: number
   /** Aborting closes the server (like calling `close()`). */
@@ -57,6 +64,13 @@ export interface RonServer {
   readonly server: Server
   /** Sockets currently open. */
   readonly connections: number
+  /**
+   * Follows a service's drain: once `signal` aborts (a service's `listener.intakeStopped`),
+   * idle keep-alive sockets are closed and every later response closes its socket after it is
+   * sent. `serve()` does this by itself for a target that has a `listener` policy; a host that
+   * swaps handlers on one server (ron-node) calls it when it attaches a service.
+   */
+  followDrain(signal: AbortSignal): void
   /**
    * Stops accepting, closes idle keep-alive sockets, lets in-flight requests finish until
    * `drainDeadlineMs`, then destroys the remaining sockets. Idempotent: a second call joins the first.
@@ -79,24 +93,26 @@ export interface RonServer {
  * await srv.close()
  * ```
  */
-export async function serve(target: { handle(req: IncomingMessage, res: ServerResponse): void }, options: ServeOptions = {}): Promise<RonServer> {
+export async function serve(target: { handle(req: IncomingMessage, res: ServerResponse): void; readonly listener?: ListenerPolicy | undefined }, options: ServeOptions = {}): Promise<RonServer> {
+  const policy = target.listener
   const host = options.host ?? '127.0.0.1'
-  const readTimeoutMs = options.readTimeoutMs ?? 5000
-  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000
-  const maxPerIp = options.maxConnectionsPerIp ?? 256
+  const readTimeoutMs = options.readTimeoutMs ?? policy?.readTimeoutMs ?? 5000
+  const idleTimeoutMs = options.idleTimeoutMs ?? policy?.idleTimeoutMs ?? 60_000
+  const maxPerIp = options.maxConnectionsPerIp ?? policy?.maxConnectionsPerIp ?? 256
+  const maxConnections = options.maxConnections ?? policy?.maxConnections ?? 10_000
   const drainDeadlineMs = options.drainDeadlineMs ?? 3000
   const clock = options.clock ?? systemClock
   const signal = options.signal
   if (signal?.aborted) throw abortReason(signal)
 
-  // Sockets over the per-IP cap: answered 429 on their first request, never handled.
-  const overCap = new WeakSet<Socket>()
-  const answerPerIp = (res: ServerResponse): void => {
+  // Sockets over a cap: answered 429 on their first request, never handled.
+  const overCap = new WeakMap<Socket, 'per_ip' | 'max_connections'>()
+  const answerOverCap = (res: ServerResponse, reason: 'per_ip' | 'max_connections'): void => {
     const corrId = generateCorrId()
-    const err = new BusyError(`too many connections from this address (cap ${maxPerIp})`, {
-      details: { reason: 'per_ip', limit: maxPerIp },
-      retryAfterMs: 1000,
-    })
+    const err =
+      reason === 'per_ip'
+        ? new BusyError(`too many connections from this address (cap ${maxPerIp})`, { details: { reason, limit: maxPerIp }, retryAfterMs: 1000 })
+        : new BusyError(`too many connections (cap ${maxConnections})`, { details: { reason, limit: maxConnections }, retryAfterMs: 1000 })
     const body = envelopeJson(err, corrId)
     res.shouldKeepAlive = false
     res.writeHead(429, {
@@ -109,7 +125,8 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
     res.end(body)
   }
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
-    if (overCap.has(req.socket)) answerPerIp(res)
+    const over = overCap.get(req.socket)
+    if (over !== undefined) answerOverCap(res, over)
     else target.handle(req, res)
   }
   const server = createServer(
@@ -139,10 +156,10 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
       socket.destroy()
       return
     }
-    if (n >= maxPerIp) {
+    if (n >= maxPerIp || open >= maxConnections) {
       // Answer rather than reset (the client learns why and when to retry); one that sends no
       // request within the header timeout is dropped.
-      overCap.add(socket)
+      overCap.set(socket, n >= maxPerIp ? 'per_ip' : 'max_connections')
       const t = clock.setTimeout(() => socket.destroy(), readTimeoutMs)
       t.unref?.()
       socket.once('close', () => clock.clearTimeout(t))
@@ -161,6 +178,23 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
   // While draining, every finished response frees its socket at once instead of idling in keep-alive.
   const onRequestWhileClosing = (_req: IncomingMessage, res: ServerResponse): void => {
     res.shouldKeepAlive = false
+  }
+  let followingDrain = false
+  const drainListeners: Array<{ signal: AbortSignal; fn: () => void }> = []
+  const followDrain = (s: AbortSignal): void => {
+    const fn = (): void => {
+      if (closing) return
+      if (!followingDrain) {
+        followingDrain = true
+        server.prependListener('request', onRequestWhileClosing)
+      }
+      server.closeIdleConnections()
+    }
+    if (s.aborted) fn()
+    else {
+      s.addEventListener('abort', fn, { once: true })
+      drainListeners.push({ signal: s, fn })
+    }
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -191,7 +225,8 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
     closed ??= new Promise<void>((resolve) => {
       closing = true
       signal?.removeEventListener('abort', onAbort)
-      server.prependListener('request', onRequestWhileClosing)
+      for (const d of drainListeners.splice(0)) d.signal.removeEventListener('abort', d.fn)
+      if (!followingDrain) server.prependListener('request', onRequestWhileClosing)
       const started = clock.now()
       // Node keeps a keep-alive socket open after its in-flight response finishes; sweep idle
       // sockets until all are gone, and destroy whatever is left at the drain deadline.
@@ -229,6 +264,7 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
     void close()
   }
   signal?.addEventListener('abort', onAbort, { once: true })
+  if (policy !== undefined) followDrain(policy.intakeStopped)
 
   return {
     url,
@@ -238,6 +274,7 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
     get connections() {
       return open
     },
+    followDrain,
     close,
     [Symbol.asyncDispose]: close,
   }

@@ -98,8 +98,25 @@ export interface RouteContext {
 /** A route declaration. A write route (POST/PUT/PATCH/DELETE) must declare `scope` or `public: true`. */
 export interface Route {
   method: HttpMethod
-  /** Path pattern with `:name` params, e.g. `/o/:addr`. */
+  /**
+   * Path pattern with `:name` params, e.g. `/o/:addr`; a last segment `*name` is a catch-all that
+   * takes the rest of the path (one segment or more, possibly empty: `/n/:name/*path` matches
+   * `/n/a/` and `/n/a/b/c`, not `/n/a`), tried after every fixed-length pattern.
+   */
   path: string
+  /**
+   * Dispatch by `Host` (port, case and a trailing dot ignored): the route answers only requests to
+   * that host — `':site.localhost'` captures the first label of any `*.localhost` host into
+   * `params.site`; a plain host name matches exactly. A request whose host matches a host pattern
+   * is routed among that pattern's routes only, before the built-in endpoints; other requests never
+   * see these routes. Services without host routes pay nothing for them.
+   */
+  host?: string
+  /**
+   * `false`: responses of this route carry no CORS headers, whatever the service's CORS policy
+   * (content served as its own origin, which other origins must not read). @default true
+   */
+  cors?: false
   /** Metric label; defaults to the path pattern. */
   name?: string
   /** Capability scope the token must carry (e.g. `storage:write`). */
@@ -116,5 +133,11 @@ export interface Route {
    * service's `maxObjectBytes`), or `Infinity` when the handler enforces one itself.
    */
   bodyLimit?: number
+  /**
+   * The readiness path (SPEC.md 3.3a) this route serves, declared in the host's `readiness.paths`:
+   * during a drain the route is refused (503 `Draining`) from the stage that path is shed at.
+   * @default by method: GET/HEAD/OPTIONS are reads (shed when the read window ends), others are writes (shed at once)
+   */
+  readinessPath?: string
   handler(ctx: RouteContext): Promise<Reply> | Reply
 }

@@ -7,6 +7,8 @@
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Labels, MetricsSink } from '../metrics-sink.js'
+import { RonUsageError } from '../errors.js'
+import type { MetricHandles, MetricsDeclaration, MetricsTable, ZeroSeries } from './define.js'
 
 /** Help text of the seed metrics (SPEC.md section 4). They are created on first use. */
 export const SEED_METRICS: Readonly<
@@ -34,6 +36,28 @@ export const SEED_METRICS: Readonly<
   breaker_state: { type: 'gauge', help: 'Circuit breaker state by target: 0 closed, 1 open, 2 half-open.', labels: ['target'] },
 }
 
+/** Every family core itself defines in a service's registry (the SPEC/seed ones, the reload and HTTP metrics). */
+export const CORE_METRIC_NAMES: ReadonlySet<string> = new Set([
+  ...Object.keys(SEED_METRICS),
+  'config_reload_duration_seconds',
+  'http_requests_total',
+  'http_request_duration_seconds',
+])
+
+/**
+ * The label sets of a {@link ZeroSeries}: the cartesian product of the value lists, or the
+ * explicit list. @internal
+ */
+export function expandZero(zero: ZeroSeries): Record<string, string>[] {
+  if (Array.isArray(zero)) return (zero as readonly Record<string, string>[]).map((s) => ({ ...s }))
+  let out: Record<string, string>[] = [{}]
+  for (const [label, values] of Object.entries(zero as Record<string, readonly string[] | undefined>)) {
+    if (values === undefined) continue
+    out = out.flatMap((base) => values.map((v) => ({ ...base, [label]: v })))
+  }
+  return out
+}
+
 /** Default buckets of `http_request_duration_seconds`, in seconds. */
 export const DEFAULT_HTTP_BUCKETS: readonly number[] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -43,6 +67,8 @@ export interface ServiceMetricsOptions {
   service: string
   /** Buckets of histograms (HTTP latency and sink-created ones). @default {@link DEFAULT_HTTP_BUCKETS} */
   buckets?: readonly number[]
+  /** A second sink that also receives everything reported through `sink` (a runtime's metrics sink). @default none */
+  also?: MetricsSink
 }
 
 /** One service's metrics. */
@@ -57,6 +83,17 @@ export interface ServiceMetrics {
   gauge<L extends string = string>(name: string, help: string, labelNames?: readonly L[]): Gauge<L>
   /** A service-specific histogram (returns the existing one if already registered under `name`). */
   histogram<L extends string = string>(name: string, help: string, labelNames?: readonly L[], buckets?: readonly number[]): Histogram<L>
+  /**
+   * Registers a {@link MetricsDeclaration} (from `defineMetrics`): the service's own families and
+   * every zero series, own and SPEC/seed. Call it once at startup; returns typed handles.
+   * @throws {@link RonUsageError} `RON_INVALID_OPTION` when a family is already registered with another type or labels
+   */
+  register<T extends MetricsTable>(declaration: MetricsDeclaration<T>): MetricHandles<T>
+  /**
+   * Makes the series `labels` of a registered family exist at zero (a fresh `/metrics` shows
+   * it). Missing labels are empty. Unknown families are ignored.
+   */
+  zero(name: string, labels?: Record<string, string>): void
   /** Counts one HTTP request and records its duration; hot path, label children are cached. */
   observeHttp(route: string, method: string, status: number, seconds: number): void
   /** The Prometheus text exposition of this registry. */
@@ -132,8 +169,9 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
                 labelNames: [...labelNames],
                 registers: [registry],
                 collect() {
+                  // inc by 0 too: a series registered at zero shows in the exposition.
                   for (const t of tally.values()) {
-                    if (t.value > 0) this.inc(t.labels, t.value)
+                    this.inc(t.labels, t.value)
                     t.value = 0
                   }
                 },
@@ -181,7 +219,7 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
     return t
   }
 
-  const sink: MetricsSink = {
+  const own: MetricsSink = {
     inc(name, labels, by = 1) {
       const e = entry(name, 'counter', labels)
       if (e === undefined || !(e.metric instanceof Counter) || !(by > 0) || !Number.isFinite(by)) return
@@ -200,6 +238,59 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
       e.metric.observe(conform(e, labels), value)
     },
   }
+  const also = options.also
+  const sink: MetricsSink =
+    also === undefined
+      ? own
+      : {
+          inc(name, labels, by) {
+            own.inc(name, labels, by)
+            also.inc(name, labels, by)
+          },
+          set(name, labels, value) {
+            own.set(name, labels, value)
+            also.set(name, labels, value)
+          },
+          observe(name, labels, value) {
+            own.observe(name, labels, value)
+            also.observe(name, labels, value)
+          },
+        }
+
+  function zero(name: string, labels: Record<string, string> = {}): void {
+    const e = sinkEntries.get(name)
+    if (e?.tally !== undefined) {
+      slot(e, e.tally, labels)
+      return
+    }
+    const m = registry.getSingleMetric(name)
+    if (m === undefined) return
+    const full: Record<string, string> = {}
+    for (const n of (m as unknown as { labelNames?: readonly string[] }).labelNames ?? []) full[n] = labels[n] ?? ''
+    if (m instanceof Counter || m instanceof Gauge) m.inc(full, 0)
+    else if (m instanceof Histogram) m.zero(full)
+  }
+
+  function register<T extends MetricsTable>(declaration: MetricsDeclaration<T>): MetricHandles<T> {
+    const handles: Record<string, AnyMetric> = {}
+    for (const [name, spec] of Object.entries(declaration.table)) {
+      const labels = spec.labels ?? []
+      const prior = registry.getSingleMetric(name)
+      if (prior !== undefined) {
+        const priorLabels = (prior as unknown as { labelNames?: readonly string[] }).labelNames ?? []
+        const sameType = spec.type === 'counter' ? prior instanceof Counter : spec.type === 'gauge' ? prior instanceof Gauge : prior instanceof Histogram
+        if (!sameType || priorLabels.join(',') !== labels.join(',')) {
+          throw new RonUsageError('RON_INVALID_OPTION', `metric '${name}' is already registered with another type or labels`)
+        }
+      }
+      handles[name] =
+        spec.type === 'counter' ? counter(name, spec.help, labels) : spec.type === 'gauge' ? gauge(name, spec.help, labels) : histogram(name, spec.help, labels, spec.buckets)
+      if (labels.length === 0) zero(name)
+      else if (spec.zero !== undefined) for (const l of expandZero(spec.zero)) zero(name, l)
+    }
+    for (const [name, z] of Object.entries(declaration.seed)) for (const l of expandZero(z)) zero(name, l)
+    return handles as unknown as MetricHandles<T>
+  }
 
   return {
     registry,
@@ -207,6 +298,8 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
     counter,
     gauge,
     histogram,
+    register,
+    zero,
     observeHttp(route, method, status, seconds) {
       http.observe(route, method, status, seconds)
     },

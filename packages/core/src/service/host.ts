@@ -13,7 +13,7 @@ import type { Random } from '../random.js'
 import { systemRandom } from '../random.js'
 import { ClosedError, DrainingError, UnauthorizedError, type RonError, RonUsageError } from '../errors.js'
 import type { RonRequest, RonResponse, Reply, Route } from '../http/types.js'
-import { createHttpHandler, type HttpHandler, type HttpHooks, type HttpLimits, type SlowClientLimits } from '../http/index.js'
+import { createHttpHandler, DEFAULT_SLOW_CLIENT_LIMITS, type HttpHandler, type HttpHooks, type HttpLimits, type SlowClientLimits } from '../http/index.js'
 import type { Transport } from '../transport/types.js'
 import type { Claims, TokenVerifier } from '../auth/types.js'
 import { bearerToken, checkCaveats, createTokenVerifier, staticKeySource, type CachingTokenVerifier, type KeySource, type Jwk } from '../auth/index.js'
@@ -21,13 +21,17 @@ import { Supervisor, WorkPool, Broadcast, linkSignals, type LinkedSignal } from 
 import { Admission } from '../resilience/index.js'
 import { createServiceMetrics, type ServiceMetrics } from '../metrics/service-metrics.js'
 import { METRICS_CONTENT_TYPE } from '../metrics/merge.js'
-import { Readiness } from '../health/readiness.js'
+import { Readiness, REVOCATIONS_DEPENDENCY, type DependencySpec, type PathSpec } from '../health/readiness.js'
 import { createCorsPolicy, type CorsOptions, type CorsPolicy } from '../http/cors.js'
 import { fetchToRonRequest, ronResponseToFetch } from '../http/fetch-adapter.js'
 import type { Watch } from '../concurrency/watch.js'
 import { ConfigReloader, RELOAD_METRICS, type ReloadHook, type ReloadableConfig } from './reload.js'
 import type { HealthReport, RonService, Topology, ChannelSpec } from './types.js'
 import { noopLogger, type Logger } from './logger.js'
+import type { ServiceBaseConfig } from './base-config.js'
+import { RequestGate } from './request-gate.js'
+import type { ServiceRuntime } from './runtime.js'
+import type { ListenerPolicy } from './types.js'
 
 /** Options of {@link createServiceHost}. `C` is the service's validated config type. */
 export interface ServiceHostOptions<C = unknown> {
@@ -71,12 +75,36 @@ export interface ServiceHostOptions<C = unknown> {
    * @default no schema: `host.config` holds `{}` and reloads only run the hooks
    */
   config?: ReloadableConfig<C>
-  /** @default systemClock */
+  /** @default `runtime.clock`, else systemClock */
   clock?: Clock
-  /** @default systemRandom */
+  /** @default `runtime.random`, else systemRandom */
   random?: Random
-  /** @default noopLogger */
+  /** @default `runtime.logger`, else noopLogger */
   logger?: Logger
+  /**
+   * The factory's third argument (SPEC.md 2): clock, random, logger, metrics sink and token
+   * verification are taken from it where the options above do not give them.
+   * @default {}
+   */
+  runtime?: ServiceRuntime
+  /**
+   * Readiness as data (SPEC.md 3.3a): the service's dependencies (pushed with
+   * `host.readiness.set()` or computed by a `check`) and its paths, each with the dependencies it
+   * needs and the drain stage that sheds it. The host derives `paths`, `missing`, `ready` and
+   * `writeReady` from them, and refuses a route (`readinessPath`) whose path the drain has shed.
+   * @default no dependencies, no paths
+   */
+  readiness?: { dependencies?: readonly DependencySpec[]; paths?: Readonly<Record<string, PathSpec>> }
+  /**
+   * The drain's shape. `readWindow: false` skips the read window whatever the config says
+   * (index: unready as a whole at the start of a drain, SPEC.md 3.3a). @default `{ readWindow: true }`
+   */
+  drain?: { readWindow?: boolean }
+  /**
+   * The read window of a drain, for a service whose config does not extend the base (with
+   * `config.extendsBase` the config's `drainReadWindowMs` is used). @default 0
+   */
+  drainReadWindowMs?: number
 }
 
 /** What a service factory builds on. */
@@ -140,6 +168,8 @@ export interface ServiceHost<C = unknown> {
   readonly drainSignal: AbortSignal
   /** True once `close()` began. */
   readonly closing: boolean
+  /** The drain's progress: `running`, `writes` (the read window), `draining` (intake stopped), `closed`. */
+  readonly phase: 'running' | 'writes' | 'draining' | 'closed'
   /**
    * The work pool consuming the mpsc channel `name` of the topology (created on first use).
    * @throws {@link RonUsageError} `RON_UNKNOWN_CHANNEL` when `name` is not an mpsc channel of the topology
@@ -156,6 +186,12 @@ export interface ServiceHost<C = unknown> {
    * @throws {@link RonUsageError} `RON_ROUTES_FROZEN` after the first request, `RON_UNKNOWN_CHANNEL` when a route names a queue that is not an mpsc channel
    */
   routes(routes: Route[]): void
+  /**
+   * Registers a hook run when `close()` begins, after writes turned unready and before the read
+   * window: stop producing work (planners, announcers). Hooks run in registration order; one that
+   * throws is logged and the drain goes on.
+   */
+  preClose(fn: () => Promise<void> | void): void
   /** Registers service cleanup, run after the drain, in reverse registration order. */
   onClose(fn: () => Promise<void> | void): void
   /** The service object a factory returns (handle/fetch/dispatch/health/describe/metrics/close). */
@@ -239,46 +275,97 @@ class Host<C> implements ServiceHost<C> {
   readonly #admission: Admission
   readonly #verifier: TokenVerifier | undefined
   #limits: HttpLimits | undefined
-  readonly #revocationsStale: (() => boolean) | undefined
-  #revocationsDeclared = false
+  readonly #gate: RequestGate
+  readonly #base: boolean
+  readonly #readWindow: boolean
+  readonly #legacyReadWindowMs: number
+  readonly #listener: ListenerPolicy
+  readonly #preCloseHooks: Array<() => Promise<void> | void> = []
   #handler: HttpHandler | undefined
-  #state: 'running' | 'draining' | 'closed' = 'running'
+  #state: 'running' | 'writes' | 'draining' | 'closed' = 'running'
   #closePromise: Promise<void> | undefined
   #inFlight = 0
   #idle: (() => void) | undefined
 
   constructor(o: ServiceHostOptions<C>) {
+    const rt = o.runtime ?? {}
     this.id = o.id
     this.version = o.version
-    this.clock = o.clock ?? systemClock
-    this.logger = (o.logger ?? noopLogger).child({ service: o.id })
+    this.clock = o.clock ?? rt.clock ?? systemClock
+    this.logger = (o.logger ?? rt.logger ?? noopLogger).child({ service: o.id })
     this.transport = o.transport
     this.#topology = o.topology
-    this.#drainDeadlineMs = o.drainDeadlineMs ?? DEFAULT_DRAIN_DEADLINE_MS
     this.#workers = o.workers ?? {}
-    this.#limits = o.limits
     for (const c of o.topology.channels) this.#channels.set(c.name, c)
-    this.metrics = createServiceMetrics({ service: o.id })
-    this.supervisor = new Supervisor({ name: o.id, clock: this.clock, random: o.random ?? systemRandom, metrics: this.metrics.sink })
+    this.metrics = createServiceMetrics({ service: o.id, ...(rt.metrics === undefined ? {} : { also: rt.metrics }) })
+    this.supervisor = new Supervisor({ name: o.id, clock: this.clock, random: o.random ?? rt.random ?? systemRandom, metrics: this.metrics.sink })
     this.readiness = new Readiness({ liveness: () => this.supervisor.health(), retryAfterMs: RETRY_AFTER_MS })
-    this.#admission = new Admission({
-      maxConcurrentPerKey: o.admission?.maxConcurrentPerIp ?? 256,
-      ...(o.admission?.ratePerIp === undefined ? {} : { rate: o.admission.ratePerIp }),
-      clock: this.clock,
-    })
-    this.#verifier = o.auth?.verifier ?? buildVerifier(o.auth?.keys, this.clock)
-    const v = this.#verifier as Partial<Pick<CachingTokenVerifier, 'revocationsStale'>> | undefined
-    this.#revocationsStale = typeof v?.revocationsStale === 'function' ? v.revocationsStale.bind(v) : undefined
-    this.#cors = createCorsPolicy(o.cors)
     this.metrics.histogram(RELOAD_METRICS.duration, 'Duration of config reloads (validation, swap and hooks), in seconds.')
     this.#reloader = new ConfigReloader<C>(o.config, { clock: this.clock, metrics: this.metrics.sink, logger: this.logger, service: o.id })
     this.config = this.#reloader.config
+
+    // The base keys (http.*, cors, drain) come from the config when it extends the base, else
+    // from the legacy options.
+    this.#base = o.config?.extendsBase === true
+    const base = this.#base ? baseOf(this.config.get(), o.id) : undefined
+    const h = base?.http
+    this.#drainDeadlineMs = o.drainDeadlineMs ?? DEFAULT_DRAIN_DEADLINE_MS
+    this.#legacyReadWindowMs = o.drainReadWindowMs ?? 0
+    this.#readWindow = o.drain?.readWindow !== false
+    this.#limits = h === undefined ? o.limits : limitsOf(h)
+    const perIp = h === undefined ? o.admission : { maxConcurrentPerIp: h.maxConcurrentPerIp, ...(h.maxRpsPerIp === undefined ? {} : { ratePerIp: { capacity: 2 * h.maxRpsPerIp, refillPerSec: h.maxRpsPerIp } }) }
+    this.#admission = new Admission({
+      maxConcurrentPerKey: perIp?.maxConcurrentPerIp ?? 256,
+      ...(perIp?.ratePerIp === undefined ? {} : { rate: perIp.ratePerIp }),
+      clock: this.clock,
+    })
+    this.#gate = new RequestGate({ maxInflight: h?.maxInflight, maxRps: h?.maxRps }, this.clock)
+    this.#cors = createCorsPolicy(base === undefined ? o.cors : corsOf(base.cors))
+    this.#listener = Object.freeze({
+      readTimeoutMs: h?.readTimeoutMs ?? o.limits?.readTimeoutMs ?? 5000,
+      idleTimeoutMs: h?.idleTimeoutMs ?? 60_000,
+      maxConnections: h?.maxConnections ?? 10_000,
+      maxConnectionsPerIp: perIp?.maxConcurrentPerIp ?? 256,
+      intakeStopped: this.#draining.signal,
+    })
+    if (this.#base) this.#reloader.onReload(() => this.#applyBase(baseOf(this.config.get(), o.id)))
+
+    const auth = o.auth ?? rt.auth
+    this.#verifier = auth?.verifier ?? buildVerifier(auth?.keys, this.clock)
+    const v = this.#verifier as Partial<Pick<CachingTokenVerifier, 'revocationsStale'>> | undefined
+    if (typeof v?.revocationsStale === 'function') {
+      // SPEC.md 5: while the verifier's revocation feed is stale, writes are refused, and
+      // readiness says so. Staleness is a function of time since the last sync: computed when
+      // readiness is reported.
+      const stale = v.revocationsStale.bind(v)
+      this.readiness.dependency({ name: REVOCATIONS_DEPENDENCY, gates: 'write', check: () => (stale() ? 'revocation_stale' : true) })
+    }
+    for (const d of o.readiness?.dependencies ?? []) this.readiness.dependency(d)
+    for (const [name, spec] of Object.entries(o.readiness?.paths ?? {})) this.readiness.declarePath(name, spec)
+
+    // Every series the topology implies exists at zero from the start (SPEC.md 4).
+    zeroTopology(this.metrics, o.topology)
     // Pools named explicitly (channel.pool or the workers option) exist from the start, so their
     // workers and gauges are visible before the first request.
     for (const c of o.topology.channels) {
       if (c.kind === 'mpsc' && (c.pool !== undefined || o.workers?.[c.name] !== undefined)) this.pool(c.name)
     }
     this.service = this.#makeService()
+  }
+
+  /** Applies the reloadable base keys of a new snapshot (or of the previous one, on rollback). */
+  #applyBase(cfg: ServiceBaseConfig): void {
+    const slow = slowOf(cfg.http)
+    this.setSlowClientLimits(slow)
+    this.#gate.configure({ maxInflight: cfg.http.maxInflight, maxRps: cfg.http.maxRps })
+    this.setCors(corsOf(cfg.cors))
+  }
+
+  /** The drain's deadline and read window, as configured now. */
+  #drainSettings(): { deadlineMs: number; windowMs: number } {
+    if (!this.#base) return { deadlineMs: this.#drainDeadlineMs, windowMs: this.#readWindow ? this.#legacyReadWindowMs : 0 }
+    const cfg = this.config.get() as unknown as ServiceBaseConfig
+    return { deadlineMs: cfg.drainDeadlineMs, windowMs: this.#readWindow ? cfg.drainReadWindowMs : 0 }
   }
 
   get signal(): AbortSignal {
@@ -311,12 +398,16 @@ class Host<C> implements ServiceHost<C> {
     return this.#state !== 'running'
   }
 
+  get phase(): 'running' | 'writes' | 'draining' | 'closed' {
+    return this.#state
+  }
+
   pool(name: string): WorkPool {
     const existing = this.#pools.get(name)
     if (existing !== undefined) return existing
     const c = this.#channels.get(name)
     if (c === undefined || c.kind !== 'mpsc') throw new RonUsageError('RON_UNKNOWN_CHANNEL', `service ${this.id}: no mpsc channel named '${name}' in the topology`)
-    if (this.#state !== 'running') throw new ClosedError(`service ${this.id} is closing`)
+    if (this.#state === 'draining' || this.#state === 'closed') throw new ClosedError(`service ${this.id} is closing`)
     const pool = new WorkPool({
       name,
       capacity: c.capacity,
@@ -350,6 +441,10 @@ class Host<C> implements ServiceHost<C> {
     this.#routes.push(...routes)
   }
 
+  preClose(fn: () => Promise<void> | void): void {
+    this.#preCloseHooks.push(fn)
+  }
+
   onClose(fn: () => Promise<void> | void): void {
     this.#closeHooks.push(fn)
   }
@@ -378,27 +473,7 @@ class Host<C> implements ServiceHost<C> {
   }
 
   health(): HealthReport {
-    this.#checkRevocations()
     return this.readiness.report(this.supervisor.health())
-  }
-
-  /**
-   * SPEC.md 5: while the verifier's revocation feed is stale, writes are refused, and readiness
-   * says so (`revocations`, write-gating, reason `revocation_stale`). Staleness is a function of
-   * time since the last sync, so it is read when readiness is reported (health(), /readyz)
-   * rather than on every request or on the feed's poll-driven change callback.
-   */
-  #checkRevocations(): void {
-    const stale = this.#revocationsStale?.() === true
-    if (stale) {
-      if (!this.#revocationsDeclared) {
-        this.readiness.declare('revocations', 'write')
-        this.#revocationsDeclared = true
-      }
-      this.readiness.set('revocations', false, 'revocation_stale')
-    } else if (this.#revocationsDeclared) {
-      this.readiness.set('revocations', true)
-    }
   }
 
   close(): Promise<void> {
@@ -413,6 +488,7 @@ class Host<C> implements ServiceHost<C> {
       hooks: this.#hooks(),
       clock: this.clock,
       metrics: this.metrics.sink,
+      closeConnections: this.#draining.signal,
       ...(this.#limits === undefined ? {} : { limits: this.#limits }),
     })
     return this.#handler
@@ -425,14 +501,27 @@ class Host<C> implements ServiceHost<C> {
         if (this.#state === 'draining') throw new DrainingError(`service ${this.id} is draining`, { retryAfterMs: RETRY_AFTER_MS })
         if (this.#state === 'closed') throw new ClosedError(`service ${this.id} is closed`, { retryAfterMs: RETRY_AFTER_MS })
       },
-      admit: (req) => {
+      admit: (req, route) => {
+        if (this.#state === 'writes' && this.#shedWithWrites(route)) {
+          throw new DrainingError(`service ${this.id} is draining: writes are refused`, { details: { phase: 'writes' }, retryAfterMs: RETRY_AFTER_MS })
+        }
         const release = this.#admission.acquire(req.remoteAddress)
+        let gateRelease: (() => void) | undefined
+        if (this.#gate.active) {
+          try {
+            gateRelease = this.#gate.admit()
+          } catch (e) {
+            release()
+            throw e
+          }
+        }
         this.#inFlight++
         let done = false
         return () => {
           if (done) return
           done = true
           release()
+          gateRelease?.()
           if (--this.#inFlight === 0) this.#idle?.()
         }
       },
@@ -470,7 +559,6 @@ class Host<C> implements ServiceHost<C> {
       case '/healthz':
         return this.readiness.healthzReply(this.supervisor.health())
       case '/readyz':
-        this.#checkRevocations()
         return this.readiness.readyzReply(this.supervisor.health())
       case '/metrics':
         return this.metrics.text().then((body) => ({ status: 200, headers: { 'content-type': METRICS_CONTENT_TYPE }, body }))
@@ -481,14 +569,15 @@ class Host<C> implements ServiceHost<C> {
     }
   }
 
-  #corsHeaders(req: { method?: string | undefined; headers: RonRequest['headers'] }): Record<string, string> | undefined {
-    const origin: unknown = req.headers.origin
-    if (typeof origin !== 'string') return undefined
-    return this.#cors.responseHeaders(req.method ?? 'GET', origin)
+  /** Whether a drain sheds `route` with the writes (its readiness path's stage, else its method). */
+  #shedWithWrites(route: Route): boolean {
+    const path = route.readinessPath
+    const stage = path === undefined ? undefined : this.readiness.shedStage(path)
+    if (stage !== undefined) return stage === 'writes'
+    return route.method !== 'GET' && route.method !== 'HEAD' && route.method !== 'OPTIONS'
   }
 
   #makeService(): RonService {
-    // CORS headers for node:http requests come through the handler's `cors` hook.
     const handle = (req: IncomingMessage, res: ServerResponse): void => this.#handlerOrCreate().handle(req, res)
     const dispatch = async (req: RonRequest): Promise<RonResponse> => {
       // In-process requests also abort when the host force-closes. The link is released when
@@ -496,9 +585,8 @@ class Host<C> implements ServiceHost<C> {
       const link = linkSignals(this.#abort.signal, req.signal)
       const inner: RonRequest = { method: req.method, url: req.url, headers: req.headers, body: req.body, remoteAddress: req.remoteAddress, signal: link.signal }
       this.#links.set(inner, link)
-      const res = await this.#handlerOrCreate().dispatch(inner)
-      const cors = this.#corsHeaders(req)
-      return cors === undefined ? res : { status: res.status, headers: { ...res.headers, ...cors }, body: res.body }
+      // CORS headers come through the handler's `cors` hook, as for node:http requests.
+      return this.#handlerOrCreate().dispatch(inner)
     }
     const metricsText = (): Promise<string> => this.metrics.text()
     hostMetrics.set(metricsText, this.metrics)
@@ -512,6 +600,7 @@ class Host<C> implements ServiceHost<C> {
       describe: () => structuredClone(this.#topology),
       metricsText,
       reload: (partial: unknown) => this.#reloader.reload(partial),
+      listener: this.#listener,
       close: () => this.close(),
       [Symbol.asyncDispose]: () => this.close(),
     }
@@ -519,16 +608,36 @@ class Host<C> implements ServiceHost<C> {
   }
 
   async #close(): Promise<void> {
+    // The caller awaits close(): hold Node's event loop until it is done. The injected clock's
+    // timers are unref'd, and an embedding script may have nothing else keeping it alive (an ESM
+    // script would exit with code 13 in the read window or the drain).
+    const hold = setInterval(noop, 3_600_000)
+    try {
+      await this.#drain()
+    } finally {
+      clearInterval(hold)
+    }
+  }
+
+  /** SPEC.md 3.3: writes → read window → intake stops → drain → abort → cleanup. */
+  async #drain(): Promise<void> {
+    const { deadlineMs, windowMs } = this.#drainSettings()
+    this.#state = 'writes'
+    this.readiness.draining('writes')
+    this.logger.info({ readWindowMs: windowMs, drainDeadlineMs: deadlineMs }, 'draining: writes refused')
+    // Without hooks or a window, intake stops in the same turn as close() (nothing to wait for).
+    if (this.#preCloseHooks.length > 0) await this.#runHooks(this.#preCloseHooks, 'preClose')
+    if (windowMs > 0) await this.clock.sleep(windowMs)
+
     const started = this.clock.now()
     this.#state = 'draining'
-    this.#draining.abort(new DrainingError(`service ${this.id} is draining`, { retryAfterMs: RETRY_AFTER_MS }))
-    this.readiness.draining('writes')
     this.readiness.draining('all')
-    this.logger.info({ drainDeadlineMs: this.#drainDeadlineMs }, 'draining')
+    this.#draining.abort(new DrainingError(`service ${this.id} is draining`, { retryAfterMs: RETRY_AFTER_MS }))
+    this.logger.info({ drainDeadlineMs: deadlineMs }, 'draining: intake stopped')
     for (const p of this.#pools.values()) p.stop()
 
     const deadline = new AbortController()
-    const timer = this.clock.setTimeout(() => deadline.abort(), this.#drainDeadlineMs)
+    const timer = this.clock.setTimeout(() => deadline.abort(), deadlineMs)
     timer.unref?.()
     try {
       await Promise.race([
@@ -540,7 +649,7 @@ class Host<C> implements ServiceHost<C> {
       this.#idle = undefined
     }
 
-    const remaining = Math.max(0, this.#drainDeadlineMs - (this.clock.now() - started))
+    const remaining = Math.max(0, deadlineMs - (this.clock.now() - started))
     let queued = 0
     for (const p of this.#pools.values()) queued += p.inFlight + p.depth
     const directStragglers = Math.max(0, this.#inFlight - queued)
@@ -552,16 +661,20 @@ class Host<C> implements ServiceHost<C> {
     if (result.aborted.length > 0) this.logger.warn({ aborted: result.aborted }, 'aborted stragglers at the drain deadline')
     this.#state = 'closed'
 
-    for (const fn of [...this.#closeHooks].reverse()) {
-      try {
-        await fn()
-      } catch (err) {
-        this.logger.error({ err }, 'onClose hook failed')
-      }
-    }
+    await this.#runHooks([...this.#closeHooks].reverse(), 'onClose')
     for (const b of this.#broadcasts.values()) b.close()
     this.#reloader.close()
     this.logger.info({}, 'closed')
+  }
+
+  async #runHooks(hooks: ReadonlyArray<() => Promise<void> | void>, what: string): Promise<void> {
+    for (const fn of hooks) {
+      try {
+        await fn()
+      } catch (err) {
+        this.logger.error({ err }, `${what} hook failed`)
+      }
+    }
   }
 
   #requestsIdle(): Promise<void> {
@@ -569,6 +682,56 @@ class Host<C> implements ServiceHost<C> {
     return new Promise<void>((resolve) => {
       this.#idle = resolve
     })
+  }
+}
+
+function noop(): void {}
+
+/** The base keys of a config that extends the base (checked: a usage error otherwise). */
+function baseOf(cfg: unknown, id: string): ServiceBaseConfig {
+  const c = cfg as Partial<ServiceBaseConfig> | undefined
+  if (typeof c?.http !== 'object' || typeof c.drainDeadlineMs !== 'number' || typeof c.drainReadWindowMs !== 'number') {
+    throw new RonUsageError('RON_INVALID_OPTION', `service ${id}: config.extendsBase is set but the config has no base keys (spread serviceBaseShape() into the schema)`)
+  }
+  return c as ServiceBaseConfig
+}
+
+function slowOf(h: ServiceBaseConfig['http']): SlowClientLimits {
+  return {
+    minBytesPerSec: h.minBytesPerSec,
+    rateWindowMs: h.rateWindowMs,
+    requestTimeoutMs: h.requestTimeoutMs,
+    maxBodiesPerPrincipal: h.maxBodiesPerPrincipal ?? DEFAULT_SLOW_CLIENT_LIMITS.maxBodiesPerPrincipal,
+  }
+}
+
+function limitsOf(h: ServiceBaseConfig['http']): HttpLimits {
+  return {
+    jsonBodyLimit: h.jsonBodyLimit,
+    decompressionRatio: h.decompressionRatio,
+    maxDecompressedBytes: h.maxDecompressedBytes,
+    readTimeoutMs: h.readTimeoutMs,
+    writeTimeoutMs: h.writeTimeoutMs,
+    ...slowOf(h),
+  }
+}
+
+function corsOf(c: ServiceBaseConfig['cors']): CorsOptions | undefined {
+  if (c === undefined) return undefined
+  return { ...(c.readOrigins === undefined ? {} : { readOrigins: c.readOrigins }), ...(c.writeOrigins === undefined ? {} : { writeOrigins: c.writeOrigins }) }
+}
+
+/** Zero series of the SPEC/seed families the topology implies: per channel and per task kind. */
+function zeroTopology(m: ServiceMetrics, t: Topology): void {
+  for (const c of t.channels) {
+    if (c.kind === 'mpsc') m.zero('queue_depth', { queue: c.name })
+    if (c.overflow !== 'last-write-wins') m.zero('queue_dropped_total', { queue: c.name })
+    if (c.kind === 'broadcast') m.zero('bus_lagged_total', { topic: c.name })
+  }
+  for (const kind of [...t.tasks.map((k) => k.name), 'request']) {
+    m.zero('tasks_spawned_total', { kind })
+    m.zero('tasks_aborted_total', { kind })
+    m.zero('tasks_canceled_total', { kind })
   }
 }
 

@@ -32,6 +32,18 @@ export interface ReloadableConfig<C> {
    * @default []
    */
   immutable?: readonly string[]
+  /**
+   * The schema spreads `serviceBaseShape()` (the base keys `http`, `cors`, `drainDeadlineMs`,
+   * `drainReadWindowMs` at the top level): the host applies them itself — HTTP limits, per-IP and
+   * service-wide admission, CORS, the drain — at start and on every reload. @default false
+   */
+  extendsBase?: boolean
+  /**
+   * Coalesce reloads: a reload called while another one is still waiting its turn merges its
+   * partial into the waiting one (objects merge, arrays replace) and shares its outcome, so a
+   * burst of SIGHUPs validates and applies once. @default false (each reload runs on its own)
+   */
+  coalesce?: boolean
 }
 
 /** A reload hook: applies the new snapshot (read it from `host.config`); throw to roll back. */
@@ -78,6 +90,9 @@ export class ConfigReloader<C> {
   readonly #hooks: ReloadHook[] = []
   readonly #schema: z.ZodType<C> | undefined
   readonly #immutable: readonly string[][]
+  readonly #coalesce: boolean
+  /** The reload waiting its turn that later calls merge into (with `coalesce`). */
+  #waiting: { partial: unknown; promise: Promise<void> } | undefined
   #input: unknown
   #tail: Promise<void> = Promise.resolve()
   #pending = 0
@@ -90,6 +105,7 @@ export class ConfigReloader<C> {
     this.#schema = options?.schema
     this.#input = options?.input ?? {}
     this.#immutable = (options?.immutable ?? []).map((p) => p.split('.'))
+    this.#coalesce = options?.coalesce === true
     const initial = this.#schema === undefined ? (this.#input as C) : validateConfig(this.#schema, this.#input)
     this.config = new Watch<C>(deepFreeze(initial))
     // Registered at startup: a fresh /metrics shows them at zero.
@@ -101,22 +117,33 @@ export class ConfigReloader<C> {
     this.#hooks.push(fn)
   }
 
-  /** Queues a reload behind the ones in progress. */
+  /** Queues a reload behind the ones in progress (or merges it into the waiting one, with `coalesce`). */
   reload(partial: unknown): Promise<void> {
     if (this.#closed) return Promise.reject(new ClosedError(`service ${this.env.service} is closed`))
+    const waiting = this.#waiting
+    if (waiting !== undefined && isPlainObject(partial) && isPlainObject(waiting.partial)) {
+      waiting.partial = merge(waiting.partial, partial)
+      return waiting.promise
+    }
     if (this.#pending >= RELOAD_QUEUE) {
       this.env.metrics.inc(RELOAD_METRICS.errors)
       return Promise.reject(new BusyError('too many config reloads pending', { details: { queue: 'cfg_reload' }, retryAfterMs: 1000 }))
     }
     this.#pending++
-    const run = this.#tail.then(() => this.#reload(partial))
+    const entry: { partial: unknown; promise: Promise<void> } = { partial, promise: Promise.resolve() }
+    const run = this.#tail.then(() => {
+      if (this.#waiting === entry) this.#waiting = undefined
+      return this.#reload(entry.partial)
+    })
     this.#tail = run.then(
       () => undefined,
       () => undefined,
     )
-    return run.finally(() => {
+    entry.promise = run.finally(() => {
       this.#pending--
     })
+    if (this.#coalesce) this.#waiting = entry
+    return entry.promise
   }
 
   close(): void {

@@ -1,5 +1,5 @@
 /**
- * The shape every `create*Service(config, transport)` returns (SPEC.md section 2), and the
+ * The shape every `create*Service(config, transport, runtime)` returns (SPEC.md section 2), and the
  * topology-as-data types that `describe()` returns (SPEC.md section 3.4).
  *
  * @module
@@ -64,6 +64,26 @@ export interface HealthReport {
   reason?: string
 }
 
+/**
+ * How a listener should serve a service, from the service's config (its `http.*` keys): what
+ * `serve(service)` applies when its own options do not say otherwise.
+ */
+export interface ListenerPolicy {
+  /** Time to receive request headers (`headersTimeout`). */
+  readonly readTimeoutMs: number
+  /** Keep-alive idle timeout. */
+  readonly idleTimeoutMs: number
+  /** Open connections, all clients together (429 `max_connections` beyond). */
+  readonly maxConnections: number
+  /** Open connections per client address (429 `per_ip` beyond). */
+  readonly maxConnectionsPerIp: number
+  /**
+   * Aborts when the service stops intake in a drain: the listener then closes its idle
+   * keep-alive sockets; busy ones close after their response (which says `Connection: close`).
+   */
+  readonly intakeStopped: AbortSignal
+}
+
 /** What every service factory returns. */
 export interface RonService {
   /** Service id, also the `aud` a token must name and the `service` metric label (e.g. `storage`). */
@@ -88,7 +108,18 @@ export interface RonService {
    * {@link BusyError} with 16 reloads pending; {@link ClosedError} after `close()`.
    */
   reload(partial: unknown): Promise<void>
-  /** Idempotent shutdown per SPEC.md 3.3: readiness off, intake stops, drain, abort stragglers. */
+  /**
+   * What a listener needs to serve this service by its config (`serve(service)` reads it).
+   * Services built on the core host always have it.
+   */
+  readonly listener?: ListenerPolicy
+  /**
+   * Idempotent shutdown per SPEC.md 3.3: writes unready and refused → the read window → reads
+   * unready and intake stops (503 `Draining` + `Retry-After`) → in-flight work drains until
+   * `drainDeadlineMs` → stragglers aborted and counted → release everything. A second call joins
+   * the first; calls after it fail with `Closed`. Resolves even when nothing else keeps Node's
+   * event loop alive.
+   */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }

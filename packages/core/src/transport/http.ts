@@ -39,6 +39,11 @@ export interface HttpTransportOptions {
   clock?: Clock
   /** Where `backoff_retries_total{op}` and `breaker_state{target}` go. @default noopMetrics */
   metrics?: MetricsSink
+  /**
+   * TLS of `https:` targets: `ca` (PEM) trusted instead of the system roots, or
+   * `rejectUnauthorized: false` to accept any certificate (insecure). @default the system roots
+   */
+  tls?: { ca?: string | Uint8Array; rejectUnauthorized?: boolean }
 }
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
@@ -233,7 +238,13 @@ export class HttpTransport implements Transport {
     let p = this.#pools.get(origin)
     if (p === undefined) {
       const keepAlive = this.#o.keepAliveTimeoutMs ?? 4000
-      p = new PoolClass(origin, { connections: this.#o.connections ?? 64, keepAliveTimeout: keepAlive, keepAliveMaxTimeout: Math.max(keepAlive, 4000) })
+      const tls = this.#o.tls
+      p = new PoolClass(origin, {
+        connections: this.#o.connections ?? 64,
+        keepAliveTimeout: keepAlive,
+        keepAliveMaxTimeout: Math.max(keepAlive, 4000),
+        ...(tls === undefined ? {} : { connect: { ...(tls.ca === undefined ? {} : { ca: typeof tls.ca === 'string' ? tls.ca : Buffer.from(tls.ca) }), ...(tls.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: tls.rejectUnauthorized }) } }),
+      })
       this.#pools.set(origin, p)
     }
     return p

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { BoundedQueue, BusyError, CanceledError, ClosedError } from '@ron/core'
-import { RecordingMetrics } from '../testing/recording-metrics.js'
+import { RecordingMetrics } from '../../src/testing/index.js'
 
 describe('BoundedQueue', () => {
   it('trySend rejects with Busy at capacity, naming the queue', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { Broadcast, CanceledError, ClosedError } from '@ron/core'
-import { RecordingMetrics } from '../testing/recording-metrics.js'
+import { RecordingMetrics } from '../../src/testing/index.js'
 
 describe('Broadcast', () => {
   it('delivers every published value to every subscriber in order', async () => {

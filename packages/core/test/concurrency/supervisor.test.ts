@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { ClosedError, Supervisor } from '@ron/core'
 import type { SupervisorEvent } from '@ron/core'
 import { VirtualClock, seededRandom } from '@ron/core/testing'
-import { RecordingMetrics } from '../testing/recording-metrics.js'
+import { RecordingMetrics } from '../../src/testing/index.js'
 
 function crashing(): (signal: AbortSignal) => Promise<void> {
   return () => Promise.reject(new Error('boom'))

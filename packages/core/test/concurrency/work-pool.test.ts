@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { abortReason, BusyError, CanceledError, DrainingError, Supervisor, WorkPool } from '@ron/core'
 import { VirtualClock, deferred } from '@ron/core/testing'
-import { RecordingMetrics } from '../testing/recording-metrics.js'
+import { RecordingMetrics } from '../../src/testing/index.js'
 
 function setup(capacity = 2, concurrency = 1) {
   const clock = new VirtualClock()

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { SseHub, createServiceHost, isRonError, serve, sseEvents, type SseMessage, type Topology } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
 import { mkReq } from './helpers.js'
-import { RecordingMetrics } from '../testing/recording-metrics.js'
+import { RecordingMetrics } from '../../src/testing/index.js'
 
 const enc = new TextEncoder()
 async function* chunks(...parts: string[]): AsyncGenerator<Uint8Array> {

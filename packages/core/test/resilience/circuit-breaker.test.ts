@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { BreakerOpenError, CanceledError, CircuitBreaker } from '@ron/core'
 import type { BreakerStateChange } from '@ron/core'
 import { VirtualClock, deferred, type Deferred } from '@ron/core/testing'
-import { RecordingMetrics } from '../testing/recording-metrics.js'
+import { RecordingMetrics } from '../../src/testing/index.js'
 
 const ok = (): Promise<string> => Promise.resolve('ok')
 const fail = (): Promise<never> => Promise.reject(new Error('down'))

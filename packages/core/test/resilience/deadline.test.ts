@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { CanceledError, TimeoutError, deadlineSignal, withDeadline } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
-import { RecordingMetrics } from '../testing/recording-metrics.js'
+import { RecordingMetrics } from '../../src/testing/index.js'
 
 function waitForAbort(signal: AbortSignal): Promise<never> {
   return new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('inner saw abort')), { once: true }))

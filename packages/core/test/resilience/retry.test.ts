@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { BusyError, CanceledError, InternalError, RetryBudget, TimeoutError, retry } from '@ron/core'
 import { VirtualClock, fixedRandom, seededRandom } from '@ron/core/testing'
-import { RecordingMetrics } from '../testing/recording-metrics.js'
+import { RecordingMetrics } from '../../src/testing/index.js'
 
 /** Runs `retry` to completion on virtual time, recording when each attempt started. */
 async function drive<T>(clock: VirtualClock, p: Promise<T>): Promise<T> {

@@ -60,7 +60,8 @@ export function writeRoutes(s: IndexContext): Route[] {
    */
   const checkHome = async (name: string, signal: AbortSignal): Promise<NameState> => {
     const state: NameState = { binding: s.store.get(name), tombstone: s.store.tombstone(name) }
-    if (state.binding !== undefined || state.tombstone !== undefined) return state
+    // A store the cluster shares is linearizable: names have no home there.
+    if (s.store.shared === true || state.binding !== undefined || state.tombstone !== undefined) return state
     const home = await s.resolver.remoteHome(name, signal)
     if (home === undefined || home.node === s.identity.id) return state
     // A tombstone past its keeping time no longer holds the name.
@@ -90,7 +91,7 @@ export function writeRoutes(s: IndexContext): Route[] {
   const manifestOf = async (current: NameRecord | undefined, address: Address, signal: AbortSignal): Promise<VerifiedManifest> => {
     const hit = verified.get(address, s.clock.now())
     if (hit !== undefined) return hit
-    if (current?.manifestAddress === address && current.manifestText !== undefined) return { manifest: current.manifest, text: current.manifestText }
+    if (current?.manifestAddress === address && current.manifest !== undefined && current.manifestText !== undefined) return { manifest: current.manifest, text: current.manifestText }
     const m = await fetchManifest(s.manifests, address, signal)
     verified.set(address, m, s.clock.now())
     return m
@@ -122,7 +123,11 @@ export function writeRoutes(s: IndexContext): Route[] {
             s.store.put(name, body.expectedPrevious, (now) => {
               seq = nextSeq(now)
               const at = seq === seq0 ? at0 : s.clock.now()
-              return { manifestAddress: body.manifestAddress, manifest, manifestText: text, updatedAt: at, record: seq === seq0 ? record0 : sign(name, body.manifestAddress, seq, at) }
+              const record = seq === seq0 ? record0 : sign(name, body.manifestAddress, seq, at)
+              // A directory manifest is kept by storage, not here: a binding holds its address only.
+              return manifest.kind === 'dir'
+                ? { manifestAddress: body.manifestAddress, kind: 'dir', updatedAt: at, record }
+                : { manifestAddress: body.manifestAddress, manifest, manifestText: text, updatedAt: at, record }
             }),
           )
           s.remote.forget(name)

@@ -11,11 +11,17 @@ import type { Address } from '@ron/core'
 import type { Manifest } from '../contracts.js'
 import type { SignedNameRecord } from '../name-record.js'
 
-/** What a name is bound to. The manifest is kept with the binding: it is immutable (content-addressed). */
+/**
+ * What a name is bound to. A file manifest is kept with the binding: it is immutable
+ * (content-addressed). A directory manifest (up to 2 MiB) is not: only its address and `kind`.
+ */
 export interface NameRecord {
   manifestAddress: Address
-  manifest: Manifest
-  /** The manifest's exact text (it hashes to `manifestAddress`): sent to peer indexes so they can check it. */
+  /** `'dir'` for a directory manifest; absent (a file manifest) in bindings of a file and in bindings written before directories. */
+  kind?: 'dir'
+  /** The file manifest; absent when `kind` is `'dir'`. */
+  manifest?: Manifest
+  /** The file manifest's exact text (it hashes to `manifestAddress`): sent to peer indexes so they can check it. */
   manifestText?: string
   /** When the binding was written, Unix ms. */
   updatedAt: number
@@ -43,10 +49,21 @@ export interface NameState {
   tombstone: SignedNameRecord | undefined
 }
 
-/** Durable (LMDB) or memory name storage. */
+/** Durable (LMDB) or memory name storage, or a store a whole cluster shares (ron-node's etcd, SPEC §6c). */
 export interface NameStore {
   /** True when bindings survive a restart. */
   readonly durable: boolean
+  /**
+   * True when every node of a cluster reads and writes this one store with compare-and-set
+   * (etcd): names then have no home node, any node writes any name, and the store keeps the
+   * record of the node that wrote each binding. @default false
+   */
+  readonly shared?: boolean
+  /**
+   * A shared store only: calls `fn` with each name another node wrote (the service drops what it
+   * cached of it). @returns a disposer
+   */
+  onChange?(fn: (name: string) => void): () => void
   /** The binding of `name`, if any. */
   get(name: string): NameRecord | undefined
   /** The tombstone of `name` (it was deleted here and not bound since), if any. */

@@ -4,6 +4,7 @@
  * @module
  */
 
+export type { CheckpointLease, ProposalStore, PublishedCheckpoint, SharedLog, SharedProposal } from './shared.js'
 export type { LogStore, OpenOptions, RecoveredLog, SegmentInfo, StoredCheckpoint } from './types.js'
 export { createSegmentStore, type SegmentStoreOptions } from './segment.js'
 export { createMemoryStore, type MemoryStoreOptions } from './memory.js'

@@ -1,12 +1,15 @@
 /**
  * `LogStore`: where the log lives. A small interface on purpose: HEAD's compare-and-set, append,
- * read, checkpoints and pruning, so a later store can keep HEAD (and a committer lease) in etcd
- * for a highly available committer while entries stay in segment files.
+ * read, checkpoints and pruning. The segment and memory stores hold a log one registry writes; a
+ * shared store (ron-node's etcd store, SPEC §6c) holds a log every registry of a cluster appends
+ * to, and adds {@link SharedLog}: a linearizable HEAD, the appends of the other nodes, the
+ * proposals table and the checkpoint signer lease.
  *
  * @module
  */
 
 import type { EncodedEntry, Genesis, Head, LogEntry } from '../entry.js'
+import type { SharedLog } from './shared.js'
 
 /** A signed checkpoint as stored. */
 export interface StoredCheckpoint {
@@ -62,8 +65,14 @@ export interface OpenOptions {
 
 /** Storage of one log. Only the Committer calls the mutating methods. */
 export interface LogStore {
-  /** `'memory'` or `'segment'`. */
+  /** `'memory'`, `'segment'`, or a shared store's kind (`'etcd'`). */
   readonly kind: string
+  /**
+   * Present when several registries append to this log (a cluster on etcd): the Committer then
+   * syncs HEAD before proposing, follows the other nodes' appends, shares proposals and approvals,
+   * and only the lease holder signs checkpoints. Absent for the segment and memory stores.
+   */
+  readonly shared?: SharedLog
   /**
    * Recovers and returns the log's state. A durable store keeps evidence of what it acknowledged
    * (the segment store: its head record) and refuses to open a log that holds less: a segment cut,
@@ -72,7 +81,7 @@ export interface LogStore {
    * @throws {@link IntegrityFailedError} naming the damaged file and `ron-node registry fsck`
    */
   open(options: OpenOptions): Promise<RecoveredLog>
-  /** The current HEAD. */
+  /** The current HEAD as this store sees it (a shared store: as far as it has followed). */
   head(): Head
   /**
    * Appends `entry` (version HEAD + 1) and moves HEAD to it, only if HEAD equals `expected`; durable

@@ -6,12 +6,12 @@
  */
 
 import type { Address, Broadcast, Claims, Clock, Logger, MetricsSink, RonRequest, RouteContext, Transport } from '@ron/core'
-import type { RequestGate, WorkScheduler } from '../admission.js'
+import type { WorkScheduler } from '../admission.js'
 import type { StorageEvent } from '../events.js'
 import type { StorageUsage } from '../service.js'
 import type { TokenFor } from '../peer-auth.js'
 import type { Announcer } from '../announcer.js'
-import type { ResolvedStorageOptions } from '../config.js'
+import type { ResolvedStorageConfig } from '../config.js'
 import type { ObjectGuard } from '../object-guard.js'
 import type { PinSet } from '../pins.js'
 import type { RepairPlan, RepairState } from '../repair-state.js'
@@ -20,8 +20,8 @@ import type { BlobStore } from '../store/types.js'
 
 /** The service's parts as the routes see them. */
 export interface StorageContext {
-  /** The current options snapshot (swapped whole by `reload()`; read it per request). */
-  o: ResolvedStorageOptions
+  /** The current config snapshot (the host's, swapped whole by `reload()`; read it per request). */
+  readonly o: ResolvedStorageConfig
   /** Objects, bytes and free space as last sampled. */
   usage(): StorageUsage
   store: BlobStore
@@ -30,7 +30,8 @@ export interface StorageContext {
   repair: RepairState
   replicator: Replicator
   announcer: Announcer | undefined
-  transport: Transport | undefined
+  /** How the service reaches peers and the index (core's `noTransport` stand-in when none was given). */
+  transport: Transport
   /** The host's token check (audience, scope, caveats), for routes that need a token only sometimes. */
   authenticate(req: RonRequest, scope?: string): Promise<Claims>
   metrics: MetricsSink
@@ -43,8 +44,6 @@ export interface StorageContext {
   authorizeReplica(req: RonRequest): Promise<Claims>
   /** The bearer token of calls to peers (scope `storage:replicate`). */
   peerToken: TokenFor
-  /** Service-wide request limits (`http.maxInflight`, `http.maxRps`). */
-  gate: RequestGate
   /** The `work` queue: reader and writer slots (`admission.ts`). */
   work: WorkScheduler
   /** The request's signal combined with the service's forced-shutdown signal. */

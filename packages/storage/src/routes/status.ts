@@ -30,7 +30,6 @@ interface LocalHealth {
 }
 
 async function headPeer(s: StorageContext, peer: string, address: Address, signal: AbortSignal): Promise<boolean | null> {
-  if (s.transport === undefined) return null
   try {
     const headers = await bearerHeaders(s.peerToken, signal)
     const res = await s.transport.request(peer, { method: 'HEAD', path: `/o/${address}`, headers, signal, timeoutMs: s.o.repair.probeTimeoutMs })

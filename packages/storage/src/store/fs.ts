@@ -423,6 +423,9 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
   const store: BlobStore & AsyncDisposable = {
     kind: 'fs',
     chunkSize,
+    get closed() {
+      return closed
+    },
     put(source: AsyncIterable<Uint8Array>, o: PutOptions = {}): Promise<PutResult> {
       return attempt(() => {
         checkOpen()

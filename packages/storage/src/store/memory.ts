@@ -62,6 +62,9 @@ export function createMemoryStore(opts: MemoryStoreOptions = {}): BlobStore & As
   const store: BlobStore & AsyncDisposable = {
     kind: 'memory',
     chunkSize,
+    get closed() {
+      return closed
+    },
 
     async put(source: AsyncIterable<Uint8Array>, o: PutOptions = {}): Promise<PutResult> {
       checkOpen()

@@ -153,6 +153,12 @@ export interface BlobStore {
    */
   readonly chunkSize: number
   /**
+   * True once `close()` was called: the service's `store` readiness dependency reads it (a
+   * backend given to a service may be closed by its owner). Optional for custom backends.
+   * @default undefined (treated as open)
+   */
+  readonly closed?: boolean
+  /**
    * Streams `source` in, hashing as it goes; durable before resolving (fs: temp file, fsync,
    * rename, directory fsync). Idempotent: the verified copy is renamed over any existing one
    * (healing a corrupt copy), and `created` is false when a usable copy was already there.
