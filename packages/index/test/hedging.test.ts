@@ -236,3 +236,27 @@ describe('peer outages and the negative cache', () => {
     await expect(env.anon.resolve(a)).resolves.toMatchObject({ source: 'peer' })
   })
 })
+
+describe('correlation ids', () => {
+  it("peer queries carry the request's X-Corr-ID: the peer receives the caller's id", async () => {
+    const { env, peers } = await withPeers(2, { peers: { targets: ['peer-1', 'peer-2'], alpha: 2 } })
+    const a = addr('corr')
+    for (const p of peers) p.reply = () => ({ status: 404 })
+    const res = await env.request('GET', `/resolve/${a}`, { 'x-corr-id': 'corr-from-the-caller-1' })
+    expect(res.status).toBe(404)
+    expect(res.headers['x-corr-id']).toBe('corr-from-the-caller-1')
+    await res.dump()
+    for (const p of peers) {
+      expect(p.calls).toEqual([a])
+      expect(p.headers[0]?.['x-corr-id']).toBe('corr-from-the-caller-1')
+      expect(p.headers[0]?.['x-ron-peer']).toBe('1')
+    }
+    // A request without one gets a generated id, and the peers get that same id.
+    const b = addr('corr-2')
+    const res2 = await env.request('GET', `/resolve/${b}`)
+    const generated = res2.headers['x-corr-id']
+    await res2.dump()
+    expect(typeof generated).toBe('string')
+    for (const p of peers) expect(p.headers[1]?.['x-corr-id']).toBe(generated)
+  })
+})

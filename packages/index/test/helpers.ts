@@ -112,6 +112,8 @@ export type PeerReply = { status: 200; json: unknown } | { status: 404; json?: u
 export class FakePeer implements DispatchTarget {
   readonly calls: string[] = []
   readonly urls: string[] = []
+  /** The headers of each request, as received. */
+  readonly headers: Array<Readonly<Record<string, string | string[] | undefined>>> = []
   aborted = 0
   answered = 0
   delayMs = 0
@@ -126,6 +128,7 @@ export class FakePeer implements DispatchTarget {
     const key = decodeURIComponent(req.url.replace(/^\/resolve\//, '').split('?')[0] ?? '')
     this.calls.push(key)
     this.urls.push(req.url)
+    this.headers.push(req.headers)
     const r = this.reply(key)
     try {
       if ('hang' in r) await this.#clock.sleep(1e9, req.signal)
