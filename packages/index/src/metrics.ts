@@ -106,7 +106,6 @@ export const INDEX_METRICS = defineMetrics(
     // the admission; a full provider table is a Busy of the announce route.
     busy_rejections_total: [...ENDPOINTS.map((endpoint) => ({ endpoint, queue: CHANNELS.work })), { endpoint: ROUTES.announce, queue: '' }, { endpoint: 'admission', queue: '' }],
     queue_depth: { queue: [CHANNELS.work] },
-    queue_dropped_total: { queue: [CHANNELS.events] },
     // Core's host: a request cut off at the drain deadline counts its pool worker as aborted; a
     // worker ended by its signal otherwise counts as canceled.
     tasks_aborted_total: { kind: ['request', 'work-worker'] },
