@@ -14,7 +14,7 @@ import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { BASE_IMMUTABLE_KEYS, SERVICE_RUNTIME_KEYS, durationSchema, serviceBaseShape, validateConfig } from '@ron/core'
 import type { NameStore } from './store/types.js'
-import type { NodeDirectory, NodeIdentity, ServiceRuntime } from '@ron/core'
+import type { ServiceRuntime } from '@ron/core'
 
 const positiveInt = z.number().int().positive()
 const duration = durationSchema
