@@ -118,6 +118,14 @@ export const indexConfigSchema = z.strictObject({
   resolverWorkers: positiveInt.max(1024).default(DEFAULT_RESOLVER_WORKERS),
   /** Capacity of the `work` queue (full → 429 Busy). */
   workQueue: positiveInt.default(512),
+  /**
+   * Name writers consuming the `names` queue: name writes and deletes, which wait for the disk.
+   * Writes in flight together share LMDB's commits and flushes, so more writers, more writes per
+   * flush; none of them holds a resolver.
+   */
+  nameWriters: positiveInt.max(1024).default(16),
+  /** Capacity of the `names` queue (full → 429 Busy). */
+  nameQueue: positiveInt.default(256),
   /** Capacity of the `events` broadcast. */
   eventsCapacity: positiveInt.default(1024),
   /** Period of the breaker janitor (gauges, pruning breakers of removed peers). */
@@ -180,4 +188,4 @@ export function resolveIndexConfig(config: IndexServiceOptions = {}): ResolvedIn
  * Config paths a reload may not change (they shape the store, the queues, the pools and the
  * identity), after the base keys of {@link BASE_IMMUTABLE_KEYS}.
  */
-export const INDEX_IMMUTABLE_KEYS = [...BASE_IMMUTABLE_KEYS, 'id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'eventsCapacity'] as const
+export const INDEX_IMMUTABLE_KEYS = [...BASE_IMMUTABLE_KEYS, 'id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'nameWriters', 'nameQueue', 'eventsCapacity'] as const

@@ -104,12 +104,16 @@ export const INDEX_METRICS = defineMetrics(
     backoff_retries_total: { op: ['peer'] },
     // The host labels a full work queue by the route that met it and the queue, per-IP refusals by
     // the admission; a full provider table is a Busy of the announce route.
-    busy_rejections_total: [...ENDPOINTS.map((endpoint) => ({ endpoint, queue: CHANNELS.work })), { endpoint: ROUTES.announce, queue: '' }, { endpoint: 'admission', queue: '' }],
-    queue_depth: { queue: [CHANNELS.work] },
+    busy_rejections_total: [
+      ...ENDPOINTS.map((endpoint) => ({ endpoint, queue: endpoint === ROUTES.names ? CHANNELS.names : CHANNELS.work })),
+      { endpoint: ROUTES.announce, queue: '' },
+      { endpoint: 'admission', queue: '' },
+    ],
+    queue_depth: { queue: [CHANNELS.work, CHANNELS.names] },
     // Core's host: a request cut off at the drain deadline counts its pool worker as aborted; a
     // worker ended by its signal otherwise counts as canceled.
-    tasks_aborted_total: { kind: ['request', 'work-worker'] },
-    tasks_canceled_total: { kind: ['work-worker'] },
+    tasks_aborted_total: { kind: ['request', 'work-worker', 'names-worker'] },
+    tasks_canceled_total: { kind: ['work-worker', 'names-worker'] },
     bus_lagged_total: { topic: [CHANNELS.events] },
   },
 )
