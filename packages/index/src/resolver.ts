@@ -364,6 +364,8 @@ export class Resolver {
     const started = d.clock.now()
     const env = { transport, clock: d.clock, random: d.random, metrics: d.sink, cfg, ...(o.corrId === undefined ? {} : { corrId: o.corrId }) }
     try {
+      // A job that waited in the queue past its budget asks nobody: that is a timeout, not an outage.
+      if (started >= deadlineAt) throw new TimeoutError('resolve deadline exceeded', { details: { asked: 0, pending: 0 } })
       const out = await hedgedLookup<PeerHealth, Resolution>({
         candidates,
         alpha: cfg.peers.alpha,
