@@ -224,22 +224,19 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
       const nameStore = ctx.etcd === undefined ? undefined : await (await import('./coordination/etcd-names.js')).openEtcdNameStore(ctx.etcd)
       return createIndexService(
         {
-          ...(nameStore === undefined ? {} : { nameStore }),
           ...(ctx.config.index ?? {}),
           nodeId: ctx.nodeId,
           ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
           peers: { targets: peerIndexes(ctx), ...(((ctx.config.index ?? {}) as { peers?: object }).peers ?? {}) },
-          auth: { verifier: ctx.verifier },
           // The dashboard sets and removes names from the admin origin, with the token pasted into it.
           ...cors(ctx),
-          // Name records are signed with the node key; peers' answers and announcements are
-          // checked against the pinned nodes only (SPEC §5 "Peers", §6a).
-          identity: ctx.identity,
-          nodes: ctx.nodes,
-          logger: ctx.logger,
-          clock: ctx.clock,
+          drainDeadlineMs: ctx.drainDeadlineMs,
         },
         ctx.transport,
+        // The service contract's runtime argument (docs/service-contract.md). Name records are
+        // signed with the node key; peers' answers and announcements are checked against the
+        // pinned nodes only (SPEC §5 "Peers", §6a).
+        { auth: { verifier: ctx.verifier }, identity: ctx.identity, nodes: ctx.nodes, logger: ctx.logger, clock: ctx.clock, ...(nameStore === undefined ? {} : { nameStore }) },
       )
     },
     reloadPartial: (ctx, cfg) => ({ ...(cfg.index ?? {}), peers: { targets: peerIndexes(ctx), ...(((cfg.index ?? {}) as { peers?: object }).peers ?? {}) } }),
