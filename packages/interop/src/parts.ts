@@ -121,6 +121,7 @@ export function interopParts(
     [initial.index.target, 'GET'],
   ] as const) {
     upstreams.breaker(breakerName(t, method))
+    host.metrics.zero('breaker_open_total', { target: breakerName(t, method) })
   }
   const pool = host.pool(CHANNELS.work)
   const events = host.broadcast<InteropEvent>(CHANNELS.events)
