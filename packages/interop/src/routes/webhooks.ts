@@ -230,6 +230,7 @@ export function webhookRoutes(s: InteropContext): Route[] {
       name: ENDPOINT,
       // Authenticated by the provider's signature, not a bearer token.
       public: true,
+      readinessPath: 'webhooks',
       bodyLimit: s.cfg().webhooks.maxBodyBytes,
       handler: (ctx) => handle(s, ctx),
     },
