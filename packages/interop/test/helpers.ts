@@ -155,7 +155,7 @@ export interface System {
 }
 
 /** Storage (real, in memory), a passport double and interop on one MemoryTransport with a VirtualClock. */
-export async function system(config: InteropConfigInput = {}, opts: { withPassport?: boolean; runtime?: Partial<InteropRuntime> } = {}): Promise<System> {
+export async function system(config: InteropConfigInput = {}, opts: { withPassport?: boolean; runtime?: InteropRuntime } = {}): Promise<System> {
   const clock = new VirtualClock(T0)
   const transport = new MemoryTransport({ clock, timeoutMs: 60_000 })
   const issuer = createTestIssuer({ clock })
