@@ -117,7 +117,7 @@ export const interopConfigSchema = z.strictObject({
       providers: z
         .strictObject({ github: providerSchema.optional(), slack: providerSchema.optional(), stripe: providerSchema.optional(), standard: providerSchema.optional() })
         .default({}),
-      /** Replay window, both directions; at most {@link MAX_REPLAY_WINDOW_SEC} (the seed's 5 min). @default 300 */
+      /** Replay window, both directions; at most 300 (the seed's 5 min, `MAX_REPLAY_WINDOW_SEC`): more is refused. @default 300 */
       toleranceSec: positiveInt.max(MAX_REPLAY_WINDOW_SEC, `the replay window is capped at ${MAX_REPLAY_WINDOW_SEC} s (5 min)`).default(300),
       /** Longest a webhook waits for its receipt to be stored before 504 `Timeout`. @default 2000 */
       ackDeadlineMs: durationSchema.default(2000),
