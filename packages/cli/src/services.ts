@@ -305,22 +305,27 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
   interop: {
     async create(ctx) {
       const { createInteropService } = await import('@ron/interop')
-      const own = (ctx.config.interop ?? {}) as { webhooks?: { providers?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>
+      const own = (ctx.config.interop ?? {}) as { webhooks?: { providers?: Record<string, unknown> } & Record<string, unknown>; cors?: { readOrigins?: '*' | string[]; writeOrigins?: string[] } } & Record<string, unknown>
       const interopDir = await dir(ctx, 'interop')
       const secrets = await loadOrCreateWebhookSecrets(interopDir === undefined ? undefined : join(interopDir, 'webhook-secrets.json'))
       return createInteropService(
         {
+          // The node's settings (the service contract's base keys): the drain deadline unless the
+          // [interop] section sets one; CORS below, with the node's admin origin always allowed to write.
+          drainDeadlineMs: ctx.drainDeadlineMs,
           ...own,
           ...(ctx.amnesia ? { amnesia: true } : {}),
-          // The webhook dedupe window survives a restart (amnesia: memory only).
+          // The webhook dedupe window (and the admin's credentials) survive a restart (amnesia: memory only).
           ...(interopDir === undefined || ctx.amnesia ? {} : { dataDir: interopDir }),
           webhooks: {
             ...(own.webhooks ?? {}),
             providers: { ...Object.fromEntries(Object.entries(secrets).map(([p, s]) => [p, { secrets: [s] }])), ...(own.webhooks?.providers ?? {}) },
           },
+          cors: { readOrigins: own.cors?.readOrigins ?? '*', writeOrigins: [...ctx.writeOrigins, ...(own.cors?.writeOrigins ?? [])] },
         },
         ctx.transport,
-        { tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, nodes: ctx.nodes },
+        // The runtime argument: the node's verifier guards the admin routes (interop:admin).
+        { auth: { verifier: ctx.verifier }, tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes },
       )
     },
     reloadPartial: (_ctx, cfg) => cfg.interop ?? {},
