@@ -113,7 +113,7 @@ export class RegistrySync {
       } catch (e) {
         if (signal.aborted) return
         this.#failures++
-        const reason = isRonError(e, 'Timeout') ? 'registry_timeout' : 'registry_unreachable'
+        const reason = isRonError(e, 'Timeout') ? 'registry_timeout' : isRonError(e) && e.details['reason'] === 'registry_invalid' ? 'registry_invalid' : 'registry_unreachable'
         this.#o.onHealth(false, reason)
         this.#o.metrics.inc('backoff_retries_total', { op: 'registry' })
         const cap = Math.min(cfg.backoffMaxMs, cfg.backoffBaseMs * 2 ** Math.min(this.#failures - 1, 30))
@@ -183,5 +183,5 @@ export class RegistrySync {
 }
 
 function bad(message: string): UnavailableError {
-  return new UnavailableError(`registry sync: ${message}`, { details: { reason: 'registry_unreachable' } })
+  return new UnavailableError(`registry sync: ${message}`, { details: { reason: 'registry_invalid' } })
 }

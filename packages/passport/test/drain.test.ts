@@ -61,7 +61,7 @@ describe('drain order: issuance shed before verification', () => {
     expect(token.token.split('.')).toHaveLength(3)
     while (!closed) await p.clock.advance(100)
     await closing
-    expect(await metricValue(p.passport, 'tasks_aborted_total', { kind: 'issue' })).toBe(0)
+    expect(await metricValue(p.passport, 'tasks_aborted_total', { kind: 'issue-worker' })).toBe(0)
   })
 
   it('an issuance still signing at the drain deadline is aborted and counted; close() resolves', async () => {
@@ -84,6 +84,7 @@ describe('drain order: issuance shed before verification', () => {
     const e = await inFlight
     expect(isRonError(e)).toBe(true)
     expect((e as { status: number }).status).toBeGreaterThanOrEqual(500)
-    expect(await metricValue(p.passport, 'tasks_aborted_total', { kind: 'issue' })).toBeGreaterThanOrEqual(1)
+    expect((e as { code: string }).code).toBe('Draining')
+    expect(await metricValue(p.passport, 'tasks_aborted_total', { kind: 'issue-worker' })).toBe(1)
   })
 })

@@ -43,7 +43,7 @@ describe('HTTP limits, admission and CORS from config', () => {
     }
     expect(statuses.slice(0, 2)).toEqual([200, 200]) // the burst: 2 s worth
     expect(statuses.slice(2)).toEqual([429, 429])
-    expect(await metricValue(p.passport, 'busy_rejections_total', { endpoint: '/v1/passport/keys', queue: '' })).toBe(2)
+    expect(await metricValue(p.passport, 'busy_rejections_total', { endpoint: 'admission', queue: '' })).toBe(2)
     // The bucket refills on the injected clock.
     await p.clock.advance(1000)
     const again = await p.transport.request('passport', { method: 'GET', path: '/v1/passport/keys' })
