@@ -89,9 +89,10 @@ describe('registry sync: policy and signer sets from the registry', () => {
     expect(await metricValue(passport, 'registry_version')).toBe(version)
     const admin = await passport.mintAdminToken({ aud: ['passport', 'storage'], scope: [...ALL_SCOPES], ttlSec: 86400 })
     const client = createPassportClient(transport, { token: admin.token })
-    // The registry's max ttl (600) caps the request.
-    const t = await client.issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 3600 })
-    expect(payloadOf(t.token).exp - payloadOf(t.token).iat).toBe(600)
+    // The registry's policy: max ttl 600 (a longer one is refused), default 300.
+    expect((await rejection(client.issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'], ttlSec: 3600 }))).status).toBe(403)
+    const t = await client.issue({ sub: 'ci', aud: ['storage'], scope: ['storage:write'] })
+    expect(payloadOf(t.token).exp - payloadOf(t.token).iat).toBe(300)
     // A token of the peer (same issuer, its key set in the registry) verifies here…
     const fromPeer = await peer.mintAdminToken({ aud: ['storage'], scope: ['storage:read'], ttlSec: 60 })
     expect(await client.verify(fromPeer.token)).toMatchObject({ valid: true })
