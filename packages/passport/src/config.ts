@@ -70,7 +70,7 @@ export const registrySyncSchema = z.strictObject({
   /** Period between syncs (jittered ±10 %). @default 30000 */
   intervalMs: positiveMs.default(30_000),
   /** Deadline of one registry request (`io_timeouts_total{op="registry"}` past it). @default 3000 */
-  timeoutMs: positiveMs.default(3000),
+  timeoutMs: positiveMs.default(3000).describe('Deadline of one registry request (io_timeouts_total{op="registry"} past it).'),
   /** First retry delay after a failed sync, doubled per failure (full jitter). @default 500 */
   backoffBaseMs: positiveMs.default(500),
   /** Longest retry delay. @default 30000 */
@@ -102,7 +102,7 @@ export const passportConfigSchema = z
     kms: z
       .object({
         /** Deadline of every KMS call. @default 3000 */
-        timeoutMs: positiveInt.default(3000),
+        timeoutMs: positiveInt.default(3000).describe('Deadline of every KMS call.'),
         /**
          * Breaker on the sign path: opens when at least `minCalls` signs in `windowMs` failed at
          * `errorRatio` or more; issuance then fails fast (503 `BreakerOpen`) until a probe after
