@@ -131,7 +131,7 @@ export class RegistrySync {
   /** Parses the descriptor set: refused whole (throws) when it is not one. */
   #read(payload: unknown): Omit<RegistryState, 'version'> {
     if (payload === undefined) return { policy: undefined, keys: [] }
-    const items = (payload as { items?: unknown } | null)?.items
+    const items = typeof payload === 'object' && payload !== null ? (payload as { items?: unknown }).items : undefined
     if (!Array.isArray(items)) throw bad('the HEAD payload is not a descriptor set')
     const cfg = this.#o.config()
     let policy: Policy | undefined

@@ -27,7 +27,7 @@ import {
   type ServiceHost,
   type Transport,
 } from '@ron/core'
-import { PASSPORT_IMMUTABLE_KEYS, PASSPORT_RUNTIME_KEYS, passportConfigSchema, resolvePassportConfig, type PassportConfig, type PassportRuntime, type PassportServiceOptions, type Policy, type ResolvedPassportConfig } from './config.js'
+import { PASSPORT_IMMUTABLE_KEYS, PASSPORT_RUNTIME_KEYS, passportConfigSchema, resolvePassportConfig, type PassportRuntime, type PassportServiceOptions, type Policy, type ResolvedPassportConfig } from './config.js'
 import { DiskHealth } from './disk-health.js'
 import type { IssuedToken, RevokeResult } from './dto.js'
 import { createFileKeystore } from './file-keystore.js'
@@ -143,7 +143,7 @@ export interface PassportService extends RonService {
  */
 export async function createPassportService(config: PassportServiceOptions = {}, transport?: Transport, runtime: PassportRuntime = {}): Promise<PassportService> {
   const { data, runtime: rt } = splitRuntime<PassportRuntime>(config, runtime, PASSPORT_RUNTIME_KEYS)
-  const o = resolvePassportConfig(data as PassportConfig)
+  const o = resolvePassportConfig(data)
   if (o.dataDir !== undefined) await mkdir(o.dataDir, { recursive: true, mode: 0o700 })
   const kms: Kms = rt.keystore ?? (o.dataDir !== undefined ? createFileKeystore({ dir: join(o.dataDir, 'keys') }) : createMemoryKeystore())
   // Filled in by build(): the host verifies bearer tokens lazily through passport's own ring, and

@@ -49,7 +49,7 @@ describe('drain order: issuance shed before verification', () => {
     const late = await p.transport.request('passport', { method: 'POST', path: '/v1/passport/verify', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: held.token }) })
     expect(late.status).toBe(503)
     expect(late.headers['retry-after']).toBe('1')
-    expect(((await late.json()) as { error: { code: string } }).error.code).toBe('Draining')
+    expect((await late.json<{ error: { code: string } }>()).error.code).toBe('Draining')
     const healthz = await p.transport.request('passport', { method: 'GET', path: '/healthz' })
     expect(healthz.status).toBe(200)
     await healthz.dump()

@@ -22,7 +22,7 @@ describe('HTTP limits, admission and CORS from config', () => {
     expect(await metricValue(p.passport, 'rejected_total', { reason: 'over_limit' })).toBe(0)
     const res = await p.transport.request('passport', { method: 'POST', path: '/v1/passport/verify', headers: json, body: JSON.stringify({ token: 'x'.repeat(1024) }) })
     expect(res.status).toBe(413)
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('OverLimit')
+    expect((await res.json<{ error: { code: string } }>()).error.code).toBe('OverLimit')
     expect(await metricValue(p.passport, 'rejected_total', { reason: 'over_limit' })).toBe(1)
     // Under the cap: served.
     const ok = await p.transport.request('passport', { method: 'POST', path: '/v1/passport/verify', headers: json, body: JSON.stringify({ token: 'x.y.z' }) })
@@ -60,7 +60,7 @@ describe('HTTP limits, admission and CORS from config', () => {
     expect(stream.status).toBe(200)
     const res = await p.transport.request('passport', { method: 'GET', path: '/v1/passport/keys' })
     expect(res.status).toBe(429)
-    expect(((await res.json()) as { error: { details: { reason: string } } }).error.details.reason).toBe('max_inflight')
+    expect((await res.json<{ error: { details: { reason: string } } }>()).error.details.reason).toBe('max_inflight')
     ac.abort()
     await stream.dump().catch(() => undefined)
   })

@@ -32,7 +32,7 @@ async function registryOn(transport: MemoryTransport, clock: VirtualClock) {
     ...registry,
     dispatch: (req: RonRequest) => {
       if (fault.mode === 'down') return Promise.resolve({ status: 503, headers: { 'content-type': 'application/json' }, body: '{"error":{"code":"NotReady","message":"down","retryable":true,"corr_id":"x","details":{}}}' })
-      if (fault.mode === 'stall') return new Promise((_, reject) => req.signal?.addEventListener('abort', () => reject(req.signal!.reason as Error), { once: true }))
+      if (fault.mode === 'stall') return new Promise((_, reject) => req.signal?.addEventListener('abort', () => reject(req.signal.reason as Error), { once: true }))
       return registry.dispatch(req)
     },
   }
