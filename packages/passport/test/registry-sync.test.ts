@@ -7,7 +7,7 @@
  * Deterministic: virtual time and a fixed random, no sleeps.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { ALL_SCOPES, MemoryTransport, type RonRequest, type RonService } from '@ron/core'
+import { ALL_SCOPES, MemoryTransport, UnavailableError, type RonRequest, type RonService } from '@ron/core'
 import { VirtualClock, createTestIssuer } from '@ron/core/testing'
 import { createRegistryClient, createRegistryService, generateSignerKey, type RegistryService } from '@ron/registry'
 import { createPassportClient, createPassportService, type PassportService } from '../src/index.js'
@@ -31,7 +31,8 @@ async function registryOn(transport: MemoryTransport, clock: VirtualClock) {
   const faulty: RonService = {
     ...registry,
     dispatch: (req: RonRequest) => {
-      if (fault.mode === 'down') return Promise.resolve({ status: 503, headers: { 'content-type': 'application/json' }, body: '{"error":{"code":"NotReady","message":"down","retryable":true,"corr_id":"x","details":{}}}' })
+      // The registry's process is gone: the call fails before any answer.
+      if (fault.mode === 'down') return Promise.reject(new UnavailableError('registry unreachable', { details: { reason: 'unreachable' } }))
       if (fault.mode === 'stall') return new Promise((_, reject) => req.signal?.addEventListener('abort', () => reject(req.signal.reason as Error), { once: true }))
       return registry.dispatch(req)
     },
