@@ -24,6 +24,7 @@ import {
   type TokenProvider,
   type TokenVerifier,
 } from '@ron/core'
+import type { PassportConfig } from '@ron/passport'
 import { CliError, ExitCode } from './exit-codes.js'
 import { writeSecret } from './keys.js'
 import type { EtcdCoordinator } from './coordination/etcd.js'
@@ -195,6 +196,10 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
       return createPassportService(
         {
           ...(uploads !== undefined && uploads > 1024 ** 3 ? { serviceWriteMaxBytes: uploads } : {}),
+          // The node's CORS and drain deadline; the [passport] section (its http.* limits
+          // included) overrides them.
+          ...cors(ctx),
+          drainDeadlineMs: ctx.drainDeadlineMs,
           ...own,
           ...(ctx.root === undefined ? {} : { dataDir: await dir(ctx, 'passport'), issuerKeyFile: ctx.file('keys', 'issuer.json') }),
           policy: {
@@ -208,12 +213,10 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
               ...(own.policy?.callers ?? {}),
             },
           },
-          logger: ctx.logger,
-          drainDeadlineMs: ctx.drainDeadlineMs,
-          clock: ctx.clock,
-          ...(cluster === undefined ? {} : { cluster }),
-        } as Parameters<typeof createPassportService>[0],
+        } as PassportConfig,
         ctx.transport,
+        // The service contract's runtime argument (docs/service-contract.md).
+        { logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes, ...(cluster === undefined ? {} : { cluster }) },
       )
     },
   },
