@@ -48,7 +48,7 @@ import { NodeTransport } from './node-transport.js'
 import { PeerDirectory, normalizeUrl, passportEnrolments } from './peers.js'
 import { adminHosts } from './host-check.js'
 import { PinStore } from './pins.js'
-import { CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
+import { CREATE_AFTER, CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
 
 export type { NodeReloadable, NodeStorageOptions } from './services.js'
 import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, portFor, type ServiceName } from './ports.js'
@@ -456,13 +456,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       hosted.push({ name: slot.name, url: slot.url, service, listener: slot.listener })
       logger.info({ service: slot.name, url: slot.url }, 'service listening')
     }
-    const ordered = CREATE_ORDER.flatMap((name) => slots.filter((s) => s.name === name))
-    let peersAwaited = false
-    for (const slot of ordered) {
-      if (slot.name !== 'passport' && !peersAwaited) {
-        peersAwaited = true
-        await awaitPeers()
-      }
+    const create = async (slot: (typeof slots)[number]): Promise<void> => {
       let service: RonService
       try {
         // Each service gets its own child logger: a service that freezes its config snapshot must
@@ -472,20 +466,35 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
         throw creationError(slot.name, e)
       }
       attach(slot, service)
-      if (slot.name === 'passport') {
-        // From here on every service verifies with passport's keys and revocations, and the
-        // node's service tokens come from passport (sub node:<id>).
-        const { passportMinter } = await import('@ron/passport')
-        passport = service as unknown as PassportHandles
-        verifier = createTokenVerifier({ keys: passport.keys, revocations: passport.revocations as RevocationCheck, clock })
-        ctx.verifier = verifier
-        ctx.tokens.close()
-        ctx.tokens = createTokenProvider({ minter: passportMinter(service as never, { sub: `node:${nodeId}` }), clock })
-        tokens = ctx.tokens
-      }
     }
-
-    if (!peersAwaited) await awaitPeers()
+    const passportSlot = slots.find((s) => s.name === 'passport')
+    if (passportSlot !== undefined) {
+      await create(passportSlot)
+      // From here on every service verifies with passport's keys and revocations, and the
+      // node's service tokens come from passport (sub node:<id>).
+      const { passportMinter } = await import('@ron/passport')
+      passport = passportSlot.service as unknown as PassportHandles
+      verifier = createTokenVerifier({ keys: passport.keys, revocations: passport.revocations as RevocationCheck, clock })
+      ctx.verifier = verifier
+      ctx.tokens.close()
+      ctx.tokens = createTokenProvider({ minter: passportMinter(passportSlot.service as never, { sub: `node:${nodeId}` }), clock })
+      tokens = ctx.tokens
+    }
+    await awaitPeers()
+    // The others need only passport (and storage the index it announces to), so they are created
+    // at once: their module loads, key files, stores and fsyncs overlap instead of queueing (the
+    // start used to wait for each in turn). Every creation is awaited before a failure is thrown,
+    // so a service created next to a failing one is attached, and closed by the shutdown.
+    const creating = new Map<ServiceName, Promise<void>>()
+    for (const name of CREATE_ORDER) {
+      const slot = slots.find((s) => s.name === name)
+      if (slot === undefined || name === 'passport') continue
+      const after = CREATE_AFTER[name]?.map((n) => creating.get(n)).filter((x) => x !== undefined) ?? []
+      creating.set(name, Promise.all(after).then(() => create(slot)))
+    }
+    const created = await Promise.allSettled(creating.values())
+    const failed = created.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed !== undefined) throw failed.reason
     // /status, /readyz and the summary list services in port order.
     hosted.sort((x, y) => wanted.indexOf(x.name as ServiceName) - wanted.indexOf(y.name as ServiceName))
 

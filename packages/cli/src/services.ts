@@ -333,6 +333,12 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
 /** The order services are created in (each only needs those before it). */
 export const CREATE_ORDER: readonly ServiceName[] = ['passport', 'index', 'storage', 'registry', 'interop']
 
+/**
+ * What a service's creation waits for besides passport (which every service waits for): storage
+ * announces what it holds to the index from its start, so the index is mounted first.
+ */
+export const CREATE_AFTER: Partial<Record<ServiceName, readonly ServiceName[]>> = { storage: ['index'] }
+
 /** The index URLs of the accepted peers (a refused or unpinned peer is never asked). */
 function peerIndexes(ctx: ServiceContext): string[] {
   return ctx.peers.serviceUrls('index')

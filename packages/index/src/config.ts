@@ -112,6 +112,14 @@ export const indexConfigSchema = z.strictObject({
   resolverWorkers: positiveInt.max(1024).default(DEFAULT_RESOLVER_WORKERS),
   /** Capacity of the `work` queue (full → 429 Busy). */
   workQueue: positiveInt.default(512),
+  /**
+   * Name writers consuming the `names` queue: name writes and deletes, which wait for the disk.
+   * Writes in flight together share LMDB's commits and flushes, so more writers, more writes per
+   * flush; none of them holds a resolver.
+   */
+  nameWriters: positiveInt.max(1024).default(16),
+  /** Capacity of the `names` queue (full → 429 Busy). */
+  nameQueue: positiveInt.default(256),
   /** Capacity of the `events` broadcast. */
   eventsCapacity: positiveInt.default(1024),
   /** Per-IP concurrent request cap. */
@@ -204,4 +212,4 @@ export function resolveIndexConfig(config: IndexConfig = {}): ResolvedIndexConfi
 }
 
 /** Config paths that cannot change through `reload()` (they shape storage, queues and identity). */
-export const IMMUTABLE_PATHS: readonly string[] = ['id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'eventsCapacity', 'maxConcurrentPerIp', 'ratePerIp', 'drainDeadlineMs']
+export const IMMUTABLE_PATHS: readonly string[] = ['id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'nameWriters', 'nameQueue', 'eventsCapacity', 'maxConcurrentPerIp', 'ratePerIp', 'drainDeadlineMs']

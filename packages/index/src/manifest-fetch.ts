@@ -137,6 +137,86 @@ export function verifyManifestText(manifestAddress: Address, text: string | unde
   }
 }
 
+/** A manifest checked against its address, with its exact text. */
+export interface VerifiedManifest {
+  manifest: AnyManifest
+  text: string
+}
+
+/** Bytes a {@link ManifestCache} holds at most by default. */
+export const MANIFEST_CACHE_BYTES = 2 * 1024 * 1024
+/** How long a {@link ManifestCache} keeps a manifest by default, in ms. */
+export const MANIFEST_CACHE_TTL_MS = 60_000
+
+/**
+ * Manifests the index fetched and verified lately, by address, so that binding more names to one
+ * (or rebinding one) costs no storage round trip. A manifest is content-addressed, so what was
+ * verified stays valid; what a hit skips is only storage's word that it still holds the manifest,
+ * and that word is at most `ttlMs` old. Bounded by the bytes of the texts held (a manifest over a
+ * quarter of the bound is not kept); entries leave oldest first, when expired or to make room,
+ * on every insert and on every lookup that finds an expired one.
+ */
+export class ManifestCache {
+  readonly #entries = new Map<Address, { m: VerifiedManifest; bytes: number; expiresAt: number }>()
+  #bytes = 0
+
+  constructor(
+    private readonly maxBytes = MANIFEST_CACHE_BYTES,
+    private readonly ttlMs = MANIFEST_CACHE_TTL_MS,
+  ) {}
+
+  /** Bytes of manifest text held. */
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  /** Manifests held. */
+  get size(): number {
+    return this.#entries.size
+  }
+
+  /** The verified manifest at `address`, if it was verified within the TTL. */
+  get(address: Address, now: number): VerifiedManifest | undefined {
+    const e = this.#entries.get(address)
+    if (e === undefined) return undefined
+    if (e.expiresAt > now) return e.m
+    this.#trim(now, 0)
+    return undefined
+  }
+
+  /** Keeps `m` (verified against `address`) until the TTL passes. */
+  set(address: Address, m: VerifiedManifest, now: number): void {
+    const bytes = m.text.length * 2
+    if (bytes > this.maxBytes / 4) return
+    this.#drop(address)
+    this.#trim(now, bytes)
+    this.#entries.set(address, { m, bytes, expiresAt: now + this.ttlMs })
+    this.#bytes += bytes
+  }
+
+  /** Forgets everything. */
+  clear(): void {
+    this.#entries.clear()
+    this.#bytes = 0
+  }
+
+  #drop(address: Address): void {
+    const e = this.#entries.get(address)
+    if (e === undefined) return
+    this.#entries.delete(address)
+    this.#bytes -= e.bytes
+  }
+
+  /** Drops expired entries, then the oldest until `room` more bytes fit. Insertion order is expiry order. */
+  #trim(now: number, room: number): void {
+    for (const [a, e] of this.#entries) {
+      if (e.expiresAt > now && this.#bytes + room <= this.maxBytes) return
+      this.#entries.delete(a)
+      this.#bytes -= e.bytes
+    }
+  }
+}
+
 function invalid(address: Address, reason: string, message: string): InvalidReferenceError {
   return new InvalidReferenceError(`manifest ${address}: ${message}`, { details: { field: 'manifestAddress', address, reason } })
 }

@@ -129,18 +129,19 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
   const busy = m.counter('busy_rejections_total', 'Requests or items rejected with Busy because a queue or limit was full.', ['endpoint', 'queue'])
   // The host labels a full work queue by the route that met it and the queue, admission refusals
   // by endpoint; a full provider table is a Busy of the announce route.
-  for (const endpoint of new Set(Object.values(ROUTES))) busy.labels({ endpoint, queue: CHANNELS.work }).inc(0)
+  for (const endpoint of new Set(Object.values(ROUTES))) busy.labels({ endpoint, queue: endpoint === ROUTES.names ? CHANNELS.names : CHANNELS.work }).inc(0)
   busy.labels({ endpoint: ROUTES.announce, queue: '' }).inc(0)
   busy.labels({ endpoint: 'admission', queue: '' }).inc(0)
-  m.gauge('queue_depth', 'Items waiting in a bounded queue.', ['queue']).labels({ queue: CHANNELS.work }).set(0)
+  const depth = m.gauge('queue_depth', 'Items waiting in a bounded queue.', ['queue'])
+  for (const queue of [CHANNELS.work, CHANNELS.names]) depth.labels({ queue }).set(0)
   m.counter('queue_dropped_total', 'Items evicted from drop-oldest queues.', ['queue']).labels({ queue: CHANNELS.events }).inc(0)
   const spawned = m.counter('tasks_spawned_total', 'Supervised tasks started (including restarts).', ['kind'])
   const aborted = m.counter('tasks_aborted_total', 'Tasks still running at the shutdown deadline and aborted.', ['kind'])
   const canceled = m.counter('tasks_canceled_total', 'Supervised tasks that ended because their signal aborted.', ['kind'])
   // Core's host: a request cut off at the drain deadline counts its pool worker as aborted; a
   // worker ended by its signal otherwise counts as canceled.
-  for (const kind of ['request', 'work-worker']) aborted.labels({ kind }).inc(0)
-  canceled.labels({ kind: 'work-worker' }).inc(0)
+  for (const kind of ['request', 'work-worker', 'names-worker']) aborted.labels({ kind }).inc(0)
+  for (const kind of ['work-worker', 'names-worker']) canceled.labels({ kind }).inc(0)
   void spawned
   m.counter('bus_lagged_total', 'Broadcast events a slow subscriber missed.', ['topic']).labels({ topic: CHANNELS.events }).inc(0)
   return out
