@@ -25,7 +25,8 @@ const missing = (what) => {
  * @param {unknown} e
  * @param {URL} url
  */
-const notFound = (e, url) => codeOf(e) === 'ERR_MODULE_NOT_FOUND' && messageOf(e).includes(fileURLToPath(url))
+// (Node quotes the missing module; the importer follows unquoted: "imported from /…/bin.js".)
+const notFound = (e, url) => codeOf(e) === 'ERR_MODULE_NOT_FOUND' && messageOf(e).includes(`'${fileURLToPath(url)}'`)
 /** @param {unknown} e */
 const codeOf = (e) => (e instanceof Error && 'code' in e ? e.code : undefined)
 /** @param {unknown} e */
