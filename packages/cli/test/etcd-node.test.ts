@@ -110,10 +110,11 @@ async function etcdStatus(n: N): Promise<EtcdStatus> {
   return ((await (await fetch(`${n.node.admin}/status`)).json()) as { etcd: EtcdStatus }).etcd
 }
 
+/** The sum of `name` over the series whose labels include `labels`, in a node's admin `/metrics`. */
 async function metric(n: N, name: string, labels = ''): Promise<number> {
   const text = await (await fetch(`${n.node.admin}/metrics`)).text()
-  const line = text.split('\n').find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && l.includes(labels))
-  return line === undefined ? 0 : Number(line.split(' ').at(-1))
+  const lines = text.split('\n').filter((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && l.includes(labels))
+  return lines.reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0)
 }
 
 function post(url: string, token: string, body: unknown, method = 'POST'): Promise<Response> {
