@@ -224,22 +224,19 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
       const nameStore = ctx.etcd === undefined ? undefined : await (await import('./coordination/etcd-names.js')).openEtcdNameStore(ctx.etcd)
       return createIndexService(
         {
-          ...(nameStore === undefined ? {} : { nameStore }),
           ...(ctx.config.index ?? {}),
           nodeId: ctx.nodeId,
           ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
           peers: { targets: peerIndexes(ctx), ...(((ctx.config.index ?? {}) as { peers?: object }).peers ?? {}) },
-          auth: { verifier: ctx.verifier },
           // The dashboard sets and removes names from the admin origin, with the token pasted into it.
           ...cors(ctx),
-          // Name records are signed with the node key; peers' answers and announcements are
-          // checked against the pinned nodes only (SPEC §5 "Peers", §6a).
-          identity: ctx.identity,
-          nodes: ctx.nodes,
-          logger: ctx.logger,
-          clock: ctx.clock,
+          drainDeadlineMs: ctx.drainDeadlineMs,
         },
         ctx.transport,
+        // The service contract's runtime argument (docs/service-contract.md). Name records are
+        // signed with the node key; peers' answers and announcements are checked against the
+        // pinned nodes only (SPEC §5 "Peers", §6a).
+        { auth: { verifier: ctx.verifier }, identity: ctx.identity, nodes: ctx.nodes, logger: ctx.logger, clock: ctx.clock, ...(nameStore === undefined ? {} : { nameStore }) },
       )
     },
     reloadPartial: (ctx, cfg) => ({ ...(cfg.index ?? {}), peers: { targets: peerIndexes(ctx), ...(((cfg.index ?? {}) as { peers?: object }).peers ?? {}) } }),
@@ -308,22 +305,27 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
   interop: {
     async create(ctx) {
       const { createInteropService } = await import('@ron/interop')
-      const own = (ctx.config.interop ?? {}) as { webhooks?: { providers?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>
+      const own = (ctx.config.interop ?? {}) as { webhooks?: { providers?: Record<string, unknown> } & Record<string, unknown>; cors?: { readOrigins?: '*' | string[]; writeOrigins?: string[] } } & Record<string, unknown>
       const interopDir = await dir(ctx, 'interop')
       const secrets = await loadOrCreateWebhookSecrets(interopDir === undefined ? undefined : join(interopDir, 'webhook-secrets.json'))
       return createInteropService(
         {
+          // The node's settings (the service contract's base keys): the drain deadline unless the
+          // [interop] section sets one; CORS below, with the node's admin origin always allowed to write.
+          drainDeadlineMs: ctx.drainDeadlineMs,
           ...own,
           ...(ctx.amnesia ? { amnesia: true } : {}),
-          // The webhook dedupe window survives a restart (amnesia: memory only).
+          // The webhook dedupe window (and the admin's credentials) survive a restart (amnesia: memory only).
           ...(interopDir === undefined || ctx.amnesia ? {} : { dataDir: interopDir }),
           webhooks: {
             ...(own.webhooks ?? {}),
             providers: { ...Object.fromEntries(Object.entries(secrets).map(([p, s]) => [p, { secrets: [s] }])), ...(own.webhooks?.providers ?? {}) },
           },
+          cors: { readOrigins: own.cors?.readOrigins ?? '*', writeOrigins: [...ctx.writeOrigins, ...(own.cors?.writeOrigins ?? [])] },
         },
         ctx.transport,
-        { tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, nodes: ctx.nodes },
+        // The runtime argument: the node's verifier guards the admin routes (interop:admin).
+        { auth: { verifier: ctx.verifier }, tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes },
       )
     },
     reloadPartial: (_ctx, cfg) => cfg.interop ?? {},

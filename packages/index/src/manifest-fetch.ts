@@ -12,7 +12,8 @@ import { parseManifest, type AnyManifest, type Manifest } from './contracts.js'
 
 /** What {@link fetchManifest} needs. */
 export interface ManifestFetchEnv {
-  transport: Transport | undefined
+  /** How storage is reached (core's `noTransport()` without one: 503 `Unavailable` `no_transport`). */
+  transport: Transport
   /** Transport target of storage. */
   storage: string
   /** Deadline of the whole fetch (head and body). */
@@ -27,13 +28,10 @@ export interface ManifestFetchEnv {
  * Fetches and validates the manifest at `address`.
  * @throws {@link InvalidReferenceError} (`details.reason`: `missing`, `too_large`, `integrity`,
  *   `not_a_manifest`) when it is not a usable manifest.
- * @throws {@link NotReadyError} when storage cannot be reached, is busy (429) or fails (5xx):
- *   retryable; storage's own 503 or 504 as it is.
+ * @throws {@link NotReadyError} when storage is busy (429) or fails (5xx): retryable; storage's
+ *   own 503 or 504 as it is; 503 `Unavailable` (`no_transport`) without a transport.
  */
 export async function fetchManifest(env: ManifestFetchEnv, address: Address, signal?: AbortSignal): Promise<{ manifest: AnyManifest; text: string }> {
-  if (env.transport === undefined) {
-    throw new NotReadyError('no transport configured to reach storage', { details: { target: env.storage, reason: 'no_transport' } })
-  }
   // One deadline for head and body: a storage node that trickles the body cannot hold the write.
   const deadline = new AbortController()
   const timer = env.clock.setTimeout(() => deadline.abort(new TimeoutError('manifest fetch deadline exceeded', { details: { target: env.storage } })), env.timeoutMs)

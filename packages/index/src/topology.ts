@@ -38,6 +38,15 @@ export const ROUTES = {
   announce: '/providers',
   names: '/names/:name',
   nameList: '/names',
+  reindex: '/admin/reindex',
+  pin: '/admin/pins/:key',
+  pins: '/admin/pins',
+} as const
+
+/** Readiness paths (SPEC §3.3a): reads (`resolve`, `providers`) and name writes and announcements. */
+export const PATHS = {
+  resolve: 'resolve',
+  names: 'names',
 } as const
 
 /**

@@ -194,6 +194,13 @@ export interface ServiceHost<C = unknown> {
   preClose(fn: () => Promise<void> | void): void
   /** Registers service cleanup, run after the drain, in reverse registration order. */
   onClose(fn: () => Promise<void> | void): void
+  /**
+   * Registers a hook called with every error a request is answered with (refusals of the
+   * admission, limits and drain included), with the matched route's name, after the host counted
+   * it: a service counts its own refusals (`rejected_total{reason}`). Must be cheap; a hook that
+   * throws is ignored.
+   */
+  onError(fn: (err: RonError, route: string) => void): void
   /** The service object a factory returns (handle/fetch/dispatch/health/describe/metrics/close). */
   readonly service: RonService
 }
@@ -267,6 +274,7 @@ class Host<C> implements ServiceHost<C> {
   readonly #broadcasts = new Map<string, Broadcast<unknown>>()
   readonly #routes: Route[] = []
   readonly #closeHooks: Array<() => Promise<void> | void> = []
+  readonly #errorHooks: Array<(err: RonError, route: string) => void> = []
   readonly #abort = new AbortController()
   /** In-process requests' signals linked to {@link #abort}, released when their exchange finishes. */
   readonly #links = new WeakMap<RonRequest, LinkedSignal>()
@@ -445,6 +453,10 @@ class Host<C> implements ServiceHost<C> {
     this.#preCloseHooks.push(fn)
   }
 
+  onError(fn: (err: RonError, route: string) => void): void {
+    this.#errorHooks.push(fn)
+  }
+
   onClose(fn: () => Promise<void> | void): void {
     this.#closeHooks.push(fn)
   }
@@ -544,6 +556,13 @@ class Host<C> implements ServiceHost<C> {
             endpoint: typeof d.endpoint === 'string' ? d.endpoint : route === 'unmatched' || route === 'builtin' ? '' : route,
             queue: typeof d.queue === 'string' ? d.queue : '',
           })
+        }
+        for (const hook of this.#errorHooks) {
+          try {
+            hook(err, route)
+          } catch {
+            // A counting hook never changes the answer.
+          }
         }
         const record = { corrId, code: err.code, method: req.method, url: req.url }
         if (err.status >= 500 && err.code === 'Internal') this.logger.error({ ...record, err: err.cause ?? err }, err.message)
