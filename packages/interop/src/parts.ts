@@ -102,7 +102,6 @@ export function interopParts(
   const initial = cfg()
   const clock = host.clock
   const sink = host.metrics.sink
-  let brownout: BrownoutSentinel | undefined
   const upstreams = new Upstreams({
     transport: net,
     clock,
@@ -111,7 +110,7 @@ export function interopParts(
     retry: initial.retry,
     onLatency: (ms) => {
       m.upstream_rpc_seconds.observe(ms / 1000)
-      brownout?.recordUpstream(ms)
+      brownout.recordUpstream(ms)
     },
   })
   for (const [t, method] of [
@@ -125,7 +124,7 @@ export function interopParts(
   }
   const pool = host.pool(CHANNELS.work)
   const events = host.broadcast<InteropEvent>(CHANNELS.events)
-  brownout = new BrownoutSentinel({
+  const brownout: BrownoutSentinel = new BrownoutSentinel({
     thresholds: thresholdsOf(initial),
     clock,
     queue: () => ({ depth: pool.depth, capacity: pool.capacity }),

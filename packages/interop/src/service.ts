@@ -149,7 +149,7 @@ function build(parsed: InteropConfig, config: InteropConfigInput, transport: Tra
     ...webhookRoutes(ctx),
     ...uploadRoutes(ctx),
     ...objectRoutes(gateway.reader),
-    ...adminRoutes({ credentials: o.credentials, cfg: ctx.cfg, logger: host.logger, metrics: m }),
+    ...adminRoutes({ credentials: o.credentials, cfg: () => ctx.cfg(), logger: host.logger, metrics: m }),
     ...gateway.routes,
   ])
   // The host swapped the validated snapshot (and applied the base keys); apply interop's own.

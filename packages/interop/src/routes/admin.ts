@@ -49,7 +49,7 @@ export interface AdminDeps {
   metrics: Pick<InteropMetricHandles, 'admin_changes_total'>
 }
 
-const CLIENT = /^[^\s\u0000-\u001f]{1,128}$/
+const CLIENT = /^[^\s\p{Cc}]{1,128}$/u
 
 /** The admin routes. */
 export function adminRoutes(d: AdminDeps): Route[] {
