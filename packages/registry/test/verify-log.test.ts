@@ -7,6 +7,7 @@ import { createRegistryService } from '../src/service.js'
 import { verifyLog } from '../src/verify-log.js'
 import { initRegistrySigner } from '../src/keys.js'
 import { approve, ORIGIN, payload, setOf, signers, tempDir } from './helpers.js'
+import { logView } from '../src/log-view.js'
 
 const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -81,7 +82,7 @@ describe('verifyLog (offline fsck)', () => {
     await svc.checkpoint()
     await commit(payload(7), next)
     await svc.prune()
-    expect(svc.log.oldest()).toBe(7) // [1,2], [3,4], [5,6] covered by the checkpoint of size 6
+    expect(logView(svc).oldest()).toBe(7) // [1,2], [3,4], [5,6] covered by the checkpoint of size 6
     await svc.close()
     await transport.close()
     const report = await verifyLog(t.dir)

@@ -448,6 +448,11 @@ class EtcdLogStore implements LogStore {
     }
   }
 
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closed
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true

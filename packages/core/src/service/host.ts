@@ -192,6 +192,13 @@ export interface ServiceHost<C = unknown> {
    * throws is logged and the drain goes on.
    */
   preClose(fn: () => Promise<void> | void): void
+  /**
+   * Registers a listener called with every error answered to a request, including refusals made
+   * before the handler runs (token 401/403, admission 429, drain 503): `route` is the matched
+   * route's metric label (`route.name ?? route.path`), or `'builtin'`/`'unmatched'`. For a
+   * service that must audit refusals of its routes. Must not throw (a throw is ignored).
+   */
+  onRequestError(fn: (err: RonError, route: string, req: RonRequest) => void): void
   /** Registers service cleanup, run after the drain, in reverse registration order. */
   onClose(fn: () => Promise<void> | void): void
   /** The service object a factory returns (handle/fetch/dispatch/health/describe/metrics/close). */
@@ -281,6 +288,7 @@ class Host<C> implements ServiceHost<C> {
   readonly #legacyReadWindowMs: number
   readonly #listener: ListenerPolicy
   readonly #preCloseHooks: Array<() => Promise<void> | void> = []
+  readonly #errorListeners: Array<(err: RonError, route: string, req: RonRequest) => void> = []
   #handler: HttpHandler | undefined
   #state: 'running' | 'writes' | 'draining' | 'closed' = 'running'
   #closePromise: Promise<void> | undefined
@@ -441,6 +449,10 @@ class Host<C> implements ServiceHost<C> {
     this.#routes.push(...routes)
   }
 
+  onRequestError(fn: (err: RonError, route: string, req: RonRequest) => void): void {
+    this.#errorListeners.push(fn)
+  }
+
   preClose(fn: () => Promise<void> | void): void {
     this.#preCloseHooks.push(fn)
   }
@@ -544,6 +556,13 @@ class Host<C> implements ServiceHost<C> {
             endpoint: typeof d.endpoint === 'string' ? d.endpoint : route === 'unmatched' || route === 'builtin' ? '' : route,
             queue: typeof d.queue === 'string' ? d.queue : '',
           })
+        }
+        for (const fn of this.#errorListeners) {
+          try {
+            fn(err, route, req)
+          } catch {
+            // a listener must not change the response
+          }
         }
         const record = { corrId, code: err.code, method: req.method, url: req.url }
         if (err.status >= 500 && err.code === 'Internal') this.logger.error({ ...record, err: err.cause ?? err }, err.message)

@@ -126,6 +126,11 @@ class MemoryStore implements LogStore {
     return Promise.resolve()
   }
 
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closed
+  }
+
   close(): Promise<void> {
     this.#closed = true
     return Promise.resolve()

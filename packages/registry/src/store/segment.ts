@@ -487,6 +487,11 @@ class SegmentStore implements LogStore {
     }
   }
 
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closed
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
