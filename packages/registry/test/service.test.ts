@@ -354,9 +354,9 @@ describe('metrics and readiness', () => {
     }
   })
 
-  it('reports read and commit paths; reload applies live settings and refuses immutable ones', async () => {
+  it('reports read and write paths; reload applies live settings and refuses immutable ones', async () => {
     h = await harness()
-    expect(h.svc.health()).toMatchObject({ ready: true, writeReady: true, paths: { commit: true, read: true } })
+    expect(h.svc.health()).toMatchObject({ ready: true, writeReady: true, paths: { write: true, read: true } })
     await h.svc.reload({ proposalTtlMs: 5000 })
     const p = await h.client.propose(payload(1))
     expect(p.expiresAt).toBe(h.clock.now() + 5000)

@@ -23,7 +23,7 @@ describe('verifyLog (offline fsck)', () => {
     const { createTestIssuer, memoryNetwork } = await import('@ron/core/testing')
     const { createRegistryClient } = await import('../src/client.js')
     const issuer = createTestIssuer()
-    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2), segmentEntries: 3, auth: { keys: issuer.keys }, clock: new VirtualClock(1000) })
+    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2), segmentEntries: 3, drainReadWindowMs: 0, auth: { keys: issuer.keys }, clock: new VirtualClock(1000) })
     const transport = memoryNetwork({ registry: svc })
     const client = createRegistryClient(transport, { token: issuer.mint({ scope: ['registry:propose', 'registry:approve', 'registry:commit'] }) })
     const commit = async (p: ReturnType<typeof payload>, by: typeof keys): Promise<void> => {
@@ -69,7 +69,7 @@ describe('verifyLog (offline fsck)', () => {
     const { createTestIssuer, memoryNetwork } = await import('@ron/core/testing')
     const { createRegistryClient } = await import('../src/client.js')
     const issuer = createTestIssuer()
-    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2), segmentEntries: 2, retention: { maxEntries: 1 }, auth: { keys: issuer.keys }, clock: new VirtualClock(1000) })
+    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2), segmentEntries: 2, retention: { maxEntries: 1 }, drainReadWindowMs: 0, auth: { keys: issuer.keys }, clock: new VirtualClock(1000) })
     const transport = memoryNetwork({ registry: svc })
     const client = createRegistryClient(transport, { token: issuer.mint({ scope: ['registry:propose', 'registry:approve', 'registry:commit'] }) })
     const commit = async (p: ReturnType<typeof payload>, by: typeof keys): Promise<void> => {

@@ -126,9 +126,9 @@ class MemoryStore implements LogStore {
     return Promise.resolve()
   }
 
-  /** True once `close()` was called. */
+  /** True once `close()` was called (false on an object that only inherits from a store). */
   get closed(): boolean {
-    return this.#closed
+    return #closed in this && this.#closed
   }
 
   close(): Promise<void> {

@@ -487,9 +487,9 @@ class SegmentStore implements LogStore {
     }
   }
 
-  /** True once `close()` was called. */
+  /** True once `close()` was called (false on an object that only inherits from a store). */
   get closed(): boolean {
-    return this.#closed
+    return #closed in this && this.#closed
   }
 
   async close(): Promise<void> {
