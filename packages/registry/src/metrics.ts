@@ -27,7 +27,7 @@ export const REGISTRY_METRICS = defineMetrics(
     registry_reload_fail_total: { type: 'counter', help: 'Config reloads refused or rolled back.', labels: ['reason'], zero: { reason: ['invalid'] } },
     registry_updates_total: {
       type: 'counter',
-      help: 'Audit events of mutations, by result: <op> accepted, <op>_rejected refused (by the committer or at the route: 400/401/403/429/503).',
+      help: 'Audit events of mutations, by result: the operation when accepted, the operation with _rejected when refused (by the committer or at the route: 400/401/403/429/503).',
       labels: ['result'],
       zero: { result: AUDITED_OPS.flatMap((op) => [op, `${op}_rejected`]) },
     },
