@@ -7,8 +7,10 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@ron\/core\/testing$/, replacement: src('core/src/testing/index.ts') },
+      { find: /^@ron\/core\/client$/, replacement: src('core/src/client.ts') },
       { find: /^@ron\/core$/, replacement: src('core/src/index.ts') },
       { find: /^@ron\/storage\/testing$/, replacement: src('storage/src/testing.ts') },
+      { find: /^@ron\/storage\/client$/, replacement: src('storage/src/client.ts') },
       { find: /^@ron\/storage$/, replacement: src('storage/src/index.ts') },
       { find: /^@ron\/registry$/, replacement: src('registry/src/index.ts') },
       { find: /^@ron\/passport$/, replacement: src('passport/src/index.ts') },
@@ -36,7 +38,9 @@ export default defineConfig({
       // A floor per package (its src/ files summed): the level measured when the floors were
       // set (2026-11, 1503 tests) minus 2 points, so run-to-run jitter in timing-dependent
       // branches does not fail CI. Raise a floor when a package's coverage rises for good.
-      // ron-node is mostly exercised through its spawned binary, which coverage cannot see.
+      // ron-node is mostly exercised through its spawned binary, which coverage cannot see; its
+      // floor counts the in-process tests (startNode, runCli, the etcd stores on a real etcd):
+      // 75.0 / 69.9 / 74.2 / 55.8 measured 2026-11-27 (lines/statements/functions/branches).
       thresholds: {
         'packages/core/src/**': { lines: 94, statements: 93, functions: 92, branches: 88 },
         'packages/storage/src/**': { lines: 94, statements: 91, functions: 89, branches: 83 },
@@ -44,7 +48,7 @@ export default defineConfig({
         'packages/passport/src/**': { lines: 94, statements: 90, functions: 90, branches: 82 },
         'packages/index/src/**': { lines: 92, statements: 90, functions: 93, branches: 82 },
         'packages/interop/src/**': { lines: 94, statements: 91, functions: 90, branches: 84 },
-        'packages/cli/src/**': { lines: 57, statements: 54, functions: 52, branches: 48 },
+        'packages/cli/src/**': { lines: 73, statements: 67, functions: 72, branches: 53 },
       },
     },
   },

@@ -25,6 +25,8 @@ declare module 'autocannon' {
     method?: string
     headers?: Record<string, string>
     body?: string | Buffer
+    /** Per-request settings; `setupRequest` may change each request before it is sent. */
+    requests?: Array<{ setupRequest?: (req: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer }) => { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer } }>
   }
   function autocannon(opts: Options): Promise<Result>
   export default autocannon

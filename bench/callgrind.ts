@@ -7,6 +7,12 @@
  *   npx tsx bench/callgrind.ts <factory in bench/servers> [path=/hello] [requests=10000] [options-json]
  *   npx tsx bench/callgrind.ts bare.ts
  *   npx tsx bench/callgrind.ts ron-hello.ts /hello 10000 '{"mode":"service"}'
+ *   npx tsx bench/callgrind.ts ron-storage.ts /o 300 '{}' 1048576   # PUTs of fresh 1 MiB bodies, c=16
+ *
+ * With a fifth argument (a body size), each request is a `PUT` of a fresh body of that size
+ * (its first bytes are a counter), at concurrency 16 (`RON_CALLGRIND_CONNECTIONS`), with the
+ * factory's `extra.token` as bearer.
+ * `callgrind-names.ts` then names the JIT frames of the printed profile.
  *
  * JIT frames are named (`--perf-basic-prof`), so `callgrind_annotate <the printed file>` shows
  * which functions the instructions are in. Needs valgrind (Debian: `apt install valgrind`).
@@ -20,7 +26,7 @@ import autocannon from 'autocannon'
 import { SERVER_CODE, SERVER_HEAP_GROWTH } from './process.js'
 
 const here = (p: string): string => fileURLToPath(new URL(p, import.meta.url))
-const [factory = 'bare.ts', path = '/hello', n = '10000', optionsJson = '{}'] = process.argv.slice(2)
+const [factory = 'bare.ts', path = '/hello', n = '10000', optionsJson = '{}', putSize] = process.argv.slice(2)
 const requests = Number(n)
 const dir = mkdtempSync(join(tmpdir(), 'ron-callgrind-'))
 const child = spawn(
@@ -33,16 +39,39 @@ const child = spawn(
 )
 let stderr = ''
 child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-const [url, pid] = await new Promise<[string, string]>((resolve, reject) => {
+const [url, pid, extraJson] = await new Promise<[string, string, string]>((resolve, reject) => {
   let out = ''
   child.stdout.on('data', (d: Buffer) => {
     out += d.toString()
-    const m = /LISTENING (\S+) (\d+)/.exec(out)
-    if (m) resolve([m[1]!, m[2]!])
+    const m = /LISTENING (\S+) (\d+) (.*)\n/.exec(out)
+    if (m) resolve([m[1]!, m[2]!, m[3]!])
   })
   child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening:\n${stderr.slice(-2000)}`)))
 })
-const load = (amount: number): ReturnType<typeof autocannon> => autocannon({ url: url + path, connections: 50, amount })
+const extra = JSON.parse(extraJson) as { token?: string }
+let seq = 0
+const body = putSize === undefined ? undefined : Buffer.alloc(Number(putSize), 7)
+const load = (amount: number): ReturnType<typeof autocannon> =>
+  body === undefined
+    ? autocannon({ url: url + path, connections: 50, amount })
+    : autocannon({
+        url: url + path,
+        connections: Number(process.env.RON_CALLGRIND_CONNECTIONS ?? 16),
+        amount,
+        method: 'PUT',
+        headers: { 'content-type': 'application/octet-stream', ...(extra.token === undefined ? {} : { authorization: `Bearer ${extra.token}` }) },
+        requests: [
+          {
+            setupRequest: (req) => {
+              // A fresh body each time (a new address): a put of stored content is not the same work.
+              const b = Buffer.from(body)
+              b.writeUInt32LE(++seq, 0)
+              b.writeUInt32LE(process.pid, 4)
+              return { ...req, body: b }
+            },
+          },
+        ],
+      })
 await load(Math.max(3000, requests / 2))
 execFileSync('callgrind_control', ['-z', pid], { stdio: 'ignore' })
 const r = await load(requests)
@@ -58,5 +87,5 @@ const dump = totals.filter((t) => t.thread === '01').sort((a, b) => b.ir - a.ir)
 if (dump === undefined) throw new Error(`no callgrind dump in ${dir}`)
 const prefix = dump.f.slice(0, dump.f.lastIndexOf('-'))
 const others = totals.filter((t) => t.f.startsWith(prefix) && t.thread !== '01').reduce((a, t) => a + t.ir, 0)
-console.log(`${factory} ${optionsJson} ${path}: ${r.requests.total} requests (${r.non2xx} non-2xx), servers on ${SERVER_CODE}`)
+console.log(`${factory} ${optionsJson} ${path}: ${r.requests.total} requests (${r.non2xx} non-2xx: ${JSON.stringify((r as unknown as { statusCodeStats?: unknown }).statusCodeStats)}), servers on ${SERVER_CODE}`)
 console.log(`main thread ${(dump.ir / requests).toFixed(0)} instructions/request, other threads ${(others / requests).toFixed(0)}; profile: ${join(dir, dump.f)}`)

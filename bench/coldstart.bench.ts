@@ -9,12 +9,19 @@
  * - process start → listening, for a bare `node:http` listener, a RON service host with a hello
  *   route, and the storage service on a fresh data directory.
  *
- * The built `ron-node start` (cli) is measured by the integrator: `RON_COLDSTART_CLI=1` adds it
- * (needs `npm run build`), timed to its JSON ready line.
+ * Issue 24's rows, with their baselines in the same run, when the CLI is built (`npm run build`;
+ * skipped with a note otherwise):
+ *
+ * - `ron-node start` (five services, fresh data directory) to its JSON ready line vs a bare
+ *   `node` process listening on six ports (goal ≤ 5×);
+ * - `ron-node put` of a 4 KiB file through the built bin, against a running node, vs `node -e 0`
+ *   (goal ≤ 4×).
  */
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { FULL, median } from './harness.js'
@@ -82,9 +89,6 @@ export async function run(): Promise<void> {
         `import { serve } from '@ron/core'; import { createStorageService } from '@ron/storage'; const s = await createStorageService({ dataDir: ${JSON.stringify(join(dir, 's'))} + process.pid }); await serve(s, { port: 0 }); console.log('READY 0')`,
       ],
     ]
-    if (process.env.RON_COLDSTART_CLI === '1') {
-      cases.push(['ron-node start (built cli) → ready line', `import { spawn } from 'node:child_process'; const c = spawn(process.execPath, ['packages/cli/dist/bin.js', 'start', '--port-base', '0', '--json', '--data-dir', ${JSON.stringify(join(dir, 'node'))} + process.pid], { stdio: ['ignore', 'pipe', 'inherit'] }); c.stdout.on('data', (d) => { if (String(d).includes('{')) { console.log('READY 0'); c.kill() } })`])
-    }
     const base = await medianOf(cases[0]![1])
     for (const [name, code] of cases) {
       try {
@@ -94,7 +98,104 @@ export async function run(): Promise<void> {
         console.log(`${name.padEnd(44)} (failed: ${String(e).split('\n')[0]}; built? npm run build -w @ron/core -w @ron/storage)`)
       }
     }
+    if (existsSync(BIN)) await cliRows(dir)
+    else console.log(`\n(ron-node rows skipped: ${BIN} is not built; npm run build)`)
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
+}
+
+const BIN = join(ROOT, 'packages/cli/dist/bin.js')
+
+/** Wall time of `node <args>` from spawn to exit (ms); rejects on a non-zero exit. */
+function timeExit(args: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now()
+    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
+    let err = ''
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      if (code === 0) resolve(performance.now() - t0)
+      else reject(new Error(`node ${args.join(' ')} exited ${code}: ${err.slice(-300)}`))
+    })
+  })
+}
+
+/** `ron-node start --data-dir <dataDir>`; resolves once it printed its JSON ready line. */
+function startNode(dataDir: string): Promise<{ ms: number; stop: () => Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now()
+    const child = spawn(process.execPath, [BIN, 'start', '--port-base', '0', '--json', '--data-dir', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    const stop = (): Promise<void> =>
+      new Promise((r) => {
+        if (child.exitCode !== null || child.signalCode !== null) return r()
+        child.once('exit', () => r())
+        child.kill('SIGTERM')
+      })
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`ron-node start exited (${code}) before its ready line`))
+    })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString()
+      if (out.includes('{')) {
+        clearTimeout(timer)
+        resolve({ ms: performance.now() - t0, stop })
+      }
+    })
+  })
+}
+
+/** Six ports listening in one fresh process, as ron-node's five services and admin listener. */
+const SIX_PORTS = `import { createServer } from 'node:http'; let n = 0; for (let i = 0; i < 6; i++) createServer((q, s) => s.end()).listen(0, '127.0.0.1', () => { if (++n === 6) console.log('READY 0') })`
+
+async function cliRows(dir: string): Promise<void> {
+  // ron-node start vs six bare listeners, alternated; each start on a fresh data directory.
+  const bare: number[] = []
+  const ron: number[] = []
+  await runFresh(SIX_PORTS)
+  await (await startNode(join(dir, 'warm'))).stop()
+  for (let i = 0; i < RUNS; i++) {
+    bare.push(await runFresh(SIX_PORTS))
+    const n = await startNode(join(dir, `start-${i}`))
+    ron.push(n.ms)
+    await n.stop()
+  }
+  console.log(`\n## ron-node start, five services on a fresh data dir → JSON ready line (${RUNS} runs alternated, ms, load ${loadavg()[0]!.toFixed(1)})`)
+  console.log(row('bare node, six ports listening', bare))
+  console.log(row('ron-node start', ron, bare, 'goal <= 5x'))
+
+  // ron-node put of a 4 KiB file against a running node vs node -e 0.
+  const nodeDir = join(dir, 'put-node')
+  const node = await startNode(nodeDir)
+  try {
+    const file = join(dir, 'four-kib')
+    const puts: number[] = []
+    const empty: number[] = []
+    await timeExit(['-e', '0'])
+    await writeFile(file, randomBytes(4096))
+    await timeExit([BIN, 'put', file, '--data-dir', nodeDir])
+    for (let i = 0; i < RUNS; i++) {
+      empty.push(await timeExit(['-e', '0']))
+      // Fresh content each time: a put of stored content is not the same work.
+      await writeFile(file, randomBytes(4096))
+      puts.push(await timeExit([BIN, 'put', file, '--data-dir', nodeDir]))
+    }
+    console.log(`\n## ron-node put of a 4 KiB file through the built bin, to a running node (${RUNS} runs alternated, wall ms, load ${loadavg()[0]!.toFixed(1)})`)
+    console.log(row('node -e 0', empty))
+    console.log(row('ron-node put (4 KiB)', puts, empty, 'goal <= 4x'))
+  } finally {
+    await node.stop()
+  }
+}
+
+/** `name  median [min..max]`, and the ratio of medians to `base` when given. */
+function row(name: string, xs: number[], base?: number[], goal?: string): string {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const fig = `${median(xs).toFixed(0).padStart(6)} [${sorted[0]!.toFixed(0)}..${sorted[sorted.length - 1]!.toFixed(0)}]`
+  return `${name.padEnd(44)} ${fig}${base === undefined ? '' : `  ${(median(xs) / median(base)).toFixed(2)}x${goal === undefined ? '' : ` (${goal})`}`}`
 }

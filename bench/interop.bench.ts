@@ -25,7 +25,7 @@ import autocannon from 'autocannon'
 import { Pool } from 'undici'
 import { MemoryTransport, serve } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
-import { createInteropService, hashApiKey, signWebhook } from '@ron/interop'
+import { createInteropService, hashApiKey, signWebhook, toServiceTokens } from '@ron/interop'
 import { createStorageService } from '@ron/storage'
 import { CpuPerRequest, FULL, alternate, printRounds } from './harness.js'
 import { passportStandIn } from './servers/passport-stand-in.js'
@@ -102,7 +102,7 @@ const start: ServerFactory = async (options) => {
       ...(typeof options.ring === 'number' ? { audit: { memoryCapacity: options.ring } } : {}),
     },
     transport,
-    { tokens: token },
+    { tokens: toServiceTokens(token) },
   )
   const server = await serve(interop, { port: 0 })
   return {

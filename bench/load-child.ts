@@ -5,7 +5,9 @@
  * - `get`: undici GETs at a concurrency (throughput and latency percentiles);
  * - `put`: undici PUTs of fresh bodies (every request's content differs) at a concurrency;
  * - `put-stream`: one large streamed PUT;
- * - `slow-get`: one GET read at a limited rate (the client is slower than the server).
+ * - `slow-get`: one GET read at a limited rate (the client is slower than the server);
+ * - `json`: small JSON requests (name writes) at a concurrency, request `i` to `paths[i % n]`
+ *   with `bodies[i % m]`.
  */
 import { Readable } from 'node:stream'
 import autocannon from 'autocannon'
@@ -31,6 +33,7 @@ export type LoadJob =
     }
   | { kind: 'put-stream'; url: string; path: string; size: number; seed: number; headers?: Record<string, string>; expectAddress?: boolean }
   | { kind: 'slow-get'; url: string; path: string; bytesPerSec: number; headers?: Record<string, string> }
+  | { kind: 'json'; url: string; method: 'PUT' | 'POST'; paths: string[]; bodies: string[]; concurrency: number; requests: number; headers?: Record<string, string> }
 
 /** What a job measured. Latencies in milliseconds. */
 export interface LoadResult {
@@ -224,6 +227,38 @@ async function slowGet(job: Extract<LoadJob, { kind: 'slow-get' }>): Promise<Loa
   return summarise([seconds * 1000], seconds, bytes, { [res.statusCode]: 1 }, 0)
 }
 
+async function json(job: Extract<LoadJob, { kind: 'json' }>): Promise<LoadResult> {
+  const pool = new Pool(job.url, { connections: job.concurrency, pipelining: 1 })
+  const lat: number[] = []
+  const statuses: Record<string, number> = {}
+  let errors = 0
+  let next = 0
+  let lastBody: string | undefined
+  const headers = { ...job.headers, 'content-type': 'application/json' }
+  const t0 = performance.now()
+  try {
+    await Promise.all(
+      Array.from({ length: job.concurrency }, async () => {
+        while (next < job.requests) {
+          const n = next++
+          const t = performance.now()
+          try {
+            const res = await pool.request({ method: job.method, path: job.paths[n % job.paths.length]!, body: job.bodies[n % job.bodies.length]!, headers })
+            lastBody = await res.body.text()
+            statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
+          } catch {
+            errors++
+          }
+          lat.push(performance.now() - t)
+        }
+      }),
+    )
+  } finally {
+    await pool.close()
+  }
+  return summarise(lat, (performance.now() - t0) / 1000, 0, statuses, errors, lastBody)
+}
+
 async function runJob(job: LoadJob): Promise<LoadResult> {
   switch (job.kind) {
     case 'rate':
@@ -236,6 +271,8 @@ async function runJob(job: LoadJob): Promise<LoadResult> {
       return putStream(job)
     case 'slow-get':
       return slowGet(job)
+    case 'json':
+      return json(job)
   }
 }
 

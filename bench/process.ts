@@ -144,9 +144,10 @@ export interface ServerProcess extends ServerInfo {
   /**
    * `process.memoryUsage()` of the server after `idleMs` (what the RSS is made of: heap, external,
    * array buffers), and again after a full GC when `gc` is asked and the server runs with
-   * `--expose-gc` (garbage not yet collected vs memory really held).
+   * `--expose-gc` (garbage not yet collected vs memory really held); `spaces`: the committed size of
+   * each V8 heap space (before the GC).
    */
-  memoryUsage(idleMs?: number, gc?: boolean): Promise<{ before: NodeJS.MemoryUsage; afterGc?: NodeJS.MemoryUsage }>
+  memoryUsage(idleMs?: number, gc?: boolean): Promise<{ before: NodeJS.MemoryUsage; afterGc?: NodeJS.MemoryUsage; spaces: Record<string, number> }>
   /** Starts the V8 CPU profiler in the server process (only what happens from now on). */
   profStart(): Promise<void>
   /** Stops it and writes the `.cpuprofile` (Chrome DevTools format) to `path`. */
@@ -155,6 +156,8 @@ export interface ServerProcess extends ServerInfo {
   heapStart(): Promise<void>
   /** Stops it and writes the `.heapprofile` (Chrome DevTools format) to `path`. */
   heapStop(path: string): Promise<string>
+  /** Writes a full V8 heap snapshot (`.heapsnapshot`, Chrome DevTools format) to `path`. */
+  heapSnapshot(path: string): Promise<string>
   /** Asks the factory's `close()` and waits for the process to exit. */
   stop(): Promise<void>
 }
@@ -184,6 +187,7 @@ export async function spawnServer(name: string, factory: string, options: Record
     profStop: (path) => rpc.call<string>({ cmd: 'profStop', path }),
     heapStart: () => rpc.call({ cmd: 'heapStart' }),
     heapStop: (path) => rpc.call<string>({ cmd: 'heapStop', path }),
+    heapSnapshot: (path) => rpc.call<string>({ cmd: 'heapSnapshot', path }),
     stop: () => rpc.stop(),
   }
 }

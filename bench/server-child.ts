@@ -6,6 +6,7 @@
 import { writeFile } from 'node:fs/promises'
 import { Session } from 'node:inspector/promises'
 import { pathToFileURL } from 'node:url'
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8'
 import { applyBenchHeapGrowth } from './heap-setting.js'
 
 /** What a server factory returns once it listens. */
@@ -92,11 +93,15 @@ async function handle(m: { cmd: string; idleMs?: number; path?: string; gc?: boo
     case 'memoryUsage': {
       await new Promise((r) => setTimeout(r, m.idleMs ?? 0))
       const before = process.memoryUsage()
+      const spaces = Object.fromEntries(getHeapSpaceStatistics().map((x) => [x.space_name, x.space_size]))
       const gc = (globalThis as { gc?: () => void }).gc
-      if (m.gc !== true || gc === undefined) return { before }
+      if (m.gc !== true || gc === undefined) return { before, spaces }
       gc()
-      return { before, afterGc: process.memoryUsage() }
+      return { before, spaces, afterGc: process.memoryUsage() }
     }
+    case 'heapSnapshot':
+      // A full heap snapshot (what holds memory, with retainers) written to `path`.
+      return writeHeapSnapshot(m.path)
     case 'idleRss':
       await new Promise((r) => setTimeout(r, m.idleMs ?? 1000))
       return rss()

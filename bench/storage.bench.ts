@@ -149,22 +149,33 @@ export async function run(): Promise<void> {
     for (const row of memRows) console.log(row)
 
     if (P.soak > 0) {
-      // A fresh server (so earlier cases do not blur the picture), with --expose-gc so the end of
-      // the soak can tell garbage from memory really held.
-      const soakRon = await spawnServer('storage service (soak)', './servers/ron-storage.ts', { dir: join(root, 'soak') }, ['--expose-gc'])
-      started.push(soakRon)
-      const ron = soakRon
-      const auth = tokenOf(soakRon)
-      const idle: number[] = [await ron.idleRss(500)]
-      for (let i = 1; i <= P.soak; i++) {
-        checkOk('storage', await load.run({ kind: 'put-stream', url: ron.url, path: '/o', size: 64 * MiB, seed: 1000 + i, headers: auth }), 'soak')
-        if (i % 5 === 0) idle.push(await ron.idleRss(1000))
+      // Fresh servers (so earlier cases do not blur the picture), storage then the bare baseline,
+      // with --expose-gc so the end of the soak can tell garbage from memory really held.
+      const soaked: Array<{ name: string; plateau: number }> = []
+      for (const [name, factory] of [
+        ['storage service (soak)', './servers/ron-storage.ts'],
+        ['bare fsync+rename (soak)', './servers/bare.ts'],
+      ] as const) {
+        await mkdir(join(root, `soak-${soaked.length}`), { recursive: true })
+        const s = await spawnServer(name, factory, { dir: join(root, `soak-${soaked.length}`) }, ['--expose-gc'])
+        started.push(s)
+        const auth = headersOf(s)
+        const idle: number[] = [await s.idleRss(500)]
+        for (let i = 1; i <= P.soak; i++) {
+          checkOk(name, await load.run({ kind: 'put-stream', url: s.url, path: '/o', size: 64 * MiB, seed: 1000 + i, headers: auth }), 'soak')
+          if (i % 5 === 0) idle.push(await s.idleRss(1000))
+        }
+        console.log(`\n## Soak, ${name}: ${P.soak} PUTs of fresh 64 MiB objects; idle RSS every 5: ${idle.map(mib).join(' → ')}`)
+        const { before: u, afterGc: g } = await s.memoryUsage(500, true)
+        const show = (m: NodeJS.MemoryUsage): string => `rss ${mib(m.rss)}, V8 heap used ${mib(m.heapUsed)} of ${mib(m.heapTotal)}, external ${mib(m.external)} (array buffers ${mib(m.arrayBuffers)})`
+        const plateau = median(idle.slice(idle.length >> 1))
+        console.log(`median of the last half: ${mib(plateau)}`)
+        console.log(`the plateau holds: ${show(u)}${g === undefined ? '' : `; after a full GC: ${show(g)}`}`)
+        soaked.push({ name, plateau })
+        await s.stop()
       }
-      console.log(`\n## Soak: ${P.soak} PUTs of fresh 64 MiB objects; storage idle RSS every 5: ${idle.map(mib).join(' → ')}`)
-      const { before: u, afterGc: g } = await ron.memoryUsage(500, true)
-      const show = (m: NodeJS.MemoryUsage): string => `rss ${mib(m.rss)}, V8 heap used ${mib(m.heapUsed)} of ${mib(m.heapTotal)}, external ${mib(m.external)} (array buffers ${mib(m.arrayBuffers)})`
-      console.log(`median of the last half: ${mib(median(idle.slice(idle.length >> 1)))}`)
-      console.log(`the plateau holds: ${show(u)}${g === undefined ? '' : `; after a full GC: ${show(g)}`}`)
+      const [r, b] = soaked
+      console.log(`\nidle RSS after the soak: storage ${mib(r!.plateau)} vs bare ${mib(b!.plateau)}: +${mib(r!.plateau - b!.plateau)} (goal <= bare + 32 MiB)`)
     }
   } finally {
     for (const s of started.reverse()) await s.stop().catch(() => undefined)

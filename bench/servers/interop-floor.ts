@@ -35,13 +35,13 @@ const routes: Route[] = [
 const start: ServerFactory = async (options) => {
   if (options.mode === 'interop-alone') {
     // Interop with nothing mounted behind it: the refusal path without storage's heap in the process.
-    const { createInteropService, hashApiKey } = await import('@ron/interop')
+    const { createInteropService, hashApiKey, toServiceTokens } = await import('@ron/interop')
     const { MemoryTransport } = await import('@ron/core')
     const transport = new MemoryTransport()
     const interop = await createInteropService(
       { webhooks: { providers: { github: { secrets: [SECRET] } } }, apiKeys: [{ client: 'bench', keyHash: hashApiKey('bench-api-key-0123456789') }], rateLimit: false, brownout: { enabled: false } },
       transport,
-      { tokens: 'x' },
+      { tokens: toServiceTokens('x') },
     )
     const server = await serve(interop, { port: 0 })
     return { url: server.url, close: async () => { await server.close(); await interop.close(); await transport.close() } }

@@ -1,3 +1,3 @@
 import { packageConfig } from '../../tsup.base.js'
 
-export default packageConfig({"index": "src/index.ts", "testing/index": "src/testing/index.ts"})
+export default packageConfig({"index": "src/index.ts", "client": "src/client.ts", "testing/index": "src/testing/index.ts"})

@@ -5,8 +5,8 @@
  */
 
 import { readFile } from 'node:fs/promises'
-import { HttpTransport } from '@ron/core'
-import { createStorageClient } from '@ron/storage'
+import { HttpTransport } from '@ron/core/client'
+import { createStorageClient } from '@ron/storage/client'
 import { resolve } from 'node:path'
 import { noteNode, noteTokenSource } from './auth-context.js'
 import { transportTls } from './client-tls.js'

@@ -13,13 +13,10 @@ import {
   createRevocationFeed,
   createTokenProvider,
   createTokenVerifier,
-  generateIssuerKey,
   localMinter,
-  newNodeId,
   nodeIdentityFromKey,
   noopLogger,
   remoteKeySource,
-  signToken,
   staticKeySource,
   systemClock,
   type Clock,
@@ -41,14 +38,15 @@ import { EtcdCoordinator, type EtcdSettings } from './coordination/etcd.js'
 import { createAdminHandler, notReadyHandler, type HostedService } from './admin.js'
 import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
-import { loadOrCreateIdentity } from './identity.js'
-import { ADMIN_AUDIENCES, ADMIN_SCOPES, ADMIN_TOKEN_TTL_SEC, ensureAdminToken, loadOrCreateIssuerKey, tokenIdOf } from './keys.js'
+import { startAdminToken, type AdminToken } from './node/admin-token.js'
+import { loadNodeKeys } from './node/keys.js'
+import { ADMIN_TOKEN_TTL_SEC } from './keys.js'
 import { listen, loadTls, type Listener, type RequestHandler, type TlsFiles } from './listener.js'
 import { NodeTransport } from './node-transport.js'
 import { PeerDirectory, normalizeUrl, passportEnrolments } from './peers.js'
 import { adminHosts } from './host-check.js'
 import { PinStore } from './pins.js'
-import { CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
+import { CREATE_AFTER, CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
 
 export type { NodeReloadable, NodeStorageOptions } from './services.js'
 import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, portFor, type ServiceName } from './ports.js'
@@ -290,8 +288,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
 
   const shutdown = async (): Promise<void> => {
     accepting = false
-    if (adminTimer !== undefined) clearTimeout(adminTimer)
-    offRotate?.()
+    adminToken?.stop()
     peers?.close()
     // SPEC.md 3.3: each service flips readiness, answers new requests with 503 Draining and
     // Retry-After, drains and aborts stragglers, while its listener stays open to deliver those
@@ -321,9 +318,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let nodeId: string
   let identity: NodeIdentity
   let firstStart: boolean
-  let adminToken: string | undefined
-  let adminTimer: NodeJS.Timeout | undefined
-  let offRotate: (() => void) | undefined
+  let adminToken: AdminToken | undefined
   try {
     const tls = options.tls === undefined ? undefined : await loadTls(options.tls)
     if (options.etcd !== undefined) {
@@ -340,23 +335,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     admin = await listen(handlerOf(notReadyHandler('admin')), { port: portFor(portBase, 'admin'), host, what: 'admin', drainDeadlineMs: LISTENER_GRACE_MS, tls })
     const adminUrl = advertisedUrl(admin.url, options.advertise)
 
-    if (layout === undefined) {
-      // Amnesia: an ephemeral identity, as real as a kept one for as long as the process lives.
-      issuer = generateIssuerKey({ epoch: 1 })
-      nodeKey = generateIssuerKey({ epoch: 1 })
-      nodeId = newNodeId()
-      firstStart = true
-    } else {
-      const loadedId = await loadOrCreateIdentity(layout, clock.now())
-      nodeId = loadedId.nodeId
-      nodeKey = loadedId.nodeKey
-      firstStart = loadedId.created && loadedId.previousFormat === 0
-      if (loadedId.previousFormat === 1) logger.info({ path: layout.nodeFile, nodeId }, 'migrated the data directory from format 1 (added node.json and the node key)')
-      const loaded = await loadOrCreateIssuerKey(layout.issuerKey)
-      issuer = loaded.key
-      if (loaded.created) logger.info({ kid: issuer.kid, path: layout.issuerKey }, 'generated issuer key')
-      if (loaded.looseMode) logger.warn({ path: layout.issuerKey }, 'issuer key file is readable by others; chmod 600 it')
-    }
+    ;({ issuer, nodeKey, nodeId, firstStart } = await loadNodeKeys(layout, { clock, logger }))
 
     // Until passport is up (or without it), the node's own issuer key signs and verifies.
     let passport: PassportHandles | undefined
@@ -456,13 +435,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       hosted.push({ name: slot.name, url: slot.url, service, listener: slot.listener })
       logger.info({ service: slot.name, url: slot.url }, 'service listening')
     }
-    const ordered = CREATE_ORDER.flatMap((name) => slots.filter((s) => s.name === name))
-    let peersAwaited = false
-    for (const slot of ordered) {
-      if (slot.name !== 'passport' && !peersAwaited) {
-        peersAwaited = true
-        await awaitPeers()
-      }
+    const create = async (slot: (typeof slots)[number]): Promise<void> => {
       let service: RonService
       try {
         // Each service gets its own child logger: a service that freezes its config snapshot must
@@ -472,80 +445,47 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
         throw creationError(slot.name, e)
       }
       attach(slot, service)
-      if (slot.name === 'passport') {
-        // From here on every service verifies with passport's keys and revocations, and the
-        // node's service tokens come from passport (sub node:<id>).
-        const { passportMinter } = await import('@ron/passport')
-        passport = service as unknown as PassportHandles
-        verifier = createTokenVerifier({ keys: passport.keys, revocations: passport.revocations as RevocationCheck, clock })
-        ctx.verifier = verifier
-        ctx.tokens.close()
-        ctx.tokens = createTokenProvider({ minter: passportMinter(service as never, { sub: `node:${nodeId}` }), clock })
-        tokens = ctx.tokens
-      }
     }
-
-    if (!peersAwaited) await awaitPeers()
+    const passportSlot = slots.find((s) => s.name === 'passport')
+    if (passportSlot !== undefined) {
+      await create(passportSlot)
+      // From here on every service verifies with passport's keys and revocations, and the
+      // node's service tokens come from passport (sub node:<id>).
+      const { passportMinter } = await import('@ron/passport')
+      passport = passportSlot.service as unknown as PassportHandles
+      verifier = createTokenVerifier({ keys: passport.keys, revocations: passport.revocations as RevocationCheck, clock })
+      ctx.verifier = verifier
+      ctx.tokens.close()
+      ctx.tokens = createTokenProvider({ minter: passportMinter(passportSlot.service as never, { sub: `node:${nodeId}` }), clock })
+      tokens = ctx.tokens
+    }
+    await awaitPeers()
+    // The others need only passport (and storage the index it announces to), so they are created
+    // at once: their module loads, key files, stores and fsyncs overlap instead of queueing (the
+    // start used to wait for each in turn). Every creation is awaited before a failure is thrown,
+    // so a service created next to a failing one is attached, and closed by the shutdown.
+    const creating = new Map<ServiceName, Promise<void>>()
+    for (const name of CREATE_ORDER) {
+      const slot = slots.find((s) => s.name === name)
+      if (slot === undefined || name === 'passport') continue
+      const after = CREATE_AFTER[name]?.map((n) => creating.get(n)).filter((x) => x !== undefined) ?? []
+      creating.set(name, Promise.all(after).then(() => create(slot)))
+    }
+    const created = await Promise.allSettled(creating.values())
+    const failed = created.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed !== undefined) throw failed.reason
     // /status, /readyz and the summary list services in port order.
     hosted.sort((x, y) => wanted.indexOf(x.name as ServiceName) - wanted.indexOf(y.name as ServiceName))
 
-    const ttlSec = options.adminTokenTtlSec ?? ADMIN_TOKEN_TTL_SEC
-    const p = passport
-    const mint =
-      p === undefined
-        ? (ttl: number) => Promise.resolve(signToken(issuer, { sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec: ttl }, { clock }))
-        : async (ttl: number) => (await p.mintAdminToken({ sub: 'admin', aud: [...ADMIN_AUDIENCES], scope: [...ADMIN_SCOPES], ttlSec: ttl })).token
-    if (layout === undefined) {
-      adminToken = await mint(ttlSec)
-    } else {
-      const tokenFile = layout.adminToken
-      // One replacement at a time: the renewal timer and a rotation never interleave.
-      let adminOps: Promise<unknown> = Promise.resolve()
-      const ensure = (): Promise<void> => {
-        const run = adminOps.then(replaceAdminToken, replaceAdminToken)
-        adminOps = run.catch(() => undefined)
-        return run
-      }
-      async function replaceAdminToken(): Promise<void> {
-        const t = await ensureAdminToken(tokenFile, issuer, {
-          clock,
-          ttlSec,
-          mint,
-          ...(p === undefined
-            ? {}
-            : { keys: p.keys, revocations: p.revocations as RevocationCheck, currentKid: () => (p.jwks().keys as { kid: string; status?: string }[]).find((k) => k.status === 'current')?.kid }),
-        })
-        if (t.fixedMode === true) logger.warn({ path: tokenFile }, 'admin token file was readable by others; changed its mode to 600')
-        if (t.minted) {
-          logger.info({ path: tokenFile }, 'wrote admin token')
-          // SPEC §5 "Retiring is not revoking": the replaced admin token (renewal at start or under
-          // 10 days left, key rotation) stops verifying at once; what it minted lives on. Retired
-          // only now that its replacement is on disk.
-          const old = tokenIdOf(t.replaced ?? adminToken ?? '')
-          if (p !== undefined && old !== undefined && old.jti !== tokenIdOf(t.token)?.jti) {
-            await p.retire(old.jti, old.exp === undefined ? {} : { exp: old.exp }).catch((e: unknown) => logger.warn({ err: e }, 'could not retire the replaced admin token'))
-          }
-        }
-        adminToken = t.token
-      }
-      // A rotation replaces the admin token before it answers: minted with the new key, written
-      // atomically, the old one retired.
-      offRotate = p?.onRotate(() => ensure())
-      await ensure()
-      // Renewed while running too: when fewer than 10 days remain, or its key was rotated away.
-      const every = options.adminTokenCheckMs ?? 60_000
-      const tick = (): void => {
-        adminTimer = setTimeout(() => {
-          ensure()
-            .catch((e: unknown) => logger.warn({ err: e }, 'could not renew the admin token'))
-            .finally(() => {
-              if (accepting) tick()
-            })
-        }, every)
-        adminTimer.unref()
-      }
-      tick()
-    }
+    adminToken = await startAdminToken({
+      layout,
+      issuer,
+      passport,
+      ttlSec: options.adminTokenTtlSec ?? ADMIN_TOKEN_TTL_SEC,
+      checkEveryMs: options.adminTokenCheckMs ?? 60_000,
+      clock,
+      logger,
+    })
 
     reloadCtx = ctx
     // When a peer's id or URLs change (it came up, or moved), the services learn the new peer set.
@@ -587,7 +527,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     nodeId,
     admin: advertisedUrl(admin.url, options.advertise),
     services: Object.fromEntries(hosted.map((h) => [h.name, h.url])),
-    ...(layout === undefined ? { token: adminToken! } : { tokenFile: layout.adminToken, dataDir: layout.root }),
+    ...(layout === undefined ? { token: adminToken.token } : { tokenFile: layout.adminToken, dataDir: layout.root }),
   }
   let closing: Promise<void> | undefined
   const close = (): Promise<void> => {

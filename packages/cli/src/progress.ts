@@ -4,7 +4,7 @@
  * @module
  */
 
-import { systemClock, type Clock } from '@ron/core'
+import { systemClock, type Clock } from '@ron/core/client'
 
 /** Options of {@link createProgress}. */
 export interface ProgressOptions {

@@ -24,6 +24,7 @@ import {
   type TokenProvider,
   type TokenVerifier,
 } from '@ron/core'
+import type { PassportConfig } from '@ron/passport'
 import { CliError, ExitCode } from './exit-codes.js'
 import { writeSecret } from './keys.js'
 import type { EtcdCoordinator } from './coordination/etcd.js'
@@ -195,6 +196,10 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
       return createPassportService(
         {
           ...(uploads !== undefined && uploads > 1024 ** 3 ? { serviceWriteMaxBytes: uploads } : {}),
+          // The node's CORS and drain deadline; the [passport] section (its http.* limits
+          // included) overrides them.
+          ...cors(ctx),
+          drainDeadlineMs: ctx.drainDeadlineMs,
           ...own,
           ...(ctx.root === undefined ? {} : { dataDir: await dir(ctx, 'passport'), issuerKeyFile: ctx.file('keys', 'issuer.json') }),
           policy: {
@@ -208,12 +213,10 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
               ...(own.policy?.callers ?? {}),
             },
           },
-          logger: ctx.logger,
-          drainDeadlineMs: ctx.drainDeadlineMs,
-          clock: ctx.clock,
-          ...(cluster === undefined ? {} : { cluster }),
-        } as Parameters<typeof createPassportService>[0],
+        } as PassportConfig,
         ctx.transport,
+        // The service contract's runtime argument (docs/service-contract.md).
+        { logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes, ...(cluster === undefined ? {} : { cluster }) },
       )
     },
   },
@@ -224,22 +227,19 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
       const nameStore = ctx.etcd === undefined ? undefined : await (await import('./coordination/etcd-names.js')).openEtcdNameStore(ctx.etcd)
       return createIndexService(
         {
-          ...(nameStore === undefined ? {} : { nameStore }),
           ...(ctx.config.index ?? {}),
           nodeId: ctx.nodeId,
           ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
           peers: { targets: peerIndexes(ctx), ...(((ctx.config.index ?? {}) as { peers?: object }).peers ?? {}) },
-          auth: { verifier: ctx.verifier },
           // The dashboard sets and removes names from the admin origin, with the token pasted into it.
           ...cors(ctx),
-          // Name records are signed with the node key; peers' answers and announcements are
-          // checked against the pinned nodes only (SPEC §5 "Peers", §6a).
-          identity: ctx.identity,
-          nodes: ctx.nodes,
-          logger: ctx.logger,
-          clock: ctx.clock,
+          drainDeadlineMs: ctx.drainDeadlineMs,
         },
         ctx.transport,
+        // The service contract's runtime argument (docs/service-contract.md). Name records are
+        // signed with the node key; peers' answers and announcements are checked against the
+        // pinned nodes only (SPEC §5 "Peers", §6a).
+        { auth: { verifier: ctx.verifier }, identity: ctx.identity, nodes: ctx.nodes, logger: ctx.logger, clock: ctx.clock, ...(nameStore === undefined ? {} : { nameStore }) },
       )
     },
     reloadPartial: (ctx, cfg) => ({ ...(cfg.index ?? {}), peers: { targets: peerIndexes(ctx), ...(((cfg.index ?? {}) as { peers?: object }).peers ?? {}) } }),
@@ -307,22 +307,27 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
   interop: {
     async create(ctx) {
       const { createInteropService } = await import('@ron/interop')
-      const own = (ctx.config.interop ?? {}) as { webhooks?: { providers?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>
+      const own = (ctx.config.interop ?? {}) as { webhooks?: { providers?: Record<string, unknown> } & Record<string, unknown>; cors?: { readOrigins?: '*' | string[]; writeOrigins?: string[] } } & Record<string, unknown>
       const interopDir = await dir(ctx, 'interop')
       const secrets = await loadOrCreateWebhookSecrets(interopDir === undefined ? undefined : join(interopDir, 'webhook-secrets.json'))
       return createInteropService(
         {
+          // The node's settings (the service contract's base keys): the drain deadline unless the
+          // [interop] section sets one; CORS below, with the node's admin origin always allowed to write.
+          drainDeadlineMs: ctx.drainDeadlineMs,
           ...own,
           ...(ctx.amnesia ? { amnesia: true } : {}),
-          // The webhook dedupe window survives a restart (amnesia: memory only).
+          // The webhook dedupe window (and the admin's credentials) survive a restart (amnesia: memory only).
           ...(interopDir === undefined || ctx.amnesia ? {} : { dataDir: interopDir }),
           webhooks: {
             ...(own.webhooks ?? {}),
             providers: { ...Object.fromEntries(Object.entries(secrets).map(([p, s]) => [p, { secrets: [s] }])), ...(own.webhooks?.providers ?? {}) },
           },
+          cors: { readOrigins: own.cors?.readOrigins ?? '*', writeOrigins: [...ctx.writeOrigins, ...(own.cors?.writeOrigins ?? [])] },
         },
         ctx.transport,
-        { tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, nodes: ctx.nodes },
+        // The runtime argument: the node's verifier guards the admin routes (interop:admin).
+        { auth: { verifier: ctx.verifier }, tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes },
       )
     },
     reloadPartial: (_ctx, cfg) => cfg.interop ?? {},
@@ -331,6 +336,12 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
 
 /** The order services are created in (each only needs those before it). */
 export const CREATE_ORDER: readonly ServiceName[] = ['passport', 'index', 'storage', 'registry', 'interop']
+
+/**
+ * What a service's creation waits for besides passport (which every service waits for): storage
+ * announces what it holds to the index from its start, so the index is mounted first.
+ */
+export const CREATE_AFTER: Partial<Record<ServiceName, readonly ServiceName[]>> = { storage: ['index'] }
 
 /** The index URLs of the accepted peers (a refused or unpinned peer is never asked). */
 function peerIndexes(ctx: ServiceContext): string[] {

@@ -9,6 +9,8 @@
  *   others go on, checkpoints resume within the lease TTL + 1 s, nothing acknowledged is lost,
  *   and every checkpoint collected from every node is consistent with the final tree (the
  *   registry's tlog verifier);
+ * - a node cut off from etcd (its only member stopped) cannot commit or bind a name while the
+ *   others commit; it keeps serving what it knows and catches up when the member is back;
  * - one etcd member stopped: writes go on; two: writes answer 503 Unavailable with Retry-After
  *   while reads go on; both back: writes resume without restarting a node.
  *
@@ -103,15 +105,20 @@ describe.skipIf(missing !== undefined)('three ron-nodes on a three-member etcd',
     const logKeyFile = join(root, 'registry-log.key')
     const logKey = noteSigner(ORIGIN, await loadOrCreateLogKey(logKeyFile)).verifierKey
     const signer = generateSignerKey('ops')
-    const config = join(root, 'cluster.json')
-    await writeFile(
-      config,
-      JSON.stringify({
-        coordination: { etcd: { endpoints: e.endpoints, prefix: '/ron-e2e/', leaseTtl: `${LEASE_TTL_MS}ms`, timeout: '1s' } },
-        registry: { origin: ORIGIN, logKeyFile, signers: { threshold: 1, signers: [{ id: signer.id, publicKey: signer.publicKey }] } },
-      }),
-    )
-    const procs = [1, 2, 3].map((i) => spawnCli(['start', '--json', '--log-level', 'warn', '--port-base', '0', '--data-dir', join(root, `node${i}`), '--drain-deadline', '300ms', '--config', config]))
+    const configOf = async (name: string, endpoints: string[]): Promise<string> => {
+      const file = join(root, name)
+      await writeFile(
+        file,
+        JSON.stringify({
+          coordination: { etcd: { endpoints, prefix: '/ron-e2e/', leaseTtl: `${LEASE_TTL_MS}ms`, timeout: '1s' } },
+          registry: { origin: ORIGIN, logKeyFile, signers: { threshold: 1, signers: [{ id: signer.id, publicKey: signer.publicKey }] } },
+        }),
+      )
+      return file
+    }
+    // Node 3 reaches etcd through member 2 only: stopping that member cuts it off (step 4).
+    const configs = [await configOf('cluster.json', e.endpoints), await configOf('cluster.json', e.endpoints), await configOf('node3.json', [e.endpoints[2]!])]
+    const procs = [1, 2, 3].map((i) => spawnCli(['start', '--json', '--log-level', 'warn', '--port-base', '0', '--data-dir', join(root, `node${i}`), '--drain-deadline', '300ms', '--config', configs[i - 1]!]))
     const summaries = await Promise.all(procs.map((p) => firstJsonLine<Summary>(p, 60_000)))
     for (const [i, s] of summaries.entries()) {
       const token = (await readFile(s.tokenFile, 'utf8')).trim()
@@ -195,7 +202,31 @@ describe.skipIf(missing !== undefined)('three ron-nodes on a three-member etcd',
     })
     expect(again.status).toBe(409)
 
-    // 4. Kill -9 the signer lease holder while the other two commit.
+    // 4. Node 3 cut off from etcd: it cannot commit or bind a name while node 1 commits; it keeps
+    //    serving what it knows, and catches up once its member is back.
+    const headOf = async (n: Node): Promise<number> => ((await (await fetch(`${n.summary.services['registry']!}/registry/head`)).json()) as { version: number }).version
+    // The manifest in node 3's own storage too, so etcd is the only reason to refuse its name write.
+    expect((await fetch(`${n3.summary.services['storage']!}/o`, { method: 'PUT', headers: { authorization: `Bearer ${n3.token}` }, body: manifest })).status).toBe(201)
+    const before = await headOf(n3)
+    await e.stop(2)
+    await expect(commit(n3, signer, 'cut-off')).rejects.toMatchObject({ code: 'Unavailable' })
+    const cutOffName = await fetch(`${n3.summary.services['index']!}/names/docs.cluster`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${n3.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ manifestAddress }),
+    })
+    expect(cutOffName.status).toBe(503)
+    const whileCut = await commit(n1, signer, 'while-3-is-cut-off')
+    expect(whileCut.version).toBeGreaterThan(before)
+    expect(await headOf(n3)).toBe(before)
+    expect((await fetch(`${n3.summary.services['index']!}/resolve/docs.cluster`)).status).toBe(200)
+    await e.start(2)
+    await expect.poll(() => headOf(n3), { timeout: 15_000 }).toBe(whileCut.version)
+    await commit(n3, signer, 'back')
+
+    // 5. Kill -9 the signer lease holder while the other two commit.
+    // The lease may be moving if node 3 held it when it was cut off: wait until a holder is known.
+    await expect.poll(async () => (await status(n2)).etcd?.signer?.holder, { timeout: 10_000 }).toBeDefined()
     const holderId = (await status(n2)).etcd?.signer?.holder
     const holder = nodes.find((n) => n.summary.nodeId === holderId)
     expect(holder).toBeDefined()
@@ -262,7 +293,7 @@ describe.skipIf(missing !== undefined)('three ron-nodes on a three-member etcd',
       expect(report.consistentWith).toBe(treeSize)
     }
 
-    // 5. Node 1 killed too (if it was not the holder): its name resolves on node 3.
+    // 6. Node 1 killed too (if it was not the holder): its name resolves on node 3.
     if (n1.alive) {
       n1.proc.child.kill('SIGKILL')
       n1.alive = false
@@ -273,7 +304,7 @@ describe.skipIf(missing !== undefined)('three ron-nodes on a three-member etcd',
     expect(resolved.status).toBe(200)
     expect(((await resolved.json()) as { manifestAddress: string }).manifestAddress).toBe(manifestAddress)
 
-    // 6. etcd: one member down, writes go on; two down, writes 503 and reads go on; back, writes resume.
+    // 7. etcd: one member down, writes go on; two down, writes 503 and reads go on; back, writes resume.
     const writer = nodes.find((n) => n.alive)!
     // The manifest in the writer's own storage too, so etcd is the only reason to refuse its name write.
     const copy = await fetch(`${writer.summary.services['storage']!}/o`, { method: 'PUT', headers: { authorization: `Bearer ${writer.token}` }, body: manifest })

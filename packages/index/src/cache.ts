@@ -19,9 +19,14 @@ export interface CacheEntry<V> {
   memo: unknown
 }
 
-/** A bounded cache of values with a per-entry expiry. */
+/**
+ * A bounded cache of values with a per-entry expiry. A *pinned* key (an admin's `PUT
+ * /admin/pins/:key`) is never expired nor evicted: its entry is served past its expiry and kept
+ * past the bound until it is replaced (a fresh resolve), invalidated (a name write) or unpinned.
+ */
 export class TtlCache<V> {
   readonly #entries = new Map<string, CacheEntry<V>>()
+  readonly #pinned = new Set<string>()
   #max: number
 
   constructor(maxEntries: number) {
@@ -38,21 +43,49 @@ export class TtlCache<V> {
     this.#max = maxEntries
   }
 
-  /** The live entry of `key`, if any. */
+  /** The live entry of `key` (or the entry of a pinned key, live or not), if any. */
   get(key: string, now: number): CacheEntry<V> | undefined {
     const e = this.#entries.get(key)
-    return e === undefined || e.expiresAt <= now ? undefined : e
+    return e === undefined || (e.expiresAt <= now && !this.#pinned.has(key)) ? undefined : e
+  }
+
+  /** Keeps `key`'s entry past its expiry and the bound, now and whenever it is set again. */
+  pin(key: string): void {
+    this.#pinned.add(key)
+  }
+
+  /** Lets `key`'s entry expire and be evicted again. @returns whether it was pinned. */
+  unpin(key: string): boolean {
+    return this.#pinned.delete(key)
+  }
+
+  /** Whether `key` is pinned. */
+  pinned(key: string): boolean {
+    return this.#pinned.has(key)
+  }
+
+  /** The pinned keys, in pinning order. */
+  pins(): string[] {
+    return [...this.#pinned]
   }
 
   /** Inserts or replaces `key` until `expiresAt`; evicts the oldest entries past the bound. */
   set(key: string, value: V, expiresAt: number): void {
     this.#entries.delete(key) // re-insert at the young end
     this.#entries.set(key, { value, expiresAt, memo: undefined })
-    while (this.#entries.size > this.#max) {
-      const oldest = this.#entries.keys().next()
-      if (oldest.done === true) break
-      this.#entries.delete(oldest.value)
+    if (this.#entries.size > this.#max) this.#trim()
+  }
+
+  /** Evicts the oldest unpinned entries down to the bound (pinned ones stay, even above it). */
+  #trim(): number {
+    let removed = 0
+    for (const k of this.#entries.keys()) {
+      if (this.#entries.size <= this.#max) break
+      if (this.#pinned.has(k)) continue
+      this.#entries.delete(k)
+      removed++
     }
+    return removed
   }
 
   /** Forgets `key` (a write invalidated it). */
@@ -64,21 +97,15 @@ export class TtlCache<V> {
   purge(now: number): number {
     let removed = 0
     for (const [k, e] of this.#entries) {
-      if (e.expiresAt <= now) {
+      if (e.expiresAt <= now && !this.#pinned.has(k)) {
         this.#entries.delete(k)
         removed++
       }
     }
-    while (this.#entries.size > this.#max) {
-      const oldest = this.#entries.keys().next()
-      if (oldest.done === true) break
-      this.#entries.delete(oldest.value)
-      removed++
-    }
-    return removed
+    return removed + this.#trim()
   }
 
-  /** Drops everything. */
+  /** Drops every entry (the pins stay: a pinned key's next answer is kept again). */
   clear(): void {
     this.#entries.clear()
   }

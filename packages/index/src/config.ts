@@ -1,16 +1,20 @@
 /**
- * Configuration of the index service: ONE strict zod schema with the seed's defaults. Types derive
- * from it (`IndexConfig` = input, `ResolvedIndexConfig` = output); validation goes through core's
- * `validateConfig`, so an invalid value throws a `ConfigError` naming the field.
+ * Configuration of the index service: ONE strict zod schema spreading core's base keys (`http.*`,
+ * `cors`, `drainDeadlineMs`, `drainReadWindowMs`: the service contract, docs/service-contract.md)
+ * with the index's own and the seed's defaults, and the keys a reload may not change right next to
+ * it. Types derive from it (`IndexConfig` = input, `ResolvedIndexConfig` = output); validation goes
+ * through core's `validateConfig`, so an invalid value throws a `ConfigError` naming the field.
+ * Injected objects (name store, identity, node directory, clock, logger…) are the factory's third
+ * argument, {@link IndexRuntime}.
  *
  * @module
  */
 
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
-import { durationSchema, validateConfig } from '@ron/core'
+import { BASE_IMMUTABLE_KEYS, SERVICE_RUNTIME_KEYS, durationSchema, serviceBaseShape, validateConfig } from '@ron/core'
 import type { NameStore } from './store/types.js'
-import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, NodeDirectory, NodeIdentity, Random, TokenVerifier } from '@ron/core'
+import type { ServiceRuntime } from '@ron/core'
 
 const positiveInt = z.number().int().positive()
 const duration = durationSchema
@@ -78,6 +82,8 @@ const cacheSchema = z
  * default; durations also accept strings like `"150ms"` or `"2s"`.
  */
 export const indexConfigSchema = z.strictObject({
+  // The index has no read window: it turns unready as a whole at the start of a drain (SPEC §3.3a).
+  ...serviceBaseShape({ drainReadWindowMs: 0 }),
   /** Service id: the `aud` tokens must name and the `service` metric label. */
   id: z.string().min(1).default('index'),
   /** Reported by `/version`. @default this package's version (its package.json) */
@@ -112,18 +118,16 @@ export const indexConfigSchema = z.strictObject({
   resolverWorkers: positiveInt.max(1024).default(DEFAULT_RESOLVER_WORKERS),
   /** Capacity of the `work` queue (full → 429 Busy). */
   workQueue: positiveInt.default(512),
+  /**
+   * Name writers consuming the `names` queue: name writes and deletes, which wait for the disk.
+   * Writes in flight together share LMDB's commits and flushes, so more writers, more writes per
+   * flush; none of them holds a resolver.
+   */
+  nameWriters: positiveInt.max(1024).default(16),
+  /** Capacity of the `names` queue (full → 429 Busy). */
+  nameQueue: positiveInt.default(256),
   /** Capacity of the `events` broadcast. */
   eventsCapacity: positiveInt.default(1024),
-  /** Per-IP concurrent request cap. */
-  maxConcurrentPerIp: positiveInt.default(256),
-  /** Optional per-IP token bucket. */
-  ratePerIp: z.strictObject({ capacity: positiveInt, refillPerSec: z.number().positive() }).optional(),
-  /**
-   * How long `close()` lets in-flight work finish before aborting it (fixed at start: not
-   * reloadable). The seed's drain = min(request budget, 1–5 s) holds with the defaults: every job
-   * ends by its own budget (`deadlineMs` for resolves, `storageTimeoutMs` for name writes) first.
-   */
-  drainDeadlineMs: duration.default(3_000),
   /** Period of the breaker janitor (gauges, pruning breakers of removed peers). */
   breakerJanitorMs: duration.default(1_000),
   /** Keys resolved once at start by the optional warm-up prefetcher. */
@@ -133,39 +137,20 @@ export const indexConfigSchema = z.strictObject({
   cache: cacheSchema,
 })
 
-/** Token verification options, as for every service host. */
-export interface IndexAuthOptions {
-  verifier?: TokenVerifier
-  keys?: KeySource | { keys: unknown[] }
-}
-
-/** The runtime dependencies a service takes beside its (reloadable) data configuration. */
-export interface IndexRuntimeOptions {
-  /** Token verification. @default none: write routes answer 401 */
-  auth?: IndexAuthOptions
-  /** @default systemClock */
-  clock?: Clock
-  /** @default systemRandom */
-  random?: Random
-  /** @default noopLogger */
-  logger?: Logger
-  /** CORS of the host (SPEC §6b): reads from `readOrigins`, writes from `writeOrigins`. @default reads from any origin, no cross-origin writes */
-  cors?: CorsOptions
-  /** HTTP limits (timeouts, JSON body cap, decompression caps) of the host. @default the host's defaults */
-  limits?: HttpLimits
-  /**
-   * This node's identity: the home of the names this index stores and the key that signs their
-   * records (SPEC §6a). Must be the directory's own node when `nodes` is given.
-   * @default an ephemeral identity (a fresh node id and key per start), as an amnesia node has
-   */
-  identity?: NodeIdentity
-  /**
-   * The nodes this index believes (SPEC §5 "Peers"): a peer's name answer counts only when it
-   * verifies under the pinned key of the name's home in here, and an announcement's endpoint must
-   * be a URL its node advertises in here.
-   * @default none: no peer's name answer is believed, and endpoints may also be transport target names (embedded, in-process)
-   */
-  nodes?: NodeDirectory
+/**
+ * The injected objects of the index (the factory's third argument): core's {@link ServiceRuntime}
+ * (`auth`, `clock`, `random`, `logger`, `metrics`, `tokens`, `identity`, `nodes`) and the index's
+ * name store.
+ *
+ * `identity` is this node's identity: the home of the names this index stores and the key that
+ * signs their records (SPEC §6a); it must be the directory's own node when `nodes` is given
+ * (default: an ephemeral identity, a fresh node id and key per start, as an amnesia node has).
+ * `nodes` are the nodes this index believes (SPEC §5 "Peers"): a peer's name answer counts only
+ * when it verifies under the pinned key of the name's home in there, and an announcement's
+ * endpoint must be a URL its node advertises there (default none: no peer's name answer is
+ * believed, and endpoints may also be transport target names, embedded and in-process).
+ */
+export interface IndexRuntime extends ServiceRuntime {
   /**
    * A name store to use instead of the one `dataDir` selects, e.g. a cluster's shared store on
    * etcd (SPEC §6c); the service closes it. @default LMDB in dataDir, else memory
@@ -173,35 +158,34 @@ export interface IndexRuntimeOptions {
   nameStore?: NameStore
 }
 
-/** What `createIndexService` accepts: every field optional, with the documented defaults. */
-export type IndexConfig = z.input<typeof indexConfigSchema> & IndexRuntimeOptions
+/** Keys of {@link IndexRuntime}: split out of a config that still carries them (the form before the runtime argument). */
+export const INDEX_RUNTIME_KEYS: readonly string[] = [...SERVICE_RUNTIME_KEYS, 'nameStore']
+
+/** The data configuration: what a config file or a node's `[index]` section may hold. */
+export type IndexConfig = z.input<typeof indexConfigSchema>
+
+/**
+ * What `createIndexService` accepts as its first argument: the data configuration, optionally
+ * still carrying runtime objects (split out; runtime values given as the third argument win).
+ * @deprecated in-config runtime objects: pass them as the third argument, {@link IndexRuntime}.
+ */
+export type IndexServiceOptions = IndexConfig & IndexRuntime
 
 /** The validated configuration with every default filled in (the reloadable snapshot). */
 export type ResolvedIndexConfig = z.output<typeof indexConfigSchema>
-
-/** Splits the runtime dependencies from the data configuration. */
-export function splitConfig(config: IndexConfig): { data: z.input<typeof indexConfigSchema>; runtime: IndexRuntimeOptions } {
-  const { auth, clock, random, logger, cors, limits, identity, nodes, nameStore, ...data } = config
-  const runtime: IndexRuntimeOptions = {}
-  if (nameStore !== undefined) runtime.nameStore = nameStore
-  if (identity !== undefined) runtime.identity = identity
-  if (nodes !== undefined) runtime.nodes = nodes
-  if (cors !== undefined) runtime.cors = cors
-  if (limits !== undefined) runtime.limits = limits
-  if (auth !== undefined) runtime.auth = auth
-  if (clock !== undefined) runtime.clock = clock
-  if (random !== undefined) runtime.random = random
-  if (logger !== undefined) runtime.logger = logger
-  return { data, runtime }
-}
 
 /**
  * Validates the data part of `config` and fills in defaults.
  * @throws {@link ConfigError} naming the offending field.
  */
-export function resolveIndexConfig(config: IndexConfig = {}): ResolvedIndexConfig {
-  return validateConfig(indexConfigSchema, splitConfig(config).data)
+export function resolveIndexConfig(config: IndexServiceOptions = {}): ResolvedIndexConfig {
+  const data: Record<string, unknown> = { ...config }
+  for (const k of INDEX_RUNTIME_KEYS) delete data[k]
+  return validateConfig(indexConfigSchema, data)
 }
 
-/** Config paths that cannot change through `reload()` (they shape storage, queues and identity). */
-export const IMMUTABLE_PATHS: readonly string[] = ['id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'eventsCapacity', 'maxConcurrentPerIp', 'ratePerIp', 'drainDeadlineMs']
+/**
+ * Config paths a reload may not change (they shape the store, the queues, the pools and the
+ * identity), after the base keys of {@link BASE_IMMUTABLE_KEYS}.
+ */
+export const INDEX_IMMUTABLE_KEYS = [...BASE_IMMUTABLE_KEYS, 'id', 'version', 'nodeId', 'dataDir', 'amnesia', 'resolverWorkers', 'workQueue', 'nameWriters', 'nameQueue', 'eventsCapacity'] as const

@@ -11,7 +11,7 @@
  * import { createIndexService, createIndexClient } from '@ron/index'
  *
  * const transport = new MemoryTransport()
- * const index = await createIndexService({ amnesia: true }, transport)
+ * const index = await createIndexService({ amnesia: true }, transport, { auth: { keys: jwks } })
  * transport.mount('index', index)
  * const client = createIndexClient(transport, { token })
  * await client.announce({ address, node: 'node-a', endpoint: 'http://node-a:7701', ttlSec: 3600 })
@@ -27,10 +27,12 @@ export const SERVICE_ID = 'index'
 
 export { createIndexService } from './service.js'
 export type { IndexService } from './service.js'
-export { indexConfigSchema, resolveIndexConfig, DEFAULT_RESOLVER_WORKERS, IMMUTABLE_PATHS } from './config.js'
-export type { IndexConfig, ResolvedIndexConfig, IndexAuthOptions, IndexRuntimeOptions } from './config.js'
-export { indexTopology, CHANNELS, TASKS, ROUTES } from './topology.js'
-export { INDEX_METRIC_NAMES } from './metrics.js'
+export { indexConfigSchema, resolveIndexConfig, DEFAULT_RESOLVER_WORKERS, INDEX_IMMUTABLE_KEYS, INDEX_RUNTIME_KEYS } from './config.js'
+export type { IndexConfig, ResolvedIndexConfig, IndexRuntime, IndexServiceOptions } from './config.js'
+export { indexTopology, CHANNELS, TASKS, ROUTES, PATHS } from './topology.js'
+export { INDEX_METRICS, INDEX_METRIC_NAMES } from './metrics.js'
+export { ADMIN_SCOPE } from './routes/index.js'
+export { IDEMPOTENCY_TTL_MS, MAX_IDEMPOTENCY_KEYS, MAX_PINS } from './admin.js'
 export { PEER_HEADER } from './peer-client.js'
 export { RESERVED_TLDS, isReservedName, checkName } from './names.js'
 export { parseKey } from './resolver.js'

@@ -12,7 +12,8 @@ import { parseManifest, type AnyManifest, type Manifest } from './contracts.js'
 
 /** What {@link fetchManifest} needs. */
 export interface ManifestFetchEnv {
-  transport: Transport | undefined
+  /** How storage is reached (core's `noTransport()` without one: 503 `Unavailable` `no_transport`). */
+  transport: Transport
   /** Transport target of storage. */
   storage: string
   /** Deadline of the whole fetch (head and body). */
@@ -27,13 +28,10 @@ export interface ManifestFetchEnv {
  * Fetches and validates the manifest at `address`.
  * @throws {@link InvalidReferenceError} (`details.reason`: `missing`, `too_large`, `integrity`,
  *   `not_a_manifest`) when it is not a usable manifest.
- * @throws {@link NotReadyError} when storage cannot be reached, is busy (429) or fails (5xx):
- *   retryable; storage's own 503 or 504 as it is.
+ * @throws {@link NotReadyError} when storage is busy (429) or fails (5xx): retryable; storage's
+ *   own 503 or 504 as it is; 503 `Unavailable` (`no_transport`) without a transport.
  */
 export async function fetchManifest(env: ManifestFetchEnv, address: Address, signal?: AbortSignal): Promise<{ manifest: AnyManifest; text: string }> {
-  if (env.transport === undefined) {
-    throw new NotReadyError('no transport configured to reach storage', { details: { target: env.storage, reason: 'no_transport' } })
-  }
   // One deadline for head and body: a storage node that trickles the body cannot hold the write.
   const deadline = new AbortController()
   const timer = env.clock.setTimeout(() => deadline.abort(new TimeoutError('manifest fetch deadline exceeded', { details: { target: env.storage } })), env.timeoutMs)
@@ -134,6 +132,86 @@ export function verifyManifestText(manifestAddress: Address, text: string | unde
     return m.kind === 'dir' ? undefined : m
   } catch {
     return undefined
+  }
+}
+
+/** A manifest checked against its address, with its exact text. */
+export interface VerifiedManifest {
+  manifest: AnyManifest
+  text: string
+}
+
+/** Bytes a {@link ManifestCache} holds at most by default. */
+export const MANIFEST_CACHE_BYTES = 2 * 1024 * 1024
+/** How long a {@link ManifestCache} keeps a manifest by default, in ms. */
+export const MANIFEST_CACHE_TTL_MS = 60_000
+
+/**
+ * Manifests the index fetched and verified lately, by address, so that binding more names to one
+ * (or rebinding one) costs no storage round trip. A manifest is content-addressed, so what was
+ * verified stays valid; what a hit skips is only storage's word that it still holds the manifest,
+ * and that word is at most `ttlMs` old. Bounded by the bytes of the texts held (a manifest over a
+ * quarter of the bound is not kept); entries leave oldest first, when expired or to make room,
+ * on every insert and on every lookup that finds an expired one.
+ */
+export class ManifestCache {
+  readonly #entries = new Map<Address, { m: VerifiedManifest; bytes: number; expiresAt: number }>()
+  #bytes = 0
+
+  constructor(
+    private readonly maxBytes = MANIFEST_CACHE_BYTES,
+    private readonly ttlMs = MANIFEST_CACHE_TTL_MS,
+  ) {}
+
+  /** Bytes of manifest text held. */
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  /** Manifests held. */
+  get size(): number {
+    return this.#entries.size
+  }
+
+  /** The verified manifest at `address`, if it was verified within the TTL. */
+  get(address: Address, now: number): VerifiedManifest | undefined {
+    const e = this.#entries.get(address)
+    if (e === undefined) return undefined
+    if (e.expiresAt > now) return e.m
+    this.#trim(now, 0)
+    return undefined
+  }
+
+  /** Keeps `m` (verified against `address`) until the TTL passes. */
+  set(address: Address, m: VerifiedManifest, now: number): void {
+    const bytes = m.text.length * 2
+    if (bytes > this.maxBytes / 4) return
+    this.#drop(address)
+    this.#trim(now, bytes)
+    this.#entries.set(address, { m, bytes, expiresAt: now + this.ttlMs })
+    this.#bytes += bytes
+  }
+
+  /** Forgets everything. */
+  clear(): void {
+    this.#entries.clear()
+    this.#bytes = 0
+  }
+
+  #drop(address: Address): void {
+    const e = this.#entries.get(address)
+    if (e === undefined) return
+    this.#entries.delete(address)
+    this.#bytes -= e.bytes
+  }
+
+  /** Drops expired entries, then the oldest until `room` more bytes fit. Insertion order is expiry order. */
+  #trim(now: number, room: number): void {
+    for (const [a, e] of this.#entries) {
+      if (e.expiresAt > now && this.#bytes + room <= this.maxBytes) return
+      this.#entries.delete(a)
+      this.#bytes -= e.bytes
+    }
   }
 }
 

@@ -1,11 +1,16 @@
 /**
- * The index's metrics, all registered at startup so a fresh `/metrics` shows each at zero
- * (SPEC §4). Names follow SPEC and the seed (svc-index section 9, *orig* names).
+ * Every metric the index can emit, as ONE declaration (core's `defineMetrics`): the index's own
+ * families with their zero series, and the label values of the SPEC/seed families core creates
+ * (`busy_rejections_total` per endpoint, `io_timeouts_total` per op, `breaker_state` per peer…).
+ * The host registers it at startup (SPEC §4: a fresh `/metrics` shows each of them); the README
+ * lists the same names, and the conformance suite checks both ways. The two families of the
+ * cache-hit path are plain tallies read at scrape time ({@link INDEX_TALLIES}, see `tally.ts`).
  *
  * @module
  */
 
 import type { Counter, Gauge, Histogram } from 'prom-client'
+import { defineMetrics } from '@ron/core'
 import type { ServiceMetrics } from '@ron/core'
 import { NAME_RECORD_REJECTIONS } from './name-record.js'
 import { TallyCounter, TallyHistogram, registered } from './tally.js'
@@ -36,112 +41,128 @@ export interface IndexMetrics {
   cacheEntries: Gauge<'cache'>
   announcements: Counter<string>
   nameWrites: Counter<'result'>
-  /** `rejected_total{reason}`: admission refusals and refused peer name records. */
+  /** `rejected_total{reason}`: per-IP admission refusals and refused peer name records. */
   nameRecordsRejected: Counter<'reason'>
   nameConflicts: Gauge<string>
   storeFaults: Counter<'reason'>
   announcementsRefused: Counter<'reason'>
+  /** `index_admin_total{action,result}`: admin reindex and pin/unpin requests. */
+  admin: Counter<'action' | 'result'>
+  /** `index_pinned_keys`: keys pinned in the positive cache. */
+  pinned: Gauge<string>
 }
 
-/** Every metric name the index registers, for the README and the startup test. */
+/** The endpoints whose 429s are labelled by route (a full `work` queue, a service-wide limit). */
+const ENDPOINTS = [...new Set(Object.values(ROUTES))]
+
+/** Why `rejected_total` counts a request or a record. */
+export const REJECTED_REASONS = ['per_ip', 'per_ip_rate', ...NAME_RECORD_REJECTIONS, 'provider_unknown_endpoint'] as const
+
+/** The index's metrics (names from SPEC §4 and seed svc-index section 9, *orig* names). */
+export const INDEX_METRICS = defineMetrics(
+  {
+    index_cache_misses_total: { type: 'counter', help: 'Resolves that missed both caches (or bypassed them with ?fresh).' },
+    dht_hedged_requests_total: { type: 'counter', help: 'Hedged (β) peer requests by outcome: won, lost (aborted or past the deadline), failed.', labels: ['result'], zero: { result: ['won', 'lost', 'failed'] } },
+    index_dht_lookup_ms: { type: 'histogram', help: 'Duration of hedged peer lookups, in milliseconds.', buckets: LOOKUP_BUCKETS_MS },
+    resolve_deadline_hit_total: { type: 'counter', help: 'Resolves that ran out of their end-to-end budget (504).' },
+    index_integrity_fail_total: { type: 'counter', help: 'Manifests whose bytes did not hash to their address.' },
+    index_names: { type: 'gauge', help: 'Names bound in the name store.' },
+    index_provider_records: { type: 'gauge', help: 'Provider records held (soft state).' },
+    index_cache_entries: { type: 'gauge', help: 'Entries in the positive and negative caches.', labels: ['cache'], zero: { cache: ['positive', 'negative'] } },
+    index_announcements_total: { type: 'counter', help: 'Provider announcements accepted.' },
+    index_name_writes_total: {
+      type: 'counter',
+      help: 'Name writes and deletes by result (ok, conflict, home_elsewhere, invalid_reference, not_ready).',
+      labels: ['result'],
+      zero: { result: ['ok', 'conflict', 'home_elsewhere', 'invalid_reference', 'not_ready'] },
+    },
+    rejected_total: {
+      type: 'counter',
+      help: 'Requests refused by the per-IP admission (per_ip, per_ip_rate), peer name records refused (name_unsigned, name_unknown_home, name_bad_signature, name_stale) and peer-relayed providers at an endpoint their node does not advertise (provider_unknown_endpoint).',
+      labels: ['reason'],
+      zero: { reason: REJECTED_REASONS },
+    },
+    index_name_conflicts: { type: 'gauge', help: 'Names two remote homes both claim (the lower node id is believed; see conflicts()).' },
+    index_store_faults_total: { type: 'counter', help: 'Writes of the name store the disk refused, by reason (disk_full, io_error, read_only).', labels: ['reason'], zero: { reason: ['disk_full', 'io_error', 'read_only'] } },
+    index_announcements_refused_total: { type: 'counter', help: 'Provider announcements refused, by reason (not_own_node, bad_endpoint, unknown_endpoint).', labels: ['reason'], zero: { reason: ANNOUNCE_REFUSALS } },
+    breaker_open_total: { type: 'counter', help: 'Times a peer breaker opened.', labels: ['target'] },
+    index_admin_total: {
+      type: 'counter',
+      help: 'Admin requests by action (reindex, pin, unpin) and result (ok, replayed: a reindex answered from its Idempotency-Key).',
+      labels: ['action', 'result'],
+      zero: [
+        { action: 'reindex', result: 'ok' },
+        { action: 'reindex', result: 'replayed' },
+        { action: 'pin', result: 'ok' },
+        { action: 'unpin', result: 'ok' },
+      ],
+    },
+    index_pinned_keys: { type: 'gauge', help: 'Keys pinned by an admin: their cached answers are kept past their TTL and the cache bound.' },
+  },
+  {
+    io_timeouts_total: { op: ['resolve', 'peer', 'storage'] },
+    backoff_retries_total: { op: ['peer'] },
+    // The host labels a full work queue by the route that met it and the queue, per-IP refusals by
+    // the admission; a full provider table is a Busy of the announce route.
+    busy_rejections_total: [
+      ...ENDPOINTS.map((endpoint) => ({ endpoint, queue: endpoint === ROUTES.names ? CHANNELS.names : CHANNELS.work })),
+      { endpoint: ROUTES.announce, queue: '' },
+      { endpoint: 'admission', queue: '' },
+    ],
+    queue_depth: { queue: [CHANNELS.work, CHANNELS.names] },
+    // Core's host: a request cut off at the drain deadline counts its pool worker as aborted; a
+    // worker ended by its signal otherwise counts as canceled.
+    tasks_aborted_total: { kind: ['request', 'work-worker', 'names-worker'] },
+    tasks_canceled_total: { kind: ['work-worker', 'names-worker'] },
+    bus_lagged_total: { topic: [CHANNELS.events] },
+  },
+)
+
+/** The cache-hit path's families, kept as plain tallies (see `tally.ts`) and registered beside {@link INDEX_METRICS}. */
+export const INDEX_TALLIES = {
+  resolve_latency_seconds: { type: 'histogram', help: 'End-to-end resolve latency by answer source (cache, local, peer, none).', labels: ['source'] },
+  index_cache_hits_total: { type: 'counter', help: 'Resolves answered from the positive or negative cache.', labels: ['cache'] },
+} as const
+
+/** Every metric name the index registers (its own, the tallies, and the SPEC/seed families it shows), as the README lists them. */
 export const INDEX_METRIC_NAMES: readonly string[] = [
-  'resolve_latency_seconds',
-  'index_cache_hits_total',
-  'index_cache_misses_total',
-  'dht_hedged_requests_total',
-  'index_dht_lookup_ms',
-  'io_timeouts_total',
-  'resolve_deadline_hit_total',
-  'index_integrity_fail_total',
-  'index_names',
-  'index_provider_records',
-  'index_cache_entries',
-  'index_announcements_total',
-  'index_name_writes_total',
-  'index_name_conflicts',
-  'index_store_faults_total',
-  'index_announcements_refused_total',
+  ...Object.keys(INDEX_TALLIES),
+  ...Object.keys(INDEX_METRICS.table),
+  ...Object.keys(INDEX_METRICS.seed),
   'breaker_state',
-  'breaker_open_total',
-  'backoff_retries_total',
-  'busy_rejections_total',
-  'rejected_total',
-  'queue_depth',
-  'queue_dropped_total',
   'tasks_spawned_total',
-  'tasks_aborted_total',
-  'tasks_canceled_total',
-  'bus_lagged_total',
-  'http_requests_total',
-  'http_request_duration_seconds',
 ]
 
 /** Registers every metric of the index on `m` (at zero) and returns handles on the index's own. */
 export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]): IndexMetrics {
+  const h = m.register(INDEX_METRICS)
+  for (const target of peers) {
+    m.zero('breaker_state', { target })
+    h.breaker_open_total.inc({ target }, 0)
+  }
+  const t = INDEX_TALLIES
   const out: IndexMetrics = {
-    resolveLatency: registered(m.registry, new TallyHistogram('resolve_latency_seconds', 'End-to-end resolve latency by answer source (cache, local, peer, none).', 'source', RESOLVE_BUCKETS)),
-    cacheHits: registered(m.registry, new TallyCounter('index_cache_hits_total', 'Resolves answered from the positive or negative cache.', 'cache')),
-    cacheMisses: m.counter('index_cache_misses_total', 'Resolves that missed both caches (or bypassed them with ?fresh).'),
-    hedged: m.counter('dht_hedged_requests_total', 'Hedged (β) peer requests by outcome: won, lost (aborted or past the deadline), failed.', ['result']),
-    lookupMs: m.histogram('index_dht_lookup_ms', 'Duration of hedged peer lookups, in milliseconds.', [], LOOKUP_BUCKETS_MS),
+    resolveLatency: registered(m.registry, new TallyHistogram('resolve_latency_seconds', t.resolve_latency_seconds.help, 'source', RESOLVE_BUCKETS)),
+    cacheHits: registered(m.registry, new TallyCounter('index_cache_hits_total', t.index_cache_hits_total.help, 'cache')),
+    cacheMisses: h.index_cache_misses_total,
+    hedged: h.dht_hedged_requests_total,
+    lookupMs: h.index_dht_lookup_ms,
     ioTimeouts: m.counter('io_timeouts_total', 'Operations that exceeded their deadline.', ['op']),
-    deadlineHits: m.counter('resolve_deadline_hit_total', 'Resolves that ran out of their end-to-end budget (504).'),
-    integrityFail: m.counter('index_integrity_fail_total', 'Manifests whose bytes did not hash to their address.'),
-    names: m.gauge('index_names', 'Names bound in the name store.'),
-    providerRecords: m.gauge('index_provider_records', 'Provider records held (soft state).'),
-    cacheEntries: m.gauge('index_cache_entries', 'Entries in the positive and negative caches.', ['cache']),
-    announcements: m.counter('index_announcements_total', 'Provider announcements accepted.'),
-    nameWrites: m.counter('index_name_writes_total', 'Name writes and deletes by result (ok, conflict, home_elsewhere, invalid_reference, not_ready).', ['result']),
-    nameRecordsRejected: m.counter('rejected_total', 'Requests rejected by admission (per_ip, rate), peer name records refused (name_unsigned, name_unknown_home, name_bad_signature, name_stale) and peer-relayed providers at an endpoint their node does not advertise (provider_unknown_endpoint).', ['reason']),
-    nameConflicts: m.gauge('index_name_conflicts', 'Names two remote homes both claim (the lower node id is believed; see conflicts()).'),
-    storeFaults: m.counter('index_store_faults_total', 'Writes of the name store the disk refused, by reason (disk_full, io_error, read_only).', ['reason']),
-    announcementsRefused: m.counter('index_announcements_refused_total', 'Provider announcements refused, by reason (not_own_node, bad_endpoint, unknown_endpoint).', ['reason']),
+    deadlineHits: h.resolve_deadline_hit_total,
+    integrityFail: h.index_integrity_fail_total,
+    names: h.index_names,
+    providerRecords: h.index_provider_records,
+    cacheEntries: h.index_cache_entries,
+    announcements: h.index_announcements_total,
+    nameWrites: h.index_name_writes_total,
+    nameRecordsRejected: h.rejected_total,
+    nameConflicts: h.index_name_conflicts,
+    storeFaults: h.index_store_faults_total,
+    announcementsRefused: h.index_announcements_refused_total,
+    admin: h.index_admin_total,
+    pinned: h.index_pinned_keys,
   }
   for (const source of ['cache', 'local', 'peer', 'none']) out.resolveLatency.labels({ source })
-  for (const cache of ['positive', 'negative']) {
-    out.cacheHits.labels({ cache })
-    out.cacheEntries.labels({ cache }).set(0)
-  }
-  out.cacheMisses.inc(0)
-  for (const result of ['won', 'lost', 'failed']) out.hedged.labels({ result }).inc(0)
-  for (const op of ['resolve', 'peer', 'storage']) out.ioTimeouts.labels({ op }).inc(0)
-  out.deadlineHits.inc(0)
-  out.integrityFail.inc(0)
-  out.names.set(0)
-  out.providerRecords.set(0)
-  out.announcements.inc(0)
-  for (const result of ['ok', 'conflict', 'home_elsewhere', 'invalid_reference', 'not_ready']) out.nameWrites.labels({ result }).inc(0)
-  for (const reason of ['per_ip', 'rate', ...NAME_RECORD_REJECTIONS, 'provider_unknown_endpoint']) out.nameRecordsRejected.labels({ reason }).inc(0)
-  out.nameConflicts.set(0)
-  for (const reason of ['disk_full', 'io_error', 'read_only']) out.storeFaults.labels({ reason }).inc(0)
-  for (const reason of ANNOUNCE_REFUSALS) out.announcementsRefused.labels({ reason }).inc(0)
-
-  const breakerState = m.gauge('breaker_state', 'Circuit breaker state per peer: 0 closed, 1 open, 2 half-open.', ['target'])
-  const breakerOpen = m.counter('breaker_open_total', 'Times a peer breaker opened.', ['target'])
-  for (const target of peers) {
-    breakerState.labels({ target }).set(0)
-    breakerOpen.labels({ target }).inc(0)
-  }
-  const retries = m.counter('backoff_retries_total', 'Retries of idempotent operations (peer queries).', ['op'])
-  retries.labels({ op: 'peer' }).inc(0)
-  m.counter('retries_total', 'Retries of idempotent operations.', ['op']).labels({ op: 'peer' }).inc(0)
-
-  const busy = m.counter('busy_rejections_total', 'Requests or items rejected with Busy because a queue or limit was full.', ['endpoint', 'queue'])
-  // The host labels a full work queue by the route that met it and the queue, admission refusals
-  // by endpoint; a full provider table is a Busy of the announce route.
-  for (const endpoint of new Set(Object.values(ROUTES))) busy.labels({ endpoint, queue: CHANNELS.work }).inc(0)
-  busy.labels({ endpoint: ROUTES.announce, queue: '' }).inc(0)
-  busy.labels({ endpoint: 'admission', queue: '' }).inc(0)
-  m.gauge('queue_depth', 'Items waiting in a bounded queue.', ['queue']).labels({ queue: CHANNELS.work }).set(0)
-  m.counter('queue_dropped_total', 'Items evicted from drop-oldest queues.', ['queue']).labels({ queue: CHANNELS.events }).inc(0)
-  const spawned = m.counter('tasks_spawned_total', 'Supervised tasks started (including restarts).', ['kind'])
-  const aborted = m.counter('tasks_aborted_total', 'Tasks still running at the shutdown deadline and aborted.', ['kind'])
-  const canceled = m.counter('tasks_canceled_total', 'Supervised tasks that ended because their signal aborted.', ['kind'])
-  // Core's host: a request cut off at the drain deadline counts its pool worker as aborted; a
-  // worker ended by its signal otherwise counts as canceled.
-  for (const kind of ['request', 'work-worker']) aborted.labels({ kind }).inc(0)
-  canceled.labels({ kind: 'work-worker' }).inc(0)
-  void spawned
-  m.counter('bus_lagged_total', 'Broadcast events a slow subscriber missed.', ['topic']).labels({ topic: CHANNELS.events }).inc(0)
+  for (const cache of ['positive', 'negative']) out.cacheHits.labels({ cache })
   return out
 }

@@ -25,6 +25,9 @@ export const PEER_HEADER = 'x-ron-peer'
  */
 const MAX_ANSWER_BYTES = 2 * MAX_MANIFEST_TEXT + 1024 * 1024
 
+/** Headers of a peer query without a correlation id (shared: built once). */
+const PEER_HEADERS: Readonly<Record<string, string>> = Object.freeze({ [PEER_HEADER]: '1', accept: 'application/json' })
+
 /** Errors worth retrying against the same peer: it was briefly unreachable or busy. */
 export function isTransient(e: unknown): boolean {
   return isRonError(e) && (e.code === 'NotReady' || e.code === 'Busy' || e.code === 'Draining')
@@ -37,6 +40,8 @@ export interface PeerQueryEnv {
   random: Random
   metrics: MetricsSink
   cfg: ResolvedIndexConfig
+  /** The correlation id of the request that asks (SPEC §4: carried to every service a request reaches). */
+  corrId?: string
 }
 
 /** A peer's answer as read off the wire (its name record still to be verified). */
@@ -68,7 +73,7 @@ export async function queryPeer(env: PeerQueryEnv, peer: PeerHealth, key: string
             method: 'GET',
             // `?fresh` travels on: a fresh resolve bypasses the peers' caches too.
             path: `/resolve/${encodeURIComponent(key)}${fresh ? '?fresh=1' : ''}`,
-            headers: { [PEER_HEADER]: '1', accept: 'application/json' },
+            headers: env.corrId === undefined ? PEER_HEADERS : { ...PEER_HEADERS, 'x-corr-id': env.corrId },
             signal,
             timeoutMs: remaining,
           })

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { NotFoundError, TimeoutError, isRonError, parseAddress } from '@ron/core'
+import { BreakerOpenError, NotFoundError, TimeoutError, UnavailableError, isRonError, parseAddress } from '@ron/core'
 import type { Address, Clock, MetricsSink, NodeDirectory, Random, Reply, Transport } from '@ron/core'
 import { isNameResolution, type AnswerSource, type NameResolution, type RankedProvider, type Resolution } from './answer.js'
 import type { BreakerTable, PeerHealth } from './breakers.js'
@@ -35,6 +35,8 @@ export interface ResolveOptions {
   signal?: AbortSignal
   /** When the request arrived (start of the end-to-end budget). @default now */
   startedAt?: number
+  /** The request's correlation id, carried to the peers asked (`X-Corr-ID`). @default none */
+  corrId?: string
 }
 
 /** What the resolver works with. */
@@ -72,8 +74,16 @@ interface ReplyMemo {
   peer: Reply | undefined
 }
 
-/** What {@link Resolver} peer lookups answer when no peer could be asked or every one asked failed. */
+/** What {@link Resolver} peer lookups answer when every peer asked failed. */
 const UNAVAILABLE = Symbol('peers unavailable')
+/** What {@link Resolver} peer lookups answer when no peer could be asked: every breaker is open. */
+const BREAKERS_OPEN = Symbol('every breaker open')
+/** A peer lookup that found no answer because of an outage, not because nothing is known. */
+type Outage = typeof UNAVAILABLE | typeof BREAKERS_OPEN
+
+function isOutage(v: unknown): v is Outage {
+  return v === UNAVAILABLE || v === BREAKERS_OPEN
+}
 
 /** A parsed resolve key. */
 export type ParsedKey = { kind: 'address'; key: Address } | { kind: 'name'; key: string }
@@ -218,13 +228,13 @@ export class Resolver {
 
     let answer: CachedAnswer | undefined
     let source: AnswerSource = 'local'
-    let unavailable = false
+    let outage: Outage | undefined
     try {
       answer = p.kind === 'address' ? this.#localAddress(p.key, cfg) : await this.#localName(p.key, cfg, o, deadlineAt)
       if (answer === undefined && o.peer !== true) {
         source = 'peer'
         const r = await this.#fromPeers(p, cfg, o, deadlineAt)
-        if (r === UNAVAILABLE) unavailable = true
+        if (isOutage(r)) outage = r
         else answer = r
       }
     } catch (e) {
@@ -242,11 +252,14 @@ export class Resolver {
       // must resolve as soon as the peers are back.
       // A fresh "not found" (a name deleted at its home) replaces what was cached before it, so
       // the next cached read does not serve the old binding for the rest of its TTL.
-      if (o.peer !== true && !unavailable) {
+      // An outage is a 503 (BreakerOpen when no peer could be asked, Unavailable when every peer
+      // asked failed), never "does not exist".
+      if (outage !== undefined) throw outageError(p.key, outage, cfg)
+      if (o.peer !== true) {
         d.cache.delete(p.key)
         d.negative.set(p.key, true, d.clock.now() + negativeTtl())
       }
-      throw notFound(p.key, o.peer === true ? 'not_local' : unavailable ? 'peers_unavailable' : 'not_found')
+      throw notFound(p.key, o.peer === true ? 'not_local' : 'not_found')
     }
     // A name whose content has no known provider yet is kept only as briefly as a NotFound, so
     // the providers show up soon after storage announces them.
@@ -313,7 +326,7 @@ export class Resolver {
     if (providers.length > 0 || o.peer === true || cfg.peers.targets.length === 0) return providers
     try {
       const a = await this.#fromPeers({ kind: 'address', key: content }, cfg, o, deadlineAt)
-      if (a !== undefined && a !== UNAVAILABLE) providers = a.providers
+      if (a !== undefined && !isOutage(a)) providers = a.providers
     } catch (e) {
       if (!isRonError(e, 'Timeout') && !isRonError(e, 'NotFound')) throw e
     }
@@ -322,12 +335,12 @@ export class Resolver {
 
   /**
    * Asks the peers. @returns the answer, `undefined` when there are no peers or a peer said "not
-   * found", {@link UNAVAILABLE} when no peer could be asked (every breaker open) or every peer
-   * asked failed.
+   * found", {@link BREAKERS_OPEN} when no peer could be asked (every breaker open), {@link
+   * UNAVAILABLE} when every peer asked failed.
    */
-  async #fromPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined | typeof UNAVAILABLE> {
+  async #fromPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<CachedAnswer | undefined | Outage> {
     const out = await this.#askPeers(p, cfg, o, deadlineAt)
-    if (out === undefined || out === UNAVAILABLE) return out
+    if (out === undefined || isOutage(out)) return out
     const peerProviders = scoreFromPeer(this.#knownProviders(out.value.providers), out.peer.health, out.peer.latencyMs)
     if (isNameResolution(out.value)) {
       const v = out.value
@@ -342,15 +355,17 @@ export class Resolver {
   }
 
   /** The hedged lookup itself: the first answer that passes every check, with the peer that gave it. */
-  async #askPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<{ value: Resolution; peer: PeerHealth } | undefined | typeof UNAVAILABLE> {
+  async #askPeers(p: ParsedKey, cfg: ResolvedIndexConfig, o: ResolveOptions, deadlineAt: number): Promise<{ value: Resolution; peer: PeerHealth } | undefined | Outage> {
     const d = this.#d
     const transport = d.transport
     if (transport === undefined || cfg.peers.targets.length === 0) return undefined
     const candidates = this.#candidates()
-    if (candidates.length === 0) return UNAVAILABLE
+    if (candidates.length === 0) return BREAKERS_OPEN
     const started = d.clock.now()
-    const env = { transport, clock: d.clock, random: d.random, metrics: d.sink, cfg }
+    const env = { transport, clock: d.clock, random: d.random, metrics: d.sink, cfg, ...(o.corrId === undefined ? {} : { corrId: o.corrId }) }
     try {
+      // A job that waited in the queue past its budget asks nobody: that is a timeout, not an outage.
+      if (started >= deadlineAt) throw new TimeoutError('resolve deadline exceeded', { details: { asked: 0, pending: 0 } })
       const out = await hedgedLookup<PeerHealth, Resolution>({
         candidates,
         alpha: cfg.peers.alpha,
@@ -488,6 +503,14 @@ function forCaller(r: Resolution, o: ResolveOptions): Resolution {
   if (o.peer === true || !isNameResolution(r) || r.manifestText === undefined) return r
   const { manifestText: _text, ...rest } = r
   return rest
+}
+
+/** The 503 of a lookup that found nothing because the peers are out: retry once they may be back. */
+function outageError(key: string, outage: Outage, cfg: ResolvedIndexConfig): BreakerOpenError | UnavailableError {
+  if (outage === BREAKERS_OPEN) {
+    return new BreakerOpenError(`nothing known for '${key}' here, and every peer's breaker is open`, { details: { key, reason: 'breakers_open' }, retryAfterMs: cfg.breaker.cooldownMs })
+  }
+  return new UnavailableError(`nothing known for '${key}' here, and no peer could answer`, { details: { key, reason: 'peers_unavailable' }, retryAfterMs: Math.max(1000, cfg.peers.hedgeMs) })
 }
 
 function notFound(key: string, reason: string, record?: SignedNameRecord): NotFoundError {

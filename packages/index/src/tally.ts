@@ -56,7 +56,12 @@ export class TallyCounter implements Collector {
     readonly name: string,
     readonly help: string,
     private readonly label: string,
-  ) {}
+  ) {
+    this.labelNames = [label]
+  }
+
+  /** Its label names, as a prom-client metric has them (read by the conformance suite). */
+  readonly labelNames: readonly string[]
 
   /** The series of `labels` (its one label's value); keep it, the lookup is the only cost. */
   labels(labels: Record<string, string>): CounterSeries {
@@ -96,7 +101,12 @@ export class TallyHistogram implements Collector {
     readonly help: string,
     private readonly label: string,
     private readonly bounds: readonly number[],
-  ) {}
+  ) {
+    this.labelNames = [label]
+  }
+
+  /** Its label names, as a prom-client metric has them (read by the conformance suite). */
+  readonly labelNames: readonly string[]
 
   /** The series of `labels` (its one label's value); keep it, the lookup is the only cost. */
   labels(labels: Record<string, string>): HistogramSeries {

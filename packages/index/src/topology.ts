@@ -12,6 +12,7 @@ import type { ResolvedIndexConfig } from './config.js'
 /** Names of the index's channels, used as `queue` metric labels. */
 export const CHANNELS = {
   work: 'work',
+  names: 'names',
   events: 'events',
   config: 'config',
   shutdown: 'shutdown',
@@ -22,6 +23,7 @@ export const TASKS = {
   supervisor: 'supervisor',
   listener: 'http-listener',
   resolver: 'resolver',
+  nameWriter: 'name-writer',
   reloader: 'config-reloader',
   cacheJanitor: 'cache-janitor',
   breakerJanitor: 'breaker-janitor',
@@ -36,6 +38,15 @@ export const ROUTES = {
   announce: '/providers',
   names: '/names/:name',
   nameList: '/names',
+  reindex: '/admin/reindex',
+  pin: '/admin/pins/:key',
+  pins: '/admin/pins',
+} as const
+
+/** Readiness paths (SPEC §3.3a): reads (`resolve`, `providers`) and name writes and announcements. */
+export const PATHS = {
+  resolve: 'resolve',
+  names: 'names',
 } as const
 
 /**
@@ -51,8 +62,9 @@ export function indexTopology(c: ResolvedIndexConfig): Topology {
     service: c.id,
     tasks: [
       { name: TASKS.supervisor, count: 1, criticality: 'critical', description: 'owns the config snapshot, spawns and joins every task, propagates shutdown' },
-      { name: TASKS.listener, count: 1, criticality: 'critical', description: 'routes requests; per-IP cap and token bucket; capability check before enqueue; try-sends jobs into `work`' },
-      { name: TASKS.resolver, count: c.resolverWorkers, criticality: 'critical', description: 'resolve, providers, name writes and announcements: cache → negative cache → store → hedged peers → rank' },
+      { name: TASKS.listener, count: 1, criticality: 'critical', description: 'routes requests; per-IP cap and token bucket; answers cache hits; capability check before enqueue; try-sends jobs into `work` and `names`' },
+      { name: TASKS.resolver, count: c.resolverWorkers, criticality: 'critical', description: 'resolve misses, providers and announcements: cache → negative cache → store → hedged peers → rank' },
+      { name: TASKS.nameWriter, count: c.nameWriters, criticality: 'critical', description: 'name writes and deletes: home check, manifest check, signed record, compare-and-set; waits for the disk flush it shares with the writes in flight' },
       { name: TASKS.reloader, count: 1, criticality: 'important', description: '`reload(partial)`: validates, swaps the config snapshot atomically, rolls back on failure' },
       { name: TASKS.cacheJanitor, count: 1, criticality: 'important', description: 'only writer of cache metadata: evicts expired answers and NotFounds, purges expired provider records every `purgeIntervalMs`' },
       { name: TASKS.breakerJanitor, count: 1, criticality: 'important', description: 'only writer of the breaker table: follows the peer list, publishes `breaker_state{target}`' },
@@ -69,8 +81,17 @@ export function indexTopology(c: ResolvedIndexConfig): Topology {
         overflow: 'reject-new',
         pool: { concurrency: c.resolverWorkers },
       },
-      { name: CHANNELS.events, kind: 'broadcast', capacity: c.eventsCapacity, producers: [TASKS.resolver], consumers: ['subscribers'], overflow: 'drop-oldest' },
-      { name: CHANNELS.config, kind: 'watch', capacity: 1, producers: [TASKS.reloader], consumers: [TASKS.listener, TASKS.resolver, TASKS.cacheJanitor, TASKS.breakerJanitor], overflow: 'last-write-wins' },
+      {
+        name: CHANNELS.names,
+        kind: 'mpsc',
+        capacity: c.nameQueue,
+        producers: [TASKS.listener],
+        consumers: [TASKS.nameWriter],
+        overflow: 'reject-new',
+        pool: { concurrency: c.nameWriters },
+      },
+      { name: CHANNELS.events, kind: 'broadcast', capacity: c.eventsCapacity, producers: [TASKS.resolver, TASKS.nameWriter], consumers: ['subscribers'], overflow: 'drop-oldest' },
+      { name: CHANNELS.config, kind: 'watch', capacity: 1, producers: [TASKS.reloader], consumers: [TASKS.listener, TASKS.resolver, TASKS.nameWriter, TASKS.cacheJanitor, TASKS.breakerJanitor], overflow: 'last-write-wins' },
       { name: CHANNELS.shutdown, kind: 'watch', capacity: 1, producers: [TASKS.supervisor], consumers: ['all tasks'], overflow: 'last-write-wins' },
     ],
   }

@@ -35,7 +35,7 @@ function resolveVia(t: MemoryTransport, key: string): Promise<TransportResponse>
 
 describe('admission', () => {
   it('per-IP cap: one IP over its cap gets 429 Busy, another IP is still served', async () => {
-    const { env, clock } = await hangingEnv({ maxConcurrentPerIp: 2, resolverWorkers: 8 })
+    const { env, clock } = await hangingEnv({ http: { maxConcurrentPerIp: 2 }, resolverWorkers: 8 })
     const a = from(env, '10.0.0.1', clock)
     const b = from(env, '10.0.0.2', clock)
     const held = [resolveVia(a, addr(1)), resolveVia(a, addr(2))]
@@ -44,7 +44,12 @@ describe('admission', () => {
     expect(flood.map((r) => r.status)).toEqual([429, 429, 429, 429, 429, 429])
     const body = await flood[0]!.json<{ error: { code: string; details: Record<string, unknown> } }>()
     expect(body.error.code).toBe('Busy')
+    expect(body.error.details.reason).toBe('per_ip')
     expect(flood[0]!.headers['retry-after']).toBeDefined()
+    // Each per-IP refusal is a rejection (SPEC §4 rejected_total{reason}), besides a Busy.
+    const text = await env.index.metricsText()
+    expect(text).toMatch(/rejected_total\{reason="per_ip"[^}]*\} 6/)
+    expect(text).toMatch(/rejected_total\{reason="per_ip_rate"[^}]*\} 0/)
     for (const r of flood.slice(1)) await r.dump()
     // Fair: the other IP gets its share.
     const other = [resolveVia(b, addr(20)), resolveVia(b, addr(21))]
@@ -56,7 +61,8 @@ describe('admission', () => {
 
   it('optional per-IP token bucket: a burst beyond the bucket is refused until it refills', async () => {
     const clock = new VirtualClock(1_000_000)
-    env = await setup({ ratePerIp: { capacity: 2, refillPerSec: 1 } }, { clock })
+    // 1 request/s per IP: a bucket of 2 (two seconds' worth), refilled at 1/s.
+    env = await setup({ http: { maxRpsPerIp: 1 } }, { clock })
     const a = from(env, '10.0.0.3', clock)
     const b = from(env, '10.0.0.4', clock)
     const statuses = async (t: MemoryTransport, n: number): Promise<number[]> => {
@@ -72,6 +78,7 @@ describe('admission', () => {
     expect(await statuses(b, 2)).toEqual([404, 404])
     await clock.advance(1000)
     expect(await statuses(a, 1)).toEqual([404])
+    expect(await env.index.metricsText()).toMatch(/rejected_total\{reason="per_ip_rate"[^}]*\} 1/)
   })
 
   it('work queue full → 429 Busy with Retry-After, counted in busy_rejections_total; health and metrics bypass the queue', async () => {

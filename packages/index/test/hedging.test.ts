@@ -207,25 +207,56 @@ describe('manifests from peers', () => {
 })
 
 describe('peer outages and the negative cache', () => {
-  it('when every peer asked fails, the 404 says peers_unavailable and is not remembered: the key resolves as soon as they are back', async () => {
+  it('when every peer asked fails, the answer is 503 Unavailable (peers_unavailable) with Retry-After, never 404, and is not remembered', async () => {
     const { env, peers } = await withPeers(2, { breaker: { minCalls: 100 } })
     const a = addr('outage')
     for (const p of peers) p.reply = () => ({ status: 500 })
-    await expect(env.anon.resolve(a)).rejects.toMatchObject({ code: 'NotFound', details: { reason: 'peers_unavailable' } })
+    const res = await env.request('GET', `/resolve/${a}`)
+    expect(res.status).toBe(503)
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(await res.json()).toMatchObject({ error: { code: 'Unavailable', retryable: true, details: { reason: 'peers_unavailable', key: a } } })
+    await expect(env.anon.resolve(a)).rejects.toMatchObject({ code: 'Unavailable', details: { reason: 'peers_unavailable' } })
     for (const p of peers) p.reply = () => ({ status: 200, json: addressAnswer(a, ['node-back']) })
     await expect(env.anon.resolve(a)).resolves.toMatchObject({ source: 'peer' })
   })
 
-  it('every breaker open: nobody is asked, and the miss is not remembered either', async () => {
+  it('every breaker open: nobody is asked, the answer is 503 BreakerOpen with Retry-After (never 404), and the miss is not remembered', async () => {
     const { env, clock, peers } = await withPeers(1, { breaker: { minCalls: 1, cooldownMs: 1_000 } })
     peers[0]!.reply = () => ({ status: 500 })
-    await expect(env.anon.resolve(addr('trip'))).rejects.toMatchObject({ code: 'NotFound' })
+    await expect(env.anon.resolve(addr('trip'))).rejects.toMatchObject({ code: 'Unavailable', details: { reason: 'peers_unavailable' } })
     const a = addr('while-open')
-    await expect(env.anon.resolve(a)).rejects.toMatchObject({ code: 'NotFound', details: { reason: 'peers_unavailable' } })
+    const res = await env.request('GET', `/resolve/${a}`)
+    expect(res.status).toBe(503)
+    expect(res.headers['retry-after']).toBe('1')
+    expect(await res.json()).toMatchObject({ error: { code: 'BreakerOpen', retryable: true, details: { reason: 'breakers_open', key: a } } })
     expect(peers[0]!.calls).not.toContain(a)
     // Half-open after 1 s, well inside the 2 s (± 20 %) a remembered miss would last.
     await clock.advance(1_000)
     peers[0]!.reply = () => ({ status: 200, json: addressAnswer(a, ['node-probe']) })
     await expect(env.anon.resolve(a)).resolves.toMatchObject({ source: 'peer' })
+  })
+})
+
+describe('correlation ids', () => {
+  it("peer queries carry the request's X-Corr-ID: the peer receives the caller's id", async () => {
+    const { env, peers } = await withPeers(2, { peers: { targets: ['peer-1', 'peer-2'], alpha: 2 } })
+    const a = addr('corr')
+    for (const p of peers) p.reply = () => ({ status: 404 })
+    const res = await env.request('GET', `/resolve/${a}`, { 'x-corr-id': 'corr-from-the-caller-1' })
+    expect(res.status).toBe(404)
+    expect(res.headers['x-corr-id']).toBe('corr-from-the-caller-1')
+    await res.dump()
+    for (const p of peers) {
+      expect(p.calls).toEqual([a])
+      expect(p.headers[0]?.['x-corr-id']).toBe('corr-from-the-caller-1')
+      expect(p.headers[0]?.['x-ron-peer']).toBe('1')
+    }
+    // A request without one gets a generated id, and the peers get that same id.
+    const b = addr('corr-2')
+    const res2 = await env.request('GET', `/resolve/${b}`)
+    const generated = res2.headers['x-corr-id']
+    await res2.dump()
+    expect(typeof generated).toBe('string')
+    for (const p of peers) expect(p.headers[1]?.['x-corr-id']).toBe(generated)
   })
 })

@@ -1,8 +1,8 @@
-import { MemoryTransport, addressOf, generateIssuerKey, newNodeId, nodeIdentityFromKey, staticNodeDirectory } from '@ron/core'
+import { MemoryTransport, addressOf, generateIssuerKey, newNodeId, nodeIdentityFromKey, splitRuntime, staticNodeDirectory } from '@ron/core'
 import type { Address, Clock, DispatchTarget, KnownNode, Manifest, NodeDirectory, NodeIdentity, RonRequest, RonResponse, TransportResponse } from '@ron/core'
 import { createTestIssuer, type TestIssuer } from '@ron/core/testing'
-import { createIndexClient, createIndexService, signNameRecord } from '../src/index.js'
-import type { IndexClient, IndexConfig, IndexService, SignedNameRecord } from '../src/index.js'
+import { INDEX_RUNTIME_KEYS, createIndexClient, createIndexService, signNameRecord } from '../src/index.js'
+import type { IndexClient, IndexRuntime, IndexService, IndexServiceOptions, SignedNameRecord } from '../src/index.js'
 
 /** A node of a test: its identity (to sign with) and how a directory knows it. */
 export interface TestNode {
@@ -61,12 +61,14 @@ export interface Env {
   close(): Promise<void>
 }
 
-export async function setup(config: IndexConfig = {}, opts: { clock?: Clock; transport?: MemoryTransport } = {}): Promise<Env> {
+/** An index on a MemoryTransport with a fake storage; runtime keys in `config` go to the runtime argument. */
+export async function setup(config: IndexServiceOptions = {}, opts: { clock?: Clock; transport?: MemoryTransport } = {}): Promise<Env> {
   const transport = opts.transport ?? new MemoryTransport(opts.clock === undefined ? {} : { clock: opts.clock })
   const issuer = createTestIssuer(opts.clock === undefined ? {} : { clock: opts.clock })
   const storage = new FakeStorage()
   transport.mount('storage', storage)
-  const index = await createIndexService({ amnesia: true, auth: { keys: issuer.keys }, ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...config }, transport)
+  const { data, runtime } = splitRuntime<IndexRuntime>(config, {}, INDEX_RUNTIME_KEYS)
+  const index = await createIndexService({ amnesia: true, ...data }, transport, { auth: { keys: issuer.keys }, ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...runtime })
   transport.mount('index', index)
   const tokens = {
     write: issuer.mint({ scope: 'index:write', aud: 'index' }),
@@ -110,6 +112,8 @@ export type PeerReply = { status: 200; json: unknown } | { status: 404; json?: u
 export class FakePeer implements DispatchTarget {
   readonly calls: string[] = []
   readonly urls: string[] = []
+  /** The headers of each request, as received. */
+  readonly headers: Array<Readonly<Record<string, string | string[] | undefined>>> = []
   aborted = 0
   answered = 0
   delayMs = 0
@@ -124,6 +128,7 @@ export class FakePeer implements DispatchTarget {
     const key = decodeURIComponent(req.url.replace(/^\/resolve\//, '').split('?')[0] ?? '')
     this.calls.push(key)
     this.urls.push(req.url)
+    this.headers.push(req.headers)
     const r = this.reply(key)
     try {
       if ('hang' in r) await this.#clock.sleep(1e9, req.signal)

@@ -4,7 +4,8 @@
  * tries another interleaving, reproducible from the reported seed.
  */
 import { describe, expect, it } from 'vitest'
-import { Supervisor, WorkPool, isRonError } from '@ron/core'
+import { MemoryTransport, Supervisor, WorkPool, addressOf, isRonError } from '@ron/core'
+import type { DispatchTarget, RonResponse } from '@ron/core'
 import { VirtualClock, exploreSchedules, settleWith } from '@ron/core/testing'
 import { createIndexService } from '../src/index.js'
 
@@ -100,5 +101,78 @@ describe('Loom models by schedule exploration', () => {
     } finally {
       await svc.close()
     }
+  })
+
+  it("the index's own work queue (capacity 1, one resolver) under requests, a reload and close(): each answered once, none lost, no deadlock", async () => {
+    let run = 0
+    const seen = new Set<string>()
+    await exploreSchedules(
+      40,
+      async (s) => {
+        run++
+        const clock = new VirtualClock(1_000_000)
+        const transport = new MemoryTransport({ clock })
+        const asked = new Map<string, number>()
+        // The peer answers "not found" only when the explorer releases it: the resolver's job is
+        // held on the index's own queue and pool for as long as the schedule says.
+        const peer: DispatchTarget = {
+          dispatch: async (req): Promise<RonResponse> => {
+            const key = decodeURIComponent(req.url.replace(/^\/resolve\//, ''))
+            asked.set(key, (asked.get(key) ?? 0) + 1)
+            await s.schedule(Promise.resolve(), `peer answers ${key.slice(0, 12)}`)
+            const bytes = new TextEncoder().encode(JSON.stringify({ error: { code: 'NotFound', message: 'no', retryable: false, corr_id: 'x', details: {} } }))
+            return { status: 404, headers: { 'content-type': 'application/json' }, body: (async function* () { yield bytes })() }
+          },
+        }
+        transport.mount('peer-1', peer)
+        const svc = await createIndexService(
+          { amnesia: true, workQueue: 1, resolverWorkers: 1, peers: { targets: ['peer-1'], alpha: 1, beta: 0, tries: 1 }, drainDeadlineMs: 600_000 },
+          transport,
+          { clock },
+        )
+        transport.mount('index', svc)
+        const keys = [0, 1, 2, 3].map((i) => addressOf(new TextEncoder().encode(`model ${run} ${i}`)))
+        const requests = keys.map((key, i) =>
+          s
+            .schedule(Promise.resolve(), `request ${i}`)
+            .then(() => transport.request('index', { method: 'GET', path: `/resolve/${key}` }))
+            .then(async (r) => {
+              const code = r.status === 404 ? 'NotFound' : (await r.json<{ error: { code: string } }>()).error.code
+              if (r.status === 404) await r.dump()
+              return { key, status: r.status, code }
+            }),
+        )
+        let closing = false
+        const reload = s.schedule(Promise.resolve(), 'reload').then(() =>
+          svc.reload({ cache: { negativeTtlMs: 50 } }).then(
+            () => 'reloaded',
+            (e: unknown) => {
+              // Only a closing service refuses a valid reload.
+              expect(closing).toBe(true)
+              return isRonError(e) ? e.code : 'error'
+            },
+          ),
+        )
+        const shutdown = s.schedule(Promise.resolve(), 'close').then(() => {
+          closing = true
+          return svc.close()
+        })
+        const [answers] = await settleWith(s, Promise.all([Promise.all(requests), reload, shutdown]), 'requests, reload and close')
+        for (const a of answers) {
+          // Answered (not found), refused by the full queue, or refused by the drain: never a 500.
+          expect(['404 NotFound', '429 Busy', '503 Draining', '503 Closed'], `${a.key}`).toContain(`${a.status} ${a.code}`)
+          seen.add(String(a.status))
+          const n = asked.get(a.key) ?? 0
+          // A job runs once: an answered key was asked exactly once, a refused one never.
+          expect(n, `${a.key} ${a.status}`).toBe(a.status === 404 ? 1 : 0)
+        }
+        expect(svc.health().ready).toBe(false)
+        expect(await svc.metricsText()).toMatch(/queue_depth\{queue="work"[^}]*\} 0/)
+        await transport.close()
+      },
+      { seed: 11 },
+    )
+    // The schedules explored reach every outcome: answered, refused by the full queue, by the drain.
+    expect([...seen].sort()).toEqual(['404', '429', '503'])
   })
 })

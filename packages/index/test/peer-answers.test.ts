@@ -63,7 +63,7 @@ describe('peer answers are read within a bound', () => {
     env = await setup({ peers: { targets: ['peer-1'] } }, { clock })
     const big = endlessPeer(16 * 1024 * 1024, true)
     env.transport.mount('peer-1', big)
-    await expect(env.anon.resolve(addr('declared'))).rejects.toMatchObject({ code: 'NotFound' })
+    await expect(env.anon.resolve(addr('declared'))).rejects.toMatchObject({ code: 'Unavailable' })
     expect(big.pulled).toBe(0)
   })
 })

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { afterEach, describe, expect, it } from 'vitest'
-import { ConfigError, isRonError } from '@ron/core'
+import { ConfigError, MemoryTransport, isRonError } from '@ron/core'
 import { VirtualClock, concurrencyDocProblems } from '@ron/core/testing'
 import { INDEX_METRIC_NAMES, createIndexService, indexTopology, resolveIndexConfig } from '../src/index.js'
 import { FakePeer, addr, addressAnswer, directory, manifestFor, nameAnswer, settle, setup, testNode, type Env } from './helpers.js'
@@ -36,7 +36,10 @@ describe('config', () => {
     expect(resolveIndexConfig({})).toMatchObject({
       deadlineMs: 1200,
       workQueue: 512,
-      maxConcurrentPerIp: 256,
+      http: { maxConcurrentPerIp: 256 },
+      drainDeadlineMs: 3000,
+      // No read window: the index is unready as a whole at the start of a drain.
+      drainReadWindowMs: 0,
       purgeIntervalMs: 30_000,
       peers: { alpha: 3, beta: 2, hedgeMs: 150, tries: 3, retryMinMs: 50, retryMaxMs: 100 },
       breaker: { windowMs: 30_000, tripRatio: 0.5, cooldownMs: 10_000, halfOpenProbes: 3 },
@@ -164,8 +167,8 @@ describe('service lifecycle', () => {
 })
 
 describe('host options', () => {
-  it('passes CORS and HTTP limits to the host', async () => {
-    env = await setup({ cors: { readOrigins: ['https://app.example'], writeOrigins: ['https://admin.example'] }, limits: { jsonBodyLimit: 256 } })
+  it('the base keys cors and http.* reach the host', async () => {
+    env = await setup({ cors: { readOrigins: ['https://app.example'], writeOrigins: ['https://admin.example'] }, http: { jsonBodyLimit: 256 } })
     const read = await env.request('GET', `/resolve/${addr(1)}`, { origin: 'https://app.example' })
     expect(read.headers['access-control-allow-origin']).toBe('https://app.example')
     await read.dump()
@@ -178,18 +181,24 @@ describe('host options', () => {
 describe('janitors', () => {
   it('leave no timers or waiters behind: after close() the virtual clock has nothing pending', async () => {
     const clock = new VirtualClock(1_000_000)
-    const svc = await createIndexService({ amnesia: true, clock, peers: { targets: ['p'] } })
+    const transport = new MemoryTransport({ clock })
+    const svc = await createIndexService({ amnesia: true, peers: { targets: ['p'] } }, transport, { clock })
     for (let i = 0; i < 50; i++) await clock.advance(1_000)
     await svc.reload({ peers: { targets: ['p', 'q'] } })
     await clock.advance(10)
     expect(clock.pending).toBeLessThanOrEqual(3) // one sleep each: cache janitor, breaker janitor, store janitor
     await svc.close()
+    await transport.close()
     expect(clock.pending).toBe(0)
+  })
+
+  it('peers without a transport are a ConfigError at creation', async () => {
+    await expect(createIndexService({ amnesia: true, peers: { targets: ['p'] } })).rejects.toMatchObject({ code: 'Malformed', details: { path: 'peers.targets' } })
   })
 })
 
 describe('reload reaches every setting it accepts', () => {
-  it('a lowered maxProviderRecords refuses new records at once; drainDeadlineMs (fixed at start) is refused as immutable', async () => {
+  it('a lowered maxProviderRecords refuses new records at once; drainDeadlineMs reloads, http.jsonBodyLimit is immutable', async () => {
     const clock = new VirtualClock(1_000_000)
     env = await setup({}, { clock })
     await env.announcer('n1').announce({ address: addr(1), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })
@@ -197,6 +206,8 @@ describe('reload reaches every setting it accepts', () => {
     await expect(env.announcer('n2').announce({ address: addr(2), node: 'n2', endpoint: 'http://n2', ttlSec: 60 })).rejects.toMatchObject({ code: 'Busy', details: { reason: 'provider_table_full' } })
     // A refresh of a known record is still accepted.
     await expect(env.announcer('n1').announce({ address: addr(1), node: 'n1', endpoint: 'http://n1', ttlSec: 60 })).resolves.toMatchObject({ node: 'n1' })
-    await expect(env.index.reload({ drainDeadlineMs: 100 })).rejects.toMatchObject({ code: 'Malformed', details: { reason: 'immutable' } })
+    await env.index.reload({ drainDeadlineMs: 100 })
+    expect(env.index.config().drainDeadlineMs).toBe(100)
+    await expect(env.index.reload({ http: { jsonBodyLimit: 100 } })).rejects.toMatchObject({ code: 'Malformed', details: { reason: 'immutable', path: 'http.jsonBodyLimit' } })
   })
 })

@@ -96,6 +96,32 @@ describe('LMDB name store durability', () => {
     }
   })
 
+  it('16 concurrent writes (sharing commits and flushes) each answer only after LMDB reports the flush', async () => {
+    let open!: () => void
+    hooks.gate = new Promise<void>((r) => (open = r))
+    const dir = await mkdtemp(join(tmpdir(), 'ron-index-sync-'))
+    dirs.push(dir)
+    const store = await openLmdbNameStore({ dir })
+    try {
+      // Eight new names and eight writes of one name (compare-and-set on the state each finds).
+      const writes = [
+        ...Array.from({ length: 8 }, (_, i) => store.put(`n${i}.c`, null, () => rec(i))),
+        ...Array.from({ length: 8 }, (_, i) => store.put('one.c', undefined, () => rec(100 + i))),
+      ]
+      for (const w of writes) expect(await isSettled(w)).toBe(false)
+      // Every transaction committed (visible to readers), none acknowledged: all wait for the flush.
+      for (let i = 0; i < 8; i++) expect(store.get(`n${i}.c`)?.manifestAddress).toBe(addr(i))
+      expect(store.get('one.c')?.manifestAddress).toBe(addr(107))
+      open()
+      const answers = await Promise.all(writes)
+      expect(answers.slice(0, 8)).toEqual(Array.from({ length: 8 }, () => ({ previous: null })))
+      expect(answers.slice(8).map((a) => a.previous)).toEqual([null, ...Array.from({ length: 7 }, (_, i) => addr(100 + i))])
+    } finally {
+      open()
+      await store.close()
+    }
+  })
+
   it('lmdb loads its prebuilt addon from its npm platform package, not from an install-script build', async () => {
     const require = createRequire(import.meta.url)
     const lmdbDir = dirname(dirname(require.resolve('lmdb')))

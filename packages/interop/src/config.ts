@@ -9,7 +9,7 @@
 
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
-import { durationSchema, sizeSchema, validateConfig } from '@ron/core'
+import { BASE_IMMUTABLE_KEYS, durationSchema, serviceBaseShape, sizeSchema, validateConfig } from '@ron/core'
 import { standardSecretKey } from './webhooks/verify.js'
 
 const KiB = 1024
@@ -76,8 +76,27 @@ const gatewaySchema = z
   })
   .prefault({})
 
+/**
+ * The seed's replay window cap (svc-interop: "replay window ≤ 5 min"): `webhooks.toleranceSec`
+ * above it is refused (`ConfigError`, `details.path: 'webhooks.toleranceSec'`).
+ */
+export const MAX_REPLAY_WINDOW_SEC = 300
+
+/** Longest rotation overlap of the admin routes (7 days). */
+export const MAX_OVERLAP_MS = 7 * 24 * 3600 * 1000
+const DAY_MS = 24 * 3600 * 1000
+
+/**
+ * Interop's own defaults of the base `http.*` keys (core's `serviceBaseShape`): webhook bodies are
+ * small, so the whole-request deadline is short and the minimum body rate higher than the base's;
+ * uploads get the time their size needs at `minBytesPerSec` on top. One principal (an API-key
+ * client, else a provider's address) may have 32 lingering bodies.
+ */
+export const INTEROP_HTTP_DEFAULTS = { readTimeoutMs: 5000, requestTimeoutMs: 10_000, minBytesPerSec: 8 * KiB, rateWindowMs: 10_000, maxBodiesPerPrincipal: 32 } as const
+
 /** The zod schema of the interop configuration (strict: unknown keys are refused). */
 export const interopConfigSchema = z.strictObject({
+  ...serviceBaseShape({ http: INTEROP_HTTP_DEFAULTS }),
   /** Service id: token audience, transport name, metric `service` label. @default 'interop' */
   id: z.string().min(1).default('interop'),
   /** Reported by `/version`. @default this package's version (its package.json) */
@@ -98,8 +117,8 @@ export const interopConfigSchema = z.strictObject({
       providers: z
         .strictObject({ github: providerSchema.optional(), slack: providerSchema.optional(), stripe: providerSchema.optional(), standard: providerSchema.optional() })
         .default({}),
-      /** Replay window, both directions. @default 300 */
-      toleranceSec: positiveInt.max(3600).default(300),
+      /** Replay window, both directions; at most 300 (the seed's 5 min, `MAX_REPLAY_WINDOW_SEC`): more is refused. @default 300 */
+      toleranceSec: positiveInt.max(MAX_REPLAY_WINDOW_SEC, `the replay window is capped at ${MAX_REPLAY_WINDOW_SEC} s (5 min)`).default(300),
       /** Longest a webhook waits for its receipt to be stored before 504 `Timeout`. @default 2000 */
       ackDeadlineMs: durationSchema.default(2000),
       /** Largest webhook body. @default 1 MiB */
@@ -134,29 +153,6 @@ export const interopConfigSchema = z.strictObject({
        * worker however many uploads are in flight. @default half of `workers` (at least 1)
        */
       maxConcurrent: positiveInt.optional(),
-    })
-    .prefault({}),
-  /**
-   * HTTP limits of the interop listener: the slow-client rules of SPEC §4 (core's host enforces
-   * them on every body). Webhook bodies are small, so the deadline is short; uploads get the time
-   * their size needs at `minBytesPerSec` on top.
-   */
-  http: z
-    .strictObject({
-      /** Longest gap between request body chunks before 408 RequestTimeout. @default 5000 */
-      readTimeoutMs: durationSchema.refine((n) => n > 0, 'expected a positive duration').default(5000),
-      /** Minimum average body rate over `rateWindowMs` of reading; slower → 408 RequestTimeout `min_rate`. @default 8 KiB/s */
-      minBytesPerSec: sizeSchema.refine((n) => n > 0, 'expected a positive size').default(8 * KiB),
-      /** Window of the minimum-rate rule (also the grace before it applies). @default 10000 */
-      rateWindowMs: durationSchema.refine((n) => n > 0, 'expected a positive duration').default(10_000),
-      /** Whole-request deadline of a body: this plus its `Content-Length` at `minBytesPerSec`; later → 408 RequestTimeout `deadline`. @default 10000 */
-      requestTimeoutMs: durationSchema.refine((n) => n > 0, 'expected a positive duration').default(10_000),
-      /**
-       * Lingering bodies (still arriving after a tenth of `rateWindowMs`) one principal (an
-       * API-key client; else the client address, e.g. a webhook provider's) may have at once;
-       * more → 429 `Busy` `per_principal`. @default 32
-       */
-      maxBodiesPerPrincipal: positiveInt.default(32),
     })
     .prefault({}),
   /** Capacity of the `work` queue. @default 512 */
@@ -219,8 +215,17 @@ export const interopConfigSchema = z.strictObject({
       capMs: durationSchema.default(2000),
     })
     .prefault({}),
-  /** How long `close()` lets in-flight work finish. @default 3000 */
-  drainDeadlineMs: durationSchema.default(3000),
+  /**
+   * The admin routes (`interop:admin`): webhook secrets and API keys set and rotated without a
+   * restart. A rotation keeps the replaced secret or key accepted for `rotationOverlapMs` (the
+   * provider or client switches over meanwhile), then refuses it.
+   */
+  admin: z
+    .strictObject({
+      /** How long a replaced secret or key stays accepted after a rotation (a request may ask for less or more, up to 7 days). @default 86400000 (24 h) */
+      rotationOverlapMs: durationSchema.refine((n) => n <= MAX_OVERLAP_MS, 'at most 7 days').default(DAY_MS),
+    })
+    .prefault({}),
   /** The gateway (SPEC §6a "Gateway"): names and manifests served to browsers, each name on its own origin. */
   gateway: gatewaySchema,
 }).superRefine((cfg, ctx) => {
@@ -238,6 +243,28 @@ export const interopConfigSchema = z.strictObject({
   }
   if (cfg.retry.baseMaxMs < cfg.retry.baseMinMs) ctx.addIssue({ code: 'custom', path: ['retry', 'baseMaxMs'], message: 'must be ≥ retry.baseMinMs' })
 })
+
+/**
+ * Config paths a reload may not change (SPEC §3.3b): the base's listener- and handler-shaping
+ * `http.*` keys, then interop's own — what sizes queues, opens files or names routes. Everything
+ * else (secrets, API keys, limits, brownout, CORS, the drain settings) reloads.
+ */
+export const INTEROP_IMMUTABLE_KEYS = [
+  ...BASE_IMMUTABLE_KEYS,
+  'id',
+  'version',
+  'workQueue',
+  'workers',
+  'audit',
+  'amnesia',
+  'dataDir',
+  'webhooks.maxBodyBytes',
+  'webhooks.dedupe',
+  'uploads.maxBytes',
+  'retry',
+  'gateway.domain',
+  'gateway.subdomains',
+] as const
 
 /** What callers write (every field optional). */
 export type InteropConfigInput = z.input<typeof interopConfigSchema>

@@ -19,13 +19,22 @@ export interface ServiceTokens {
   token(req: ServiceTokenRequest, signal?: AbortSignal): Promise<string>
 }
 
-/** Anything interop accepts as its token source. */
-export type ServiceTokenSource = ServiceTokens | string | ((req: ServiceTokenRequest) => string | Promise<string>)
+/** Anything interop accepts as its token source (core's `OutgoingTokens` fits: its `token()` may answer synchronously). */
+export type ServiceTokenSource = ServiceTokens | { token(req: ServiceTokenRequest, signal?: AbortSignal): string | Promise<string> } | string | ((req: ServiceTokenRequest) => string | Promise<string>)
 
-/** Normalises a {@link ServiceTokenSource}; `undefined` yields a provider that has no token. */
+/**
+ * Normalises a {@link ServiceTokenSource} into a provider (a static token or a function too: pass
+ * the result as the runtime's `tokens`); `undefined` stays `undefined`.
+ * @example
+ * ```ts
+ * await createInteropService(config, transport, { tokens: toServiceTokens(process.env.INTEROP_TOKEN!) })
+ * ```
+ */
+export function toServiceTokens(src: ServiceTokenSource): ServiceTokens
+export function toServiceTokens(src: ServiceTokenSource | undefined): ServiceTokens | undefined
 export function toServiceTokens(src: ServiceTokenSource | undefined): ServiceTokens | undefined {
   if (src === undefined) return undefined
   if (typeof src === 'string') return { token: () => Promise.resolve(src) }
   if (typeof src === 'function') return { token: async (req) => src(req) }
-  return src
+  return { token: async (req, signal) => src.token(req, signal) }
 }

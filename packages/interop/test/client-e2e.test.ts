@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { HttpTransport, collectBytes, serve, type RonServer } from '@ron/core'
 import { createTestIssuer } from '@ron/core/testing'
 import { createStorageService } from '@ron/storage'
-import { createInteropClient, createInteropService, fetchAndVerifyReceipt, hashApiKey } from '../src/index.js'
+import { createInteropClient, createInteropService, fetchAndVerifyReceipt, hashApiKey, toServiceTokens } from '../src/index.js'
 import { passportDouble } from './helpers.js'
 
 /**
@@ -39,7 +39,7 @@ describe('interop over real sockets', () => {
         uploads: { timeoutMs: SLACK_MS },
       },
       transport,
-      { tokens: token },
+      { tokens: toServiceTokens(token) },
     )
     const interopServer = await serve(interop, { port: 0, host: '127.0.0.1' })
     cleanups.push(async () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { addressOf, type TransportResponse } from '@ron/core'
 import { VirtualClock, mountTmpfs, seededRandom, type Tmpfs } from '@ron/core/testing'
-import { DedupeStore, createInteropService, signWebhook, type InteropService } from '../src/index.js'
+import { DedupeStore, createInteropService, signWebhook, toServiceTokens, type InteropService } from '../src/index.js'
 import { DEDUPE_FILE, DedupeJournal } from '../src/dedupe-journal.js'
 import { SECRETS, closeOnVirtualTime, readJson, system, type System } from './helpers.js'
 
@@ -37,7 +37,7 @@ function deliver(s: System, target: string, id: string, body = `{"id":"${id}"}`)
 /** A second interop on the same transport, clock and data directory: a restarted process. */
 async function restarted(s: System, dataDir: string, name: string): Promise<InteropService> {
   const tokens = s.issuer.mint({ sub: 'node:test', scope: ['storage:write', 'passport:issue'], aud: ['storage', 'passport'], ttlSec: 86_400 })
-  const next = await createInteropService({ dataDir, webhooks: { providers: { github: { secrets: [SECRETS.github] } } } }, s.transport, { clock: s.clock, random: seededRandom(9), tokens })
+  const next = await createInteropService({ dataDir, webhooks: { providers: { github: { secrets: [SECRETS.github] } } } }, s.transport, { clock: s.clock, random: seededRandom(9), tokens: toServiceTokens(tokens) })
   s.transport.mount(name, next)
   cleanups.push(() => closeOnVirtualTime(s.clock, next.close()))
   return next

@@ -1,4 +1,4 @@
-/** `docs/errors.md` lists every `details.reason` interop's gateway answers with, under `interop`. */
+/** `docs/errors.md` lists every interop-specific `details.reason` (gateway, webhooks, uploads), under `interop`. */
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 
@@ -17,6 +17,8 @@ describe('docs/errors.md', () => {
       'InvalidReference:integrity',
       'InvalidReference:not_a_manifest',
       'NotReady:integrity',
+      // Webhooks and uploads without an outgoing service token.
+      'NotReady:no_service_token',
     ]
     expect([...listed].sort()).toEqual([...answered].sort())
   })

@@ -4,10 +4,11 @@
  * does (files, then the directory manifest, then the name).
  */
 import { MemoryTransport, addressOf, collectBytes, dirManifest, mediaTypeFor, type Address, type Clock, type DispatchTarget, type RonRequest, type RonResponse, type TransportResponse } from '@ron/core'
-import { createTestIssuer, type TestIssuer } from '@ron/core/testing'
+import { VirtualClock, createTestIssuer, type TestIssuer } from '@ron/core/testing'
 import { createIndexClient, createIndexService, type IndexService } from '@ron/index'
 import { createStorageClient, createStorageService, type StorageService } from '@ron/storage'
 import { createInteropService, type InteropConfigInput, type InteropService } from '../src/index.js'
+import { closeOnVirtualTime } from './helpers.js'
 
 export interface Mesh {
   transport: MemoryTransport
@@ -69,7 +70,9 @@ export async function mesh(config: InteropConfigInput = {}, clock?: Clock): Prom
       others.push(svc)
     },
     async close() {
-      await interop.close()
+      // The drain's read window runs on interop's clock: move a virtual one on.
+      if (clock instanceof VirtualClock) await closeOnVirtualTime(clock, interop.close())
+      else await interop.close()
       for (const o of others) await o.close()
       await index.close()
       await storage.close()

@@ -2,7 +2,7 @@ import { ForbiddenError, MemoryTransport, collectBytes, createHttpHandler, syste
 import { VirtualClock, createTestIssuer, seededRandom, type TestIssuer } from '@ron/core/testing'
 import { createStorageService, type StorageService } from '@ron/storage'
 import { z } from 'zod'
-import { createInteropService, hashApiKey, type InteropConfigInput, type InteropService } from '../src/index.js'
+import { createInteropService, hashApiKey, toServiceTokens, type InteropConfigInput, type InteropRuntime, type InteropService } from '../src/index.js'
 
 /** Start of virtual time: a realistic Unix ms value, so webhook timestamps look real. */
 export const T0 = 1_750_000_000_000
@@ -155,7 +155,7 @@ export interface System {
 }
 
 /** Storage (real, in memory), a passport double and interop on one MemoryTransport with a VirtualClock. */
-export async function system(config: InteropConfigInput = {}, opts: { withPassport?: boolean } = {}): Promise<System> {
+export async function system(config: InteropConfigInput = {}, opts: { withPassport?: boolean; runtime?: InteropRuntime } = {}): Promise<System> {
   const clock = new VirtualClock(T0)
   const transport = new MemoryTransport({ clock, timeoutMs: 60_000 })
   const issuer = createTestIssuer({ clock })
@@ -176,7 +176,7 @@ export async function system(config: InteropConfigInput = {}, opts: { withPasspo
       ...config,
     },
     transport,
-    { clock, random: seededRandom(2), tokens: serviceToken },
+    { clock, random: seededRandom(2), tokens: toServiceTokens(serviceToken), auth: { keys: issuer.keys }, ...opts.runtime },
   )
   transport.mount('interop', interop)
   return {

@@ -12,7 +12,7 @@ import { LAZY_HASH_MAX_BYTES } from '../src/audit.js'
 import { KEY_CACHE_MAX, base64HmacKey, decodeHex32, decodeHex32Into, hmacKey, hmacKeyCacheSize, hmacSha256 } from '../src/webhooks/hmac.js'
 import { WEBHOOK_PROVIDERS, verifyWebhook, webhookProvider } from '../src/webhooks/verify.js'
 import { refusalBody, refusalCacheSize } from '../src/routes/webhooks.js'
-import { talliedVerifyCounter } from '../src/service.js'
+import { talliedVerifyCounter } from '../src/metrics.js'
 import { UnauthorizedError } from '@ron/core'
 
 const event = (i: number) => ({ kind: 'webhook' as const, provider: 'github', requestId: `r${i}`, decision: 'deny' as const, reason: 'bad_signature', latency: '<10ms' })

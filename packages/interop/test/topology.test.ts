@@ -49,7 +49,10 @@ describe('interop metrics', () => {
       for (const re of [/queue_depth\{[^}]*queue="work"[^}]*\} 0/, /queue_depth\{[^}]*queue="audit"[^}]*\} 0/, /breaker_state\{[^}]*target="storage\/write"[^}]*\} 0/, /breaker_open_total\{[^}]*target="index\/read"[^}]*\} 0/, /upstream_rpc_seconds_count\{[^}]*\} 0/]) {
         expect(text).toMatch(re)
       }
-      expect(svc.health()).toMatchObject({ live: true, ready: true, writeReady: true, paths: { webhooks: true, uploads: true, reads: true } })
+      // No service token source: every delivery and upload would get no_service_token, so their
+      // paths (and writes) are unready; reads are not.
+      expect(svc.health()).toMatchObject({ live: true, ready: true, writeReady: false, paths: { webhooks: false, uploads: false, reads: true } })
+      expect(svc.health().missing).toContain('service_token')
     } finally {
       await svc.close()
     }

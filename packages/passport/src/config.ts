@@ -1,22 +1,25 @@
 /**
- * Passport's config: ONE zod schema with defaults (types derive from it), validated through
- * core's `validateConfig` (unknown keys refused, the message names the key). The issuance
- * `policy` is the part that reloads live (SPEC.md 3.3b); `dataDir`, `issuerKeyFile` and the
- * queue sizes cannot change without a restart.
+ * Passport's config: ONE zod schema spreading core's base keys (`http.*`, `cors`,
+ * `drainDeadlineMs`, `drainReadWindowMs`: the service contract, docs/service-contract.md) with
+ * passport's own, validated through core's `validateConfig` (unknown keys refused, the message
+ * names the key). It is data only; the injected objects (KMS, cluster store, clock, random,
+ * logger) are the factory's third argument, {@link PassportRuntime}. The issuance `policy`, the
+ * registry sync and the reloadable base keys change live (SPEC.md 3.3b); what cannot is
+ * {@link PASSPORT_IMMUTABLE_KEYS}.
  *
  * @module
  */
 
 import { availableParallelism } from 'node:os'
 import { z } from 'zod'
-import { KNOWN_CAVEATS, sizeSchema, validateConfig } from '@ron/core'
-import type { Clock, Logger, Random } from '@ron/core'
+import { BASE_IMMUTABLE_KEYS, KNOWN_CAVEATS, SERVICE_RUNTIME_KEYS, durationSchema, serviceBaseShape, sizeSchema, validateConfig } from '@ron/core'
+import type { ServiceRuntime } from '@ron/core'
 import type { PassportClusterStore } from './cluster-store.js'
 import type { Kms } from './kms.js'
 
 const positiveInt = z.number().int().positive()
 const nonNegInt = z.number().int().nonnegative()
-const object = <T>(what: string) => z.custom<T>((v) => typeof v === 'object' && v !== null, `expected ${what}`)
+const positiveMs = durationSchema.refine((n) => n > 0, 'expected a positive duration')
 
 /**
  * What one caller (a token `sub`, or `*` for any caller) may have issued. It only narrows: a
@@ -52,9 +55,32 @@ export const policySchema = z
   .strict()
   .refine((p) => p.defaultTtlSec <= p.maxTtlSec, { message: 'defaultTtlSec must not exceed maxTtlSec', path: ['defaultTtlSec'] })
 
+/**
+ * Registry sync (seed svc-passport §2 "Registry Sync"): the issuance policy and the signer sets
+ * (the `issuer-keys` descriptors of this issuer: the key sets of the other passports that sign
+ * as it) read from the registry's HEAD descriptor set through the transport, on a jittered
+ * period, each fetch under a deadline, failures retried with backoff. The last good state is kept
+ * while the registry is down (readiness says so on the `registry` path).
+ */
+export const registrySyncSchema = z.strictObject({
+  /** Transport target of the registry. @default 'registry' */
+  target: z.string().min(1).default('registry'),
+  /** Name of the `policy` descriptor holding passport's issuance policy (its `rules` are a policy); it replaces `policy` of the config while synced. @default 'passport' */
+  policyName: z.string().min(1).default('passport'),
+  /** Period between syncs (jittered ±10 %). @default 30000 */
+  intervalMs: positiveMs.default(30_000),
+  /** Deadline of one registry request (`io_timeouts_total{op="registry"}` past it). @default 3000 */
+  timeoutMs: positiveMs.default(3000).describe('Deadline of one registry request (io_timeouts_total{op="registry"} past it).'),
+  /** First retry delay after a failed sync, doubled per failure (full jitter). @default 500 */
+  backoffBaseMs: positiveMs.default(500),
+  /** Longest retry delay. @default 30000 */
+  backoffMaxMs: positiveMs.default(30_000),
+})
+
 /** The passport config schema (strict; every field optional with a documented default). */
 export const passportConfigSchema = z
   .object({
+    ...serviceBaseShape(),
     /** Service id: transport name, the `aud` passport's own routes require, metric `service` label. @default 'passport' */
     id: z.string().min(1).default('passport'),
     /** `iss` of every token. @default 'passport' */
@@ -76,7 +102,7 @@ export const passportConfigSchema = z
     kms: z
       .object({
         /** Deadline of every KMS call. @default 3000 */
-        timeoutMs: positiveInt.default(3000),
+        timeoutMs: positiveInt.default(3000).describe('Deadline of every KMS call.'),
         /**
          * Breaker on the sign path: opens when at least `minCalls` signs in `windowMs` failed at
          * `errorRatio` or more; issuance then fails fast (503 `BreakerOpen`) until a probe after
@@ -133,25 +159,12 @@ export const passportConfigSchema = z
     maxBatch: positiveInt.default(100),
     /** Items per page of the revocation feed. @default 1000 */
     feedPageSize: positiveInt.default(1000),
-    /** How long `close()` lets in-flight work finish. @default 3000 */
-    drainDeadlineMs: nonNegInt.default(3000),
-    /** Key storage. @default a file keystore in `<dataDir>/keys`, or a memory keystore without dataDir */
-    keystore: object<Kms>('a Kms').optional(),
-    /**
-     * The state shared with the other passports of a cluster (ron-node's etcd, SPEC §6c):
-     * revocations and parent links, key sets, enrolments. @default none: the data directory
-     */
-    cluster: object<PassportClusterStore>('a PassportClusterStore').optional(),
-    /** @default systemClock */
-    clock: object<Clock>('a Clock').optional(),
-    /** @default systemRandom */
-    random: object<Random>('a Random').optional(),
-    /** @default noopLogger */
-    logger: object<Logger>('a Logger').optional(),
+    /** Registry sync of the policy and signer sets; absent → off (the config's `policy` only). @default undefined */
+    registry: registrySyncSchema.optional(),
   })
   .strict()
 
-/** What {@link createPassportService} accepts (every field optional). */
+/** Passport's config as a caller or a config file writes it (every field optional). */
 export type PassportConfig = z.input<typeof passportConfigSchema>
 /** The config with defaults filled in. */
 export type ResolvedPassportConfig = z.output<typeof passportConfigSchema>
@@ -168,5 +181,39 @@ export function resolvePassportConfig(config: PassportConfig = {}): ResolvedPass
   return validateConfig(passportConfigSchema, config)
 }
 
-/** Keys of the config that cannot change with `reload()`. */
-export const IMMUTABLE_KEYS: readonly string[] = ['id', 'issuer', 'dataDir', 'issuerKeyFile', 'issueQueue', 'issueWorkers', 'revokeQueue', 'policyBroadcast', 'keystore', 'cluster', 'clock', 'random', 'logger']
+/** Keys of the config that cannot change with `reload()` (dotted paths; the base's first). */
+export const PASSPORT_IMMUTABLE_KEYS = [...BASE_IMMUTABLE_KEYS, 'id', 'issuer', 'version', 'dataDir', 'issuerKeyFile', 'issueQueue', 'issueWorkers', 'revokeQueue', 'policyBroadcast'] as const
+
+/** The injected objects of a passport (the factory's third argument): core's, plus its KMS and cluster store. */
+export interface PassportRuntime extends ServiceRuntime {
+  /** Key storage. @default a file keystore in `<dataDir>/keys`, or a memory keystore without dataDir */
+  keystore?: Kms
+  /**
+   * The state shared with the other passports of a cluster (ron-node's etcd, SPEC §6c):
+   * revocations and parent links, key sets, enrolments. @default none: the data directory
+   */
+  cluster?: PassportClusterStore
+}
+
+/** Keys of {@link PassportRuntime}: split out of a config that still carries them. */
+export const PASSPORT_RUNTIME_KEYS = [...SERVICE_RUNTIME_KEYS, 'keystore', 'cluster'] as const
+
+/** The runtime objects a config could carry before the runtime argument existed. */
+export interface DeprecatedPassportRuntimeInConfig {
+  /** @deprecated Pass it in the runtime argument. */
+  keystore?: PassportRuntime['keystore']
+  /** @deprecated Pass it in the runtime argument. */
+  cluster?: PassportRuntime['cluster']
+  /** @deprecated Pass it in the runtime argument. */
+  clock?: PassportRuntime['clock']
+  /** @deprecated Pass it in the runtime argument. */
+  random?: PassportRuntime['random']
+  /** @deprecated Pass it in the runtime argument. */
+  logger?: PassportRuntime['logger']
+}
+
+/**
+ * What `createPassportService` accepts as its first argument: the config, and (deprecated) the
+ * runtime objects it carried before the runtime argument existed.
+ */
+export type PassportServiceOptions = PassportConfig & DeprecatedPassportRuntimeInConfig

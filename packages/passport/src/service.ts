@@ -1,74 +1,56 @@
 /**
- * `createPassportService(config, transport)`: the key ring, KMS guard, revocation log, node
- * registry and issuer wired onto a core service host per the seed's topology (see `topology.ts`
- * and `docs/CONCURRENCY.md`).
+ * `createPassportService(config, transport, runtime)`: passport on the service contract
+ * (docs/service-contract.md). The host owns the lifecycle, limits, CORS, admission, readiness and
+ * metrics registration; this file only wires passport's parts (`parts.ts`), routes and tasks
+ * (`tasks.ts`) onto it, per the seed's topology (`topology.ts`, `docs/CONCURRENCY.md`).
  *
  * @module
  */
 
-import { randomBytes, type KeyObject } from 'node:crypto'
 import { join } from 'node:path'
 import { mkdir } from 'node:fs/promises'
 import {
-  BusyError,
   MalformedError,
   NotReadyError,
-  SseHub,
-  UnauthorizedError,
   createServiceHost,
-  createTokenVerifier,
   isRonError,
-  noopLogger,
-  publicKeyFromJwk,
-  systemClock,
+  noTransport,
+  splitRuntime,
+  systemRandom,
   type CachingTokenVerifier,
-  type Clock,
+  type DependencySpec,
   type KeySource,
+  type PathSpec,
   type RevocationCheck,
-  type RevocationFeedItem,
   type RonService,
+  type Route,
   type ServiceHost,
   type Transport,
 } from '@ron/core'
-import { IMMUTABLE_KEYS, passportConfigSchema, resolvePassportConfig, type PassportConfig, type Policy, type ResolvedPassportConfig } from './config.js'
+import { PASSPORT_IMMUTABLE_KEYS, PASSPORT_RUNTIME_KEYS, passportConfigSchema, resolvePassportConfig, type PassportRuntime, type PassportServiceOptions, type Policy, type ResolvedPassportConfig } from './config.js'
 import { DiskHealth } from './disk-health.js'
 import type { IssuedToken, RevokeResult } from './dto.js'
-import { createFileKeystore, writeFileAtomic } from './file-keystore.js'
-import { Issuer, type IssueKind, type SignPlan } from './issuer.js'
-import { Keyring, type PublishedJwk } from './keyring.js'
+import { createFileKeystore } from './file-keystore.js'
+import type { PublishedJwk } from './keyring.js'
 import { createMemoryKeystore, type Kms } from './kms.js'
 import { KmsGuard } from './kms-guard.js'
-import { registerPassportMetrics } from './metrics.js'
-import { NodeRegistry } from './nodes.js'
+import { PASSPORT_METRICS } from './metrics.js'
+import { openParts, type KeyringSummary, type PassportParts } from './parts.js'
 import { servicePlan } from './policy.js'
-import { RevocationLog } from './revocations.js'
+import { RegistrySync } from './registry-sync.js'
 import type { PassportContext } from './routes/context.js'
 import { keyRoutes, ringSummary } from './routes/keys.js'
 import { nodeKeyRoutes } from './routes/node-keys.js'
 import { revocationRoutes } from './routes/revocations.js'
 import { tokenRoutes } from './routes/tokens.js'
-import { CHANNELS, TASKS, passportTopology } from './topology.js'
+import { spawnPassportTasks } from './tasks.js'
+import { CHANNELS, passportTopology } from './topology.js'
 import { packageVersion } from './version.js'
 
-/** A key set (public JWKs with `kid`) by kid; what is not an Ed25519 key is left out. */
-function indexJwks(keys: readonly unknown[]): Map<string, KeyObject> {
-  const out = new Map<string, KeyObject>()
-  for (const jwk of keys) {
-    const kid = (jwk as { kid?: unknown } | null)?.kid
-    const k = typeof kid === 'string' && kid.length > 0 ? publicKeyFromJwk(jwk) : undefined
-    if (k !== undefined) out.set(kid as string, k)
-  }
-  return out
-}
+export type { KeyringSummary, PolicyEvent } from './parts.js'
 
 /** What a body token is checked against when the request names no audience (passport checks it for any). */
 const ANY_AUDIENCE = Object.freeze({ audience: '', anyAudience: true })
-
-/** Events on the `policy` broadcast. */
-export type PolicyEvent = { type: 'policy'; policy: Policy | undefined } | { type: 'epoch'; current: string; epoch: number }
-
-/** Summary of the key ring (what `rotate` answers). */
-export type KeyringSummary = ReturnType<typeof ringSummary>
 
 /** What {@link PassportService.mintAdminToken} takes. */
 export interface AdminTokenRequest {
@@ -139,8 +121,11 @@ export interface PassportService extends RonService {
 
 /**
  * Creates a passport. With `dataDir` the key ring, keys (file keystore), revocations, token tree
- * and enrolled nodes persist there; without it everything lives in memory. Without `policy` it
- * verifies, attenuates, revokes and publishes keys but issues nothing.
+ * and enrolled nodes persist there; without it everything lives in memory. Without a `policy`
+ * (in the config, or synced from the registry with `registry`) it verifies, attenuates, revokes
+ * and publishes keys but issues nothing. `runtime` carries the injected objects: a `keystore`
+ * (KMS), a `cluster` store, `clock`, `random`, `logger`, `metrics` (a config that still carries
+ * them, the form before the runtime argument, is accepted: they are split out; deprecated).
  *
  * @throws `ConfigError` ({@link MalformedError}) for invalid config, naming the key
  * @throws {@link TimeoutError} / {@link NotReadyError} when the KMS cannot create the first keys
@@ -156,67 +141,36 @@ export interface PassportService extends RonService {
  * createServer(passport.handle).listen(7703)
  * ```
  */
-export async function createPassportService(config: PassportConfig = {}, transport?: Transport): Promise<PassportService> {
-  const o = resolvePassportConfig(config)
-  const clock = o.clock ?? systemClock
+export async function createPassportService(config: PassportServiceOptions = {}, transport?: Transport, runtime: PassportRuntime = {}): Promise<PassportService> {
+  const { data, runtime: rt } = splitRuntime<PassportRuntime>(config, runtime, PASSPORT_RUNTIME_KEYS)
+  const o = resolvePassportConfig(data)
   if (o.dataDir !== undefined) await mkdir(o.dataDir, { recursive: true, mode: 0o700 })
-  const kms: Kms = o.keystore ?? (o.dataDir !== undefined ? createFileKeystore({ dir: join(o.dataDir, 'keys') }) : createMemoryKeystore())
-  const topology = passportTopology(o)
-  const verifierRef: { current?: CachingTokenVerifier } = {}
-  const host = createServiceHost<ResolvedPassportConfig>({
+  const kms: Kms = rt.keystore ?? (o.dataDir !== undefined ? createFileKeystore({ dir: join(o.dataDir, 'keys') }) : createMemoryKeystore())
+  // Filled in by build(): the host verifies bearer tokens lazily through passport's own ring, and
+  // readiness reads the ring and the registry's policy when asked.
+  const late: { verifier?: CachingTokenVerifier; parts?: PassportParts; sync?: RegistrySync } = {}
+  const policy = (): Policy | undefined => late.sync?.state?.policy ?? host.config.get().policy
+  const host: ServiceHost<ResolvedPassportConfig> = createServiceHost({
     id: o.id,
     version: o.version ?? packageVersion(),
-    topology,
+    topology: passportTopology(o),
+    runtime: rt,
     ...(transport === undefined ? {} : { transport }),
-    drainDeadlineMs: o.drainDeadlineMs,
-    clock,
-    ...(o.random === undefined ? {} : { random: o.random }),
-    logger: o.logger ?? noopLogger,
-    // Verified lazily through the ring built below (the host only calls it on requests).
-    auth: { verifier: { verify: (t, r) => verifierRef.current!.verify(t, r) } },
-    // Only the data part is the reloadable snapshot: the host deep-freezes it, and runtime objects
-    // (a plugged-in KMS, the clock, random, the logger) must stay mutable.
-    config: { schema: passportConfigSchema, input: dataPart(config), immutable: IMMUTABLE_KEYS },
+    auth: { verifier: { verify: (t, r) => late.verifier!.verify(t, r) } },
+    config: { schema: passportConfigSchema, input: data, immutable: PASSPORT_IMMUTABLE_KEYS, extendsBase: true },
+    readiness: passportReadiness({ policy, verifyingKeys: () => late.parts?.keyring.verifying().length, disk: o.dataDir !== undefined, registry: o.registry !== undefined }),
   })
-  const sink = host.metrics.sink
-  registerPassportMetrics(host.metrics)
-
-  let kmsOk = true
-  let kmsReason: string | undefined
-  // Every local write reports to the disk health: a fault turns the write paths (issue: parent
-  // links; revoke; rotation; enrolment) unready until a write or the probe succeeds again.
-  const disk = new DiskHealth(o.dataDir, (ok, reason) => {
-    host.readiness.set('disk', ok, reason)
-    host.readiness.setPath('revoke', ok, reason)
-    updateIssueReadiness()
-    if (ok) host.logger.info({}, 'passport data directory takes writes again')
-    else host.logger.error({ reason }, 'passport data directory refuses writes: issuance and revocation answer 503 until it recovers')
-  })
-  if (o.dataDir !== undefined) host.readiness.declare('disk', 'write', true)
-  host.readiness.setPath('revoke', true)
-  const updateIssueReadiness = (): void => {
-    const pool = host.pool(CHANNELS.issue)
-    const policy = host.config.get().policy
-    const full = pool.depth >= Math.max(1, Math.floor(o.shedIssueAt * pool.capacity))
-    const reason =
-      policy === undefined ? 'no_policy' : !kmsOk ? (kmsReason ?? 'kms_failing') : !disk.ok ? disk.reason : full ? 'issue_queue_full' : host.closing ? 'draining' : undefined
-    host.readiness.setPath('issue', reason === undefined, reason)
-  }
+  host.metrics.register(PASSPORT_METRICS)
   const guard = new KmsGuard({
     kms,
     timeoutMs: o.kms.timeoutMs,
     breaker: o.kms.breaker === false ? undefined : o.kms.breaker,
-    clock,
-    metrics: sink,
-    onHealth(ok, reason) {
-      kmsOk = ok
-      kmsReason = reason
-      updateIssueReadiness()
-    },
+    clock: host.clock,
+    metrics: host.metrics.sink,
+    onHealth: (ok, reason) => host.readiness.set(PASSPORT_DEPENDENCIES.kms, ok, reason ?? 'kms_failing'),
   })
-
   try {
-    return await build(o, host, guard, kms, clock, updateIssueReadiness, verifierRef, disk)
+    return await build(host, rt, transport ?? noTransport(o.id), guard, kms, policy, late)
   } catch (e) {
     // A KMS or data directory failure at startup: release what the host started.
     await host.service.close()
@@ -225,294 +179,117 @@ export async function createPassportService(config: PassportConfig = {}, transpo
   }
 }
 
-/** `config` without its runtime objects (they never go into the frozen config snapshot). */
-function dataPart(config: PassportConfig): PassportConfig {
-  const { keystore: _k, cluster: _cl, clock: _c, random: _r, logger: _l, ...data } = config
-  return data
-}
-
 async function build(
-  o: ResolvedPassportConfig,
   host: ServiceHost<ResolvedPassportConfig>,
+  rt: PassportRuntime,
+  net: Transport,
   guard: KmsGuard,
   kms: Kms,
-  clock: Clock,
-  updateIssueReadiness: () => void,
-  verifierRef: { current?: CachingTokenVerifier },
-  disk: DiskHealth,
+  policy: () => Policy | undefined,
+  late: { verifier?: CachingTokenVerifier; parts?: PassportParts; sync?: RegistrySync },
 ): Promise<PassportService> {
-  const sink = host.metrics.sink
-  const dir = o.dataDir
-  const writeFile = dir === undefined ? undefined : (path: string, text: string): Promise<void> => disk.write('passport data directory', () => writeFileAtomic(path, text, dir))
-  const cluster = o.cluster
-  const shared = cluster === undefined ? undefined : { store: cluster, state: await cluster.load() }
-  const log = await RevocationLog.open(clock, dir, (e) => disk.note(e), shared)
-  const nodes = await NodeRegistry.open(clock, dir, writeFile, shared === undefined ? undefined : { store: shared.store, nodes: shared.state.nodes })
-  const keyring = await Keyring.open({
-    guard,
-    clock,
-    dataDir: o.dataDir,
-    issuerKeyFile: o.issuerKeyFile,
-    graceMs: o.rotation.graceMs,
-    toleranceSec: o.rotation.clockToleranceSec,
-    maxTtlSec: () => host.config.get().policy?.maxTtlSec ?? 3600,
-    isRevoked: (jti) => log.isRevoked(jti),
-    ...(writeFile === undefined ? {} : { writeFile }),
+  const o = host.config.get()
+  // The issue path also sheds on a filling issue queue (a brownout on top of its dependencies).
+  const updateIssueReadiness = (): void => {
+    const pool = host.pool(CHANNELS.issue)
+    const full = pool.depth >= Math.max(1, Math.floor(host.config.get().shedIssueAt * pool.capacity))
+    host.readiness.setPath('issue', !full, 'issue_queue_full')
+  }
+  // Every local write reports to the disk health: a fault turns the write paths (issue: parent
+  // links; revoke; rotation; enrolment) unready until a write or the probe succeeds again.
+  const disk = new DiskHealth(o.dataDir, (ok, reason) => {
+    host.readiness.set(PASSPORT_DEPENDENCIES.disk, ok, reason)
+    if (ok) host.logger.info({}, 'passport data directory takes writes again')
+    else host.logger.error({ reason }, 'passport data directory refuses writes: issuance and revocation answer 503 until it recovers')
   })
-  // In a cluster every node's tokens verify here too: the other nodes' published key sets.
-  const peerKeys = new Map<string, Map<string, KeyObject>>()
-  const setPeerKeys = (node: string, keys: readonly unknown[] | undefined): void => {
-    if (node === cluster?.nodeId) return
-    if (keys === undefined) peerKeys.delete(node)
-    else peerKeys.set(node, indexJwks(keys))
-  }
-  for (const k of shared?.state.keySets ?? []) setPeerKeys(k.node, k.keys)
-  const keys: KeySource =
-    cluster === undefined
-      ? keyring.keySource
-      : {
-          async getKey(kid, signal) {
-            const own = await keyring.keySource.getKey(kid, signal)
-            if (own !== undefined) return own
-            for (const set of peerKeys.values()) {
-              const k = set.get(kid)
-              if (k !== undefined) return k
-            }
-            return undefined
-          },
-        }
-  const publishKeys = async (): Promise<void> => {
-    if (cluster === undefined) return
-    await cluster.publishKeys(keyring.jwks().keys).catch((err: unknown) => host.logger.warn({ err }, 'could not publish the key set to the cluster (retried at the next change)'))
-  }
-  const verifier = createTokenVerifier({ keys, revocations: log, clock, clockToleranceSec: o.rotation.clockToleranceSec })
-  verifierRef.current = verifier
-  const issuer = new Issuer({ iss: o.issuer, keyring, guard, log, clock, metrics: sink })
-  const policyBus = host.broadcast<PolicyEvent>(CHANNELS.policy)
-  const hub = new SseHub<RevocationFeedItem>({
-    name: 'revocations',
-    bufferPerClient: 1024,
-    maxClients: 1024,
-    onLag: 'drop-oldest',
-    replay: (last) => (/^\d+$/.test(last) ? log.since(Number(last)).map((i) => ({ id: String(i.seq), event: 'revocation', data: i })) : []),
-    signal: host.drainSignal,
-    clock,
-    metrics: sink,
-  })
-
-  const rotateListeners = new Set<(keys: KeyringSummary) => void | Promise<void>>()
-  const setEpoch = (): void => {
-    const cur = keyring.snapshot.current
-    sink.set('epoch_current', undefined, cur.epoch)
-    policyBus.publish({ type: 'epoch', current: cur.kid, epoch: cur.epoch })
-  }
-
-  function submit<T>(queue: string, job: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-    const pool = host.pool(queue)
-    let p: Promise<T>
-    try {
-      p = pool.submit(job, signal)
-    } catch (e) {
-      p = Promise.reject(e instanceof Error ? e : new Error(String(e)))
-    }
-    if (queue === CHANNELS.issue) updateIssueReadiness()
-    return p
-      .catch((e: unknown) => {
-        // The seed counts every refused try_send as a drop of that queue.
-        if (e instanceof BusyError) sink.inc('queue_dropped_total', { queue })
-        throw e
-      })
-      .finally(() => {
-        if (queue === CHANNELS.issue) updateIssueReadiness()
-      })
-  }
-
-  /**
-   * Revokes (`cascade`) or retires `jti` on the single revocation worker. The log writes the feed
-   * items durably before it applies them; only then are they published and answered.
-   */
-  async function revoke(jti: string, exp: number | undefined, cascade: boolean, signal?: AbortSignal): Promise<RevokeResult> {
-    const accepted = clock.now()
-    return submit(
-      CHANNELS.revoke,
-      async () => {
-        const started = clock.now()
-        const r = await log.revoke(jti, { exp, cascade })
-        // Publish every item written (the subtree included) to SSE followers.
-        for (const item of r.written) {
-          sink.inc('revocations_total')
-          if (!hub.closed) hub.publish({ id: String(item.seq), event: 'revocation', data: item })
-        }
-        // Passport's own verifier sees it as soon as the worker applied it.
-        sink.observe('revocation_propagation_seconds', undefined, (clock.now() - accepted) / 1000)
-        sink.observe('passport_revoke_latency_seconds', undefined, (clock.now() - started) / 1000)
-        // A revoked or retired admin token no longer holds its key in the ring. The revocation is
-        // durable already: a failure here only delays a key's retirement to the next refresh.
-        await keyring.refresh().catch((err: unknown) => host.logger.warn({ err }, 'could not recompute key retirement after a revocation'))
-        await publishKeys()
-        return { seq: r.seq, revoked: r.revoked }
-      },
-      signal,
-    )
-  }
-
-  /**
-   * Mints a token from the token `parent` (issue and attenuate): the child is adopted under its
-   * parent before it is signed (so a revocation of the parent racing this mint covers it, or the
-   * mint is refused), and its link is on disk before the token is handed out.
-   */
-  async function mintChild(parent: string, plan: Omit<SignPlan, 'prf' | 'jti'>, kind: IssueKind, signal: AbortSignal): Promise<IssuedToken> {
-    const jti = randomBytes(16).toString('base64url')
-    log.adopt(jti, parent, plan.exp)
-    try {
-      const t = await issuer.sign({ ...plan, prf: parent, jti }, kind, signal)
-      await log.persistLink(jti, parent, plan.exp)
-      // Caught by a revocation of an ancestor while it was signed: never handed out.
-      if (log.blocksMinting(jti)) throw new UnauthorizedError('parent token revoked', { details: { reason: 'revoked', field: 'token' } })
-      return t
-    } catch (e) {
-      log.abandon(jti, parent)
-      throw e
-    }
-  }
-
+  const parts = await openParts({ host, rt, guard, disk, policy, updateIssueReadiness })
+  late.parts = parts
+  late.verifier = parts.verifier
+  const sync = registrySync(host, rt, net, parts)
+  if (sync !== undefined) late.sync = sync
   const ctx: PassportContext = {
     host,
     cfg: o,
-    clock,
-    metrics: sink,
-    policy: () => host.config.get().policy,
-    keyring,
-    log,
-    nodes,
-    issuer,
-    verifier,
-    submitIssue: (job, signal) => submit(CHANNELS.issue, job, signal),
-    mintChild,
-    revoke: (jti, exp, signal) => revoke(jti, exp, true, signal),
-    async rotate() {
-      let s
-      try {
-        s = await keyring.rotate()
-      } catch (e) {
-        // The file keystore or keyring.json on a faulty disk: the rotation did not happen.
-        disk.note(e)
-        throw e
-      }
-      setEpoch()
-      await publishKeys()
-      for (const fn of [...rotateListeners]) {
-        try {
-          await fn(ringSummary(s))
-        } catch (err) {
-          host.logger.error({ err }, 'rotation listener failed')
-        }
-      }
-      return keyring.snapshot
-    },
-    hub,
-    verifyBodyToken: (token, aud) => verifier.verify(token, aud === undefined ? ANY_AUDIENCE : { audience: aud }),
+    clock: host.clock,
+    metrics: host.metrics.sink,
+    policy,
+    keyring: parts.keyring,
+    log: parts.log,
+    nodes: parts.nodes,
+    issuer: parts.issuer,
+    verifier: parts.verifier,
+    submitIssue: (job, signal) => parts.submit(CHANNELS.issue, job, signal),
+    mintChild: parts.mintChild,
+    revoke: (jti, exp, signal) => parts.revoke(jti, exp, true, signal),
+    rotate: parts.rotate,
+    hub: parts.hub,
+    verifyBodyToken: (token, aud) => parts.verifier.verify(token, aud === undefined ? ANY_AUDIENCE : { audience: aud }),
   }
-  host.routes([...tokenRoutes(ctx), ...revocationRoutes(ctx), ...keyRoutes(ctx), ...nodeKeyRoutes(ctx)])
-
+  host.routes(withPaths(host, [...tokenRoutes(ctx), ...revocationRoutes(ctx), ...keyRoutes(ctx), ...nodeKeyRoutes(ctx)]))
   host.onReload(() => {
     // The new snapshot is already in host.config; tell subscribers and re-derive what depends on it.
-    policyBus.publish({ type: 'policy', policy: host.config.get().policy })
+    parts.policyBus.publish({ type: 'policy', policy: policy() })
     updateIssueReadiness()
-    return keyring.refresh()
+    return parts.keyring.refresh()
   })
-
-  // Bus subscriber: epoch and policy events; lag is counted by the broadcast (bus_lagged_total).
-  host.supervisor.spawn(TASKS.bus, async (signal) => {
-    const sub = policyBus.subscribe()
-    try {
-      for (;;) {
-        const r = await sub.recv(signal)
-        if ('lagged' in r) host.logger.warn({ lagged: r.lagged }, 'policy subscriber lagged')
-        else if (r.value.type === 'epoch') sink.set('epoch_current', undefined, r.value.epoch)
-      }
-    } catch (e) {
-      if (!signal.aborted && !isRonError(e, 'Closed')) throw e
-    } finally {
-      sub.close()
-    }
-  })
-
-  // Key janitor: retires previous keys after their window, prunes and compacts the token tree
-  // and the revocation log. A disk fault skips a round (logged), it never ends the task.
-  host.supervisor.spawn(TASKS.janitor, async (signal) => {
-    for (;;) {
-      await clock.sleep(60_000, signal)
-      try {
-        const retired = await keyring.prune()
-        if (retired.length > 0) {
-          host.logger.info({ retired }, 'retired issuer keys')
-          await publishKeys()
-        }
-      } catch (err) {
-        disk.note(err)
-        host.logger.warn({ err }, 'could not retire issuer keys this round')
-      }
-      await log.prune().catch((err: unknown) => host.logger.warn({ err }, 'could not compact the revocation log this round'))
-    }
-  })
-
-  // Disk probe: while a disk fault holds, try a small durable write every diskProbeMs.
-  if (dir !== undefined) {
-    host.supervisor.spawn(TASKS.disk, async (signal) => {
-      for (;;) {
-        await clock.sleep(o.diskProbeMs, signal)
-        if (!disk.ok) await disk.probe()
-      }
-    })
-  }
-
-  if (o.rotation.everyMs !== undefined) {
-    const every = o.rotation.everyMs
-    host.supervisor.spawn(TASKS.rotation, async (signal) => {
-      for (;;) {
-        const since = clock.now() - (keyring.snapshot.current.activatedAt ?? clock.now())
-        await clock.sleep(Math.max(0, every - since), signal)
-        await ctx.rotate()
-        host.logger.info({ kid: keyring.snapshot.current.kid }, 'scheduled key rotation')
-      }
-    })
-  }
-
-  host.readiness.setPath('verify', true)
+  spawnPassportTasks(host, parts, disk, sync)
   updateIssueReadiness()
-  setEpoch()
+  parts.setEpoch()
   // The other nodes' revocations, links, enrolments and key sets as they change.
-  const unwatch = cluster?.watch({
-    revoked(items) {
-      for (const item of log.applyRemote(items)) {
-        sink.inc('revocations_total')
-        if (!hub.closed) hub.publish({ id: String(item.seq), event: 'revocation', data: item })
-      }
+  const unwatch = parts.cluster?.watch({
+    revoked: (items) => {
+      for (const item of parts.log.applyRemote(items)) parts.publishRevocation(item)
     },
-    linked: (links) => log.linkRemote(links),
-    enrolled: (n) => nodes.adopt(n),
-    keys: setPeerKeys,
+    linked: (links) => parts.log.linkRemote(links),
+    enrolled: (n) => parts.nodes.adopt(n),
+    keys: parts.setPeerKeys,
   })
-  if (cluster !== undefined) await cluster.publishKeys(keyring.jwks().keys)
+  if (parts.cluster !== undefined) await parts.cluster.publishKeys(parts.keyring.jwks().keys)
   host.onClose(async () => {
     unwatch?.()
-    hub.close()
-    await log.close()
+    parts.hub.close()
+    await parts.log.close()
     await kms.close?.()
   })
+  return passportObject(host, parts, policy)
+}
 
-  const service = host.service
-  const passport: PassportService = Object.assign(service, {
-    verifier,
-    keys,
-    revocations: log,
+/** The registry sync, when `registry` is configured: its state feeds the policy and the signer sets. */
+function registrySync(host: ServiceHost<ResolvedPassportConfig>, rt: PassportRuntime, net: Transport, parts: PassportParts): RegistrySync | undefined {
+  if (host.config.get().registry === undefined) return undefined
+  host.readiness.setPath('registry', false, 'registry_pending')
+  return new RegistrySync({
+    net,
+    config: () => host.config.get().registry,
+    issuer: host.config.get().issuer,
+    clock: host.clock,
+    random: rt.random ?? systemRandom,
+    metrics: host.metrics.sink,
+    logger: host.logger,
+    onState(state) {
+      parts.setPeerKeys('registry', state.keys.length === 0 ? undefined : state.keys)
+      host.metrics.sink.set('registry_version', undefined, state.version)
+      parts.policyBus.publish({ type: 'policy', policy: state.policy ?? host.config.get().policy })
+      host.logger.info({ version: state.version, policy: state.policy !== undefined, keys: state.keys.length }, 'policy and signer sets synced from the registry')
+    },
+    onHealth: (ok, reason) => host.readiness.setPath('registry', ok, reason),
+  })
+}
+
+/** The service object: the host's service plus passport's handles. */
+function passportObject(host: ServiceHost<ResolvedPassportConfig>, parts: PassportParts, policy: () => Policy | undefined): PassportService {
+  const { clock } = host
+  const { keyring, issuer } = parts
+  return Object.assign(host.service, {
+    verifier: parts.verifier,
+    keys: parts.keys,
+    revocations: parts.log,
     jwks: () => keyring.jwks(),
     keySummary: () => ringSummary(keyring.snapshot),
-    rotate: async () => ringSummary(await ctx.rotate()),
+    rotate: async () => ringSummary(await parts.rotate()),
     async mintAdminToken(req: AdminTokenRequest, signal?: AbortSignal) {
       if (req.ttlSec <= 0) throw new MalformedError('ttlSec must be positive', { details: { field: 'ttlSec' } })
-      const t = await submit(
+      const t = await parts.submit(
         CHANNELS.issue,
         (s) => issuer.sign({ sub: req.sub ?? 'admin', aud: req.aud, scope: req.scope, exp: Math.floor(clock.now() / 1000) + req.ttlSec }, 'admin', s),
         signal,
@@ -521,24 +298,94 @@ async function build(
       return t
     },
     async mintServiceToken(req: { sub: string; aud: string; scope: string[]; ttlSec: number }, signal?: AbortSignal) {
-      const policy = host.config.get().policy
-      if (policy === undefined) throw new NotReadyError('passport has no issuance policy', { details: { reason: 'no_policy' }, retryAfterMs: 1000 })
-      const ttl = Math.min(req.ttlSec, policy.maxTtlSec)
+      const p = policy()
+      if (p === undefined) throw new NotReadyError('passport has no issuance policy', { details: { reason: 'no_policy' }, retryAfterMs: 1000 })
+      const ttl = Math.min(req.ttlSec, p.maxTtlSec)
       const plan = servicePlan(req, host.config.get().serviceWriteMaxBytes)
-      return submit(
+      return parts.submit(
         CHANNELS.issue,
         (s) => issuer.sign({ sub: req.sub, aud: [req.aud], scope: plan.scope, exp: Math.floor(clock.now() / 1000) + ttl, ...(plan.caveats === undefined ? {} : { caveats: plan.caveats }) }, 'service', s),
         signal,
       )
     },
-    revoke: (jti: string, signal?: AbortSignal) => revoke(jti, undefined, true, signal),
-    retire: (jti: string, options: { exp?: number; signal?: AbortSignal } = {}) => revoke(jti, options.exp, false, options.signal),
+    revoke: (jti: string, signal?: AbortSignal) => parts.revoke(jti, undefined, true, signal),
+    retire: (jti: string, options: { exp?: number; signal?: AbortSignal } = {}) => parts.revoke(jti, options.exp, false, options.signal),
     onRotate(fn: (keys: KeyringSummary) => void | Promise<void>) {
-      rotateListeners.add(fn)
+      parts.rotateListeners.add(fn)
       return () => {
-        rotateListeners.delete(fn)
+        parts.rotateListeners.delete(fn)
       }
     },
   })
-  return passport
+}
+
+/** Names of passport's readiness dependencies. */
+export const PASSPORT_DEPENDENCIES = { kms: 'kms', policy: 'policy', keys: 'keys', disk: 'disk' } as const
+
+/** What {@link passportReadiness} reads. @internal */
+export interface ReadinessSources {
+  /** The policy in force. */
+  policy: () => Policy | undefined
+  /** The key ring's verifying keys (`undefined` until it is open). */
+  verifyingKeys: () => number | undefined
+  /** Whether local writes go to a data directory (the `disk` dependency). */
+  disk: boolean
+  /** Whether the registry sync is on (the `registry` path). */
+  registry: boolean
+}
+
+/**
+ * Passport's readiness as data (SPEC.md 3.3a, seed svc-passport): `issue` needs the KMS and a
+ * policy and is shed with the writes; `revoke` (the revocation writes) is shed with the writes;
+ * `verify` needs the key set loaded and is shed with the reads. The `kms` and `disk` dependencies
+ * are pushed (`host.readiness.set`), `policy` and `keys` computed when readiness is read.
+ * @internal
+ */
+export function passportReadiness(src: ReadinessSources): { dependencies: DependencySpec[]; paths: Record<string, PathSpec> } {
+  const D = PASSPORT_DEPENDENCIES
+  const disk = src.disk ? [D.disk] : []
+  const dependencies: DependencySpec[] = [
+    { name: D.kms, gates: 'write', ok: true },
+    { name: D.policy, gates: 'write', check: () => (src.policy() === undefined ? 'no_policy' : true) },
+    {
+      name: D.keys,
+      gates: 'read',
+      check: () => {
+        const n = src.verifyingKeys()
+        return n === undefined ? 'loading' : n > 0 ? true : 'no_keys'
+      },
+    },
+    ...(src.disk ? [{ name: D.disk, gates: 'write', ok: true } as const] : []),
+  ]
+  const paths: Record<string, PathSpec> = {
+    issue: { needs: [D.kms, D.policy, ...disk], shed: 'writes' },
+    revoke: { needs: disk, shed: 'writes' },
+    verify: { needs: [D.keys], shed: 'reads' },
+    ...(src.registry ? { registry: { needs: [], shed: 'reads' } } : {}),
+  }
+  return { dependencies, paths }
+}
+
+/** The routes a path serves: a drain sheds them with it (`readinessPath`); a 413 counts `rejected_total{reason="over_limit"}`. */
+function withPaths(host: ServiceHost<ResolvedPassportConfig>, routes: Route[]): Route[] {
+  const pathOf: Record<string, string> = {
+    '/v1/passport/issue': 'issue',
+    '/v1/passport/attenuate': 'issue',
+    '/v1/passport/token': 'issue',
+    '/v1/passport/verify': 'verify',
+    '/v1/passport/verify/batch': 'verify',
+    '/v1/passport/revoke': 'revoke',
+  }
+  return routes.map((r) => {
+    const readinessPath = r.method === 'POST' ? pathOf[r.path] : undefined
+    const handler: Route['handler'] = async (c) => {
+      try {
+        return await r.handler(c)
+      } catch (e) {
+        if (isRonError(e, 'OverLimit')) host.metrics.sink.inc('rejected_total', { reason: 'over_limit' })
+        throw e
+      }
+    }
+    return { ...r, handler, ...(readinessPath === undefined ? {} : { readinessPath }) }
+  })
 }

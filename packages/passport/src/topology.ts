@@ -28,6 +28,7 @@ export const TASKS = {
   rotation: 'rotation-scheduler',
   config: 'config-watcher',
   disk: 'disk-probe',
+  registry: 'registry-sync',
 } as const
 
 /**
@@ -50,11 +51,12 @@ export function passportTopology(o: ResolvedPassportConfig): Topology {
       { name: TASKS.rotation, count: o.rotation.everyMs === undefined ? 0 : 1, criticality: 'optional', description: 'rotates the issuer key every rotation.everyMs when configured' },
       { name: TASKS.config, count: 1, criticality: 'important', description: 'reload(): validates, swaps the policy snapshot atomically, publishes it on `policy`' },
       { name: TASKS.disk, count: o.dataDir === undefined ? 0 : 1, criticality: 'optional', description: 'while a disk fault holds, probes the data directory every diskProbeMs and turns the write paths ready again' },
+      { name: TASKS.registry, count: o.registry === undefined ? 0 : 1, criticality: 'important', description: 'reads the policy and signer sets from the registry every registry.intervalMs (jittered), under a deadline, with backoff; keeps the last good state' },
     ],
     channels: [
       { name: CHANNELS.issue, kind: 'mpsc', capacity: o.issueQueue, producers: [TASKS.listener], consumers: [TASKS.issue], overflow: 'reject-new', pool: { concurrency: o.issueWorkers } },
       { name: CHANNELS.revoke, kind: 'mpsc', capacity: o.revokeQueue, producers: [TASKS.listener], consumers: [TASKS.revoke], overflow: 'reject-new', pool: { concurrency: 1 } },
-      { name: CHANNELS.policy, kind: 'broadcast', capacity: o.policyBroadcast, producers: [TASKS.config, TASKS.listener, TASKS.rotation], consumers: [TASKS.bus], overflow: 'drop-oldest' },
+      { name: CHANNELS.policy, kind: 'broadcast', capacity: o.policyBroadcast, producers: [TASKS.config, TASKS.listener, TASKS.rotation, TASKS.registry], consumers: [TASKS.bus], overflow: 'drop-oldest' },
       { name: CHANNELS.shutdown, kind: 'watch', capacity: 1, producers: ['supervisor'], consumers: ['all tasks'], overflow: 'last-write-wins' },
       { name: CHANNELS.config, kind: 'watch', capacity: 1, producers: [TASKS.config], consumers: [TASKS.listener, TASKS.issue], overflow: 'last-write-wins' },
     ],

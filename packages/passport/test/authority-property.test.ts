@@ -65,7 +65,7 @@ describe('property: no chain of issue/attenuate/revoke/retire grows authority, a
       fc.asyncProperty(fc.array(fc.array(opArb, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 8 }), async (waves) => {
         const clock = new VirtualClock(T0)
         const transport = new MemoryTransport({ clock })
-        const passport = await createPassportService({ clock, policy: { maxTtlSec: 7200, callers: { '*': { scopes: ['*'], audiences: ['*'] } } } }, transport)
+        const passport = await createPassportService({ clock, drainReadWindowMs: 0, policy: { maxTtlSec: 7200, callers: { '*': { scopes: ['*'], audiences: ['*'] } } } }, transport)
         transport.mount('passport', passport)
         try {
           const root = await passport.mintAdminToken({ aud: [...AUDS], scope: [...ALL_SCOPES], ttlSec: 86_400 })

@@ -1,6 +1,6 @@
 import { ALL_SCOPES, MemoryTransport, type Claims } from '@ron/core'
-import { VirtualClock } from '@ron/core/testing'
-import { createMemoryKeystore, createPassportClient, createPassportService, type Kms, type PassportConfig } from '../src/index.js'
+import { VirtualClock, metricValue as readMetric } from '@ron/core/testing'
+import { createMemoryKeystore, createPassportClient, createPassportService, type Kms, type PassportServiceOptions } from '../src/index.js'
 
 /** 2027-01-15, in ms. */
 export const T0 = 1_800_000_000_000
@@ -8,10 +8,11 @@ export const T0 = 1_800_000_000_000
 export const ADMIN_POLICY = { callers: { admin: { scopes: ['*'], audiences: ['*'] } } }
 
 /** A passport on a MemoryTransport with virtual time, an admin token and a client. */
-export async function setup(config: PassportConfig = {}) {
+export async function setup(config: PassportServiceOptions = {}) {
   const clock = new VirtualClock(T0)
   const transport = new MemoryTransport({ clock })
-  const passport = await createPassportService({ clock, policy: ADMIN_POLICY, ...config }, transport)
+  const { keystore, cluster, ...data } = config
+  const passport = await createPassportService({ policy: ADMIN_POLICY, drainReadWindowMs: 0, ...data }, transport, { clock, ...(keystore === undefined ? {} : { keystore }), ...(cluster === undefined ? {} : { cluster }) })
   transport.mount('passport', passport)
   const admin = await passport.mintAdminToken({ aud: ['passport', 'storage', 'registry', 'index', 'interop'], scope: [...ALL_SCOPES], ttlSec: 30 * 86400 })
   const client = createPassportClient(transport, { token: admin.token })
@@ -88,4 +89,10 @@ export async function until(cond: () => boolean | Promise<boolean>, what: string
     await new Promise((r) => setImmediate(r))
   }
   throw new Error(`never happened: ${what}`)
+}
+
+/** The value of one series of `svc`'s metrics (a histogram: its `_count`); 0 when absent. */
+export async function metricValue(svc: { metricsText(): Promise<string> }, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await svc.metricsText()
+  return readMetric(text, name, labels) ?? readMetric(text, `${name}_count`, labels) ?? 0
 }

@@ -21,7 +21,7 @@ describe('enrolled nodes on disk', () => {
       const again = await NodeRegistry.open(clock, dir)
       expect(again.list().map((n) => n.nodeId).sort()).toEqual(ids)
       // And through the service: the same file is what a restarted passport loads.
-      p = await createPassportService({ clock, dataDir: dir, policy: ADMIN_POLICY })
+      p = await createPassportService({ clock, drainReadWindowMs: 0, dataDir: dir, policy: ADMIN_POLICY })
     } finally {
       await p?.close()
       await rm(dir, { recursive: true, force: true })

@@ -40,7 +40,7 @@ async function settleOnVirtualTime(clock: VirtualClock, p: Promise<void>): Promi
 async function build(opts: { stream?: boolean } = {}): Promise<World> {
   const clock = new VirtualClock(T0)
   const transport = new MemoryTransport({ clock })
-  const passport = await createPassportService({ clock, policy: ADMIN_POLICY }, transport)
+  const passport = await createPassportService({ clock, drainReadWindowMs: 0, policy: ADMIN_POLICY }, transport)
   transport.mount('passport', passport)
   const feed = createRevocationFeed({ transport, clock, staleAfterMs: BOUND_MS, pollIntervalMs: POLL_MS, ...opts })
   const verifier = createTokenVerifier({ keys: remoteKeySource({ transport, clock }), revocations: feed, clock })

@@ -143,7 +143,7 @@ describe('keys at rest', () => {
       // A one-year admin token ron-node signed before passport existed.
       const legacy = signToken(issuerKey, { sub: 'admin', aud: ['passport', 'storage'], scope: [...ALL_SCOPES], ttlSec: 365 * 86400 }, { clock })
       const dataDir = join(dir, 'passport')
-      const first = await createPassportService({ clock, dataDir, issuerKeyFile: join(dir, 'issuer.json'), policy: ADMIN_POLICY })
+      const first = await createPassportService({ clock, drainReadWindowMs: 0, dataDir, issuerKeyFile: join(dir, 'issuer.json'), policy: ADMIN_POLICY })
       expect(first.jwks().keys.find((k) => k.status === 'current')!.kid).toBe(issuerKey.kid)
       expect((await first.verifier.verify(legacy, { audience: 'storage', scope: 'storage:write' })).sub).toBe('admin')
       const t = await first.mintServiceToken({ sub: 'node:a', aud: 'storage', scope: ['storage:write'], ttlSec: 600 })
@@ -156,7 +156,7 @@ describe('keys at rest', () => {
       expect(keyFiles).toHaveLength(3)
       for (const f of keyFiles) expect((await stat(join(dataDir, 'keys', f))).mode & 0o777).toBe(0o600)
 
-      const second = await createPassportService({ clock, dataDir, issuerKeyFile: join(dir, 'issuer.json'), policy: ADMIN_POLICY })
+      const second = await createPassportService({ clock, drainReadWindowMs: 0, dataDir, issuerKeyFile: join(dir, 'issuer.json'), policy: ADMIN_POLICY })
       try {
         const ring = second.jwks().keys
         expect(ring.map((k) => [k.epoch, k.status])).toEqual([
@@ -261,14 +261,14 @@ describe('revocation log at rest', () => {
     const dir = await mkdtemp(join(tmpdir(), 'passport-'))
     try {
       const clock = new VirtualClock(T0)
-      const first = await createPassportService({ clock, dataDir: dir, policy: ADMIN_POLICY })
+      const first = await createPassportService({ clock, drainReadWindowMs: 0, dataDir: dir, policy: ADMIN_POLICY })
       const short = await first.mintServiceToken({ sub: 'a', aud: 'storage', scope: ['storage:write'], ttlSec: 60 })
       await first.revoke(short.jti)
       const long = await first.mintServiceToken({ sub: 'b', aud: 'storage', scope: ['storage:write'], ttlSec: 3600 })
       const { seq } = await first.revoke(long.jti)
       await first.close()
       await clock.advance(600_000)
-      const second = await createPassportService({ clock, dataDir: dir, policy: ADMIN_POLICY })
+      const second = await createPassportService({ clock, drainReadWindowMs: 0, dataDir: dir, policy: ADMIN_POLICY })
       try {
         expect(second.revocations.isRevoked(long.jti)).toBe(true)
         const lines = (await readFile(join(dir, 'revocations.jsonl'), 'utf8')).trim().split('\n')

@@ -8,7 +8,9 @@ describe('public surface', () => {
     expect(Object.keys(passport).sort()).toEqual(
       [
         'CHANNELS',
+        'PASSPORT_IMMUTABLE_KEYS',
         'PASSPORT_METRICS',
+        'PASSPORT_RUNTIME_KEYS',
         'SERVICE_ID',
         'TASKS',
         'callerPolicySchema',
@@ -24,6 +26,7 @@ describe('public surface', () => {
         'passportMinter',
         'passportTopology',
         'policySchema',
+        'registrySyncSchema',
         'prefixWithin',
         'remotePassportMinter',
         'resolvePassportConfig',

@@ -43,7 +43,7 @@ export function refusedOp(route: string, req: Pick<RonRequest, 'method' | 'url'>
 /** Audits every refusal of a registry mutation that the Committer did not see. */
 export function auditRouteRefusals(host: ServiceHost<RegistryConfig>, routes: readonly Route[], committer: Committer): void {
   for (const r of routes) if (r.method === 'POST' && OPS[r.name ?? r.path] === undefined) throw new Error(`route-audit: POST ${r.path} has no audited operation`)
-  host.onRequestError((err: RonError, route: string, req: RonRequest) => {
+  host.onError((err: RonError, route: string, req: RonRequest) => {
     if (committer.audited(err)) return
     const op = refusedOp(route, req)
     if (op === undefined) return

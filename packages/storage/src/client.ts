@@ -6,8 +6,8 @@
  * @module
  */
 
-import { IntegrityFailedError, collectBytes, createBlake3, parseAddress, throwIfError, toAddress } from '@ron/core'
-import type { Address, Transport, TransportResponse } from '@ron/core'
+import { IntegrityFailedError, collectBytes, createBlake3, parseAddress, throwIfError, toAddress } from '@ron/core/client'
+import type { Address, Transport, TransportResponse } from '@ron/core/client'
 import type { RepairPlan, RepairStatus } from './repair-state.js'
 
 /** Options of {@link createStorageClient}. */

@@ -6,7 +6,7 @@
 
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
-import { parseAddress, type Address } from '@ron/core'
+import { parseAddress, type Address } from '@ron/core/client'
 import { connectStorage, discoverService, noTokenError, precheckToken, resolveNodeUrl, resolveToken, type ClientOptions } from '../client.js'
 import { errnoText } from '../data-dir.js'
 import { CliError, ExitCode } from '../exit-codes.js'

@@ -22,11 +22,18 @@ export interface Blake3Hasher {
    * @throws {@link Error} when called twice or after `update` following `digest`.
    */
   digest(): Uint8Array
+  /**
+   * Starts over, as a fresh hasher would (also after `digest()`). Cheaper than a new hasher for
+   * many small inputs in a row (a chunk table): each native hasher object costs about 20 µs to
+   * create and collect. Returns the hasher for chaining.
+   */
+  reset(): this
 }
 
 interface NativeHasher {
   update(input: Uint8Array): unknown
   digestBuffer(): Buffer
+  reset(): void
 }
 interface NativeModule {
   blake3(input: Uint8Array): Buffer
@@ -72,13 +79,21 @@ export function blake3(data: Uint8Array): Uint8Array {
 interface HashState {
   update(input: Uint8Array): unknown
   digest(): Uint8Array
+  /** Back to the empty input; returns the state to use from now on. */
+  reset(): HashState
 }
 
-/** A hasher that may be digested once; use after `digest()` throws. */
+/** A hasher that may be digested once (until `reset()`); use after `digest()` throws. */
 class OnceHasher implements Blake3Hasher {
   #h: HashState | undefined
+  readonly #state: HashState
   constructor(h: HashState) {
     this.#h = h
+    this.#state = h
+  }
+  reset(): this {
+    this.#h = this.#state.reset()
+    return this
   }
   update(chunk: Uint8Array): this {
     if (!this.#h) throw new RonUsageError('RON_HASHER_FINISHED', 'blake3 hasher already digested')
@@ -95,11 +110,33 @@ class OnceHasher implements Blake3Hasher {
 
 function nativeHasher(mod: NativeModule): Blake3Hasher {
   const h = new mod.Blake3Hasher()
-  return new OnceHasher({ update: (c) => h.update(c), digest: () => h.digestBuffer() })
+  const state: HashState = {
+    update: (c) => h.update(c),
+    digest: () => h.digestBuffer(),
+    reset: () => {
+      h.reset()
+      return state
+    },
+  }
+  return new OnceHasher(state)
+}
+
+/** noble's hashers cannot be reset: a reset swaps in a new one behind the same state. */
+function nobleState(): HashState {
+  let h = nobleBlake3.create()
+  const state: HashState = {
+    update: (c) => h.update(c),
+    digest: () => h.digest(),
+    reset: () => {
+      h = nobleBlake3.create()
+      return state
+    },
+  }
+  return state
 }
 
 function nobleHasher(): Blake3Hasher {
-  return new OnceHasher(nobleBlake3.create())
+  return new OnceHasher(nobleState())
 }
 
 /**

@@ -192,15 +192,16 @@ export interface ServiceHost<C = unknown> {
    * throws is logged and the drain goes on.
    */
   preClose(fn: () => Promise<void> | void): void
-  /**
-   * Registers a listener called with every error answered to a request, including refusals made
-   * before the handler runs (token 401/403, admission 429, drain 503): `route` is the matched
-   * route's metric label (`route.name ?? route.path`), or `'builtin'`/`'unmatched'`. For a
-   * service that must audit refusals of its routes. Must not throw (a throw is ignored).
-   */
-  onRequestError(fn: (err: RonError, route: string, req: RonRequest) => void): void
   /** Registers service cleanup, run after the drain, in reverse registration order. */
   onClose(fn: () => Promise<void> | void): void
+  /**
+   * Registers a hook called with every error a request is answered with (refusals of the
+   * admission, limits and drain included), with the matched route's name, after the host counted
+   * it: a service counts its own refusals (`rejected_total{reason}`). Must be cheap; a hook that
+   * throws is ignored. `req` is the request (for a refusal made before routing, `route` is
+   * `'unmatched'` and the request's method and URL say what it was).
+   */
+  onError(fn: (err: RonError, route: string, req: RonRequest) => void): void
   /** The service object a factory returns (handle/fetch/dispatch/health/describe/metrics/close). */
   readonly service: RonService
 }
@@ -274,6 +275,7 @@ class Host<C> implements ServiceHost<C> {
   readonly #broadcasts = new Map<string, Broadcast<unknown>>()
   readonly #routes: Route[] = []
   readonly #closeHooks: Array<() => Promise<void> | void> = []
+  readonly #errorHooks: Array<(err: RonError, route: string, req: RonRequest) => void> = []
   readonly #abort = new AbortController()
   /** In-process requests' signals linked to {@link #abort}, released when their exchange finishes. */
   readonly #links = new WeakMap<RonRequest, LinkedSignal>()
@@ -288,7 +290,6 @@ class Host<C> implements ServiceHost<C> {
   readonly #legacyReadWindowMs: number
   readonly #listener: ListenerPolicy
   readonly #preCloseHooks: Array<() => Promise<void> | void> = []
-  readonly #errorListeners: Array<(err: RonError, route: string, req: RonRequest) => void> = []
   #handler: HttpHandler | undefined
   #state: 'running' | 'writes' | 'draining' | 'closed' = 'running'
   #closePromise: Promise<void> | undefined
@@ -449,12 +450,12 @@ class Host<C> implements ServiceHost<C> {
     this.#routes.push(...routes)
   }
 
-  onRequestError(fn: (err: RonError, route: string, req: RonRequest) => void): void {
-    this.#errorListeners.push(fn)
-  }
-
   preClose(fn: () => Promise<void> | void): void {
     this.#preCloseHooks.push(fn)
+  }
+
+  onError(fn: (err: RonError, route: string, req: RonRequest) => void): void {
+    this.#errorHooks.push(fn)
   }
 
   onClose(fn: () => Promise<void> | void): void {
@@ -557,11 +558,11 @@ class Host<C> implements ServiceHost<C> {
             queue: typeof d.queue === 'string' ? d.queue : '',
           })
         }
-        for (const fn of this.#errorListeners) {
+        for (const hook of this.#errorHooks) {
           try {
-            fn(err, route, req)
+            hook(err, route, req)
           } catch {
-            // a listener must not change the response
+            // A counting hook never changes the answer.
           }
         }
         const record = { corrId, code: err.code, method: req.method, url: req.url }

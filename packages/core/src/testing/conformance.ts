@@ -208,7 +208,9 @@ export function serviceConformance(subject: ConformanceSubject): ConformanceChec
           assert.ok(h.missing.includes('draining'))
           const write = await i.send(subject.write)
           assert.equal(write.status, 503, 'a write during the drain is refused')
-          assert.equal((await envelope(write)).code, 'Draining')
+          // Without a read window a drain with nothing in flight may be over already: Closed.
+          const writeCode = (await envelope(write)).code
+          assert.ok(readWindow ? writeCode === 'Draining' : ['Draining', 'Closed'].includes(writeCode), `the write is refused with Draining (got ${writeCode})`)
           assert.ok(write.headers['retry-after'] !== undefined, 'with Retry-After')
           if (readWindow) {
             assert.equal(h.ready, true, 'reads stay ready in the read window')

@@ -5,6 +5,7 @@ import { gzipSync } from 'node:zlib'
 import { afterEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { createHttpHandler, serve, type RonServer, type Route, type HttpLimits } from '../../src/http/index.js'
+import { VirtualClock } from '../../src/testing/index.js'
 import { expectEnvelope } from './helpers.js'
 
 const servers: RonServer[] = []
@@ -381,5 +382,58 @@ describe('serve: handler mistakes', () => {
     expect(res.statusCode).toBe(500)
     expect(res.headers['x-bad']).toBeUndefined()
     expectEnvelope(await res.body.json(), 'Internal', res.headers['x-corr-id'] as string)
+  })
+})
+
+describe('serve: socket inactivity (idleTimeoutMs)', () => {
+  const settleIo = async (): Promise<void> => {
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r))
+  }
+
+  it('destroys a socket whose request moved no byte for idleTimeoutMs, not before; close stops the sweep', async () => {
+    const clock = new VirtualClock(0)
+    const entered = deferred()
+    const never = deferred()
+    const srv = await start([{ method: 'GET', path: '/hang', public: true, handler: async () => (entered.resolve(), await never.promise, { status: 200, json: {} }) }], {}, { clock, idleTimeoutMs: 1000 })
+    const s = await rawSocket(srv)
+    const closed = untilClosed(s)
+    s.write('GET /hang HTTP/1.1\r\nHost: x\r\n\r\n')
+    await entered.promise
+    await clock.advance(1000)
+    await settleIo()
+    expect(s.destroyed).toBe(false)
+    expect(srv.connections).toBe(1)
+    // Swept every quarter of the timeout: closed within 1.25× of it.
+    await clock.advance(300)
+    expect(await closed).toBe('')
+    never.resolve()
+    await srv.close()
+    expect(clock.pending).toBe(0)
+  })
+
+  it('keeps a socket whose response keeps moving bytes, for many times idleTimeoutMs', async () => {
+    const clock = new VirtualClock(0)
+    let stop = false
+    const chunk = new TextEncoder().encode('x')
+    const body = async function* (): AsyncGenerator<Uint8Array> {
+      while (!stop) {
+        await clock.sleep(400)
+        yield chunk
+      }
+    }
+    const srv = await start([{ method: 'GET', path: '/drip', public: true, handler: () => ({ status: 200, body: body() }) }], {}, { clock, idleTimeoutMs: 1000 })
+    const s = await rawSocket(srv)
+    let received = 0
+    s.on('data', (d: Buffer) => (received += d.length))
+    s.write('GET /drip HTTP/1.1\r\nHost: x\r\n\r\n')
+    await settleIo()
+    for (let t = 0; t < 5000; t += 100) {
+      await clock.advance(100)
+      await settleIo()
+    }
+    expect(s.destroyed).toBe(false)
+    expect(srv.connections).toBe(1)
+    expect(received).toBeGreaterThan(0)
+    stop = true
   })
 })

@@ -13,6 +13,9 @@ import type { Resolver } from '../resolver.js'
 import type { RemoteNames } from '../remote-names.js'
 import type { NameRecord, NameStore } from '../store/types.js'
 import type { SignedNameRecord } from '../name-record.js'
+import type { IdempotencyCache } from '../admin.js'
+import type { TtlCache } from '../cache.js'
+import type { CachedAnswer } from '../resolver.js'
 
 /** An event on the `events` broadcast. */
 export type IndexEvent =
@@ -50,4 +53,13 @@ export interface IndexContext {
    * @throws {@link BusyError} at once when the queue is full; {@link DrainingError} once closing.
    */
   work<T>(job: (signal: AbortSignal) => Promise<T>, signal: AbortSignal): Promise<T>
+  /** The positive answer cache (its pins are the admin's). */
+  cache: TtlCache<CachedAnswer>
+  /** Answers of admin reindexes by principal and `Idempotency-Key`. */
+  idempotency: IdempotencyCache
+  /**
+   * Rebuilds what the index derives from its store (see `admin.ts`).
+   * @returns the names bound and the records signed anew.
+   */
+  reindex(signal: AbortSignal): Promise<{ names: number; resigned: number }>
 }

@@ -10,7 +10,7 @@ import type { Route, RouteContext } from '@ron/core'
 import { PEER_HEADER } from '../peer-client.js'
 import type { Resolution } from '../answer.js'
 import { parseKey, type ResolveOptions } from '../resolver.js'
-import { ROUTES } from '../topology.js'
+import { PATHS, ROUTES } from '../topology.js'
 import type { IndexContext } from './context.js'
 
 /** Default `limit` of `GET /providers/:address`. */
@@ -42,7 +42,8 @@ function fresh(ctx: RouteContext): boolean {
  * store or the peers. Cache hits never get here (see the routes).
  */
 function resolveQueued(s: IndexContext, key: string, ctx: RouteContext, o: ResolveOptions): Promise<Resolution> {
-  return s.work((signal) => s.resolver.resolve(key, { ...o, signal }), ctx.signal)
+  // The peers asked carry the request's correlation id (SPEC §4), so one lookup reads as one story.
+  return s.work((signal) => s.resolver.resolve(key, { ...o, signal, corrId: ctx.corrId }), ctx.signal)
 }
 
 /** The read routes. */
@@ -52,6 +53,7 @@ export function resolveRoutes(s: IndexContext): Route[] {
       method: 'GET',
       path: '/resolve/:key',
       name: ROUTES.resolve,
+      readinessPath: PATHS.resolve,
       // Synchronous on a cache hit: the host answers it within node's request event, with the
       // reply text kept with the cache entry; no request signal, no promise, no serialisation.
       handler: (ctx) => {
@@ -76,6 +78,7 @@ export function resolveRoutes(s: IndexContext): Route[] {
       method: 'GET',
       path: '/providers/:address',
       name: ROUTES.providers,
+      readinessPath: PATHS.resolve,
       handler: async (ctx) => {
         const startedAt = s.clock.now()
         const address = parseAddress(ctx.params.address ?? '', 'address')

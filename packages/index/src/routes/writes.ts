@@ -14,11 +14,11 @@
 import { ConflictError, ForbiddenError, MalformedError, isRonError, nameWithinPrefix, normalizeEndpoint, parseAddress } from '@ron/core'
 import type { Address, Claims, Route } from '@ron/core'
 import { nameWriteSchema, providerAnnouncementSchema, type ProviderAnnouncement } from '../contracts.js'
-import { fetchManifest } from '../manifest-fetch.js'
+import { ManifestCache, fetchManifest, type VerifiedManifest } from '../manifest-fetch.js'
 import { ANNOUNCE_REFUSALS } from '../metrics.js'
 import { signNameRecord, type SignedNameRecord } from '../name-record.js'
 import { checkName } from '../names.js'
-import type { NameState } from '../store/types.js'
+import type { NameRecord, NameState } from '../store/types.js'
 import { CHANNELS, ROUTES } from '../topology.js'
 import type { IndexContext } from './context.js'
 
@@ -58,13 +58,14 @@ export function writeRoutes(s: IndexContext): Route[] {
    * it there, with its own token (nodes never forward writes). A name this node holds (bound or
    * deleted) is homed here.
    */
-  const checkHome = async (name: string, signal: AbortSignal): Promise<void> => {
+  const checkHome = async (name: string, signal: AbortSignal): Promise<NameState> => {
+    const state: NameState = { binding: s.store.get(name), tombstone: s.store.tombstone(name) }
     // A store the cluster shares is linearizable: names have no home there.
-    if (s.store.shared === true || s.store.get(name) !== undefined || s.store.tombstone(name) !== undefined) return
+    if (s.store.shared === true || state.binding !== undefined || state.tombstone !== undefined) return state
     const home = await s.resolver.remoteHome(name, signal)
-    if (home === undefined || home.node === s.identity.id) return
+    if (home === undefined || home.node === s.identity.id) return state
     // A tombstone past its keeping time no longer holds the name.
-    if (home.manifestAddress === null && home.signedAt + s.config().tombstoneTtlSec * 1000 < s.clock.now()) return
+    if (home.manifestAddress === null && home.signedAt + s.config().tombstoneTtlSec * 1000 < s.clock.now()) return state
     throw new ConflictError(`name '${name}' is homed on node ${home.node}: write it there`, {
       details: { name, reason: 'home_elsewhere', node: home.node, home: s.nodes?.get(home.node)?.admin ?? null },
     })
@@ -81,6 +82,20 @@ export function writeRoutes(s: IndexContext): Route[] {
   }
   const sign = (name: string, manifestAddress: Address | null, seq: number, now: number): SignedNameRecord =>
     signNameRecord(s.identity, { name, manifestAddress, seq, node: s.identity.id, signedAt: now })
+  /** Manifests verified lately: binding more names to one costs no storage round trip. */
+  const verified = new ManifestCache()
+  /**
+   * The manifest at `address`, checked: the name's own binding when it is already bound to it,
+   * one verified within the last minute, or a fetch from storage (which verifies it).
+   */
+  const manifestOf = async (current: NameRecord | undefined, address: Address, signal: AbortSignal): Promise<VerifiedManifest> => {
+    const hit = verified.get(address, s.clock.now())
+    if (hit !== undefined) return hit
+    if (current?.manifestAddress === address && current.manifest !== undefined && current.manifestText !== undefined) return { manifest: current.manifest, text: current.manifestText }
+    const m = await fetchManifest(s.manifests, address, signal)
+    verified.set(address, m, s.clock.now())
+    return m
+  }
 
   return [
     {
@@ -88,31 +103,38 @@ export function writeRoutes(s: IndexContext): Route[] {
       path: '/names/:name',
       name: ROUTES.names,
       scope: 'index:write',
-      queue: CHANNELS.work,
+      queue: CHANNELS.names,
       handler: async (ctx) => {
         const name = checkName(ctx.params.name ?? '')
         checkNamePrefix(ctx.auth, name)
         const body = await ctx.json(nameWriteSchema)
         try {
           s.writable()
-          await checkHome(name, ctx.signal)
-          const { manifest, text } = await fetchManifest(s.manifests, body.manifestAddress, ctx.signal)
+          const state = await checkHome(name, ctx.signal)
+          const { manifest, text } = await manifestOf(state.binding, body.manifestAddress, ctx.signal)
+          // Signed before the write transaction, for the seq the name's state implies, so the
+          // transaction (which concurrent writes share) holds no signing; signed again inside in
+          // the rare case another write of the name came between.
+          const seq0 = nextSeq(state)
+          const at0 = s.clock.now()
+          const record0 = sign(name, body.manifestAddress, seq0, at0)
           let seq = 0
           const { previous } = await storeWrite(() =>
-            s.store.put(name, body.expectedPrevious, (state) => {
-              seq = nextSeq(state)
-              const now = s.clock.now()
-              const record = sign(name, body.manifestAddress, seq, now)
+            s.store.put(name, body.expectedPrevious, (now) => {
+              seq = nextSeq(now)
+              const at = seq === seq0 ? at0 : s.clock.now()
+              const record = seq === seq0 ? record0 : sign(name, body.manifestAddress, seq, at)
               // A directory manifest is kept by storage, not here: a binding holds its address only.
               return manifest.kind === 'dir'
-                ? { manifestAddress: body.manifestAddress, kind: 'dir', updatedAt: now, record }
-                : { manifestAddress: body.manifestAddress, manifest, manifestText: text, updatedAt: now, record }
+                ? { manifestAddress: body.manifestAddress, kind: 'dir', updatedAt: at, record }
+                : { manifestAddress: body.manifestAddress, manifest, manifestText: text, updatedAt: at, record }
             }),
           )
           s.remote.forget(name)
           s.resolver.invalidate(name)
           s.metrics.nameWrites.inc({ result: 'ok' })
-          s.metrics.names.set(s.store.count())
+          // Only a new name changes the count (counting is not free on LMDB).
+          if (previous === null) s.metrics.names.set(s.store.count())
           s.events.publish({ type: 'name:set', name, manifestAddress: body.manifestAddress, previous, seq })
           return { status: 200, json: { name, manifestAddress: body.manifestAddress, previous, seq } }
         } catch (e) {
@@ -126,7 +148,7 @@ export function writeRoutes(s: IndexContext): Route[] {
       path: '/names/:name',
       name: ROUTES.names,
       scope: 'index:write',
-      queue: CHANNELS.work,
+      queue: CHANNELS.names,
       handler: async (ctx) => {
         const name = checkName(ctx.params.name ?? '')
         checkNamePrefix(ctx.auth, name)

@@ -180,6 +180,9 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
       guard()
       return names.getCount()
     },
+    get closed() {
+      return closed
+    },
     async close() {
       if (closed) return
       closed = true

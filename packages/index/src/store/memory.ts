@@ -95,6 +95,9 @@ export function createMemoryNameStore(): NameStore {
       guard()
       return names.size
     },
+    get closed() {
+      return closed
+    },
     close: () => {
       closed = true
       names.clear()

@@ -103,4 +103,6 @@ export interface NameStore {
   count(): number
   /** Releases the store. Idempotent. */
   close(): Promise<void>
+  /** True once closed (by the service or by the store's owner): the index's `store` readiness dependency. @default unknown: treated as open */
+  readonly closed?: boolean
 }

@@ -5,7 +5,8 @@
  * @module
  */
 
-import type { NodeDirectory, Route, ServiceMetrics } from '@ron/core'
+import type { NodeDirectory, Route } from '@ron/core'
+import type { InteropMetricHandles } from '../metrics.js'
 import type { InteropContext } from '../routes/context.js'
 import { gatewayRoutes } from '../routes/gateway.js'
 import { VerifiedCache } from './cache.js'
@@ -20,25 +21,15 @@ export interface Gateway {
   reload(): void
 }
 
-/** The results of `gateway_remote_reads_total`. */
-export const REMOTE_READ_RESULTS = ['ok', 'integrity', 'failed'] as const
-
-/** Builds the gateway and registers its metrics (each at zero). */
-export function createGateway(s: InteropContext, nodes: NodeDirectory | undefined, metrics: ServiceMetrics): Gateway {
-  const remote = metrics.counter('gateway_remote_reads_total', 'Reads of an object from another node, by result: ok (verified), integrity (bytes that do not match the address, never served), failed.', ['result'])
-  for (const result of REMOTE_READ_RESULTS) remote.inc({ result }, 0)
-  const spooled = metrics.counter('gateway_spooled_total', 'Objects from another node verified through a temporary file (larger than gateway.memoryBytes).')
-  spooled.inc(0)
-  const hits = metrics.counter('gateway_cache_hits_total', 'Reads answered from the cache of verified copies.')
-  hits.inc(0)
-  const cacheBytes = metrics.gauge('gateway_cache_bytes', 'Bytes of verified copies from other nodes held in memory.')
-  cacheBytes.set(0)
-  s.metrics.inc('io_timeouts_total', { op: 'gateway.remote' }, 0)
+/** Builds the gateway on its metric handles (registered at startup with the service's table). */
+export function createGateway(s: InteropContext, nodes: NodeDirectory | undefined, m: Pick<InteropMetricHandles, 'gateway_remote_reads_total' | 'gateway_spooled_total' | 'gateway_cache_hits_total' | 'gateway_cache_bytes'>): Gateway {
+  const remote = m.gateway_remote_reads_total
+  const cacheBytes = m.gateway_cache_bytes
   const cache = new VerifiedCache(s.cfg().gateway.cacheBytes, (n) => cacheBytes.set(n))
   const reader = new ObjectReader(s, nodes, cache, {
     remote: (result) => remote.inc({ result }),
-    spooled: () => spooled.inc(),
-    cacheHit: () => hits.inc(),
+    spooled: () => m.gateway_spooled_total.inc(),
+    cacheHit: () => m.gateway_cache_hits_total.inc(),
   })
   const sites = new Sites(s, reader)
   return {

@@ -39,7 +39,8 @@ export function parseSingleRange(header: string | undefined, size: number): Rang
     return { kind: 'single', range: { start: Math.max(0, size - n), end: size - 1 } }
   }
   const start = Number(a)
-  const last = b === '' ? size - 1 : Number(b)
+  // An open range (`bytes=a-`) ends at the last byte, even of an object shorter than `a` (→ 416).
+  const last = b === '' ? Math.max(start, size - 1) : Number(b)
   if (!Number.isSafeInteger(start) || !Number.isSafeInteger(last) || last < start) return { kind: 'none' }
   if (start >= size) return { kind: 'unsatisfiable' }
   return { kind: 'single', range: { start, end: Math.min(last, size - 1) } }

@@ -14,6 +14,7 @@ import type { DedupeStore } from '../dedupe.js'
 import type { DedupeJournal } from '../dedupe-journal.js'
 import type { ServiceTokens } from '../tokens.js'
 import type { Upstreams } from '../upstream.js'
+import type { WebhookProvider } from '../webhooks/verify.js'
 
 /** Events published on the `events` broadcast (`noun:verb`). */
 export type InteropEvent =
@@ -46,8 +47,10 @@ export interface InteropContext {
   bucket(): TokenBucket | undefined
   pool: WorkPool
   events: Broadcast<InteropEvent>
-  /** The configured API-key clients (scanned in constant time, see the upload route). */
+  /** The API-key clients accepted now, configured or set by the admin (scanned in constant time, see the upload route). */
   clients(): readonly ApiKeyClient[]
+  /** The secrets a webhook provider accepts now, newest first (configured or set by the admin); undefined: not enabled. */
+  secrets(provider: WebhookProvider): readonly string[] | undefined
   /** Upload capabilities reused per client and limit (cleared on reload). */
   capabilities: CapabilityCache
   /** Uploads in flight per API-key client (single writer: the upload route). */

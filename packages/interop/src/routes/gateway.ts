@@ -113,6 +113,7 @@ export function gatewayRoutes(d: GatewayDeps): Route[] {
   const routes: Route[] = [
     {
       method: 'GET',
+      readinessPath: 'reads',
       path: '/n/:name',
       name: 'GET /n/:name',
       cors: false,
@@ -124,6 +125,7 @@ export function gatewayRoutes(d: GatewayDeps): Route[] {
     },
     {
       method: 'GET',
+      readinessPath: 'reads',
       path: '/n/:name/*path',
       name: 'GET /n/:name/*path',
       cors: false,
@@ -136,6 +138,7 @@ export function gatewayRoutes(d: GatewayDeps): Route[] {
     },
     {
       method: 'GET',
+      readinessPath: 'reads',
       path: '/o/:addr/*path',
       name: 'GET /o/:addr/*path',
       cors: false,
@@ -146,6 +149,7 @@ export function gatewayRoutes(d: GatewayDeps): Route[] {
   if (g.subdomains) {
     routes.push({
       method: 'GET',
+      readinessPath: 'reads',
       host: `:site.${domain}`,
       path: '/*path',
       name: 'GET site',

@@ -27,6 +27,7 @@ export function objectRoutes(reader: ObjectReader): Route[] {
     method,
     path: '/o/:addr',
     name: `${method} /o/:addr`,
+    readinessPath: 'reads',
     handler: (ctx) =>
       serveObject(reader, {
         address: parseAddress(ctx.params.addr ?? ''),

@@ -329,6 +329,7 @@ export function uploadRoutes(s: InteropContext): Route[] {
       name: ENDPOINT,
       // Authenticated by an API key, not a bearer token.
       public: true,
+      readinessPath: 'uploads',
       // The handler enforces the per-client limit; storage enforces the capability's maxBytes.
       bodyLimit: s.cfg().uploads.maxBytes,
       handler: (ctx) => handle(s, ctx),

@@ -22,7 +22,7 @@ import {
 import { latencyBucket } from '../audit.js'
 import { encodeReceipt } from '../receipt.js'
 import type { InteropConfig } from '../config.js'
-import { isWebhookProvider, verifyWebhook, webhookProvider, type WebhookAccepted, type WebhookFailureReason, type WebhookProvider, type WebhookRejected } from '../webhooks/verify.js'
+import { verifyWebhook, webhookProvider, type WebhookAccepted, type WebhookFailureReason, type WebhookProvider, type WebhookRejected } from '../webhooks/verify.js'
 import { admitWrite, recordOutcome, type InteropContext } from './context.js'
 
 const ENDPOINT = 'POST /webhooks/:provider'
@@ -74,7 +74,7 @@ async function handle(s: InteropContext, ctx: RouteContext): Promise<Reply> {
   const started = s.clock.now()
   const provider = webhookProvider(ctx.params.provider)
   const cfg = s.cfg()
-  const secrets = provider === undefined ? undefined : cfg.webhooks.providers[provider]?.secrets
+  const secrets = provider === undefined ? undefined : s.secrets(provider)
   if (provider === undefined || secrets === undefined) {
     const name = ctx.params.provider ?? ''
     throw new NotFoundError(`no webhook provider '${name}' is configured`, { details: { provider: name } })
@@ -230,13 +230,9 @@ export function webhookRoutes(s: InteropContext): Route[] {
       name: ENDPOINT,
       // Authenticated by the provider's signature, not a bearer token.
       public: true,
+      readinessPath: 'webhooks',
       bodyLimit: s.cfg().webhooks.maxBodyBytes,
       handler: (ctx) => handle(s, ctx),
     },
   ]
-}
-
-/** The providers a configuration enables. */
-export function configuredProviders(s: InteropContext): WebhookProvider[] {
-  return Object.keys(s.cfg().webhooks.providers).filter(isWebhookProvider)
 }

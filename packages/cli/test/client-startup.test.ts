@@ -1,0 +1,182 @@
+/**
+ * Client commands start fast (issue 24 item 5): `ron-node put` and `get` (and their `--help`)
+ * load neither server code (the service packages' entries, the config loader, the logger, etcd)
+ * nor zod schemas nor prom-client. The built binary runs with a module hook that writes every URL
+ * it loads to a file; the commands talk to a real node started in this process.
+ */
+
+import { spawn } from 'node:child_process'
+import { copyFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startNode, type RonNode } from '../src/node.js'
+import { BIN, assertBuilt } from './helpers.js'
+
+/** What a client command must not load. */
+const SERVER_ONLY = [
+  /\/node_modules\/(zod|prom-client|smol-toml|pino|etcd3|@grpc|cockatiel|@opentelemetry)\//,
+  /\/packages\/(registry|passport|index|interop)\/dist\//,
+  /\/packages\/(core|storage)\/dist\/index\.js$/,
+]
+
+let dir: string
+let node: RonNode
+let hook: string
+
+beforeAll(async () => {
+  assertBuilt()
+  dir = await mkdtemp(join(tmpdir(), 'ron-cli-startup-'))
+  // A module hook (node:module register) that appends every loaded URL to $RON_LOADED_LOG.
+  await writeFile(
+    join(dir, 'hooks.mjs'),
+    "import { appendFileSync } from 'node:fs'\nexport async function load(url, context, next) {\n  appendFileSync(process.env.RON_LOADED_LOG, url + '\\n')\n  return next(url, context)\n}\n",
+  )
+  hook = join(dir, 'register.mjs')
+  await writeFile(hook, `import { register } from 'node:module'\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)})\n`)
+  node = await startNode({ amnesia: true, portBase: 0, services: ['storage'], drainDeadlineMs: 300 })
+  await node.whenReady(AbortSignal.timeout(20_000))
+}, 60_000)
+afterAll(async () => {
+  await node?.close()
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true })
+})
+
+/** Runs the built `ron-node` with the hook; resolves with its exit code, stdout and the loaded URLs. */
+async function loaded(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; urls: string[] }> {
+  const log = join(dir, `loaded-${Math.random().toString(36).slice(2)}.txt`)
+  await writeFile(log, '')
+  const child = spawn(process.execPath, ['--import', pathToFileURL(hook).href, BIN, ...args], { env: { ...process.env, RON_LOADED_LOG: log }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  const urls = (await readFile(log, 'utf8')).split('\n').filter((u) => u !== '')
+  return { code, stdout, stderr, urls }
+}
+
+function serverModules(urls: string[]): string[] {
+  return urls.filter((u) => SERVER_ONLY.some((re) => re.test(u)))
+}
+
+describe('client commands load no server code', () => {
+  it('put and get round-trip through a node loading only the client entries', async () => {
+    const file = join(dir, 'in.txt')
+    await writeFile(file, 'fast start\n')
+    const put = await loaded(['put', file, '--node', node.admin, '--token', node.token!])
+    expect(put.code, put.stderr).toBe(0)
+    const address = put.stdout.trim()
+    expect(address).toMatch(/^b3:[0-9a-f]{64}$/)
+    // The hook saw the command run (it is not a vacuous pass): the client entries were loaded.
+    expect(put.urls.some((u) => u.endsWith('/packages/storage/dist/client.js'))).toBe(true)
+    expect(put.urls.some((u) => u.endsWith('/packages/core/dist/client.js'))).toBe(true)
+    expect(serverModules(put.urls)).toEqual([])
+
+    const out = join(dir, 'out.txt')
+    const get = await loaded(['get', address, '-o', out, '--node', node.admin, '--token', node.token!])
+    expect(get.code, get.stderr).toBe(0)
+    expect(await readFile(out, 'utf8')).toBe('fast start\n')
+    expect(serverModules(get.urls)).toEqual([])
+  })
+
+  it('a failing put (node down) loads no server code either, and --help loads no RON package at all', async () => {
+    const file = join(dir, 'down.txt')
+    await writeFile(file, 'nowhere to go\n')
+    const down = await loaded(['put', file, '--node', 'http://127.0.0.1:1', '--token', 'x'])
+    expect(down.code).toBe(6)
+    expect(down.stderr).toMatch(/^ron-node: /)
+    expect(serverModules(down.urls)).toEqual([])
+    for (const cmd of ['put', 'get']) {
+      const help = await loaded([cmd, '--help'])
+      expect(help.code).toBe(0)
+      expect(help.stdout).toMatch(new RegExp(`ron-node ${cmd} `))
+      expect(help.urls.filter((u) => /\/packages\/(?!cli\/)[a-z]+\/dist\//.test(u))).toEqual([])
+    }
+  })
+})
+
+describe('bin/ron-node.js', () => {
+  const launcher = fileURLToPath(new URL('../bin/ron-node.js', import.meta.url))
+
+  /** Runs a copy of the launcher in `pkg/bin/` (a package layout without the real build). */
+  async function run(pkg: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    await mkdir(join(pkg, 'bin'), { recursive: true })
+    await copyFile(launcher, join(pkg, 'bin', 'ron-node.js'))
+    const child = spawn(process.execPath, [join(pkg, 'bin', 'ron-node.js'), '--version'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    return { code, stdout, stderr }
+  }
+
+  it('imports dist/bin.js directly when it is there', async () => {
+    const pkg = join(dir, 'pkg-built')
+    await mkdir(join(pkg, 'dist'), { recursive: true })
+    await writeFile(join(pkg, 'package.json'), '{"type":"module"}')
+    await writeFile(join(pkg, 'dist', 'bin.js'), "process.stdout.write('ran dist ' + process.argv.slice(2).join(' '))\n")
+    const r = await run(pkg)
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toBe('ran dist --version')
+  })
+
+  it('says to build when neither the build nor the sources are there, or a package the build imports is not built', async () => {
+    const empty = join(dir, 'pkg-empty')
+    await mkdir(empty, { recursive: true })
+    await writeFile(join(empty, 'package.json'), '{"type":"module"}')
+    const r = await run(empty)
+    expect(r.code).toBe(1)
+    expect(r.stderr).toMatch(/^ron-node: the build is missing \(.*dist\/bin\.js\)\.\nron-node: run `npm run build`/)
+    const partial = join(dir, 'pkg-partial')
+    await mkdir(join(partial, 'dist'), { recursive: true })
+    await writeFile(join(partial, 'package.json'), '{"type":"module"}')
+    await writeFile(join(partial, 'dist', 'bin.js'), "import './not-built-yet.js'\n")
+    const p = await run(partial)
+    expect(p.code).toBe(1)
+    expect(p.stderr).toMatch(/^ron-node: the build is missing \(.*not-built-yet\.js/)
+  })
+})
+
+describe('npm start builds only what changed (scripts/build-stale.js)', () => {
+  const script = fileURLToPath(new URL('../../../scripts/build-stale.js', import.meta.url))
+
+  async function stale(root: string): Promise<string> {
+    const child = spawn(process.execPath, [script, '--root', root, '--dry-run'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    expect(code).toBe(0)
+    return stdout.trim()
+  }
+
+  it('names the packages whose sources are newer than their dist/, in workspace order, and nothing once built', async () => {
+    const root = join(dir, 'ws')
+    const at = (s: number): Date => new Date(Date.UTC(2026, 0, 1, 0, 0, s))
+    const file = async (path: string, t: number, text = 'x'): Promise<void> => {
+      await mkdir(join(path, '..'), { recursive: true })
+      await writeFile(path, text)
+      await utimes(path, at(t), at(t))
+    }
+    await file(join(root, 'package.json'), 0, JSON.stringify({ workspaces: ['packages/a', 'packages/b', 'packages/c', 'packages/d'] }))
+    for (const p of ['a', 'b', 'c', 'd']) await file(join(root, 'packages', p, 'package.json'), 1, JSON.stringify({ scripts: p === 'c' ? {} : { build: 'tsup' } }))
+    // a: a source edited after the build; b: built after its sources; c: no build; d: never built.
+    await file(join(root, 'packages/a/src/deep/x.ts'), 30)
+    await file(join(root, 'packages/a/dist/index.js'), 20)
+    await file(join(root, 'packages/a/dist/chunk.js'), 21)
+    await file(join(root, 'packages/b/src/x.ts'), 10)
+    await file(join(root, 'packages/b/dist/index.js'), 20)
+    await file(join(root, 'packages/c/src/x.ts'), 30)
+    await file(join(root, 'packages/d/src/x.ts'), 10)
+    expect(await stale(root)).toBe('packages/a\npackages/d')
+    await file(join(root, 'packages/a/dist/index.js'), 40)
+    await file(join(root, 'packages/a/dist/chunk.js'), 40)
+    await file(join(root, 'packages/d/dist/index.js'), 40)
+    expect(await stale(root)).toBe('up to date')
+    // A changed build config counts as a change.
+    await file(join(root, 'packages/b/tsup.config.ts'), 50)
+    expect(await stale(root)).toBe('packages/b')
+  })
+})

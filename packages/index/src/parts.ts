@@ -1,0 +1,163 @@
+/**
+ * The index's parts, built on a service host: caches, provider table, breaker table, resolver,
+ * disk gate, admin state and the route context. `service.ts` wires them, `tasks.ts` runs the
+ * janitors over them.
+ *
+ * @module
+ */
+
+import type { Broadcast, NodeDirectory, NodeIdentity, Random, ServiceHost, Transport } from '@ron/core'
+import { IdempotencyCache } from './admin.js'
+import { BreakerTable } from './breakers.js'
+import { TtlCache } from './cache.js'
+import type { ResolvedIndexConfig } from './config.js'
+import { DiskGate } from './disk-gate.js'
+import { registerIndexMetrics, type IndexMetrics } from './metrics.js'
+import { signNameRecord, type SignedNameRecord } from './name-record.js'
+import { ProviderTable } from './providers.js'
+import { RemoteNames } from './remote-names.js'
+import { Resolver, type CachedAnswer } from './resolver.js'
+import type { IndexContext, IndexEvent } from './routes/index.js'
+import type { NameRecord, NameStore } from './store/index.js'
+import { CHANNELS } from './topology.js'
+
+/**
+ * The record of a binding homed on `identity`: the stored one when it is this node's and says what
+ * the binding says, otherwise one signed now from the binding (`signedAt` = when it was written, so
+ * the signature is the same every time: Ed25519 is deterministic).
+ */
+export function recordOfBinding(identity: NodeIdentity, name: string, b: NameRecord): SignedNameRecord {
+  const r = b.record
+  if (r !== undefined && r.node === identity.id && r.name === name && r.manifestAddress === b.manifestAddress) return r
+  return signNameRecord(identity, { name, manifestAddress: b.manifestAddress, seq: r?.seq ?? 1, node: identity.id, signedAt: b.updatedAt })
+}
+
+/** Signs, in the store, every record that is not this node's (written before records were signed, or under another identity). */
+export async function signStoredRecords(store: NameStore, identity: NodeIdentity): Promise<number> {
+  return store.migrate({
+    binding: (name, b) => {
+      const r = recordOfBinding(identity, name, b)
+      return r === b.record ? undefined : { ...b, record: r }
+    },
+    tombstone: (name, t) => (t.node === identity.id && t.name === name ? undefined : signNameRecord(identity, { ...t, name, node: identity.id })),
+  })
+}
+
+/** The index's parts. */
+export interface IndexParts {
+  metrics: IndexMetrics
+  providers: ProviderTable
+  cache: TtlCache<CachedAnswer>
+  negative: TtlCache<true>
+  breakers: BreakerTable
+  events: Broadcast<IndexEvent>
+  remote: RemoteNames
+  resolver: Resolver
+  disk: DiskGate
+  idempotency: IdempotencyCache
+  /** Records not signed at start (the disk refused): the store janitor signs them once it can. */
+  unsigned: boolean
+  /** Hands a changed config to the parts that follow it (reload). */
+  reconfigure(): void
+  /** Drops the caches and the soft state (close). */
+  clear(): void
+}
+
+/** Builds the parts of an index on `host`. */
+export function indexParts(host: ServiceHost<ResolvedIndexConfig>, store: NameStore, net: Transport, random: Random, identity: NodeIdentity, nodes: NodeDirectory | undefined): IndexParts {
+  const cfg = host.config
+  const cfg0 = cfg.get()
+  const clock = host.clock
+  const metrics = registerIndexMetrics(host.metrics, cfg0.peers.targets)
+  const providers = new ProviderTable(cfg0.maxProviderRecords)
+  const cache = new TtlCache<CachedAnswer>(cfg0.cache.maxEntries)
+  const negative = new TtlCache<true>(cfg0.cache.negativeMaxEntries)
+  const breakers = new BreakerTable(clock, host.metrics.sink)
+  breakers.sync(cfg0)
+  const remote = new RemoteNames()
+  const recordOf = (name: string, b: NameRecord): SignedNameRecord => recordOfBinding(identity, name, b)
+  const idempotency = new IdempotencyCache(clock)
+  const resolver = new Resolver({ config: () => cfg.get(), store, providers, cache, negative, breakers, transport: net, clock, random, sink: host.metrics.sink, metrics, nodes, selfId: identity.id, remote, recordOf })
+  const disk = new DiskGate({ readiness: host.readiness, metrics, clock, logger: host.logger, config: () => cfg.get() })
+  return {
+    metrics,
+    providers,
+    cache,
+    negative,
+    breakers,
+    events: host.broadcast<IndexEvent>(CHANNELS.events),
+    remote,
+    resolver,
+    disk,
+    idempotency,
+    unsigned: false,
+    reconfigure() {
+      const next = cfg.get()
+      cache.resize(next.cache.maxEntries)
+      negative.resize(next.cache.negativeMaxEntries)
+      providers.resize(next.maxProviderRecords)
+    },
+    clear() {
+      remote.clear()
+      cache.clear()
+      negative.clear()
+      providers.clear()
+      idempotency.clear()
+      disk.close()
+    },
+  }
+}
+
+/** The shared state of the routes. */
+export function indexContext(host: ServiceHost<ResolvedIndexConfig>, p: IndexParts, store: NameStore, net: Transport, identity: NodeIdentity, nodes: NodeDirectory | undefined): IndexContext {
+  const cfg = host.config
+  const clock = host.clock
+  return {
+    config: () => cfg.get(),
+    resolver: p.resolver,
+    store,
+    providers: p.providers,
+    metrics: p.metrics,
+    clock,
+    events: p.events,
+    identity,
+    nodes,
+    remote: p.remote,
+    recordOf: (name, b) => recordOfBinding(identity, name, b),
+    writable: () => p.disk.writable(),
+    storeFailed: (e) => p.disk.failed(e),
+    work: (job, signal) => host.pool(CHANNELS.work).submit(job, signal),
+    cache: p.cache,
+    idempotency: p.idempotency,
+    reindex: async () => {
+      p.disk.writable()
+      let resigned = 0
+      try {
+        // A store the cluster shares keeps the record of the node that wrote each binding.
+        if (store.shared !== true) resigned = await signStoredRecords(store, identity)
+      } catch (e) {
+        p.disk.failed(e)
+        throw e
+      }
+      p.cache.clear()
+      p.negative.clear()
+      const names = store.count()
+      p.metrics.names.set(names)
+      return { names, resigned }
+    },
+    manifests: {
+      transport: net,
+      get storage() {
+        return cfg.get().storage
+      },
+      get timeoutMs() {
+        return cfg.get().storageTimeoutMs
+      },
+      get maxBytes() {
+        return cfg.get().maxManifestBytes
+      },
+      onIntegrityFail: () => p.metrics.integrityFail.inc(),
+      clock,
+    },
+  }
+}
