@@ -294,13 +294,12 @@ export const FACTORIES: Record<ServiceName, ServiceFactory> = {
           ...(signers === undefined ? {} : { signers }),
           ...own,
           ...(dataDir === undefined ? {} : { dataDir }),
-          ...(store === undefined ? {} : { store }),
-          auth: { verifier: ctx.verifier },
-          logger: ctx.logger,
-          clock: ctx.clock,
           ...cors(ctx),
-        } as unknown as Parameters<typeof reg.createRegistryService>[0],
+          drainDeadlineMs: ctx.drainDeadlineMs,
+        } as import('@ron/registry').RegistryServiceConfig,
         ctx.transport,
+        // The service contract's runtime argument (docs/service-contract.md).
+        { auth: { verifier: ctx.verifier }, logger: ctx.logger, clock: ctx.clock, ...(store === undefined ? {} : { store }) },
       )
     },
     reloadPartial: (_ctx, cfg) => cfg.registry ?? {},

@@ -146,6 +146,8 @@ export class Committer {
   readonly #queues: { proposals: BoundedQueue<Command>; approvals: BoundedQueue<Command> }
   #wake: (() => void) | undefined
   #running = false
+  /** Errors already audited here (the route-level audit skips them). */
+  readonly #audited = new WeakSet<object>()
   #closed = false
   /** The shared log (a cluster on etcd), when the store is shared. */
   readonly #shared: SharedLog | undefined
@@ -344,13 +346,20 @@ export class Committer {
           return
       }
     } catch (e) {
-      this.#audit(cmd.type, 'rejected', e)
+      // A read of a proposal is not a mutation: its 404 is no rejected write.
+      if (cmd.type !== 'get') this.#audit(cmd.type, 'rejected', e)
       cmd.done.reject(e)
     }
   }
 
+  /** True when `e` was refused by this committer and is already in the audit (`<op>_rejected`). */
+  audited(e: unknown): boolean {
+    return typeof e === 'object' && e !== null && this.#audited.has(e)
+  }
+
   #audit(op: string, result: 'accepted' | 'rejected', e?: unknown): void {
     this.#o.metrics.inc('registry_updates_total', { result: result === 'accepted' ? `${op}` : `${op}_rejected` })
+    if (typeof e === 'object' && e !== null) this.#audited.add(e)
     if (result === 'rejected') this.#o.logger.info({ op, code: isRonError(e) ? e.code : 'Internal' }, 'registry mutation rejected')
     else this.#o.logger.info({ op }, 'registry mutation accepted')
   }

@@ -1,16 +1,18 @@
 /**
- * The registry's config: ONE zod schema with every default (types derive from it), validated
- * through core's `validateConfig` (an invalid value throws a `ConfigError` naming the field).
- * Runtime objects (clock, logger, store, keys, auth) are options beside the data, never part of
- * the reloadable snapshot.
+ * The registry's config: ONE zod schema spreading core's base keys (`http.*`, `cors`,
+ * `drainDeadlineMs`, `drainReadWindowMs`: the service contract, docs/service-contract.md) with the
+ * registry's own, every default in it (types derive from it), validated through core's
+ * `validateConfig` (an invalid value throws a `ConfigError` naming the field), and the keys a
+ * reload may not change next to it. Injected objects (auth, store, keys, clock, logger) are the
+ * factory's third argument, {@link RegistryRuntime}, never part of the reloadable snapshot.
  *
  * @module
  */
 
 import type { KeyObject } from 'node:crypto'
 import { z } from 'zod'
-import { durationSchema, sizeSchema, validateConfig } from '@ron/core'
-import type { Clock, CorsOptions, HttpLimits, KeySource, Logger, Random, TokenVerifier } from '@ron/core'
+import { BASE_IMMUTABLE_KEYS, SERVICE_RUNTIME_KEYS, durationSchema, serviceBaseShape, sizeSchema, validateConfig } from '@ron/core'
+import type { ServiceRuntime } from '@ron/core'
 import { signerSetSchema } from './descriptors.js'
 import { witnessedLogSchema } from './witness.js'
 import { witnessEndpointSchema } from './witness-pusher.js'
@@ -24,6 +26,7 @@ const keyName = z.string().min(1).max(255).regex(/^[^\s+]+$/, 'a key name has no
 
 /** The registry's data config (strict; every field optional with a default). */
 export const registryConfigSchema = z.strictObject({
+  ...serviceBaseShape(),
   /** Service id: token audience, transport name, `service` metric label. */
   id: z.string().min(1).default('registry'),
   /** Reported by `/version`. @default this package's version (its package.json) */
@@ -106,8 +109,6 @@ export const registryConfigSchema = z.strictObject({
   writeReadiness: z
     .strictObject({ slowCommitMs: ms.pipe(positiveInt).default(2000), probeIntervalMs: ms.pipe(positiveInt).default(5000) })
     .default({ slowCommitMs: 2000, probeIntervalMs: 5000 }),
-  /** Drain deadline of `close()`. */
-  drainDeadlineMs: ms.pipe(z.number().int().nonnegative()).default(3000),
 })
 
 /** Config as written (every field optional; durations and sizes may be strings like `"5s"`). */
@@ -115,8 +116,13 @@ export type RegistryConfigInput = z.input<typeof registryConfigSchema>
 /** Config with every default filled in. */
 export type RegistryConfig = z.output<typeof registryConfigSchema>
 
-/** Keys that cannot change by `reload()`. */
-export const IMMUTABLE_KEYS: readonly string[] = [
+/**
+ * Keys a `reload()` may not change (dotted paths): the base's listener- and handler-shaping
+ * `http.*` keys, then the registry's identity, log layout and queue/stream capacities. A reload
+ * changing one is refused with a `ConfigError` (`details.reason: 'immutable'`).
+ */
+export const REGISTRY_IMMUTABLE_KEYS = [
+  ...BASE_IMMUTABLE_KEYS,
   'id',
   'version',
   'dataDir',
@@ -129,46 +135,51 @@ export const IMMUTABLE_KEYS: readonly string[] = [
   'segmentEntries',
   'segmentBytes',
   'sse',
-  'drainDeadlineMs',
-]
+] as const
 
-/** Runtime options beside the data config (not reloadable, not validated by the schema). */
-export interface RegistryRuntimeOptions {
-  /** Token verification for the write routes (no auth → every write answers 401). @default none */
-  auth?: { verifier?: TokenVerifier; keys?: KeySource | { keys: unknown[] } }
+/**
+ * The factory's third argument: core's {@link ServiceRuntime} (`auth`, `clock`, `random`,
+ * `logger`, `metrics`…) plus the registry's own injected objects. Not reloadable, not validated
+ * by the schema.
+ */
+export interface RegistryRuntime extends ServiceRuntime {
   /** A log store to use instead of the one `dataDir` selects (the service closes it). @default segment store in dataDir, else memory */
   store?: LogStore
   /** The log's checkpoint key (instead of `logKeyFile`). @default from logKeyFile, or generated */
   logKey?: KeyObject
   /** This node's witness key (instead of `witnessKeyFile`). @default from witnessKeyFile, or generated */
   witnessKey?: KeyObject
-  /** HTTP limits. @default core's */
-  limits?: HttpLimits
-  /** CORS. @default core's */
-  cors?: CorsOptions
-  /** @default systemClock */
-  clock?: Clock
-  /** @default systemRandom */
-  random?: Random
-  /** @default noopLogger */
-  logger?: Logger
 }
 
-/** What `createRegistryService` takes: the data config plus runtime options. */
-export type RegistryServiceConfig = RegistryConfigInput & RegistryRuntimeOptions
+/** Keys of {@link RegistryRuntime}, split out of a config that still carries them (deprecated form). */
+export const REGISTRY_RUNTIME_KEYS = [...SERVICE_RUNTIME_KEYS, 'store', 'logKey', 'witnessKey'] as const
 
-const RUNTIME_KEYS = ['auth', 'store', 'logKey', 'witnessKey', 'limits', 'cors', 'clock', 'random', 'logger'] as const
-
-/** Splits a service config into its data part and its runtime part. */
-export function splitConfig(config: RegistryServiceConfig): { data: RegistryConfigInput; runtime: RegistryRuntimeOptions } {
-  const data: Record<string, unknown> = {}
-  const runtime: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(config)) {
-    if ((RUNTIME_KEYS as readonly string[]).includes(k)) runtime[k] = v
-    else data[k] = v
-  }
-  return { data: data, runtime: runtime }
+/**
+ * Runtime objects inside the config, as `createRegistryService` took them before its third
+ * argument. Still accepted (they are split out; the runtime argument wins); each is deprecated.
+ */
+export interface DeprecatedRegistryRuntimeInConfig {
+  /** @deprecated Pass it in the runtime argument: `createRegistryService(config, transport, { auth })`. */
+  auth?: RegistryRuntime['auth']
+  /** @deprecated Pass it in the runtime argument. */
+  store?: RegistryRuntime['store']
+  /** @deprecated Pass it in the runtime argument. */
+  logKey?: RegistryRuntime['logKey']
+  /** @deprecated Pass it in the runtime argument. */
+  witnessKey?: RegistryRuntime['witnessKey']
+  /** @deprecated Pass it in the runtime argument. */
+  clock?: RegistryRuntime['clock']
+  /** @deprecated Pass it in the runtime argument. */
+  random?: RegistryRuntime['random']
+  /** @deprecated Pass it in the runtime argument. */
+  logger?: RegistryRuntime['logger']
 }
+
+/**
+ * What `createRegistryService` accepts as its first argument: the data config, and (deprecated)
+ * the runtime objects it carried before the runtime argument existed.
+ */
+export type RegistryServiceConfig = RegistryConfigInput & DeprecatedRegistryRuntimeInConfig
 
 /**
  * Validates the data config and fills in defaults.

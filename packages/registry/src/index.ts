@@ -45,8 +45,9 @@ export type {
   InclusionProofView,
   ConsistencyProofView,
 } from './client.js'
-export { registryConfigSchema, resolveConfig, IMMUTABLE_KEYS } from './config.js'
-export type { RegistryConfig, RegistryConfigInput, RegistryRuntimeOptions, RegistryServiceConfig } from './config.js'
+export { registryConfigSchema, resolveConfig, REGISTRY_IMMUTABLE_KEYS, REGISTRY_RUNTIME_KEYS } from './config.js'
+export type { RegistryConfig, RegistryConfigInput, RegistryRuntime, RegistryServiceConfig, DeprecatedRegistryRuntimeInConfig } from './config.js'
+export { REGISTRY_METRICS } from './metrics.js'
 export { registryTopology, CHANNELS, TASKS } from './topology.js'
 export type { RegistryUpdated, ProposalView, ApprovalResult, CommitResult } from './committer.js'
 export { UPDATED_EVENT } from './publisher.js'

@@ -168,6 +168,7 @@ export class WitnessPusher {
             status.error = e instanceof Error ? e.message : String(e)
             failures++
             refresh = true
+            this.#o.metrics.inc('backoff_retries_total', { op: 'witness' })
             await sleepUnlessAborted(clock, backoffDelay(failures, { baseMs: 200, capMs: Math.min(60_000, this.#o.intervalMs()) }, this.#o.random), signal)
             continue
           }

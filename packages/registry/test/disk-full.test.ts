@@ -2,7 +2,7 @@
  * A full disk (issue 20 item 3), on a real small volume: `mountTmpfs` (root on Linux) gives a
  * tmpfs that fills up for real; where it cannot mount, the same test runs with an injected ENOSPC
  * from the store. A commit that does not fit answers 503 `NotReady` `disk_full` (never 500),
- * nothing of it stays in the log, writes turn unready with the reason in `missing`, reads go on,
+ * nothing of it stays in the log, writes turn unready (`missing` names the disk, `reason` says why), reads go on,
  * and writes come back once space is freed.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -86,8 +86,9 @@ describe('registry on a full disk', () => {
     )
     expect(refused).toMatchObject({ status: 503, code: 'NotReady', retryable: true, details: { reason: 'disk_full' } })
     expect(x.svc.head().version).toBe(2)
-    expect(x.svc.health()).toMatchObject({ live: true, ready: true, writeReady: false, paths: { commit: false, read: true } })
-    expect(x.svc.health().missing).toEqual(expect.arrayContaining(['disk', 'disk_full']))
+    expect(x.svc.health()).toMatchObject({ live: true, ready: true, writeReady: false, paths: { write: false, read: true } })
+    expect(x.svc.health().missing).toEqual(['disk'])
+    expect(x.svc.health().reason).toContain('disk: disk_full')
     // Every write route sheds with the same reason; reads go on.
     await expect(x.client.propose(big(4))).rejects.toMatchObject({ status: 503, details: { reason: 'disk_full' } })
     expect(await x.client.head()).toMatchObject({ version: 2 })

@@ -73,7 +73,7 @@ describe('durability', () => {
     const report = await h.svc.verify()
     expect(report.ok).toBe(false)
     expect(report.problems.join('\n')).toMatch(/version 4/)
-    expect(h.svc.health()).toMatchObject({ ready: true, writeReady: false, paths: { commit: false, read: true } })
+    expect(h.svc.health()).toMatchObject({ ready: true, writeReady: false, paths: { write: false, read: true } })
     expect(await h.svc.metricsText()).toMatch(/registry_integrity_failures_total\{service="registry"\} [1-9]/)
     expect((await h.client.head()).version).toBe(4)
     await expect(h.client.propose(payload(9))).rejects.toMatchObject({ code: 'NotReady', status: 503 })

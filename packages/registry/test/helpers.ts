@@ -60,7 +60,7 @@ export async function harness(config: RegistryServiceConfig = {}, n = 3, m = 2):
   const clock = new VirtualClock(1_700_000_000_000)
   const issuer = createTestIssuer()
   const keys = signers(n)
-  const svc = await createRegistryService({ origin: ORIGIN, signers: setOf(keys, m), auth: { keys: issuer.keys }, clock, ...config })
+  const svc = await createRegistryService({ origin: ORIGIN, signers: setOf(keys, m), drainReadWindowMs: 0, auth: { keys: issuer.keys }, clock, ...config })
   const transport = memoryNetwork({ registry: svc })
   const client = createRegistryClient(transport, { token: issuer.mint({ scope: ALL_SCOPES }) })
   return {

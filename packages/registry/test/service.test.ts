@@ -5,6 +5,7 @@ import { signApproval } from '../src/signers.js'
 import { verifyInclusion, treeHasher, verifyConsistency } from '../src/merkle.js'
 import { verifyCheckpoint } from '../src/checkpoint.js'
 import { ORIGIN, harness, payload, setOf, signers, type Harness } from './helpers.js'
+import { logView } from '../src/log-view.js'
 
 let h: Harness
 afterEach(async () => {
@@ -35,7 +36,7 @@ describe('propose → approve → commit', () => {
     const head = await h.client.head()
     expect(head).toMatchObject({ version: 1, hash: c.hash, payloadB3: p.payloadB3, treeSize: 1, root: c.root, origin: ORIGIN })
     const e = await h.client.get(1)
-    expect(e).toMatchObject({ version: 1, payloadB3: p.payloadB3, prev: h.svc.log.genesisHash })
+    expect(e).toMatchObject({ version: 1, payloadB3: p.payloadB3, prev: logView(h.svc).genesisHash })
     expect(e.approvals.map((x) => x.signerId)).toEqual(['s1', 's2'])
 
     const p2 = await h.client.propose(payload(2))
@@ -199,8 +200,8 @@ describe('retention and proofs', () => {
     await h.svc.prune() // (the checkpoint already asked Retention to run; this is idempotent)
     // Segments [1,2] and [3,4] are covered by the checkpoint of size 5; [5,6] is not strictly
     // covered and [7] holds HEAD, so they stay although the log is over its 1-entry limit.
-    expect(h.svc.log.store.segments().map((s) => [s.first, s.last])).toEqual([[5, 6], [7, 7]])
-    expect(h.svc.log.oldest()).toBe(5)
+    expect(logView(h.svc).store.segments().map((s) => [s.first, s.last])).toEqual([[5, 6], [7, 7]])
+    expect(logView(h.svc).oldest()).toBe(5)
     expect(await h.svc.metricsText()).toMatch(/registry_pruned_segments_total\{service="registry"\} 2/)
     const gone = await rejectCode(h.client.get(3))
     expect(gone).toMatchObject({ code: 'Gone', status: 410, details: { version: 3, checkpoint: { treeSize: 5, root: cp.root } } })
@@ -307,7 +308,7 @@ describe('cached HEAD reply', () => {
       return { etag: r.headers['etag'] as string, text: await r.text() }
     }
     const empty = await read()
-    expect(JSON.parse(empty.text)).toMatchObject({ version: 0, payloadB3: null, root: h.svc.log.rootHex(0) })
+    expect(JSON.parse(empty.text)).toMatchObject({ version: 0, payloadB3: null, root: logView(h.svc).rootHex(0) })
     expect(await read()).toEqual(empty)
     for (let i = 1; i <= 5; i++) {
       const p = await h.client.propose(payload(i))
@@ -316,16 +317,16 @@ describe('cached HEAD reply', () => {
       const now = await read()
       expect(now.etag).toBe(`"${c.hash}"`)
       expect(JSON.parse(now.text)).toMatchObject({ version: i, hash: c.hash, payloadB3: p.payloadB3, root: c.root, treeSize: i, oldest: 1 })
-      expect(c.root).toBe(Buffer.from(h.svc.log.tree.root(i)).toString('hex'))
+      expect(c.root).toBe(Buffer.from(logView(h.svc).tree.root(i)).toString('hex'))
     }
     const before = await read()
     await h.svc.checkpoint()
     await h.svc.prune()
-    expect(h.svc.log.oldest()).toBeGreaterThan(1)
+    expect(logView(h.svc).oldest()).toBeGreaterThan(1)
     const after = await read()
     // Same HEAD (same ETag), but the body now names the new oldest version.
     expect(after.etag).toBe(before.etag)
-    expect(JSON.parse(after.text)).toMatchObject({ version: 5, oldest: h.svc.log.oldest() })
+    expect(JSON.parse(after.text)).toMatchObject({ version: 5, oldest: logView(h.svc).oldest() })
   })
 })
 
@@ -353,9 +354,9 @@ describe('metrics and readiness', () => {
     }
   })
 
-  it('reports read and commit paths; reload applies live settings and refuses immutable ones', async () => {
+  it('reports read and write paths; reload applies live settings and refuses immutable ones', async () => {
     h = await harness()
-    expect(h.svc.health()).toMatchObject({ ready: true, writeReady: true, paths: { commit: true, read: true } })
+    expect(h.svc.health()).toMatchObject({ ready: true, writeReady: true, paths: { write: true, read: true } })
     await h.svc.reload({ proposalTtlMs: 5000 })
     const p = await h.client.propose(payload(1))
     expect(p.expiresAt).toBe(h.clock.now() + 5000)

@@ -5,6 +5,7 @@ import { RegistryLog } from '../src/log.js'
 import { payloadB3 } from '../src/descriptors.js'
 import { createSegmentStore } from '../src/store/index.js'
 import { approve, genesisFor, harness, payload, setOf, signers, tempDir, type Harness } from './helpers.js'
+import { logView } from '../src/log-view.js'
 
 let h: Harness | undefined
 const cleanups: Array<() => Promise<void>> = []
@@ -26,18 +27,18 @@ describe('background tasks on virtual time', () => {
   it('the Checkpointor signs every checkpointIntervalMs and Retention prunes by age after it', async () => {
     h = await harness({ checkpointIntervalMs: 60_000, segmentEntries: 2, retention: { maxAgeMs: 3_600_000 } })
     await commitN(h, 5)
-    expect(h.svc.log.store.checkpoints()).toHaveLength(0)
+    expect(logView(h.svc).store.checkpoints()).toHaveLength(0)
     await h.clock.advance(60_000)
-    const cps = h.svc.log.store.checkpoints()
+    const cps = logView(h.svc).store.checkpoints()
     expect(cps.map((c) => c.treeSize)).toEqual([5])
     expect(verifyCheckpoint(cps[0]!.note, h.svc.logKey).treeSize).toBe(5)
     // Young entries stay although covered.
-    expect(h.svc.log.oldest()).toBe(1)
+    expect(logView(h.svc).oldest()).toBe(1)
     await h.clock.advance(3_600_000)
     await commitN(h, 1)
     await h.clock.advance(60_000) // next checkpoint → retention: segments [1,2] and [3,4] are old and covered
-    expect(h.svc.log.oldest()).toBe(5)
-    expect(h.svc.log.store.checkpoints().map((c) => c.treeSize)).toEqual([5, 6])
+    expect(logView(h.svc).oldest()).toBe(5)
+    expect(logView(h.svc).store.checkpoints().map((c) => c.treeSize)).toEqual([5, 6])
     expect(await h.svc.metricsText()).toMatch(/registry_checkpoints_total\{service="registry"\} 2/)
   })
 
@@ -46,7 +47,7 @@ describe('background tasks on virtual time', () => {
     await commitN(h, 1)
     await h.svc.reload({ checkpointIntervalMs: 1000 })
     await h.clock.advance(1000)
-    expect(h.svc.log.store.checkpoints().map((c) => c.treeSize)).toEqual([1])
+    expect(logView(h.svc).store.checkpoints().map((c) => c.treeSize)).toEqual([1])
   })
 })
 

@@ -7,6 +7,7 @@ import { sha256TreeHasher, verifyInclusion } from '../src/merkle.js'
 import { createRegistryService } from '../src/service.js'
 import { encodeBundle, encodeTileIndex, parseBundle, parseTilePath, tilePath, tilesOf } from '../src/tiles.js'
 import { ORIGIN, approve, harness, payload, setOf, signers, tempDir, type Harness } from './helpers.js'
+import { logView } from '../src/log-view.js'
 
 let h: Harness | undefined
 afterEach(async () => {
@@ -76,7 +77,7 @@ describe('the tiles API', () => {
       expect(checkpointTreeHash(cp)).toBe('sha256')
     }
     // Nothing was stored for them: durable checkpoints follow checkpointIntervalMs.
-    expect(h.svc.log.store.checkpoints()).toHaveLength(0)
+    expect(logView(h.svc).store.checkpoints()).toHaveLength(0)
   })
 
   it('serves hash tiles (full immutable, partial short-lived) that match the tree, and bundles of the exact leaves', async () => {
@@ -88,13 +89,13 @@ describe('the tiles API', () => {
     expect(full.headers['cache-control']).toBe('public, max-age=31536000, immutable')
     expect(full.headers['content-type']).toBe('application/octet-stream')
     expect(full.body.length).toBe(256 * 32)
-    for (let i = 0; i < 256; i++) expect(full.body.subarray(i * 32, (i + 1) * 32)).toEqual(Buffer.from(h.svc.log.tree.leafHash(i)))
+    for (let i = 0; i < 256; i++) expect(full.body.subarray(i * 32, (i + 1) * 32)).toEqual(Buffer.from(logView(h.svc).tree.leafHash(i)))
     const partial = await get(h, '/registry/tile/0/001.p/4')
     expect(partial.headers['cache-control']).toBe('public, max-age=60')
-    expect(partial.body).toEqual(Buffer.concat([4, 3, 2, 1].reverse().map((k) => Buffer.from(h!.svc.log.tree.leafHash(255 + k)))))
+    expect(partial.body).toEqual(Buffer.concat([4, 3, 2, 1].reverse().map((k) => Buffer.from(logView(h!.svc).tree.leafHash(255 + k)))))
     // Level 1 holds the root of each full level-0 tile.
     const l1 = await get(h, '/registry/tile/1/000.p/1')
-    expect(l1.body).toEqual(Buffer.from(h.svc.log.tree.root(256)))
+    expect(l1.body).toEqual(Buffer.from(logView(h.svc).tree.root(256)))
     // A narrower partial tile (an older tree size) is served too; a wider one than the tree has is not.
     expect((await get(h, '/registry/tile/0/001.p/2')).body.length).toBe(64)
     expect((await get(h, '/registry/tile/0/001.p/5')).status).toBe(404)
@@ -109,11 +110,11 @@ describe('the tiles API', () => {
     expect(leaves).toHaveLength(256)
     for (const v of [1, 100, 256]) {
       const leaf = leaves[v - 1]!
-      expect(Buffer.from(sha256TreeHasher.leaf(leaf))).toEqual(Buffer.from(h.svc.log.tree.leafHash(v - 1)))
+      expect(Buffer.from(sha256TreeHasher.leaf(leaf))).toEqual(Buffer.from(logView(h.svc).tree.leafHash(v - 1)))
       expect((await get(h, `/registry/${v}/leaf`)).body).toEqual(Buffer.from(leaf))
       // The leaf is the canonical entry; the JSON view links it and names its hash.
       const view = JSON.parse((await get(h, `/registry/${v}`)).body.toString('utf8')) as Record<string, unknown>
-      expect(view).toMatchObject({ version: v, leafIndex: v - 1, leaf: `/registry/${v}/leaf`, leafHash: Buffer.from(h.svc.log.tree.leafHash(v - 1)).toString('hex') })
+      expect(view).toMatchObject({ version: v, leafIndex: v - 1, leaf: `/registry/${v}/leaf`, leafHash: Buffer.from(logView(h.svc).tree.leafHash(v - 1)).toString('hex') })
       const entry = Object.fromEntries(Object.entries(view).filter(([k]) => !['hash', 'leafIndex', 'leafHash', 'leaf'].includes(k)))
       expect(canonicalJson(entry as never)).toBe(Buffer.from(leaf).toString('utf8'))
     }
@@ -136,7 +137,7 @@ describe('the tiles API', () => {
     const parsed = JSON.parse(Buffer.from(leaf).toString('utf8')) as Record<string, unknown>
     expect(parsed['payload']).toBeUndefined()
     expect(parsed).toMatchObject({ version: v, payloadB3: entry.payloadB3, prev: entry.prev })
-    expect(Buffer.from(sha256TreeHasher.leaf(leaf))).toEqual(Buffer.from(h.svc.log.tree.leafHash(v - 1)))
+    expect(Buffer.from(sha256TreeHasher.leaf(leaf))).toEqual(Buffer.from(logView(h.svc).tree.leafHash(v - 1)))
     const bytes = await h.client.payload(entry.payloadB3)
     expect(toAddress(blake3(bytes))).toBe(entry.payloadB3)
     expect(payloadB3(JSON.parse(Buffer.from(bytes).toString('utf8')) as never)).toBe(entry.payloadB3)
@@ -150,11 +151,11 @@ describe('the tiles API', () => {
   it('finds a leaf by its hash (hex or base64) with its inclusion proof', async () => {
     h = await harness()
     for (let i = 0; i < 5; i++) await commit(h)
-    const lh = Buffer.from(h.svc.log.tree.leafHash(2))
+    const lh = Buffer.from(logView(h.svc).tree.leafHash(2))
     for (const enc of [lh.toString('hex'), lh.toString('base64')]) {
       const p = await h.client.inclusionProofByHash(enc)
       expect(p).toMatchObject({ version: 3, leafIndex: 2, treeSize: 5 })
-      expect(verifyInclusion(sha256TreeHasher, 2, 5, lh, p.proof.map((x) => Buffer.from(x, 'hex')), h.svc.log.tree.root())).toBe(true)
+      expect(verifyInclusion(sha256TreeHasher, 2, 5, lh, p.proof.map((x) => Buffer.from(x, 'hex')), logView(h.svc).tree.root())).toBe(true)
     }
     // Not in the tree of that size, unknown, or ambiguous.
     expect((await get(h, `/registry/proof/inclusion?hash=${lh.toString('hex')}&treeSize=2`)).status).toBe(404)
@@ -168,15 +169,15 @@ describe('the tiles API', () => {
     for (let i = 0; i < 7; i++) await commit(h)
     await h.svc.checkpoint()
     await h.svc.prune() // (the checkpoint already asked Retention to run; this is idempotent)
-    expect(h.svc.log.oldest()).toBeGreaterThan(1)
+    expect(logView(h.svc).oldest()).toBeGreaterThan(1)
     const bundle = await get(h, '/registry/tile/entries/000.p/7')
     expect(bundle.status).toBe(410)
-    expect(JSON.parse(bundle.body.toString('utf8'))).toMatchObject({ error: { code: 'Gone', details: { oldest: h.svc.log.oldest() } } })
+    expect(JSON.parse(bundle.body.toString('utf8'))).toMatchObject({ error: { code: 'Gone', details: { oldest: logView(h.svc).oldest() } } })
     const tile = await get(h, '/registry/tile/0/000.p/7')
     expect(tile.status).toBe(200)
     const p = await h.client.inclusionProofByHash(tile.body.subarray(0, 32).toString('hex'))
     expect(p.version).toBe(1)
-    expect(verifyInclusion(sha256TreeHasher, 0, 7, tile.body.subarray(0, 32), p.proof.map((x) => Buffer.from(x, 'hex')), h.svc.log.tree.root())).toBe(true)
+    expect(verifyInclusion(sha256TreeHasher, 0, 7, tile.body.subarray(0, 32), p.proof.map((x) => Buffer.from(x, 'hex')), logView(h.svc).tree.root())).toBe(true)
     expect((await get(h, '/registry/1/leaf')).status).toBe(410)
   })
 })
@@ -218,10 +219,10 @@ describe('tree hash fixed at genesis', () => {
     const keys = signers(1)
     try {
       const a = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 1), treeHash: 'blake3' })
-      expect(a.log.genesis).toMatchObject({ treeHash: 'blake3', leafFormat: 'bundle' })
+      expect(logView(a).genesis).toMatchObject({ treeHash: 'blake3', leafFormat: 'bundle' })
       await a.close()
       const b = await createRegistryService({ dataDir: t.dir })
-      expect(b.log.genesis.treeHash).toBe('blake3')
+      expect(logView(b).genesis.treeHash).toBe('blake3')
       expect(parseCheckpoint(verifyNote(b.signedCheckpoint(), b.logKey).text).extensions).toEqual(['tree-hash blake3'])
       await b.close()
       await expect(createRegistryService({ dataDir: t.dir, treeHash: 'sha256' })).rejects.toSatisfy((e: unknown) => isRonError(e, 'Malformed') || (e as { name?: string }).name === 'ConfigError')

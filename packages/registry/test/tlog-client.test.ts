@@ -16,6 +16,7 @@ import { createSegmentStore } from '../src/store/segment.js'
 import { verifyTlog } from '../src/tlog-client.js'
 import { verifyLog } from '../src/verify-log.js'
 import { ORIGIN, approve, harness, payload, setOf, signers, tempDir, type Harness } from './helpers.js'
+import { logView } from '../src/log-view.js'
 
 const cleanup: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -67,7 +68,7 @@ describe('verifyTlog: the whole log from its tiles, trusting only the log key', 
     // Retention prunes what a checkpoint covers; the tree still verifies, pruned bundles are counted.
     await h.svc.checkpoint()
     await h.svc.prune()
-    expect(h.svc.log.oldest()).toBeGreaterThan(1)
+    expect(logView(h.svc).oldest()).toBeGreaterThan(1)
     await commit(h)
     const second = await verifyTlog(h.client, { logKey: h.svc.logKey, previous: { treeSize: first.treeSize, root: first.root } })
     expect(second).toMatchObject({ treeSize: 302, consistentWith: 301, pruned: 256, leaves: 46 })
@@ -128,7 +129,7 @@ describe('a log created before SHA-256 and entry bundles', () => {
     const h = await harness({ dataDir: t.dir, origin: ORIGIN, logKey, signers: setOf(keys, 2) }, 2, 2)
     cleanup.push(() => h.close())
     h.keys.splice(0, h.keys.length, ...keys)
-    expect(h.svc.log.genesis.leafFormat).toBeUndefined()
+    expect(logView(h.svc).genesis.leafFormat).toBeUndefined()
     expect((await h.client.head()).root).toBe(rootBefore)
     await commit(h)
     expect(h.svc.signedCheckpoint()).toContain('\ntree-hash blake3\n')

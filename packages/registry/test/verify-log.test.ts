@@ -7,6 +7,7 @@ import { createRegistryService } from '../src/service.js'
 import { verifyLog } from '../src/verify-log.js'
 import { initRegistrySigner } from '../src/keys.js'
 import { approve, ORIGIN, payload, setOf, signers, tempDir } from './helpers.js'
+import { logView } from '../src/log-view.js'
 
 const cleanups: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -22,7 +23,7 @@ describe('verifyLog (offline fsck)', () => {
     const { createTestIssuer, memoryNetwork } = await import('@ron/core/testing')
     const { createRegistryClient } = await import('../src/client.js')
     const issuer = createTestIssuer()
-    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2), segmentEntries: 3, auth: { keys: issuer.keys }, clock: new VirtualClock(1000) })
+    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2), segmentEntries: 3, drainReadWindowMs: 0, auth: { keys: issuer.keys }, clock: new VirtualClock(1000) })
     const transport = memoryNetwork({ registry: svc })
     const client = createRegistryClient(transport, { token: issuer.mint({ scope: ['registry:propose', 'registry:approve', 'registry:commit'] }) })
     const commit = async (p: ReturnType<typeof payload>, by: typeof keys): Promise<void> => {
@@ -68,7 +69,7 @@ describe('verifyLog (offline fsck)', () => {
     const { createTestIssuer, memoryNetwork } = await import('@ron/core/testing')
     const { createRegistryClient } = await import('../src/client.js')
     const issuer = createTestIssuer()
-    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2), segmentEntries: 2, retention: { maxEntries: 1 }, auth: { keys: issuer.keys }, clock: new VirtualClock(1000) })
+    const svc = await createRegistryService({ dataDir: t.dir, origin: ORIGIN, signers: setOf(keys, 2), segmentEntries: 2, retention: { maxEntries: 1 }, drainReadWindowMs: 0, auth: { keys: issuer.keys }, clock: new VirtualClock(1000) })
     const transport = memoryNetwork({ registry: svc })
     const client = createRegistryClient(transport, { token: issuer.mint({ scope: ['registry:propose', 'registry:approve', 'registry:commit'] }) })
     const commit = async (p: ReturnType<typeof payload>, by: typeof keys): Promise<void> => {
@@ -81,7 +82,7 @@ describe('verifyLog (offline fsck)', () => {
     await svc.checkpoint()
     await commit(payload(7), next)
     await svc.prune()
-    expect(svc.log.oldest()).toBe(7) // [1,2], [3,4], [5,6] covered by the checkpoint of size 6
+    expect(logView(svc).oldest()).toBe(7) // [1,2], [3,4], [5,6] covered by the checkpoint of size 6
     await svc.close()
     await transport.close()
     const report = await verifyLog(t.dir)

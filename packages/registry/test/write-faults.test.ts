@@ -258,8 +258,9 @@ describe('the service on an injected disk fault', () => {
       code: 'NotReady',
       details: { reason: 'read_only' },
     })
-    expect(h.svc.health()).toMatchObject({ live: true, ready: true, writeReady: false, paths: { commit: false, read: true } })
-    expect(h.svc.health().missing).toContain('read_only')
+    expect(h.svc.health()).toMatchObject({ live: true, ready: true, writeReady: false, paths: { write: false, read: true } })
+    expect(h.svc.health().missing).toContain('disk')
+    expect(h.svc.health().reason).toContain('disk: read_only')
     await expect(h.client.propose(payload(3))).rejects.toMatchObject({ status: 503, details: { reason: 'read_only' } })
     await expect(h.svc.checkpoint()).rejects.toMatchObject({ code: 'NotReady', details: { reason: 'read_only' } })
     expect((await h.client.head()).version).toBe(1)
@@ -275,7 +276,8 @@ describe('the service on an injected disk fault', () => {
     }
     await vi.waitFor(() => expect(hits('.probe', 'sync')).toBeGreaterThan(0))
     expect(h.svc.health()).toMatchObject({ live: true, writeReady: false })
-    expect(h.svc.health().missing).toContain('read_only')
+    expect(h.svc.health().missing).toContain('disk')
+    expect(h.svc.health().reason).toContain('disk: read_only')
     expect(await h.svc.metricsText()).not.toMatch(/tasks_panicked_total\{kind="checkpointor"[^}]*\} [1-9]/)
     fault.faults.clear()
     await vi.waitFor(async () => {

@@ -198,9 +198,10 @@ export interface ServiceHost<C = unknown> {
    * Registers a hook called with every error a request is answered with (refusals of the
    * admission, limits and drain included), with the matched route's name, after the host counted
    * it: a service counts its own refusals (`rejected_total{reason}`). Must be cheap; a hook that
-   * throws is ignored.
+   * throws is ignored. `req` is the request (for a refusal made before routing, `route` is
+   * `'unmatched'` and the request's method and URL say what it was).
    */
-  onError(fn: (err: RonError, route: string) => void): void
+  onError(fn: (err: RonError, route: string, req: RonRequest) => void): void
   /** The service object a factory returns (handle/fetch/dispatch/health/describe/metrics/close). */
   readonly service: RonService
 }
@@ -274,7 +275,7 @@ class Host<C> implements ServiceHost<C> {
   readonly #broadcasts = new Map<string, Broadcast<unknown>>()
   readonly #routes: Route[] = []
   readonly #closeHooks: Array<() => Promise<void> | void> = []
-  readonly #errorHooks: Array<(err: RonError, route: string) => void> = []
+  readonly #errorHooks: Array<(err: RonError, route: string, req: RonRequest) => void> = []
   readonly #abort = new AbortController()
   /** In-process requests' signals linked to {@link #abort}, released when their exchange finishes. */
   readonly #links = new WeakMap<RonRequest, LinkedSignal>()
@@ -453,7 +454,7 @@ class Host<C> implements ServiceHost<C> {
     this.#preCloseHooks.push(fn)
   }
 
-  onError(fn: (err: RonError, route: string) => void): void {
+  onError(fn: (err: RonError, route: string, req: RonRequest) => void): void {
     this.#errorHooks.push(fn)
   }
 
@@ -559,7 +560,7 @@ class Host<C> implements ServiceHost<C> {
         }
         for (const hook of this.#errorHooks) {
           try {
-            hook(err, route)
+            hook(err, route, req)
           } catch {
             // A counting hook never changes the answer.
           }

@@ -14,7 +14,10 @@ import { writeRoutes } from './writes.js'
 export type { RouteDeps } from './context.js'
 export { DEADLINE_HEADER, approveBodySchema, commitBodySchema, proposeBodySchema, supersedeBodySchema } from './writes.js'
 
-/** Every route, static paths before `/registry/:version`. */
+/**
+ * Every route, static paths before `/registry/:version`, each on its readiness path (SPEC 3.3a):
+ * mutations on `write` (shed first), reads on `read` (served through a drain's read window).
+ */
 export function registryRoutes(d: RouteDeps): Route[] {
-  return [...writeRoutes(d), ...tileRoutes(d), ...readRoutes(d)]
+  return [...writeRoutes(d), ...tileRoutes(d), ...readRoutes(d)].map((r) => ({ ...r, readinessPath: r.method === 'GET' || r.method === 'HEAD' ? 'read' : 'write' }))
 }

@@ -126,6 +126,11 @@ class MemoryStore implements LogStore {
     return Promise.resolve()
   }
 
+  /** True once `close()` was called (false on an object that only inherits from a store). */
+  get closed(): boolean {
+    return #closed in this && this.#closed
+  }
+
   close(): Promise<void> {
     this.#closed = true
     return Promise.resolve()

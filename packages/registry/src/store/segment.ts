@@ -487,6 +487,11 @@ class SegmentStore implements LogStore {
     }
   }
 
+  /** True once `close()` was called (false on an object that only inherits from a store). */
+  get closed(): boolean {
+    return #closed in this && this.#closed
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true

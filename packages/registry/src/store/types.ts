@@ -121,4 +121,6 @@ export interface LogStore {
   probe(): Promise<void>
   /** Releases files. Idempotent. */
   close(): Promise<void>
+  /** True once `close()` was called: the registry's `log` readiness dependency reads it (a store without it counts as open). */
+  readonly closed?: boolean
 }
