@@ -20,6 +20,7 @@ import {
   staticKeySource,
   systemClock,
   type Clock,
+  type CorsConfig,
   type HttpHandler,
   type IssuerKey,
   type Jwk,
@@ -46,9 +47,9 @@ import { NodeTransport } from './node-transport.js'
 import { PeerDirectory, normalizeUrl, passportEnrolments } from './peers.js'
 import { adminHosts } from './host-check.js'
 import { PinStore } from './pins.js'
-import { CREATE_AFTER, CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
+import { CREATE_AFTER, CREATE_ORDER, FACTORIES, creationError, type NodeHttpLimits, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
 
-export type { NodeReloadable, NodeStorageOptions } from './services.js'
+export type { NodeBase, NodeHttpLimits, NodeReloadable, NodeStorageOptions } from './services.js'
 import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, portFor, type ServiceName } from './ports.js'
 import { cliVersion } from './version.js'
 
@@ -91,8 +92,21 @@ export interface StartNodeOptions {
   etcd?: EtcdSettings
   /** How long start waits for peers it has never seen to answer `/status`. @default 10000 */
   peerWaitMs?: number
-  /** How long shutdown lets in-flight requests finish. @default 3000 */
+  /** How long shutdown lets in-flight requests finish: every hosted service's `drainDeadlineMs` unless its section sets one. @default 3000 */
   drainDeadlineMs?: number
+  /** The read window of every hosted service's drain (`drainReadWindowMs`) unless its section sets one. @default each service's (250 ms) */
+  drainReadWindowMs?: number
+  /**
+   * HTTP limits (core's base `http.*` keys, SPEC §4) of every hosted service; a service's own
+   * `http` section (`storage.http`, `config.passport.http`, …) wins key by key. @default {} (each service's defaults)
+   */
+  http?: NodeHttpLimits
+  /**
+   * CORS of every hosted service: reads from `readOrigins` (default `*`), writes from the node's
+   * admin origin (the dashboard) plus `writeOrigins`; a service's own `cors` section adds to it.
+   * @default reads from anywhere, writes from the admin origin only
+   */
+  cors?: CorsConfig
   /** Lifetime of a newly minted admin token, in seconds. @default 2592000 (30 days) */
   adminTokenTtlSec?: number
   /** How often the running node checks its admin token (renewed under 10 days left or after a key rotation). @default 60000 */
@@ -100,7 +114,7 @@ export interface StartNodeOptions {
   /** Storage settings. @default {} */
   storage?: NodeStorageOptions
   /** Each other service's own config section (passport, registry, index, interop), passed through. @default {} */
-  config?: Omit<NodeReloadable, 'storage'>
+  config?: Pick<NodeReloadable, 'passport' | 'registry' | 'index' | 'interop'>
   /**
    * Where `reload()` re-reads the configuration (the CLI re-reads its file and environment); the
    * partial given to `reload()` is applied on top. @default the settings given at start
@@ -186,6 +200,10 @@ export interface RonNode extends NodeSummary {
 function parseReloadBody(body: unknown): NodeReloadable {
   const parsed = validateConfig(reloadableConfigSchema, body ?? {})
   const sections: NodeReloadable = {}
+  if (parsed.http !== undefined) sections.http = Object.fromEntries(Object.entries(parsed.http).filter(([, v]) => v !== undefined))
+  if (parsed.cors !== undefined) sections.cors = Object.fromEntries(Object.entries(parsed.cors).filter(([, v]) => v !== undefined))
+  if (parsed.drainDeadline !== undefined) sections.drainDeadlineMs = parsed.drainDeadline
+  if (parsed.drainReadWindow !== undefined) sections.drainReadWindowMs = parsed.drainReadWindow
   for (const k of ['passport', 'registry', 'index', 'interop'] as const) if (parsed[k] !== undefined) sections[k] = parsed[k]
   if (parsed.storage === undefined) return sections
   const { repair, ...rest } = parsed.storage
@@ -418,11 +436,18 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       tokens: createTokenProvider({ minter: serviceMinter, clock }),
       peers,
       logger,
-      drainDeadlineMs,
       clock,
       url: (name) => slots.find((s) => s.name === name)?.url ?? '',
       hosted: new Set(wanted),
-      config: { ...(options.config ?? {}), ...(options.storage === undefined ? {} : { storage: options.storage }) },
+      config: {
+        ...(options.config ?? {}),
+        ...(options.storage === undefined ? {} : { storage: options.storage }),
+        // The node's base keys: every hosted service's defaults (docs/service-contract.md §8).
+        drainDeadlineMs,
+        ...(options.drainReadWindowMs === undefined ? {} : { drainReadWindowMs: options.drainReadWindowMs }),
+        ...(options.http === undefined ? {} : { http: options.http }),
+        ...(options.cors === undefined ? {} : { cors: options.cors }),
+      },
       writeOrigins: [new URL(adminUrl).origin],
       file: (...parts) => (layout === undefined ? undefined : join(layout.root, ...parts)),
       ...(etcd === undefined ? {} : { etcd }),
@@ -502,17 +527,18 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   async function reload(partial: NodeReloadable = {}): Promise<ReloadResult> {
     const run = async (): Promise<ReloadResult> => {
       if (reloadCtx === undefined) throw new CliError('the node is still starting')
-      const base: NodeReloadable = options.reloadSource === undefined ? reloadCtx.config : await options.reloadSource()
+      const source: NodeReloadable = options.reloadSource === undefined ? reloadCtx.config : await options.reloadSource()
+      // The drain deadline is a start setting (--drain-deadline) unless the source gives one.
+      const base: NodeReloadable = { drainDeadlineMs, ...source }
       const cfg: NodeReloadable = {
         ...base,
         ...partial,
+        http: { ...(base.http ?? {}), ...(partial.http ?? {}) },
         storage: { ...(base.storage ?? {}), ...(partial.storage ?? {}), repair: { ...(base.storage?.repair ?? {}), ...(partial.storage?.repair ?? {}) } },
       }
       const reloaded: string[] = []
       for (const h of hosted) {
-        const factory = FACTORIES[h.name as ServiceName]
-        if (factory.reloadPartial === undefined) continue
-        await h.service.reload(factory.reloadPartial(reloadCtx, cfg))
+        await h.service.reload(FACTORIES[h.name as ServiceName].reloadPartial(reloadCtx, cfg))
         reloaded.push(h.name)
       }
       reloadCtx.config = cfg
