@@ -456,7 +456,8 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     const attach = (slot: (typeof slots)[number], service: RonService): void => {
       slot.service = service
       memory.mount(slot.name, service)
-      slot.listener.attach(service.handle)
+      // The service's listener policy (timeouts, connection caps, intake stop), TLS or not.
+      slot.listener.attach(service.handle, service.listener)
       hosted.push({ name: slot.name, url: slot.url, service, listener: slot.listener })
       logger.info({ service: slot.name, url: slot.url }, 'service listening')
     }
