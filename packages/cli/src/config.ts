@@ -161,9 +161,9 @@ export const storageConfigSchema = z
     writeQuorum: positiveInt.optional(),
     /** Repair pacing. */
     repair: repairConfigSchema.default({}),
-    /** Storage's own HTTP limits (`[storage.http]`), over the node's `[http]` key by key. @default the node's */
+    /** HTTP limits (core's base `http.*` keys): at node level (`[http]`) for every hosted service; in a service's section (`[storage.http]`, `[passport.http]`, …) for it alone, key by key over the node's. @default each service's */
     http: nodeHttpConfigSchema.optional(),
-    /** Storage's own CORS (`[storage.cors]`), added to the node's `[cors]`. @default the node's */
+    /** CORS (`[cors]`): reads from `readOrigins` (default `*`), writes from the admin origin plus `writeOrigins`; a service's own `cors` adds to the node's. @default reads from anywhere */
     cors: nodeCorsConfigSchema.optional(),
     /** Storage's own drain deadline. @default the node's `drainDeadline` */
     drainDeadlineMs: durationSchema.optional(),
@@ -261,9 +261,9 @@ export const nodeConfigSchema = z
     drainDeadline: durationSchema.default(3000),
     /** The read window of every hosted service's drain (writes unready, reads still served) unless its section sets one. @default "250ms" */
     drainReadWindow: durationSchema.optional(),
-    /** HTTP limits of every hosted service (`[http]`); a service's `[<service>.http]` wins key by key. @default each service's */
+    /** HTTP limits (core's base `http.*` keys): at node level (`[http]`) for every hosted service; in a service's section (`[storage.http]`, `[passport.http]`, …) for it alone, key by key over the node's. @default each service's */
     http: nodeHttpConfigSchema.optional(),
-    /** CORS of every hosted service (`[cors]`): reads from `readOrigins`, writes from the admin origin plus `writeOrigins`. @default reads from anywhere */
+    /** CORS (`[cors]`): reads from `readOrigins` (default `*`), writes from the admin origin plus `writeOrigins`; a service's own `cors` adds to the node's. @default reads from anywhere */
     cors: nodeCorsConfigSchema.optional(),
     /** Lifetime of a newly minted admin token. @default "30d" */
     adminTokenTtl: durationSchema.default(30 * 86_400_000),
@@ -285,17 +285,9 @@ export const nodeConfigSchema = z
  * in a config file (`{"storage": {"maxObjectBytes": "1GiB"}}`).
  */
 export const reloadableConfigSchema = z
-  .object({
-    http: nodeHttpConfigSchema.optional(),
-    cors: nodeCorsConfigSchema.optional(),
-    drainDeadline: durationSchema.optional(),
-    drainReadWindow: durationSchema.optional(),
-    storage: storageConfigSchema.optional(),
-    passport: section.optional(),
-    registry: section.optional(),
-    index: section.optional(),
-    interop: section.optional(),
-  })
+  // One line: docs/configuration.test.ts reads the key docs of nodeConfigSchema above, and a key written undocumented here would make them ambiguous.
+  // prettier-ignore
+  .object({ http: nodeHttpConfigSchema.optional(), cors: nodeCorsConfigSchema.optional(), drainDeadline: durationSchema.optional(), drainReadWindow: durationSchema.optional(), storage: storageConfigSchema.optional(), passport: section.optional(), registry: section.optional(), index: section.optional(), interop: section.optional() })
   .strict()
 
 /** The validated node configuration (durations in ms, sizes in bytes). */
