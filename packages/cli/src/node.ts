@@ -32,15 +32,14 @@ import {
   type RevocationCheck,
   type TokenProvider,
   type TokenVerifier,
-  validateConfig,
 } from '@ron/core'
-import { reloadableConfigSchema } from './config.js'
 import { EtcdCoordinator, type EtcdSettings } from './coordination/etcd.js'
 import { createAdminHandler, notReadyHandler, type HostedService } from './admin.js'
 import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { startAdminToken, type AdminToken } from './node/admin-token.js'
 import { loadNodeKeys } from './node/keys.js'
+import { createNodeReloader, parseReloadBody, type ReloadResult } from './node/reload.js'
 import { ADMIN_TOKEN_TTL_SEC } from './keys.js'
 import { listen, loadTls, type Listener, type RequestHandler, type TlsFiles } from './listener.js'
 import { NodeTransport } from './node-transport.js'
@@ -49,6 +48,7 @@ import { adminHosts } from './host-check.js'
 import { PinStore } from './pins.js'
 import { CREATE_AFTER, CREATE_ORDER, FACTORIES, creationError, type NodeHttpLimits, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
 
+export type { ReloadResult } from './node/reload.js'
 export type { NodeBase, NodeHttpLimits, NodeReloadable, NodeStorageOptions } from './services.js'
 import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, portFor, type ServiceName } from './ports.js'
 import { cliVersion } from './version.js'
@@ -142,12 +142,6 @@ export interface NodeSummary {
   dataDir?: string
 }
 
-/** What a reload did. */
-export interface ReloadResult {
-  /** Services whose config was reloaded. */
-  reloaded: string[]
-}
-
 /** A running node. */
 export interface RonNode extends NodeSummary {
   /** The issuer key id tokens of this node carry in their `kid`. */
@@ -191,25 +185,6 @@ export interface RonNode extends NodeSummary {
   /** Runs the shutdown sequence (SPEC.md 3.3) within the drain deadline. Idempotent. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
-}
-
-/**
- * A reload request body (config-file spelling) → {@link NodeReloadable}.
- * @throws ConfigError (400 `Malformed`) naming the offending field.
- */
-function parseReloadBody(body: unknown): NodeReloadable {
-  const parsed = validateConfig(reloadableConfigSchema, body ?? {})
-  const sections: NodeReloadable = {}
-  if (parsed.http !== undefined) sections.http = Object.fromEntries(Object.entries(parsed.http).filter(([, v]) => v !== undefined))
-  if (parsed.cors !== undefined) sections.cors = Object.fromEntries(Object.entries(parsed.cors).filter(([, v]) => v !== undefined))
-  if (parsed.drainDeadline !== undefined) sections.drainDeadlineMs = parsed.drainDeadline
-  if (parsed.drainReadWindow !== undefined) sections.drainReadWindowMs = parsed.drainReadWindow
-  for (const k of ['passport', 'registry', 'index', 'interop'] as const) if (parsed[k] !== undefined) sections[k] = parsed[k]
-  if (parsed.storage === undefined) return sections
-  const { repair, ...rest } = parsed.storage
-  const storage: NodeStorageOptions = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))
-  const r = Object.fromEntries(Object.entries({ intervalMs: repair.interval, bytesPerSec: repair.bytesPerSec, burst: repair.burst }).filter(([, v]) => v !== undefined))
-  return { ...sections, storage: Object.keys(r).length > 0 ? { ...storage, repair: r } : storage }
 }
 
 /** The `node:http` listener of a handler. */
@@ -302,7 +277,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let feed: RevocationFeed | undefined
   let etcd: EtcdCoordinator | undefined
   let reloadCtx: ServiceContext | undefined
-  let reloading: Promise<unknown> = Promise.resolve()
+  const reload = createNodeReloader({ hosted: () => hosted, context: () => reloadCtx, source: options.reloadSource, drainDeadlineMs, logger })
 
   const shutdown = async (): Promise<void> => {
     accepting = false
@@ -525,31 +500,6 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     throw e
   }
 
-  async function reload(partial: NodeReloadable = {}): Promise<ReloadResult> {
-    const run = async (): Promise<ReloadResult> => {
-      if (reloadCtx === undefined) throw new CliError('the node is still starting')
-      const source: NodeReloadable = options.reloadSource === undefined ? reloadCtx.config : await options.reloadSource()
-      // The drain deadline is a start setting (--drain-deadline) unless the source gives one.
-      const base: NodeReloadable = { drainDeadlineMs, ...source }
-      const cfg: NodeReloadable = {
-        ...base,
-        ...partial,
-        http: { ...(base.http ?? {}), ...(partial.http ?? {}) },
-        storage: { ...(base.storage ?? {}), ...(partial.storage ?? {}), repair: { ...(base.storage?.repair ?? {}), ...(partial.storage?.repair ?? {}) } },
-      }
-      const reloaded: string[] = []
-      for (const h of hosted) {
-        await h.service.reload(FACTORIES[h.name as ServiceName].reloadPartial(reloadCtx, cfg))
-        reloaded.push(h.name)
-      }
-      reloadCtx.config = cfg
-      logger.info({ reloaded }, 'config reloaded')
-      return { reloaded }
-    }
-    const next = reloading.then(run, run)
-    reloading = next.catch(() => undefined)
-    return next
-  }
   const summary: NodeSummary = {
     nodeId,
     admin: advertisedUrl(admin.url, options.advertise),
