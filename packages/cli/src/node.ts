@@ -21,7 +21,6 @@ import {
   systemClock,
   type Clock,
   type CorsConfig,
-  type HttpHandler,
   type IssuerKey,
   type Jwk,
   type Logger,
@@ -34,14 +33,15 @@ import {
   type TokenVerifier,
 } from '@ron/core'
 import { EtcdCoordinator, type EtcdSettings } from './coordination/etcd.js'
-import { createAdminHandler, notReadyHandler, type HostedService } from './admin.js'
+import { createAdminHandler, type HostedService } from './admin.js'
 import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { startAdminToken, type AdminToken } from './node/admin-token.js'
 import { loadNodeKeys } from './node/keys.js'
+import { advertisedUrl, attachService, bindAdminListener, bindServiceListeners, closeServiceSlots, handlerOf, type ServiceSlot } from './node/listeners.js'
 import { createNodeReloader, parseReloadBody, type ReloadResult } from './node/reload.js'
 import { ADMIN_TOKEN_TTL_SEC } from './keys.js'
-import { listen, loadTls, type Listener, type RequestHandler, type TlsFiles } from './listener.js'
+import { loadTls, type Listener, type TlsFiles } from './listener.js'
 import { NodeTransport } from './node-transport.js'
 import { PeerDirectory, normalizeUrl, passportEnrolments } from './peers.js'
 import { adminHosts } from './host-check.js'
@@ -49,8 +49,9 @@ import { PinStore } from './pins.js'
 import { CREATE_AFTER, CREATE_ORDER, FACTORIES, creationError, type NodeHttpLimits, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
 
 export type { ReloadResult } from './node/reload.js'
+export { advertisedUrl } from './node/listeners.js'
 export type { NodeBase, NodeHttpLimits, NodeReloadable, NodeStorageOptions } from './services.js'
-import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, portFor, type ServiceName } from './ports.js'
+import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, type ServiceName } from './ports.js'
 import { cliVersion } from './version.js'
 
 /** Options of {@link startNode}. */
@@ -187,25 +188,6 @@ export interface RonNode extends NodeSummary {
   [Symbol.asyncDispose](): Promise<void>
 }
 
-/** The `node:http` listener of a handler. */
-function handlerOf(h: HttpHandler): RequestHandler {
-  return (req, res) => h.handle(req, res)
-}
-
-/** How long a listener lets responses finish after its service has closed. */
-const LISTENER_GRACE_MS = 250
-
-/** The URL a listener is reached at: the advertised host (or `scheme://host`) with the bound port. */
-export function advertisedUrl(boundUrl: string, advertise: string | undefined): string {
-  if (advertise === undefined) return boundUrl
-  const port = new URL(boundUrl).port
-  const scheme = new URL(boundUrl).protocol
-  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(advertise) ? advertise : `${scheme}//${advertise.includes(':') && !advertise.startsWith('[') ? `[${advertise}]` : advertise}`
-  const u = new URL(withScheme)
-  u.port = port
-  return u.href.replace(/\/+$/, '')
-}
-
 /**
  * Starts a node: prepares and locks the data directory, binds every listener (each answers 503
  * `NotReady` until its service is attached, the admin listener answers `/status` at once so peers
@@ -268,7 +250,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   const memory = new MemoryTransport()
   const http = new HttpTransport({ timeoutMs: 30_000, breaker: false })
   const transport = new NodeTransport(memory, http, remote)
-  const slots: { name: ServiceName; listener: Listener; url: string; service?: RonService }[] = []
+  const slots: ServiceSlot[] = []
   const hosted: (HostedService & { listener: Listener })[] = []
   let accepting = true
   let admin: Listener | undefined
@@ -283,21 +265,8 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     accepting = false
     adminToken?.stop()
     peers?.close()
-    // SPEC.md 3.3: each service flips readiness, answers new requests with 503 Draining and
-    // Retry-After, drains and aborts stragglers, while its listener stays open to deliver those
-    // answers; the listener then closes with a short grace. The admin listener goes last.
-    await Promise.allSettled(
-      slots.map(async (slot) => {
-        if (slot.service !== undefined) {
-          try {
-            await slot.service.close()
-          } catch (e) {
-            logger.error({ service: slot.name, err: e }, 'error while closing service')
-          }
-        }
-        await slot.listener.close()
-      }),
-    )
+    // Every service drains behind its open listener (SPEC.md 3.3); the admin listener goes last.
+    await closeServiceSlots(slots, logger)
     tokens?.close()
     await feed?.close()
     etcd?.close()
@@ -321,11 +290,9 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
         throw new CliError(`coordination.etcd: ${e instanceof Error ? e.message : String(e)}`, ExitCode.Usage, { cause: e })
       }
     }
-    for (const name of wanted) {
-      const listener = await listen(handlerOf(notReadyHandler(name)), { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS, tls })
-      slots.push({ name, listener, url: advertisedUrl(listener.url, options.advertise) })
-    }
-    admin = await listen(handlerOf(notReadyHandler('admin')), { port: portFor(portBase, 'admin'), host, what: 'admin', drainDeadlineMs: LISTENER_GRACE_MS, tls })
+    const binding = { portBase, host, advertise: options.advertise, tls }
+    await bindServiceListeners(wanted, binding, slots)
+    admin = await bindAdminListener(binding)
     const adminUrl = advertisedUrl(admin.url, options.advertise)
 
     ;({ issuer, nodeKey, nodeId, firstStart } = await loadNodeKeys(layout, { clock, logger }))
@@ -429,10 +396,8 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     }
     tokens = ctx.tokens
     const attach = (slot: (typeof slots)[number], service: RonService): void => {
-      slot.service = service
+      attachService(slot, service)
       memory.mount(slot.name, service)
-      // The service's listener policy (timeouts, connection caps, intake stop), TLS or not.
-      slot.listener.attach(service.handle, service.listener)
       hosted.push({ name: slot.name, url: slot.url, service, listener: slot.listener })
       logger.info({ service: slot.name, url: slot.url }, 'service listening')
     }
