@@ -219,8 +219,8 @@ export function withBase<C extends BaseKeysInput>(base: ReturnType<typeof baseFo
 }
 
 /** The keys of `o` whose value is not undefined (an absent override keeps the node's value). */
-function defined<T extends object>(o: T | undefined): Partial<T> {
-  return o === undefined ? {} : Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>
+function defined<V>(o: Readonly<Record<string, V | undefined>> | undefined): Record<string, V> {
+  return o === undefined ? {} : Object.fromEntries(Object.entries(o).filter((e): e is [string, V] => e[1] !== undefined))
 }
 
 /** One table entry, typed by its service, as the node drives it (no casts: the types meet here). */
@@ -288,7 +288,7 @@ export async function loadOrCreateWebhookSecrets(path: string | undefined): Prom
 
 /** interop's `uploads.maxBytes` in bytes, when configured (a number or a size string). */
 function uploadLimit(interop: Record<string, unknown> | undefined): number | undefined {
-  const v = (interop as { uploads?: { maxBytes?: unknown } } | undefined)?.uploads?.maxBytes
+  const v = table(table(interop)['uploads'])['maxBytes']
   try {
     return typeof v === 'number' || typeof v === 'string' ? parseSize(v) : undefined
   } catch {
