@@ -25,9 +25,6 @@ function fakeProcess(env: Record<string, string | undefined>): StartIo & { heap:
         handler = undefined
       }
     },
-    forceExit(code): never {
-      throw new Error(`forced exit ${code}`)
-    },
     tuneHeap(factor) {
       heap.push(factor)
     },

@@ -26,7 +26,7 @@ const half = { next: () => 0.5 }
 async function registryOn(transport: MemoryTransport, clock: VirtualClock) {
   const issuer = createTestIssuer()
   const signer = generateSignerKey('s1')
-  const registry: RegistryService = await createRegistryService({ origin: 'test.ron/registry', signers: { threshold: 1, signers: [{ id: signer.id, publicKey: signer.publicKey }] }, auth: { keys: issuer.keys }, clock })
+  const registry: RegistryService = await createRegistryService({ origin: 'test.ron/registry', signers: { threshold: 1, signers: [{ id: signer.id, publicKey: signer.publicKey }] }, drainReadWindowMs: 0 }, undefined, { auth: { keys: issuer.keys }, clock })
   const fault = { mode: 'ok' as 'ok' | 'stall' | 'down' }
   const faulty: RonService = {
     ...registry,

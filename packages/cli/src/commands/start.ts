@@ -11,9 +11,6 @@ import { createLogger } from '../logger.js'
 import { writeNodeRecords } from '../node-records.js'
 import { startNode, type NodeBase, type NodeReloadable, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
 
-/** Exit code when a second signal forces exit during shutdown (128 + SIGINT). */
-export const FORCED_EXIT_CODE = 130
-
 /** Arguments of {@link startCommand} (flags; `undefined` means "not given"). */
 export interface StartArgs {
   config?: string | undefined
@@ -28,8 +25,6 @@ export interface StartIo {
   env: Record<string, string | undefined>
   /** Registers a handler for SIGTERM and SIGINT; returns a disposer. */
   onSignal(handler: (signal: NodeJS.Signals) => void): () => void
-  /** Exits at once (second signal). */
-  forceExit(code: number): never
   /** Registers a handler for SIGHUP (config reload); returns a disposer. */
   onReload?(handler: () => void): () => void
   /** Applies the config's `heapGrowth` to the process (`setHeapGrowingFactor`). */
@@ -47,7 +42,6 @@ const processIo: StartIo = {
       process.off('SIGINT', handler)
     }
   },
-  forceExit: (code) => process.exit(code),
   onReload(handler) {
     process.on('SIGHUP', handler)
     return () => process.off('SIGHUP', handler)
@@ -111,8 +105,9 @@ function writeAndWait(out: NodeJS.WritableStream, text: string): Promise<void> {
 
 /**
  * Loads the config, starts the node, prints its URLs (or the JSON line) once ready, and waits for
- * SIGTERM/SIGINT. The first signal runs the shutdown sequence and resolves with 0; a second one
- * during shutdown exits at once with {@link FORCED_EXIT_CODE}.
+ * SIGTERM/SIGINT. The first signal runs the shutdown sequence and resolves with 0. A later signal
+ * is harmless (SPEC §3.3): it cannot cut short the writes being made durable; the drain deadline
+ * already bounds the shutdown.
  * @throws {@link CliError} for bad config (exit 2), an unusable data dir or a port in use (exit 1).
  */
 export async function startCommand(args: StartArgs, io: StartIo = processIo): Promise<number> {
@@ -128,8 +123,8 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
   const stopped = new Promise<void>((resolve) => (wake = resolve))
   const dispose = io.onSignal((signal) => {
     if (signaled !== undefined) {
-      logger.warn({ signal }, 'second signal: forcing exit')
-      io.forceExit(FORCED_EXIT_CODE)
+      logger.warn({ signal, drainDeadlineMs: config.drainDeadline }, 'shutdown already in progress: in-flight work has until the drain deadline, then it is aborted')
+      return
     }
     signaled = signal
     logger.info({ signal }, 'signal received')
