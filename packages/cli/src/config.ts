@@ -87,6 +87,59 @@ const repairConfigSchema = z
   })
   .strict()
 
+const positiveMs = durationSchema.refine((n) => n > 0, 'expected a positive duration')
+const positiveBytes = sizeSchema.refine((n) => n > 0, 'expected a positive size')
+
+/**
+ * The node-level HTTP limits (`[http]`): core's base `http.*` keys (see "Base keys of every
+ * service"), given to every hosted service; only the keys set here are passed, so a service keeps
+ * its own default for the others, and its `[<service>.http]` section wins key by key.
+ */
+export const nodeHttpConfigSchema = z
+  .object({
+    /** Header read timeout of every listener and longest gap between body chunks. @default "5s" */
+    readTimeoutMs: positiveMs.optional(),
+    /** Longest a streamed reply waits for the client. @default "5s" */
+    writeTimeoutMs: positiveMs.optional(),
+    /** Keep-alive idle timeout of every listener. @default "60s" */
+    idleTimeoutMs: positiveMs.optional(),
+    /** Decoded cap of JSON request bodies (413 beyond). @default "1MiB" */
+    jsonBodyLimit: positiveBytes.optional(),
+    /** Decoded bytes may not exceed `ratio × encoded + 64 KiB`. @default 10 */
+    decompressionRatio: z.coerce.number().positive().optional(),
+    /** Absolute cap of any decoded JSON body. @default "64MiB" */
+    maxDecompressedBytes: positiveBytes.optional(),
+    /** Concurrent requests and open connections per client IP (429 `per_ip`). @default 256 */
+    maxConcurrentPerIp: positiveInt.optional(),
+    /** Requests per second per client IP (429 `per_ip_rate`). @default unlimited */
+    maxRpsPerIp: positiveInt.optional(),
+    /** Requests in progress at once per service (429 `max_inflight`). @default unlimited */
+    maxInflight: positiveInt.optional(),
+    /** Requests per second per service (429 `max_rps`). @default unlimited */
+    maxRps: positiveInt.optional(),
+    /** Open connections per listener (429 `max_connections`). @default 10000 */
+    maxConnections: positiveInt.optional(),
+    /** Whole-request deadline of a body (plus its size at `minBytesPerSec`). @default "30s" */
+    requestTimeoutMs: positiveMs.optional(),
+    /** Minimum average body rate (408 `min_rate` below). @default "1KiB" */
+    minBytesPerSec: positiveBytes.optional(),
+    /** Window of the minimum-rate rule. @default "10s" */
+    rateWindowMs: positiveMs.optional(),
+    /** Lingering request bodies per principal (429 `per_principal`). @default 16 */
+    maxBodiesPerPrincipal: positiveInt.optional(),
+  })
+  .strict()
+
+/** CORS of every hosted service (`[cors]`); a service's `[<service>.cors]` adds to it. */
+export const nodeCorsConfigSchema = z
+  .object({
+    /** Origins allowed to read (GET/HEAD): `"*"` or a list. @default "*" */
+    readOrigins: z.union([z.literal('*'), z.array(z.string().min(1))]).optional(),
+    /** Origins allowed to write, besides the node's admin origin (the dashboard). @default [] */
+    writeOrigins: urlList.optional(),
+  })
+  .strict()
+
 /** Storage settings in the node config (`[storage]` in TOML). */
 export const storageConfigSchema = z
   .object({
@@ -108,6 +161,14 @@ export const storageConfigSchema = z
     writeQuorum: positiveInt.optional(),
     /** Repair pacing. */
     repair: repairConfigSchema.default({}),
+    /** HTTP limits (core's base `http.*` keys): at node level (`[http]`) for every hosted service; in a service's section (`[storage.http]`, `[passport.http]`, …) for it alone, key by key over the node's. @default each service's */
+    http: nodeHttpConfigSchema.optional(),
+    /** CORS (`[cors]`): reads from `readOrigins` (default `*`), writes from the admin origin plus `writeOrigins`; a service's own `cors` adds to the node's. @default reads from anywhere */
+    cors: nodeCorsConfigSchema.optional(),
+    /** Storage's own drain deadline. @default the node's `drainDeadline` */
+    drainDeadlineMs: durationSchema.optional(),
+    /** Storage's own drain read window. @default the node's `drainReadWindow` */
+    drainReadWindowMs: durationSchema.optional(),
   })
   .strict()
 
@@ -196,8 +257,14 @@ export const nodeConfigSchema = z
       .default(SERVER_HEAP_GROWING_FACTOR),
     /** pino level. @default "info" */
     logLevel: z.enum(LOG_LEVELS).default('info'),
-    /** How long shutdown lets in-flight requests finish. @default "3s" */
+    /** How long shutdown lets in-flight requests finish: every hosted service's `drainDeadlineMs` unless its section sets one. @default "3s" */
     drainDeadline: durationSchema.default(3000),
+    /** The read window of every hosted service's drain (writes unready, reads still served) unless its section sets one. @default "250ms" */
+    drainReadWindow: durationSchema.optional(),
+    /** HTTP limits (core's base `http.*` keys): at node level (`[http]`) for every hosted service; in a service's section (`[storage.http]`, `[passport.http]`, …) for it alone, key by key over the node's. @default each service's */
+    http: nodeHttpConfigSchema.optional(),
+    /** CORS (`[cors]`): reads from `readOrigins` (default `*`), writes from the admin origin plus `writeOrigins`; a service's own `cors` adds to the node's. @default reads from anywhere */
+    cors: nodeCorsConfigSchema.optional(),
     /** Lifetime of a newly minted admin token. @default "30d" */
     adminTokenTtl: durationSchema.default(30 * 86_400_000),
     /** Storage settings. */
@@ -218,7 +285,9 @@ export const nodeConfigSchema = z
  * in a config file (`{"storage": {"maxObjectBytes": "1GiB"}}`).
  */
 export const reloadableConfigSchema = z
-  .object({ storage: storageConfigSchema.optional(), passport: section.optional(), registry: section.optional(), index: section.optional(), interop: section.optional() })
+  // One line: docs/configuration.test.ts reads the key docs of nodeConfigSchema above, and a key written undocumented here would make them ambiguous.
+  // prettier-ignore
+  .object({ http: nodeHttpConfigSchema.optional(), cors: nodeCorsConfigSchema.optional(), drainDeadline: durationSchema.optional(), drainReadWindow: durationSchema.optional(), storage: storageConfigSchema.optional(), passport: section.optional(), registry: section.optional(), index: section.optional(), interop: section.optional() })
   .strict()
 
 /** The validated node configuration (durations in ms, sizes in bytes). */

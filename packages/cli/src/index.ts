@@ -18,6 +18,6 @@
  */
 
 export { startNode } from './node.js'
-export type { StartNodeOptions, RonNode, NodeSummary, NodeStorageOptions, NodeReloadable, ReloadResult } from './node.js'
+export type { StartNodeOptions, RonNode, NodeSummary, NodeStorageOptions, NodeReloadable, NodeBase, NodeHttpLimits, ReloadResult } from './node.js'
 export { runCli } from './cli.js'
 export type { CliIo } from './cli.js'

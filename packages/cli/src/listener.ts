@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { createSecureContext, TLSSocket, type SecureContext } from 'node:tls'
-import { serve, type RonServer } from '@ron/core'
+import { serve, type ListenerPolicy, type RonServer } from '@ron/core'
 import { CliError, ExitCode } from './exit-codes.js'
 
 /** A bound HTTP listener. */
@@ -18,9 +18,10 @@ export interface Listener {
   readonly url: string
   readonly port: number
   /**
-   * Routes requests to `handle` from now on.
+   * Routes requests to `handle` from now on; with a service's `listener` policy, applies it as
+   * `serve(service)` would (timeouts, connection caps, intake stop), over TLS the same.
    */
-  attach(handle: RequestHandler): void
+  attach(handle: RequestHandler, policy?: ListenerPolicy): void
   /** Stops accepting, lets in-flight requests finish until the drain deadline, then destroys sockets. Idempotent. */
   close(): Promise<void>
 }
@@ -130,7 +131,8 @@ export async function listen(handle: RequestHandler, options: ListenOptions): Pr
   return {
     url: urlFor(options.host, server.port, options.tls === undefined ? 'http' : 'https'),
     port: server.port,
-    attach: (h) => {
+    attach: (h, policy) => {
+      if (policy !== undefined) server.adopt(policy)
       current = h
     },
     close: () => server.close(),

@@ -20,7 +20,7 @@ import {
   staticKeySource,
   systemClock,
   type Clock,
-  type HttpHandler,
+  type CorsConfig,
   type IssuerKey,
   type Jwk,
   type Logger,
@@ -31,25 +31,27 @@ import {
   type RevocationCheck,
   type TokenProvider,
   type TokenVerifier,
-  validateConfig,
 } from '@ron/core'
-import { reloadableConfigSchema } from './config.js'
 import { EtcdCoordinator, type EtcdSettings } from './coordination/etcd.js'
-import { createAdminHandler, notReadyHandler, type HostedService } from './admin.js'
+import { createAdminHandler, type HostedService } from './admin.js'
 import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { startAdminToken, type AdminToken } from './node/admin-token.js'
 import { loadNodeKeys } from './node/keys.js'
+import { advertisedUrl, attachService, bindAdminListener, bindServiceListeners, closeServiceSlots, handlerOf, type ServiceSlot } from './node/listeners.js'
+import { createNodeReloader, parseReloadBody, type ReloadResult } from './node/reload.js'
 import { ADMIN_TOKEN_TTL_SEC } from './keys.js'
-import { listen, loadTls, type Listener, type RequestHandler, type TlsFiles } from './listener.js'
+import { loadTls, type Listener, type TlsFiles } from './listener.js'
 import { NodeTransport } from './node-transport.js'
 import { PeerDirectory, normalizeUrl, passportEnrolments } from './peers.js'
 import { adminHosts } from './host-check.js'
 import { PinStore } from './pins.js'
-import { CREATE_AFTER, CREATE_ORDER, FACTORIES, creationError, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
+import { CREATE_AFTER, CREATE_ORDER, FACTORIES, creationError, type NodeHttpLimits, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
 
-export type { NodeReloadable, NodeStorageOptions } from './services.js'
-import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, portFor, type ServiceName } from './ports.js'
+export type { ReloadResult } from './node/reload.js'
+export { advertisedUrl } from './node/listeners.js'
+export type { NodeBase, NodeHttpLimits, NodeReloadable, NodeStorageOptions } from './services.js'
+import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, type ServiceName } from './ports.js'
 import { cliVersion } from './version.js'
 
 /** Options of {@link startNode}. */
@@ -91,8 +93,21 @@ export interface StartNodeOptions {
   etcd?: EtcdSettings
   /** How long start waits for peers it has never seen to answer `/status`. @default 10000 */
   peerWaitMs?: number
-  /** How long shutdown lets in-flight requests finish. @default 3000 */
+  /** How long shutdown lets in-flight requests finish: every hosted service's `drainDeadlineMs` unless its section sets one. @default 3000 */
   drainDeadlineMs?: number
+  /** The read window of every hosted service's drain (`drainReadWindowMs`) unless its section sets one. @default each service's (250 ms) */
+  drainReadWindowMs?: number
+  /**
+   * HTTP limits (core's base `http.*` keys, SPEC §4) of every hosted service; a service's own
+   * `http` section (`storage.http`, `config.passport.http`, …) wins key by key. @default {} (each service's defaults)
+   */
+  http?: NodeHttpLimits
+  /**
+   * CORS of every hosted service: reads from `readOrigins` (default `*`), writes from the node's
+   * admin origin (the dashboard) plus `writeOrigins`; a service's own `cors` section adds to it.
+   * @default reads from anywhere, writes from the admin origin only
+   */
+  cors?: CorsConfig
   /** Lifetime of a newly minted admin token, in seconds. @default 2592000 (30 days) */
   adminTokenTtlSec?: number
   /** How often the running node checks its admin token (renewed under 10 days left or after a key rotation). @default 60000 */
@@ -100,7 +115,7 @@ export interface StartNodeOptions {
   /** Storage settings. @default {} */
   storage?: NodeStorageOptions
   /** Each other service's own config section (passport, registry, index, interop), passed through. @default {} */
-  config?: Omit<NodeReloadable, 'storage'>
+  config?: Pick<NodeReloadable, 'passport' | 'registry' | 'index' | 'interop'>
   /**
    * Where `reload()` re-reads the configuration (the CLI re-reads its file and environment); the
    * partial given to `reload()` is applied on top. @default the settings given at start
@@ -126,12 +141,6 @@ export interface NodeSummary {
   token?: string
   /** Absolute data directory; absent in amnesia mode. */
   dataDir?: string
-}
-
-/** What a reload did. */
-export interface ReloadResult {
-  /** Services whose config was reloaded. */
-  reloaded: string[]
 }
 
 /** A running node. */
@@ -177,40 +186,6 @@ export interface RonNode extends NodeSummary {
   /** Runs the shutdown sequence (SPEC.md 3.3) within the drain deadline. Idempotent. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
-}
-
-/**
- * A reload request body (config-file spelling) → {@link NodeReloadable}.
- * @throws ConfigError (400 `Malformed`) naming the offending field.
- */
-function parseReloadBody(body: unknown): NodeReloadable {
-  const parsed = validateConfig(reloadableConfigSchema, body ?? {})
-  const sections: NodeReloadable = {}
-  for (const k of ['passport', 'registry', 'index', 'interop'] as const) if (parsed[k] !== undefined) sections[k] = parsed[k]
-  if (parsed.storage === undefined) return sections
-  const { repair, ...rest } = parsed.storage
-  const storage: NodeStorageOptions = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined))
-  const r = Object.fromEntries(Object.entries({ intervalMs: repair.interval, bytesPerSec: repair.bytesPerSec, burst: repair.burst }).filter(([, v]) => v !== undefined))
-  return { ...sections, storage: Object.keys(r).length > 0 ? { ...storage, repair: r } : storage }
-}
-
-/** The `node:http` listener of a handler. */
-function handlerOf(h: HttpHandler): RequestHandler {
-  return (req, res) => h.handle(req, res)
-}
-
-/** How long a listener lets responses finish after its service has closed. */
-const LISTENER_GRACE_MS = 250
-
-/** The URL a listener is reached at: the advertised host (or `scheme://host`) with the bound port. */
-export function advertisedUrl(boundUrl: string, advertise: string | undefined): string {
-  if (advertise === undefined) return boundUrl
-  const port = new URL(boundUrl).port
-  const scheme = new URL(boundUrl).protocol
-  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(advertise) ? advertise : `${scheme}//${advertise.includes(':') && !advertise.startsWith('[') ? `[${advertise}]` : advertise}`
-  const u = new URL(withScheme)
-  u.port = port
-  return u.href.replace(/\/+$/, '')
 }
 
 /**
@@ -275,7 +250,7 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   const memory = new MemoryTransport()
   const http = new HttpTransport({ timeoutMs: 30_000, breaker: false })
   const transport = new NodeTransport(memory, http, remote)
-  const slots: { name: ServiceName; listener: Listener; url: string; service?: RonService }[] = []
+  const slots: ServiceSlot[] = []
   const hosted: (HostedService & { listener: Listener })[] = []
   let accepting = true
   let admin: Listener | undefined
@@ -284,27 +259,14 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let feed: RevocationFeed | undefined
   let etcd: EtcdCoordinator | undefined
   let reloadCtx: ServiceContext | undefined
-  let reloading: Promise<unknown> = Promise.resolve()
+  const reload = createNodeReloader({ hosted: () => hosted, context: () => reloadCtx, source: options.reloadSource, drainDeadlineMs, logger })
 
   const shutdown = async (): Promise<void> => {
     accepting = false
     adminToken?.stop()
     peers?.close()
-    // SPEC.md 3.3: each service flips readiness, answers new requests with 503 Draining and
-    // Retry-After, drains and aborts stragglers, while its listener stays open to deliver those
-    // answers; the listener then closes with a short grace. The admin listener goes last.
-    await Promise.allSettled(
-      slots.map(async (slot) => {
-        if (slot.service !== undefined) {
-          try {
-            await slot.service.close()
-          } catch (e) {
-            logger.error({ service: slot.name, err: e }, 'error while closing service')
-          }
-        }
-        await slot.listener.close()
-      }),
-    )
+    // Every service drains behind its open listener (SPEC.md 3.3); the admin listener goes last.
+    await closeServiceSlots(slots, logger)
     tokens?.close()
     await feed?.close()
     etcd?.close()
@@ -328,11 +290,9 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
         throw new CliError(`coordination.etcd: ${e instanceof Error ? e.message : String(e)}`, ExitCode.Usage, { cause: e })
       }
     }
-    for (const name of wanted) {
-      const listener = await listen(handlerOf(notReadyHandler(name)), { port: portFor(portBase, name), host, what: name, drainDeadlineMs: LISTENER_GRACE_MS, tls })
-      slots.push({ name, listener, url: advertisedUrl(listener.url, options.advertise) })
-    }
-    admin = await listen(handlerOf(notReadyHandler('admin')), { port: portFor(portBase, 'admin'), host, what: 'admin', drainDeadlineMs: LISTENER_GRACE_MS, tls })
+    const binding = { portBase, host, advertise: options.advertise, tls }
+    await bindServiceListeners(wanted, binding, slots)
+    admin = await bindAdminListener(binding)
     const adminUrl = advertisedUrl(admin.url, options.advertise)
 
     ;({ issuer, nodeKey, nodeId, firstStart } = await loadNodeKeys(layout, { clock, logger }))
@@ -418,20 +378,26 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
       tokens: createTokenProvider({ minter: serviceMinter, clock }),
       peers,
       logger,
-      drainDeadlineMs,
       clock,
       url: (name) => slots.find((s) => s.name === name)?.url ?? '',
       hosted: new Set(wanted),
-      config: { ...(options.config ?? {}), ...(options.storage === undefined ? {} : { storage: options.storage }) },
+      config: {
+        ...(options.config ?? {}),
+        ...(options.storage === undefined ? {} : { storage: options.storage }),
+        // The node's base keys: every hosted service's defaults (docs/service-contract.md §8).
+        drainDeadlineMs,
+        ...(options.drainReadWindowMs === undefined ? {} : { drainReadWindowMs: options.drainReadWindowMs }),
+        ...(options.http === undefined ? {} : { http: options.http }),
+        ...(options.cors === undefined ? {} : { cors: options.cors }),
+      },
       writeOrigins: [new URL(adminUrl).origin],
       file: (...parts) => (layout === undefined ? undefined : join(layout.root, ...parts)),
       ...(etcd === undefined ? {} : { etcd }),
     }
     tokens = ctx.tokens
     const attach = (slot: (typeof slots)[number], service: RonService): void => {
-      slot.service = service
+      attachService(slot, service)
       memory.mount(slot.name, service)
-      slot.listener.attach(service.handle)
       hosted.push({ name: slot.name, url: slot.url, service, listener: slot.listener })
       logger.info({ service: slot.name, url: slot.url }, 'service listening')
     }
@@ -499,30 +465,6 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     throw e
   }
 
-  async function reload(partial: NodeReloadable = {}): Promise<ReloadResult> {
-    const run = async (): Promise<ReloadResult> => {
-      if (reloadCtx === undefined) throw new CliError('the node is still starting')
-      const base: NodeReloadable = options.reloadSource === undefined ? reloadCtx.config : await options.reloadSource()
-      const cfg: NodeReloadable = {
-        ...base,
-        ...partial,
-        storage: { ...(base.storage ?? {}), ...(partial.storage ?? {}), repair: { ...(base.storage?.repair ?? {}), ...(partial.storage?.repair ?? {}) } },
-      }
-      const reloaded: string[] = []
-      for (const h of hosted) {
-        const factory = FACTORIES[h.name as ServiceName]
-        if (factory.reloadPartial === undefined) continue
-        await h.service.reload(factory.reloadPartial(reloadCtx, cfg))
-        reloaded.push(h.name)
-      }
-      reloadCtx.config = cfg
-      logger.info({ reloaded }, 'config reloaded')
-      return { reloaded }
-    }
-    const next = reloading.then(run, run)
-    reloading = next.catch(() => undefined)
-    return next
-  }
   const summary: NodeSummary = {
     nodeId,
     admin: advertisedUrl(admin.url, options.advertise),

@@ -10,21 +10,26 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { z } from 'zod'
 import {
   ConfigError,
   SERVICE_CALL_SCOPES,
   isRonError,
   parseSize,
+  type serviceBaseSchema,
   type Clock,
+  type CorsConfig,
+  type HttpConfig,
   type KeySource,
   type Logger,
   type NodeDirectory,
   type NodeIdentity,
   type RonService,
+  type ServiceRuntime,
   type TokenProvider,
+  type Transport,
   type TokenVerifier,
 } from '@ron/core'
-import type { PassportConfig } from '@ron/passport'
 import { CliError, ExitCode } from './exit-codes.js'
 import { writeSecret } from './keys.js'
 import type { EtcdCoordinator } from './coordination/etcd.js'
@@ -33,7 +38,7 @@ import type { PeerDirectory } from './peers.js'
 import type { ServiceName } from './ports.js'
 
 /** Storage settings of a node (the JSON-safe subset of storage's options ron-node exposes). */
-export interface NodeStorageOptions {
+export interface NodeStorageOptions extends NodeBaseOverrides {
   /** @default 16 GiB */
   maxObjectBytes?: number
   /** @default 64 KiB */
@@ -54,8 +59,38 @@ export interface NodeStorageOptions {
   repair?: { intervalMs?: number; bytesPerSec?: number; burst?: number }
 }
 
+/**
+ * The node-level `http.*` limits (core's base keys, SPEC §4): numbers (ms, bytes), only those
+ * given. Every hosted service gets them as its base `http` section; a service's own
+ * `[<service>.http]` wins key by key.
+ */
+export type NodeHttpLimits = { [K in keyof HttpConfig]?: HttpConfig[K] | undefined }
+
+/** The base keys a service section may override (`[storage.http]`, `[passport.cors]`, …). */
+export interface NodeBaseOverrides {
+  http?: NodeHttpLimits
+  cors?: CorsConfig
+  drainDeadlineMs?: number
+  drainReadWindowMs?: number
+}
+
+/**
+ * The node's settings every hosted service gets as its base keys (the service contract,
+ * docs/service-contract.md §8): HTTP limits, CORS, the drain deadline and the read window.
+ */
+export interface NodeBase {
+  /** Node-level `[http]` limits. @default {} (each service's own defaults) */
+  http?: NodeHttpLimits
+  /** Node-level `[cors]`: reads from `readOrigins` (default `*`); writes from the admin origin plus `writeOrigins`. */
+  cors?: CorsConfig
+  /** How long a service's `close()` lets in-flight work finish (`--drain-deadline`). @default each service's (3 s) */
+  drainDeadlineMs?: number
+  /** The read window of a drain (writes unready, reads still served). @default each service's (250 ms) */
+  drainReadWindowMs?: number
+}
+
 /** What can change on a running node (`reload()`, SIGHUP, `POST /admin/reload`). */
-export interface NodeReloadable {
+export interface NodeReloadable extends NodeBase {
   storage?: NodeStorageOptions
   /** Passed through to each service's own config (its schema validates it). */
   passport?: Record<string, unknown>
@@ -100,11 +135,10 @@ export interface ServiceContext {
   tokens: TokenProvider
   peers: PeerDirectory
   logger: Logger
-  drainDeadlineMs: number
   clock: Clock
   url: (name: ServiceName) => string
   hosted: ReadonlySet<ServiceName>
-  /** Current reloadable settings (file/env/flags). */
+  /** Current settings (file/env/flags): the node-level base keys and each service's section. */
   config: NodeReloadable
   /** Origins the services let write cross-origin (the node's admin origin, for the dashboard). */
   writeOrigins: string[]
@@ -114,17 +148,99 @@ export interface ServiceContext {
   etcd?: EtcdCoordinator
 }
 
-/** Creates one service; optionally says what its `reload()` gets. */
+/** Creates one service; says what its `reload()` gets. What {@link FACTORIES} holds per service. */
 export interface ServiceFactory {
   create(ctx: ServiceContext): Promise<RonService>
-  reloadPartial?(ctx: ServiceContext, cfg: NodeReloadable): unknown
+  /** The partial a node reload gives the service: the node's base keys under its own part. */
+  reloadPartial(ctx: ServiceContext, cfg: NodeReloadable): unknown
 }
 
-/** Storage settings → storage options (JSON-safe). */
+/**
+ * How the node hosts one service (docs/service-contract.md §8): its factory, and only what is its
+ * own — its section plus data directory and derived keys (`config`), its own injected objects
+ * (`runtime`), what a reload gives it (`reload`). The base keys and the shared runtime come from
+ * {@link baseFor} and {@link runtimeFor} for every service alike.
+ */
+export interface ServiceEntry<C extends BaseKeysInput, R extends ServiceRuntime> {
+  /** The service's factory (imported on demand: a node hosting only storage never loads passport). */
+  load(): Promise<(config: C, transport: Transport, runtime: R) => Promise<RonService>>
+  /** The service's own config at start: its section, data directory and derived keys. */
+  config(ctx: ServiceContext): Promise<C>
+  /** The service's own injected objects (a KMS, a store, peer keys), added to {@link runtimeFor}; `{}` for none. */
+  runtime(ctx: ServiceContext): Promise<R>
+  /**
+   * Passport verifies with its own keys and mints its own tokens: it gets no node verifier and no
+   * service tokens. @default false
+   */
+  ownsAuth?: boolean
+  /** The service's own part of a reload (its section, with what it derives from the peers). */
+  reload(ctx: ServiceContext, cfg: NodeReloadable): C
+}
+
+/** The base keys as a service config takes them (core's `serviceBaseShape()`, input side). */
+export type BaseKeysInput = z.input<typeof serviceBaseSchema>
+
+/** Node-level base keys: the same for every hosted service (limits, CORS, drain deadline, read window). */
+export function baseFor(ctx: Pick<ServiceContext, 'writeOrigins'>, cfg: NodeBase): { http: NodeHttpLimits; cors: CorsConfig; drainDeadlineMs?: number; drainReadWindowMs?: number } {
+  return {
+    http: { ...cfg.http },
+    cors: { readOrigins: cfg.cors?.readOrigins ?? '*', writeOrigins: [...ctx.writeOrigins, ...(cfg.cors?.writeOrigins ?? [])] },
+    ...(cfg.drainDeadlineMs === undefined ? {} : { drainDeadlineMs: cfg.drainDeadlineMs }),
+    ...(cfg.drainReadWindowMs === undefined ? {} : { drainReadWindowMs: cfg.drainReadWindowMs }),
+  }
+}
+
+/** The runtime every service gets; a service's entry adds only what is its own. */
+export function runtimeFor(ctx: ServiceContext, ownsAuth = false): ServiceRuntime {
+  return {
+    ...(ownsAuth ? {} : { auth: { verifier: ctx.verifier }, tokens: ctx.tokens }),
+    logger: ctx.logger,
+    clock: ctx.clock,
+    identity: ctx.identity,
+    nodes: ctx.nodes,
+  }
+}
+
+/**
+ * A service's own config over the node's base keys: its `http.*` win key by key, its CORS read
+ * origins replace the node's and its write origins add to them (the admin origin always writes,
+ * for the dashboard), its drain keys win.
+ */
+export function withBase<C extends BaseKeysInput>(base: ReturnType<typeof baseFor>, own: C): C {
+  return {
+    ...base,
+    ...own,
+    http: { ...base.http, ...defined(own.http) },
+    cors: {
+      readOrigins: own.cors?.readOrigins ?? base.cors.readOrigins ?? '*',
+      writeOrigins: [...new Set([...(base.cors.writeOrigins ?? []), ...(own.cors?.writeOrigins ?? [])])],
+    },
+  }
+}
+
+/** The keys of `o` whose value is not undefined (an absent override keeps the node's value). */
+function defined<V>(o: Readonly<Record<string, V | undefined>> | undefined): Record<string, V> {
+  return o === undefined ? {} : Object.fromEntries(Object.entries(o).filter((e): e is [string, V] => e[1] !== undefined))
+}
+
+/** One table entry, typed by its service, as the node drives it (no casts: the types meet here). */
+export function hostedBy<C extends BaseKeysInput, R extends ServiceRuntime>(entry: ServiceEntry<C, R>): ServiceFactory {
+  return {
+    async create(ctx) {
+      const factory = await entry.load()
+      const own = await entry.config(ctx)
+      const runtime = await entry.runtime(ctx)
+      return factory(withBase(baseFor(ctx, ctx.config), own), ctx.transport, { ...runtimeFor(ctx, entry.ownsAuth === true), ...runtime })
+    },
+    reloadPartial: (ctx, cfg) => withBase(baseFor(ctx, cfg), entry.reload(ctx, cfg)),
+  }
+}
+
+/** Storage settings → storage's own config keys (JSON-safe), its base-key overrides included. */
 export function storageSettings(s: NodeStorageOptions | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   if (s === undefined) return out
-  for (const k of ['maxObjectBytes', 'chunkSize', 'publicReads', 'workQueue', 'getConcurrency', 'writers', 'writeQuorum', 'rf'] as const) {
+  for (const k of ['maxObjectBytes', 'chunkSize', 'publicReads', 'workQueue', 'getConcurrency', 'writers', 'writeQuorum', 'rf', 'http', 'cors', 'drainDeadlineMs', 'drainReadWindowMs'] as const) {
     if (s[k] !== undefined) out[k] = s[k]
   }
   const r = s.repair ?? {}
@@ -150,8 +266,6 @@ async function dir(ctx: ServiceContext, name: string): Promise<string | undefine
   return path
 }
 
-const cors = (ctx: ServiceContext): { cors: { readOrigins: '*'; writeOrigins: string[] } } => ({ cors: { readOrigins: '*', writeOrigins: ctx.writeOrigins } })
-
 /** Webhook providers interop verifies out of the box. */
 export const WEBHOOK_PROVIDERS = ['github', 'slack', 'stripe', 'standard'] as const
 
@@ -174,7 +288,7 @@ export async function loadOrCreateWebhookSecrets(path: string | undefined): Prom
 
 /** interop's `uploads.maxBytes` in bytes, when configured (a number or a size string). */
 function uploadLimit(interop: Record<string, unknown> | undefined): number | undefined {
-  const v = (interop as { uploads?: { maxBytes?: unknown } } | undefined)?.uploads?.maxBytes
+  const v = table(table(interop)['uploads'])['maxBytes']
   try {
     return typeof v === 'number' || typeof v === 'string' ? parseSize(v) : undefined
   } catch {
@@ -182,156 +296,162 @@ function uploadLimit(interop: Record<string, unknown> | undefined): number | und
   }
 }
 
-/** Every service a node can host, and how. */
-export const FACTORIES: Record<ServiceName, ServiceFactory> = {
-  passport: {
-    async create(ctx) {
-      const { createPassportService } = await import('@ron/passport')
-      const own = (ctx.config.passport ?? {}) as { policy?: { callers?: Record<string, unknown> } & Record<string, unknown> } & Record<string, unknown>
-      // Service tokens carry storage:write with a maxBytes caveat; interop attenuates its upload
-      // capabilities from them, so they must allow interop's largest upload.
-      const uploads = uploadLimit(ctx.config.interop)
-      // A cluster on etcd shares revocations, key sets and enrolments there (SPEC §6c).
-      const cluster = ctx.etcd === undefined ? undefined : (await import('./coordination/etcd-passport.js')).createEtcdPassportStore(ctx.etcd, ctx.nodeId)
-      return createPassportService(
-        {
-          ...(uploads !== undefined && uploads > 1024 ** 3 ? { serviceWriteMaxBytes: uploads } : {}),
-          // The node's CORS and drain deadline; the [passport] section (its http.* limits
-          // included) overrides them.
-          ...cors(ctx),
-          drainDeadlineMs: ctx.drainDeadlineMs,
-          ...own,
-          ...(ctx.root === undefined ? {} : { dataDir: await dir(ctx, 'passport'), issuerKeyFile: ctx.file('keys', 'issuer.json') }),
-          policy: {
-            ...(own.policy ?? {}),
-            callers: {
-              // The policy only narrows what a caller's own token grants (SPEC §5): the admin token's
-              // holder issues at most the admin token's authority; this node's service tokens carry at
-              // most the service-call scopes (never *, passport:* or node:admin).
-              admin: { scopes: ['*'], audiences: ['*'] },
-              [`node:${ctx.nodeId}`]: { scopes: [...SERVICE_CALL_SCOPES], audiences: ['storage', 'index'] },
-              ...(own.policy?.callers ?? {}),
-            },
-          },
-        } as PassportConfig,
-        ctx.transport,
-        // The service contract's runtime argument (docs/service-contract.md).
-        { logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes, ...(cluster === undefined ? {} : { cluster }) },
-      )
-    },
-  },
-  index: {
-    async create(ctx) {
-      const { createIndexService } = await import('@ron/index')
-      // A cluster on etcd binds names there, with compare-and-set (SPEC §6c).
-      const nameStore = ctx.etcd === undefined ? undefined : await (await import('./coordination/etcd-names.js')).openEtcdNameStore(ctx.etcd)
-      return createIndexService(
-        {
-          ...(ctx.config.index ?? {}),
-          nodeId: ctx.nodeId,
-          ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
-          peers: { targets: peerIndexes(ctx), ...(((ctx.config.index ?? {}) as { peers?: object }).peers ?? {}) },
-          // The dashboard sets and removes names from the admin origin, with the token pasted into it.
-          ...cors(ctx),
-          drainDeadlineMs: ctx.drainDeadlineMs,
+/** A service section of the node config (passed through; the service's schema validates it). */
+type Section = Record<string, unknown>
+
+const sectionOf = (cfg: NodeReloadable, name: 'passport' | 'registry' | 'index' | 'interop'): Section => cfg[name] ?? {}
+
+/** The service-contract types of each hosted service, for the table below. */
+type PassportEntry = ServiceEntry<import('@ron/passport').PassportConfig, import('@ron/passport').PassportRuntime>
+type IndexEntry = ServiceEntry<import('@ron/index').IndexConfig, import('@ron/index').IndexRuntime>
+type StorageEntry = ServiceEntry<import('@ron/storage').StorageConfig, import('@ron/storage').StorageRuntime>
+type RegistryEntry = ServiceEntry<import('@ron/registry').RegistryServiceConfig, import('@ron/registry').RegistryRuntime>
+type InteropEntry = ServiceEntry<import('@ron/interop').InteropConfigInput, import('@ron/interop').InteropRuntime>
+
+const passport: PassportEntry = {
+  load: async () => (await import('@ron/passport')).createPassportService,
+  ownsAuth: true,
+  async config(ctx) {
+    const own = sectionOf(ctx.config, 'passport')
+    const policy = table(own['policy'])
+    // Service tokens carry storage:write with a maxBytes caveat; interop attenuates its upload
+    // capabilities from them, so they must allow interop's largest upload.
+    const uploads = uploadLimit(ctx.config.interop)
+    // Passport's schema validates the section (a Section is any table: its keys meet their types there).
+    const config: Section = {
+      ...(uploads !== undefined && uploads > 1024 ** 3 ? { serviceWriteMaxBytes: uploads } : {}),
+      ...own,
+      ...(ctx.root === undefined ? {} : { dataDir: await dir(ctx, 'passport'), issuerKeyFile: ctx.file('keys', 'issuer.json') }),
+      policy: {
+        ...policy,
+        callers: {
+          // The policy only narrows what a caller's own token grants (SPEC §5): the admin token's
+          // holder issues at most the admin token's authority; this node's service tokens carry at
+          // most the service-call scopes (never *, passport:* or node:admin).
+          admin: { scopes: ['*'], audiences: ['*'] },
+          [`node:${ctx.nodeId}`]: { scopes: [...SERVICE_CALL_SCOPES], audiences: ['storage', 'index'] },
+          ...table(policy['callers']),
         },
-        ctx.transport,
-        // The service contract's runtime argument (docs/service-contract.md). Name records are
-        // signed with the node key; peers' answers and announcements are checked against the
-        // pinned nodes only (SPEC §5 "Peers", §6a).
-        { auth: { verifier: ctx.verifier }, identity: ctx.identity, nodes: ctx.nodes, logger: ctx.logger, clock: ctx.clock, ...(nameStore === undefined ? {} : { nameStore }) },
-      )
-    },
-    reloadPartial: (ctx, cfg) => ({ ...(cfg.index ?? {}), peers: { targets: peerIndexes(ctx), ...(((cfg.index ?? {}) as { peers?: object }).peers ?? {}) } }),
+      },
+    }
+    return config
   },
-  storage: {
-    async create(ctx) {
-      const { createStorageService } = await import('@ron/storage')
-      return createStorageService(
-        {
-          ...storageSettings(ctx.config.storage),
-          ...replication(ctx, ctx.config.storage),
-          ...(ctx.root === undefined ? {} : { dataDir: ctx.file('storage') }),
-          nodeId: ctx.nodeId,
-          advertise: ctx.url('storage'),
-          // Peers are named by their node ids (routed by the node transport to the pinned peer's
-          // storage URL), so this node names itself by its id too: every node computes one placement.
-          placementName: ctx.nodeId,
-          ...(ctx.hosted.has('index') ? { announce: { target: 'index' } } : {}),
-          ...cors(ctx),
-          drainDeadlineMs: ctx.drainDeadlineMs,
-        },
-        ctx.transport,
-        // The service contract's runtime argument (docs/service-contract.md).
-        { auth: { verifier: ctx.verifier }, peerKeys: { peers: ctx.peers.keySource() }, tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes },
-      )
-    },
-    reloadPartial: (ctx, cfg) => ({ ...storageSettings(cfg.storage), ...replication(ctx, cfg.storage) }),
+  // A cluster on etcd shares revocations, key sets and enrolments there (SPEC §6c).
+  runtime: async (ctx) => (ctx.etcd === undefined ? {} : { cluster: (await import('./coordination/etcd-passport.js')).createEtcdPassportStore(ctx.etcd, ctx.nodeId) }),
+  reload: (_ctx, cfg) => sectionOf(cfg, 'passport'),
+}
+
+const index: IndexEntry = {
+  load: async () => (await import('@ron/index')).createIndexService,
+  config: async (ctx) => ({
+    ...indexSection(ctx, ctx.config),
+    nodeId: ctx.nodeId,
+    ...(ctx.amnesia ? { amnesia: true } : { dataDir: await dir(ctx, 'index') }),
+  }),
+  // Name records are signed with the node key; peers' answers and announcements are checked
+  // against the pinned nodes only (SPEC §5 "Peers", §6a). A cluster on etcd binds names there,
+  // with compare-and-set (SPEC §6c).
+  runtime: async (ctx) => (ctx.etcd === undefined ? {} : { nameStore: await (await import('./coordination/etcd-names.js')).openEtcdNameStore(ctx.etcd) }),
+  reload: indexSection,
+}
+
+const storage: StorageEntry = {
+  load: async () => (await import('@ron/storage')).createStorageService,
+  config: async (ctx) => ({
+    ...storageSection(ctx, ctx.config),
+    ...(ctx.root === undefined ? {} : { dataDir: ctx.file('storage') }),
+    nodeId: ctx.nodeId,
+    advertise: ctx.url('storage'),
+    // Peers are named by their node ids (routed by the node transport to the pinned peer's
+    // storage URL), so this node names itself by its id too: every node computes one placement.
+    placementName: ctx.nodeId,
+    ...(ctx.hosted.has('index') ? { announce: { target: 'index' } } : {}),
+  }),
+  runtime: async (ctx) => ({ peerKeys: { peers: ctx.peers.keySource() } }),
+  reload: storageSection,
+}
+
+const registry: RegistryEntry = {
+  load: async () => (await import('@ron/registry')).createRegistryService,
+  async config(ctx) {
+    const reg = await import('@ron/registry')
+    const own = sectionOf(ctx.config, 'registry')
+    const dataDir = await dir(ctx, 'registry')
+    let signers: import('@ron/registry').RegistryServiceConfig['signers']
+    if (dataDir === undefined) {
+      const key = reg.generateSignerKey(ctx.nodeId)
+      signers = { threshold: 1, signers: [{ id: key.id, publicKey: key.publicKey }] }
+    } else {
+      signers = (await reg.initRegistrySigner(dataDir, ctx.nodeId)).signers
+    }
+    // On etcd, the node that creates the cluster's log gives the genesis signer set (its own
+    // signer, unless registry.signers names one); the others join the existing log.
+    if (ctx.etcd !== undefined && own['signers'] === undefined && (await (await registryStore(ctx, ctx.etcd)).storedGenesis()) !== undefined) signers = undefined
+    return { ...(signers === undefined ? {} : { signers }), ...own, ...(dataDir === undefined ? {} : { dataDir }) }
   },
-  registry: {
-    async create(ctx) {
-      const reg = await import('@ron/registry')
-      const own = ctx.config.registry ?? {}
-      let signers: unknown
-      const dataDir = await dir(ctx, 'registry')
-      if (dataDir === undefined) {
-        const key = reg.generateSignerKey(ctx.nodeId)
-        signers = { threshold: 1, signers: [{ id: key.id, publicKey: key.publicKey }] }
-      } else {
-        signers = (await reg.initRegistrySigner(dataDir, ctx.nodeId)).signers
-      }
-      let store: import('@ron/registry').LogStore | undefined
-      if (ctx.etcd !== undefined) {
-        // The cluster's log on etcd: the node that creates it gives the genesis signer set (its
-        // own signer, unless registry.signers names one); the others join the existing log.
-        const { createEtcdLogStore } = await import('./coordination/etcd-log.js')
-        const etcdStore = createEtcdLogStore(ctx.etcd, { nodeId: ctx.nodeId, ...(typeof own['segmentEntries'] === 'number' ? { segmentEntries: own['segmentEntries'] } : {}) })
-        if ((await etcdStore.storedGenesis()) !== undefined && own['signers'] === undefined) signers = undefined
-        store = etcdStore
-      }
-      return reg.createRegistryService(
-        {
-          ...(signers === undefined ? {} : { signers }),
-          ...own,
-          ...(dataDir === undefined ? {} : { dataDir }),
-          ...cors(ctx),
-          drainDeadlineMs: ctx.drainDeadlineMs,
-        } as import('@ron/registry').RegistryServiceConfig,
-        ctx.transport,
-        // The service contract's runtime argument (docs/service-contract.md).
-        { auth: { verifier: ctx.verifier }, logger: ctx.logger, clock: ctx.clock, ...(store === undefined ? {} : { store }) },
-      )
-    },
-    reloadPartial: (_ctx, cfg) => cfg.registry ?? {},
+  // The cluster's log on etcd (SPEC §6c).
+  runtime: async (ctx) => (ctx.etcd === undefined ? {} : { store: await registryStore(ctx, ctx.etcd) }),
+  reload: (_ctx, cfg) => sectionOf(cfg, 'registry'),
+}
+
+const interop: InteropEntry = {
+  load: async () => (await import('@ron/interop')).createInteropService,
+  async config(ctx) {
+    const own = sectionOf(ctx.config, 'interop')
+    const webhooks = table(own['webhooks'])
+    const interopDir = await dir(ctx, 'interop')
+    const secrets = await loadOrCreateWebhookSecrets(interopDir === undefined ? undefined : join(interopDir, 'webhook-secrets.json'))
+    return {
+      ...own,
+      ...(ctx.amnesia ? { amnesia: true } : {}),
+      // The webhook dedupe window (and the admin's credentials) survive a restart (amnesia: memory only).
+      ...(interopDir === undefined || ctx.amnesia ? {} : { dataDir: interopDir }),
+      webhooks: {
+        ...webhooks,
+        providers: { ...Object.fromEntries(Object.entries(secrets).map(([p, s]) => [p, { secrets: [s] }])), ...table(webhooks['providers']) },
+      },
+    }
   },
-  interop: {
-    async create(ctx) {
-      const { createInteropService } = await import('@ron/interop')
-      const own = (ctx.config.interop ?? {}) as { webhooks?: { providers?: Record<string, unknown> } & Record<string, unknown>; cors?: { readOrigins?: '*' | string[]; writeOrigins?: string[] } } & Record<string, unknown>
-      const interopDir = await dir(ctx, 'interop')
-      const secrets = await loadOrCreateWebhookSecrets(interopDir === undefined ? undefined : join(interopDir, 'webhook-secrets.json'))
-      return createInteropService(
-        {
-          // The node's settings (the service contract's base keys): the drain deadline unless the
-          // [interop] section sets one; CORS below, with the node's admin origin always allowed to write.
-          drainDeadlineMs: ctx.drainDeadlineMs,
-          ...own,
-          ...(ctx.amnesia ? { amnesia: true } : {}),
-          // The webhook dedupe window (and the admin's credentials) survive a restart (amnesia: memory only).
-          ...(interopDir === undefined || ctx.amnesia ? {} : { dataDir: interopDir }),
-          webhooks: {
-            ...(own.webhooks ?? {}),
-            providers: { ...Object.fromEntries(Object.entries(secrets).map(([p, s]) => [p, { secrets: [s] }])), ...(own.webhooks?.providers ?? {}) },
-          },
-          cors: { readOrigins: own.cors?.readOrigins ?? '*', writeOrigins: [...ctx.writeOrigins, ...(own.cors?.writeOrigins ?? [])] },
-        },
-        ctx.transport,
-        // The runtime argument: the node's verifier guards the admin routes (interop:admin).
-        { auth: { verifier: ctx.verifier }, tokens: ctx.tokens, logger: ctx.logger, clock: ctx.clock, identity: ctx.identity, nodes: ctx.nodes },
-      )
-    },
-    reloadPartial: (_ctx, cfg) => cfg.interop ?? {},
-  },
+  runtime: async () => ({}),
+  reload: (_ctx, cfg) => sectionOf(cfg, 'interop'),
+}
+
+/** The registry's log store on etcd, one per creation (its config step reads the genesis, its runtime step hands it over). */
+const etcdLogStores = new WeakMap<ServiceContext, Promise<RegistryEntryStore>>()
+type RegistryEntryStore = ReturnType<typeof import('./coordination/etcd-log.js').createEtcdLogStore>
+function registryStore(ctx: ServiceContext, etcd: EtcdCoordinator): Promise<RegistryEntryStore> {
+  let store = etcdLogStores.get(ctx)
+  if (store === undefined) {
+    const segmentEntries = sectionOf(ctx.config, 'registry')['segmentEntries']
+    store = import('./coordination/etcd-log.js').then(({ createEtcdLogStore }) => createEtcdLogStore(etcd, { nodeId: ctx.nodeId, ...(typeof segmentEntries === 'number' ? { segmentEntries } : {}) }))
+    etcdLogStores.set(ctx, store)
+  }
+  return store
+}
+
+/** `v` when it is a plain object (a section's sub-table), else `{}`. */
+function table(v: unknown): Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? { ...v } : {}
+}
+
+/** The index section with the accepted peers' index URLs as its peer targets. */
+function indexSection(ctx: ServiceContext, cfg: NodeReloadable): Section {
+  const own = sectionOf(cfg, 'index')
+  return { ...own, peers: { targets: peerIndexes(ctx), ...table(own['peers']) } }
+}
+
+/** The storage section with replication sized for the peers known right now. */
+function storageSection(ctx: ServiceContext, cfg: NodeReloadable): Section {
+  return { ...storageSettings(cfg.storage), ...replication(ctx, cfg.storage) }
+}
+
+/** Every service a node can host, and how: data, driven by `startNode` in {@link CREATE_ORDER}. */
+export const FACTORIES: { readonly [K in ServiceName]: ServiceFactory } = {
+  passport: hostedBy(passport),
+  index: hostedBy(index),
+  storage: hostedBy(storage),
+  registry: hostedBy(registry),
+  interop: hostedBy(interop),
 }
 
 /** The order services are created in (each only needs those before it). */

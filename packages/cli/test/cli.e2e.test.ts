@@ -210,12 +210,23 @@ describe('ron-node start (real binary)', () => {
     }
     expect(draining).toBe(true)
     // Storage turns writes unready first and keeps reads up for a short window (SPEC 3.3): poll
-    // (bounded) until reads are refused too.
-    let res = await fetch(`${storage}/o/b3:${'a'.repeat(64)}`)
+    // (bounded) until reads are refused too. When intake stops the listener closes its idle
+    // keep-alive sockets (SPEC 3.3), so a request racing that close on a pooled socket may be
+    // reset: that one is asked again (a new connection is still answered, with 503).
+    const read = async (): Promise<Response> => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await fetch(`${storage}/o/b3:${'a'.repeat(64)}`)
+        } catch (e) {
+          if (attempt >= 2 || (e as { cause?: { code?: string } }).cause?.code !== 'ECONNRESET') throw e
+        }
+      }
+    }
+    let res = await read()
     for (let i = 0; i < 400 && res.status !== 503; i++) {
       await res.body?.cancel()
       await new Promise((r) => setTimeout(r, 5))
-      res = await fetch(`${storage}/o/b3:${'a'.repeat(64)}`)
+      res = await read()
     }
     expect(res.status).toBe(503)
     expect(res.headers.get('retry-after')).toMatch(/^\d+$/)

@@ -142,3 +142,43 @@ describe('ron-node start over TLS (real binary)', () => {
     }
   })
 })
+
+describe('a node over TLS applies each service listener policy', () => {
+  it('the per-IP connection cap (http.maxConcurrentPerIp) holds on a TLS service listener: the socket over it gets 429 per_ip', async () => {
+    const { startNode } = await import('../src/node.js')
+    const { connect } = await import('node:tls')
+    const node = await startNode({ amnesia: true, portBase: 0, services: ['passport'], tls: { cert, key }, http: { maxConcurrentPerIp: 2 }, drainDeadlineMs: 200 })
+    const sockets: import('node:tls').TLSSocket[] = []
+    try {
+      const url = new URL(node.services['passport']!)
+      const open = (): Promise<import('node:tls').TLSSocket> =>
+        new Promise((resolve, reject) => {
+          const s = connect({ host: url.hostname, port: Number(url.port), ca: readFileSync(cert), ALPNProtocols: ['http/1.1'] }, () => resolve(s))
+          s.once('error', reject)
+          sockets.push(s)
+        })
+      const ask = (s: import('node:tls').TLSSocket): Promise<string> =>
+        new Promise((resolve) => {
+          let text = ''
+          s.setEncoding('utf8')
+          s.on('data', (d: string) => {
+            text += d
+            if (/\r\n\r\n[\s\S]*\}/.test(text)) resolve(text)
+          })
+          s.once('end', () => resolve(text))
+          s.write(`GET /v1/passport/keys HTTP/1.1\r\nhost: ${url.host}\r\n\r\n`)
+        })
+      // Two sockets from this address are within the cap and served; the third is over it.
+      const first = await open()
+      const second = await open()
+      expect(await ask(first)).toMatch(/^HTTP\/1\.1 200/)
+      expect(await ask(second)).toMatch(/^HTTP\/1\.1 200/)
+      const third = await ask(await open())
+      expect(third).toMatch(/^HTTP\/1\.1 429/)
+      expect(third).toContain('"reason":"per_ip"')
+    } finally {
+      for (const s of sockets) s.destroy()
+      await node.close()
+    }
+  })
+})

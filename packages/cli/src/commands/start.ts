@@ -9,7 +9,7 @@ import { defaultDataDir } from '../data-dir.js'
 import { etcdSettings, loadNodeConfig, remoteServices, type NodeConfig, type NodeConfigInput } from '../config.js'
 import { createLogger } from '../logger.js'
 import { writeNodeRecords } from '../node-records.js'
-import { startNode, type NodeReloadable, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
+import { startNode, type NodeBase, type NodeReloadable, type NodeStorageOptions, type NodeSummary, type RonNode } from '../node.js'
 
 /** Arguments of {@link startCommand} (flags; `undefined` means "not given"). */
 export interface StartArgs {
@@ -79,6 +79,16 @@ function serviceSections(config: NodeConfig): NodeReloadable {
   return out
 }
 
+/** The node-level base keys of every hosted service (`[http]`, `[cors]`, drain deadline and read window). */
+export function nodeBase(config: Pick<NodeConfig, 'http' | 'cors' | 'drainReadWindow'> & { drainDeadline?: number | undefined }): NodeBase {
+  return withoutUndefined({
+    http: config.http === undefined ? undefined : withoutUndefined(config.http),
+    cors: config.cors === undefined ? undefined : withoutUndefined(config.cors),
+    drainDeadlineMs: config.drainDeadline,
+    drainReadWindowMs: config.drainReadWindow,
+  })
+}
+
 /** The node's storage settings from its config. */
 export function nodeStorageOptions(config: NodeConfig): NodeStorageOptions {
   const { repair, ...rest } = config.storage
@@ -137,14 +147,15 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
       ...(config.advertise === undefined ? {} : { advertise: config.advertise }),
       ...(config.tls === undefined ? {} : { tls: config.tls }),
       ...withoutUndefined({ passportUrl: remoteServices(config).passportUrl, registryUrl: remoteServices(config).registryUrl, etcd: etcdSettings(config) }),
-      drainDeadlineMs: config.drainDeadline,
+      // The node's base keys (drain deadline and read window, [http], [cors]): every service's defaults.
+      ...nodeBase(config),
       adminTokenTtlSec: Math.max(60, Math.floor(config.adminTokenTtl / 1000)),
       storage: nodeStorageOptions(config),
       config: serviceSections(config),
       // SIGHUP and POST /admin/reload re-read the file and the environment (flags still win).
       reloadSource: () => {
         const c = loadNodeConfig({ file: args.config, env: io.env, flags: args.flags })
-        return { storage: nodeStorageOptions(c), ...serviceSections(c) }
+        return { ...nodeBase(c), storage: nodeStorageOptions(c), ...serviceSections(c) }
       },
       logger,
     })

@@ -72,6 +72,13 @@ export interface RonServer {
    */
   followDrain(signal: AbortSignal): void
   /**
+   * Applies a service's listener policy from now on, as `serve(service)` would have at start: the
+   * header and idle timeouts, the per-IP and total connection caps (for sockets accepted from now
+   * on) and its intake stop ({@link RonServer.followDrain}). For a host that binds the port before
+   * the service exists and attaches it later (ron-node). Options given to `serve()` still win.
+   */
+  adopt(policy: ListenerPolicy): void
+  /**
    * Stops accepting, closes idle keep-alive sockets, lets in-flight requests finish until
    * `drainDeadlineMs`, then destroys the remaining sockets. Idempotent: a second call joins the first.
    */
@@ -96,10 +103,10 @@ export interface RonServer {
 export async function serve(target: { handle(req: IncomingMessage, res: ServerResponse): void; readonly listener?: ListenerPolicy | undefined }, options: ServeOptions = {}): Promise<RonServer> {
   const policy = target.listener
   const host = options.host ?? '127.0.0.1'
-  const readTimeoutMs = options.readTimeoutMs ?? policy?.readTimeoutMs ?? 5000
-  const idleTimeoutMs = options.idleTimeoutMs ?? policy?.idleTimeoutMs ?? 60_000
-  const maxPerIp = options.maxConnectionsPerIp ?? policy?.maxConnectionsPerIp ?? 256
-  const maxConnections = options.maxConnections ?? policy?.maxConnections ?? 10_000
+  let readTimeoutMs = options.readTimeoutMs ?? policy?.readTimeoutMs ?? 5000
+  let idleTimeoutMs = options.idleTimeoutMs ?? policy?.idleTimeoutMs ?? 60_000
+  let maxPerIp = options.maxConnectionsPerIp ?? policy?.maxConnectionsPerIp ?? 256
+  let maxConnections = options.maxConnections ?? policy?.maxConnections ?? 10_000
   const drainDeadlineMs = options.drainDeadlineMs ?? 3000
   const clock = options.clock ?? systemClock
   const signal = options.signal
@@ -155,7 +162,7 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
    * quarter of the timeout (at most every 5 s), so one is closed within 1.25× the timeout.
    */
   const activity = new Map<Socket, { moved: number; since: number }>()
-  const idleSweepMs = Math.max(10, Math.min(5000, Math.floor(idleTimeoutMs / 4)))
+  let idleSweepMs = Math.max(10, Math.min(5000, Math.floor(idleTimeoutMs / 4)))
   let idleTimer: TimerHandle | undefined
   const sweepIdle = (): void => {
     if (closing) return
@@ -299,6 +306,16 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
   }
   signal?.addEventListener('abort', onAbort, { once: true })
   if (policy !== undefined) followDrain(policy.intakeStopped)
+  const adopt = (p: ListenerPolicy): void => {
+    readTimeoutMs = options.readTimeoutMs ?? p.readTimeoutMs
+    idleTimeoutMs = options.idleTimeoutMs ?? p.idleTimeoutMs
+    maxPerIp = options.maxConnectionsPerIp ?? p.maxConnectionsPerIp
+    maxConnections = options.maxConnections ?? p.maxConnections
+    idleSweepMs = Math.max(10, Math.min(5000, Math.floor(idleTimeoutMs / 4)))
+    server.headersTimeout = readTimeoutMs
+    server.keepAliveTimeout = idleTimeoutMs
+    followDrain(p.intakeStopped)
+  }
 
   return {
     url,
@@ -309,6 +326,7 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
       return open
     },
     followDrain,
+    adopt,
     close,
     [Symbol.asyncDispose]: close,
   }

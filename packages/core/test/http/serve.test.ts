@@ -211,6 +211,28 @@ describe('serve: slow clients, per-IP cap, graceful close', () => {
     expect(await reply).toMatch(/^HTTP\/1\.1 200/)
   })
 
+  it('adopt() applies a policy given after start: its per-IP cap, header timeout and intake stop', async () => {
+    const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }])
+    const intake = new AbortController()
+    srv.adopt({ readTimeoutMs: 1234, idleTimeoutMs: 4321, maxConnections: 100, maxConnectionsPerIp: 1, intakeStopped: intake.signal })
+    expect(srv.server.headersTimeout).toBe(1234)
+    expect(srv.server.keepAliveTimeout).toBe(4321)
+    const a = await rawSocket(srv)
+    const b = await rawSocket(srv)
+    const closed = untilClosed(b)
+    b.write('GET /hello HTTP/1.1\r\nhost: x\r\n\r\n')
+    expect(await closed).toMatch(/^HTTP\/1\.1 429/)
+    // The socket within the cap is served and kept alive; once intake stops, it is closed.
+    const reply = new Promise<string>((resolve) => a.once('data', (d: Buffer) => resolve(d.toString())))
+    a.write('GET /hello HTTP/1.1\r\nhost: x\r\n\r\n')
+    expect(await reply).toMatch(/^HTTP\/1\.1 200/)
+    expect(a.destroyed).toBe(false)
+    const aClosed = untilClosed(a)
+    intake.abort()
+    await aClosed
+    expect(srv.connections).toBe(0)
+  })
+
   it('close() lets in-flight requests finish, refuses new connections, and is idempotent', async () => {
     const gate = deferred()
     const entered = deferred()
