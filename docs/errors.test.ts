@@ -3,7 +3,8 @@
  * code can put in an error envelope is documented (with its code where the source shows it), and
  * every documented reason is one the code can produce.
  *
- * The reasons are read from `packages/*\/src/**\/*.ts` (not `src/testing/`). A reason is written
+ * The reasons are read from `packages/*\/src/**\/*.ts` (not `src/testing/`). Files are named
+ * `<package>/<file name>` (`core/pace.ts`), so moving a file within its package changes nothing here. A reason is written
  * either as a literal in an error's details (`details: { reason: 'max_rps' }`, or a ternary of two
  * literals), or as an expression; every expression site must be declared in {@link EMITTERS} with
  * where its values come from (a string-literal union type, the literal arguments of a helper, a
@@ -24,53 +25,55 @@ interface Emitter {
   values: Source[]
 }
 
-/** Expression sites of `details.reason`, by `file: expression`. */
+/** Expression sites of `details.reason`, by `<package>/<file name>: expression`. */
 const EMITTERS: Record<string, Emitter> = {
-  'packages/core/src/disk-fault.ts: reason': { code: 'NotReady', values: [{ type: 'DiskFaultReason', in: 'packages/core/src/disk-fault.ts' }] },
-  'packages/core/src/auth/verifier.ts: reason': { code: 'Unauthorized', values: [{ type: 'UnauthorizedReason', in: 'packages/core/src/auth/verifier.ts' }] },
-  'packages/core/src/http/pace.ts: reason': { code: 'RequestTimeout', values: [{ literals: /#fail\(reason: ((?:'\w+'(?: \| )?)+)/g }] },
-  'packages/core/src/http/serve.ts: reason': { code: 'Busy', values: [{ literals: /answerOverCap = \(res: ServerResponse, reason: ((?:'\w+'(?: \| )?)+)\)/g }] },
-  'packages/core/src/resilience/admission.ts: reason': { code: 'Busy', values: [{ literals: /#busy\(key: string, why: string, reason: ((?:'\w+'(?: \| )?)+),/g }] },
+  'core/disk-fault.ts: reason': { code: 'NotReady', values: [{ type: 'DiskFaultReason', in: 'core/disk-fault.ts' }] },
+  'core/verifier.ts: reason': { code: 'Unauthorized', values: [{ type: 'UnauthorizedReason', in: 'core/verifier.ts' }] },
+  'core/pace.ts: reason': { code: 'RequestTimeout', values: [{ literals: /#fail\(reason: ((?:'\w+'(?: \| )?)+)/g }] },
+  'core/serve.ts: reason': { code: 'Busy', values: [{ literals: /answerOverCap = \(res: ServerResponse, reason: ((?:'\w+'(?: \| )?)+)\)/g }] },
+  'core/admission.ts: reason': { code: 'Busy', values: [{ literals: /#busy\(key: string, why: string, reason: ((?:'\w+'(?: \| )?)+),/g }] },
   // Dynamic: the JSON parser's message, zlib's error code, Node's HTTP parser code (documented in prose).
-  "packages/core/src/http/context.ts: e instanceof Error ? e.message : 'parse error'": { code: 'Malformed', values: [{ dynamic: /JSON parser's message/ }] },
-  'packages/core/src/http/body.ts: code': { code: 'Malformed', values: [{ dynamic: /zlib's error code \(`Z_DATA_ERROR`/ }] },
-  'packages/core/src/http/client-error.ts: code': { code: 'Malformed', values: [{ dynamic: /parser's code \(`HPE_INVALID_METHOD`/ }] },
-  'packages/index/src/manifest-fetch.ts: reason': { code: 'InvalidReference', values: [{ literals: /\binvalid\(\w+, '(\w+)'/g }] },
-  'packages/index/src/resolver.ts: reason': { code: 'NotFound', values: [{ literals: /\bnotFound\([\w.]+, (?:[^'()]*\? )?'(\w+)'(?: : '(\w+)')?/g }] },
-  'packages/interop/src/gateway/site.ts: reason': { code: 'InvalidReference', values: [{ literals: /\bnotAManifest\([\w.]+, '(\w+)'/g }] },
-  'packages/interop/src/dedupe-journal.ts: this.#fault': { code: 'NotReady', values: [{ type: 'DiskFaultReason', in: 'packages/core/src/disk-fault.ts' }] },
-  'packages/interop/src/routes/webhooks.ts: fault': { code: 'NotReady', values: [{ type: 'DiskFaultReason', in: 'packages/core/src/disk-fault.ts' }] },
+  "core/context.ts: e instanceof Error ? e.message : 'parse error'": { code: 'Malformed', values: [{ dynamic: /JSON parser's message/ }] },
+  'core/body.ts: code': { code: 'Malformed', values: [{ dynamic: /zlib's error code \(`Z_DATA_ERROR`/ }] },
+  'core/client-error.ts: code': { code: 'Malformed', values: [{ dynamic: /parser's code \(`HPE_INVALID_METHOD`/ }] },
+  'index/manifest-fetch.ts: reason': { code: 'InvalidReference', values: [{ literals: /\binvalid\(\w+, '(\w+)'/g }] },
+  'index/resolver.ts: reason': { code: 'NotFound', values: [{ literals: /\bnotFound\([\w.]+, (?:[^'()]*\? )?'(\w+)'(?: : '(\w+)')?/g }] },
+  'interop/site.ts: reason': { code: 'InvalidReference', values: [{ literals: /\bnotAManifest\([\w.]+, '(\w+)'/g }] },
+  'interop/dedupe-journal.ts: this.#fault': { code: 'NotReady', values: [{ type: 'DiskFaultReason', in: 'core/disk-fault.ts' }] },
+  'interop/webhooks.ts: fault': { code: 'NotReady', values: [{ type: 'DiskFaultReason', in: 'core/disk-fault.ts' }] },
   // refusalBody writes the 401 envelope text itself ("reason":"${reason}").
-  'packages/interop/src/routes/webhooks.ts: "${reason}"': { code: 'Unauthorized', values: [{ type: 'WebhookFailureReason', in: 'packages/interop/src/webhooks/verify.ts' }] },
-  'packages/passport/src/nodes.ts: reason': { code: 'Unauthorized', values: [{ literals: /\breject\('(\w+)'/g }] },
-  'packages/registry/src/write-health.ts: reason': {
+  'interop/webhooks.ts: "${reason}"': { code: 'Unauthorized', values: [{ type: 'WebhookFailureReason', in: 'interop/verify.ts' }] },
+  'passport/nodes.ts: reason': { code: 'Unauthorized', values: [{ literals: /\breject\('(\w+)'/g }] },
+  'registry/write-health.ts: reason': {
     code: 'NotReady',
-    values: [{ literals: /setDisk\(false, '(\w+)'\)|this\.#disk \?\? '(\w+)'/g }, { type: 'DiskFaultReason', in: 'packages/core/src/disk-fault.ts' }],
+    values: [{ literals: /setDisk\(false, '(\w+)'\)|this\.#disk \?\? '(\w+)'/g }, { type: 'DiskFaultReason', in: 'core/disk-fault.ts' }],
   },
-  'packages/registry/src/witness.ts: reason': { code: 'IntegrityFailed', values: [{ literals: /\bbad\('(\w+)'/g }] },
-  'packages/registry/src/store/segment.ts: reason': { code: 'NotReady', values: [{ literals: /diskFaultReason\(u\.cause\) \?\? '(\w+)'/g }, { type: 'DiskFaultReason', in: 'packages/core/src/disk-fault.ts' }] },
-  'packages/storage/src/store/fs.ts: problem': { code: 'IntegrityFailed', values: [{ type: 'TableProblem', in: 'packages/storage/src/store/integrity.ts' }] },
-  'packages/storage/src/store/memory.ts: table': { code: 'IntegrityFailed', values: [{ type: 'TableProblem', in: 'packages/storage/src/store/integrity.ts' }] },
-  'packages/storage/src/routes/objects.ts: s.disk.reason': {
+  'registry/witness.ts: reason': { code: 'IntegrityFailed', values: [{ literals: /\bbad\('(\w+)'/g }] },
+  'registry/segment.ts: reason': { code: 'NotReady', values: [{ literals: /diskFaultReason\(u\.cause\) \?\? '(\w+)'/g }, { type: 'DiskFaultReason', in: 'core/disk-fault.ts' }] },
+  'storage/fs.ts: problem': { code: 'IntegrityFailed', values: [{ type: 'TableProblem', in: 'storage/integrity.ts' }] },
+  'storage/memory.ts: table': { code: 'IntegrityFailed', values: [{ type: 'TableProblem', in: 'storage/integrity.ts' }] },
+  'storage/objects.ts: s.disk.reason': {
     code: 'NotReady',
-    values: [{ literals: /this\.set\(false, (?:r\.reason \?\? )?'(\w+)'\)|reason \?\? '(\w+)'/g, in: 'packages/storage/src/disk-watch.ts' }, { type: 'DiskFaultReason', in: 'packages/core/src/disk-fault.ts' }],
+    values: [{ literals: /this\.set\(false, (?:r\.reason \?\? )?'(\w+)'\)|reason \?\? '(\w+)'/g, in: 'storage/disk-watch.ts' }, { type: 'DiskFaultReason', in: 'core/disk-fault.ts' }],
   },
 }
 
 /**
- * Literal reasons in details that never reach a client, by `file: reason`, and why: a peer's
+ * Literal reasons in details that never reach a client, by `<package>/<file name>: reason`, and why: a peer's
  * answer the index refuses is that peer failing (the resolver moves on; the client sees
  * `peers_unavailable`); passport's registry sync runs in the background and its failure is the
  * reason of the `registry` readiness path.
  */
 const NOT_ON_THE_WIRE: Record<string, string> = {
-  'packages/passport/src/registry-sync.ts: registry_unreachable': 'the registry sync failed: a readiness reason, not an answer',
-  'packages/passport/src/registry-sync.ts: registry_invalid': 'the registry sync read an invalid answer: a readiness reason, not an answer',
-  'packages/index/src/peer-client.ts: too_large': 'a peer answer over 2 MiB: the peer counts as failed',
-  'packages/index/src/peer-client.ts: not_json': 'a peer answer that is not JSON: the peer counts as failed',
+  'passport/registry-sync.ts: registry_unreachable': 'the registry sync failed: a readiness reason, not an answer',
+  'passport/registry-sync.ts: registry_invalid': 'the registry sync read an invalid answer: a readiness reason, not an answer',
+  'index/peer-client.ts: too_large': 'a peer answer over 2 MiB: the peer counts as failed',
+  'index/peer-client.ts: not_json': 'a peer answer that is not JSON: the peer counts as failed',
 }
 
+let listed: string[] | undefined
 function sources(): string[] {
+  if (listed !== undefined) return listed
   const out: string[] = []
   const walk = (dir: string): void => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
@@ -81,7 +84,17 @@ function sources(): string[] {
     }
   }
   for (const pkg of readdirSync(repoPath('packages'))) walk(repoPath(`packages/${pkg}/src`))
-  return out.sort()
+  return (listed = out.sort())
+}
+
+/** `packages/core/src/http/pace.ts` → `core/pace.ts`. */
+const short = (file: string): string => file.replace(/^packages\/([\w-]+)\/src\/(?:[\w-]+\/)*/, '$1/')
+
+/** The one source file named by `core/pace.ts` (a type's home). */
+function sourceOf(name: string): string {
+  const found = sources().filter((f) => short(f) === name)
+  expect(found, `one source file is ${name}`).toHaveLength(1)
+  return found[0]!
 }
 
 /** The source with comments blanked (newlines kept), so an example in TSDoc is not a site. */
@@ -97,15 +110,18 @@ function codeOfClass(cls: string | undefined): string | undefined {
   return code in ErrorCodes ? code : undefined
 }
 
+/** The file each expression site was seen in, by site key. */
+const sitePaths = new Map<string, string>()
+
 function valuesOf(source: Source, site: string): string[] {
   if ('dynamic' in source) return []
   if ('type' in source) {
-    const text = readRepoFile(source.in)
+    const text = readRepoFile(sourceOf(source.in))
     const m = new RegExp(`type ${source.type} =((?:\\s*\\|?\\s*'\\w+')+)`).exec(text)
     expect(m, `${site}: type ${source.type} in ${source.in}`).not.toBeNull()
     return [...m![1]!.matchAll(/'(\w+)'/g)].map((x) => x[1]!)
   }
-  const text = readRepoFile(source.in ?? site.slice(0, site.indexOf(': ')))
+  const text = readRepoFile(source.in === undefined ? sitePaths.get(site)! : sourceOf(source.in))
   const found = [...text.matchAll(source.literals)].flatMap((m) => m.slice(1).filter((x): x is string => x !== undefined).flatMap((g) => [...`${g.includes("'") ? g : `'${g}'`}`.matchAll(/'(\w+)'/g)].map((x) => x[1]!)))
   expect(found.length, `${site}: ${String(source.literals)} finds its literals`).toBeGreaterThan(0)
   return found
@@ -122,14 +138,16 @@ function scan(): { found: Found[]; sites: Set<string>; dropped: Set<string> } {
   const found: Found[] = []
   const sites = new Set<string>()
   const dropped = new Set<string>()
-  for (const file of sources()) {
-    const text = withoutComments(readRepoFile(file))
+  for (const path of sources()) {
+    const file = short(path)
+    const text = withoutComments(readRepoFile(path))
     const lineOf = (i: number): number => text.slice(0, i).split('\n').length
     for (const m of text.matchAll(/\bdetails: \{[^{}]*?\breason\b(?:: ([^,}]+))?/g)) {
       const expr = (m[1] ?? 'reason').trim()
       const literals = /^'(\w+)'$/.exec(expr)?.slice(1) ?? /^.*?\? '(\w+)' : '(\w+)'$/.exec(expr)?.slice(1)
       if (literals === undefined) {
         sites.add(`${file}: ${expr}`)
+        sitePaths.set(`${file}: ${expr}`, path)
         continue
       }
       const before = text.slice(Math.max(0, m.index - 400), m.index)
@@ -145,7 +163,10 @@ function scan(): { found: Found[]; sites: Set<string>; dropped: Set<string> } {
         found.push({ key: `${code ?? '?'}:${reason}`, where: `${file}:${lineOf(m.index)}` })
       }
     }
-    for (const m of text.matchAll(/"reason":"(\$\{\w+\})"/g)) sites.add(`${file}: "${m[1]}"`)
+    for (const m of text.matchAll(/"reason":"(\$\{\w+\})"/g)) {
+      sites.add(`${file}: "${m[1]}"`)
+      sitePaths.set(`${file}: "${m[1]}"`, path)
+    }
   }
   for (const [site, e] of Object.entries(EMITTERS)) {
     if (!sites.has(site)) continue
