@@ -1,8 +1,8 @@
 /**
  * Storage data path, out of process (issue 10). Servers, each in its own process, on the same
- * disk: the storage service on its defaults (`servers/ron-storage.ts`), a bare `node:http` server
- * (`servers/bare.ts`: reads the file per request; PUT = temp file + fsync + rename + dir fsync)
- * and `serve-handler` (GETs). The load generator is another process (`load-child.ts`). Cases
+ * disk: the storage service on its defaults (`servers/storage/storage.ts`), a bare `node:http` server
+ * (`servers/baselines/bare.ts`: reads the file per request; PUT = temp file + fsync + rename + dir fsync)
+ * and `serve-handler` (GETs). The load generator is another process (`lib/load-child.ts`). Cases
  * alternate within each round; every figure is the median of the rounds, every ratio the median
  * [min..max] of per-round ratios. Memory is sampled inside each server process.
  *

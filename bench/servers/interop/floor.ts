@@ -1,5 +1,5 @@
 /**
- * Floors for the refused-forgery case (`bench/profile-interop.ts floor`, or any A/B script): the
+ * Floors for the refused-forgery case (`bench/tools/profile.ts interop floor`, or any A/B script): the
  * same HMAC check and the same 401 text as interop's refusal, on core alone (option `mode`):
  * `handler` (createHttpHandler), `service` (createServiceHost with its defaults); or
  * `interop-alone`, the interop service with nothing mounted behind it (no storage heap in the
