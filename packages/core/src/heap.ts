@@ -21,7 +21,7 @@ export const SERVER_HEAP_GROWING_FACTOR = 4
  * ArrayBuffer. When the old generation grows slowly (a server that mostly moves bytes), V8's
  * estimate settles at its floor, about 8 MB above the live heap, so every ~8 MB of request bodies
  * starts a full collection, although a cheap young-generation collection would free those
- * buffers. Measured on the storage service (`bench/put-after-get.ts`): after a phase of large GETs,
+ * buffers. Measured on the storage service (`bench/tools/put-after-get.ts`): after a phase of large GETs,
  * 1 MiB uploads ran a mark-compact about every 8 uploads on V8's estimate and a few per run with a
  * factor of 4, and their p95 latency followed. The cost is memory: up to `factor` times the live
  * heap before a full collection (V8 still caps it at half way to the heap's maximum).
