@@ -5,7 +5,8 @@
  *
  * Types, defaults and bounds come from `z.toJSONSchema` (input side); the one-line descriptions
  * (and defaults the JSON Schema cannot carry, such as those behind a preprocess) come from the
- * TSDoc comment above each key in the schema's source file.
+ * TSDoc comment above each key in the schema's source file, or from the key's own `.describe()`
+ * where one name is used for several keys (interop's upstreams).
  */
 
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -89,13 +90,20 @@ function tsdocByKey(source: string, from?: string): Map<string, Doc> {
   // A key written more often than documented (the same name in several objects) is ambiguous too.
   const documented = new Map<string, number>()
   for (const m of text.matchAll(re)) documented.set(m[3]!, (documented.get(m[3]!) ?? 0) + 1)
-  const written = (key: string): number => [...text.matchAll(new RegExp(`^\\s*['"]?${key}['"]?\\??\\s*:`, 'gm'))].length
+  // A key whose line carries its own `.describe()` takes its description from there, not from TSDoc.
+  const written = (key: string): number => [...text.matchAll(new RegExp(`^\\s*['"]?${key}['"]?\\??\\s*:(?!.*\\.describe\\()`, 'gm'))].length
   const out = new Map<string, Doc>()
   for (const [k, v] of seen) if (v !== null && written(k) <= (documented.get(k) ?? 0)) out.set(k, v)
   return out
 }
 
 type Json = Record<string, unknown>
+
+/** A `.describe()` text read like a TSDoc comment: the text, and its `@default` if it has one. */
+function describedDoc(description: string): Doc {
+  const dm = /@default\s+(.*?)(?=\s@\w|$)/.exec(description)
+  return { text: description.replace(/@\w+.*$/, '').trim(), ...(dm ? { default: dm[1]!.trim() } : {}) }
+}
 
 function typeOf(s: Json): string {
   if (Array.isArray(s['enum'])) return (s['enum'] as unknown[]).map((v) => JSON.stringify(v)).join(' \\| ')
@@ -145,7 +153,8 @@ function rows(schema: Json, docs: Map<string, Doc>, prefix = ''): Row[] {
   const out: Row[] = []
   for (const [key, s] of Object.entries(props)) {
     const path = prefix === '' ? key : `${prefix}.${key}`
-    const doc = docs.get(key)
+    // The schema's own `.describe()` (its `@default` read as in TSDoc), else the TSDoc above the key.
+    const doc = typeof s['description'] === 'string' ? describedDoc(s['description']) : docs.get(key)
     const dflt = 'default' in s ? `\`${JSON.stringify(s['default'])}\`` : doc?.default !== undefined ? cell(doc.default) : required.has(key) ? 'required' : ''
     const nested = s['type'] === 'object' && s['properties'] !== undefined && Object.keys(s['properties'] as object).length > 0
     out.push({ path, type: nested ? 'object' : typeOf(s).replace(/\|/g, '\\|').replace(/\\\\\|/g, '\\|'), default: dflt, notes: bounds(s), description: cell(doc?.text ?? (typeof s['description'] === 'string' ? s['description'] : '')) })

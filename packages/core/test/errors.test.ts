@@ -120,6 +120,10 @@ describe('error catalog', () => {
       'RequestTimeout:headers',
       'OverLimit:header_overflow',
       'OverLimit:chunk_extensions_overflow',
+      // reload() and directory manifests.
+      'Malformed:immutable',
+      'Malformed:not_object',
+      'Malformed:too_many',
     ]
     expect([...reasons].sort()).toEqual(expected.sort())
   })

@@ -3,14 +3,14 @@
  * (no read window: unready as a whole at its start), limits, CORS, reload, error envelopes,
  * README metrics, CONCURRENCY.md and the exported surface.
  */
-import { readFileSync } from 'node:fs'
 import { describe, it } from 'vitest'
 import { addressOf } from '@ron/core'
-import { createTestIssuer, serviceConformance } from '@ron/core/testing'
+import { createTestIssuer, readRepoFile, serviceConformance } from '@ron/core/testing'
 import * as entry from '../src/index.js'
 import { createIndexService } from '../src/index.js'
 
-const read = (path: string): string => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8')
+const read = readRepoFile
+const pkg = JSON.parse(read('packages/index/package.json')) as { version: string }
 const issuer = createTestIssuer()
 const announceToken = issuer.mint({ sub: 'node:n1', aud: ['index'], scope: ['index:announce'] })
 const absent = addressOf(new TextEncoder().encode('conformance: not announced'))
@@ -27,6 +27,7 @@ describe('index conformance (core service contract)', () => {
     write: { method: 'POST', path: '/providers', headers: json, body: announce('storage') },
     overLimit: { config: { http: { jsonBodyLimit: 16 } }, request: { method: 'POST', path: '/providers', headers: json, body: announce('storage') } },
     docs: { readme: read('packages/index/README.md'), concurrency: read('packages/index/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
+    version: pkg.version,
     surface: { entry: '@ron/index', exports: entry, apiReport: read('docs/api-report.md') },
     readWindow: false,
   })) {

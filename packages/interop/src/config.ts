@@ -33,8 +33,18 @@ const apiKeySchema = z.strictObject({
   maxBytes: sizeSchema.optional(),
 })
 
-const upstreamSchema = (target: string, timeoutMs: number) =>
-  z.strictObject({ target: z.string().min(1).default(target), timeoutMs: durationSchema.default(timeoutMs) }).prefault({})
+/**
+ * An upstream service: its transport target and the deadline of each call to it. Described with
+ * `.describe()`, not TSDoc, because the three upstreams share these key names with other sections
+ * (`uploads.timeoutMs`) and differ in their defaults.
+ */
+const upstreamSchema = (target: string, timeoutMs: number, calls: string) =>
+  z
+    .strictObject({
+      target: z.string().min(1).default(target).describe(`Transport target of ${target}: its name under ron-node (or a URL with an HTTP transport).`),
+      timeoutMs: durationSchema.default(timeoutMs).describe(`Deadline of each call to ${target} (${calls}). @default ${timeoutMs}`),
+    })
+    .prefault({})
 
 const DOMAIN = /^(?=.{1,200}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/
 
@@ -102,11 +112,11 @@ export const interopConfigSchema = z.strictObject({
   /** Reported by `/version`. @default this package's version (its package.json) */
   version: z.string().min(1).optional(),
   /** The storage service: transport target and per-call deadline. @default {target:'storage', timeoutMs: 2000} */
-  storage: upstreamSchema('storage', 2000),
+  storage: upstreamSchema('storage', 2000, 'webhook receipts, gateway reads; uploads have `uploads.timeoutMs`'),
   /** The passport service (capabilities for uploads). @default {target:'passport', timeoutMs: 2000} */
-  passport: upstreamSchema('passport', 2000),
+  passport: upstreamSchema('passport', 2000, 'capabilities for uploads'),
   /** The index service (reads find providers there). @default {target:'index', timeoutMs: 1200} */
-  index: upstreamSchema('index', 1200),
+  index: upstreamSchema('index', 1200, "the gateway's name and provider lookups"),
   /** The service id storage verifies tokens for (`aud` of capabilities). @default 'storage' */
   storageAudience: z.string().min(1).default('storage'),
   /** The service id passport verifies interop's service token for. @default 'passport' */

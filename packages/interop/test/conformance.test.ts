@@ -4,13 +4,13 @@
  * envelopes, README metrics, CONCURRENCY.md and the exported surface. The write is an admin
  * rotation (`interop:admin`); the read the admin listing; the 413 a JSON body over `http.jsonBodyLimit`.
  */
-import { readFileSync } from 'node:fs'
 import { describe, it } from 'vitest'
-import { createTestIssuer, serviceConformance } from '@ron/core/testing'
+import { createTestIssuer, readRepoFile, serviceConformance } from '@ron/core/testing'
 import * as entry from '../src/index.js'
 import { createInteropService } from '../src/index.js'
 
-const read = (path: string): string => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8')
+const read = readRepoFile
+const pkg = JSON.parse(read('packages/interop/package.json')) as { version: string }
 const issuer = createTestIssuer()
 const admin = { authorization: `Bearer ${issuer.mint({ aud: ['interop'], scope: ['interop:admin'] })}` }
 const json = { 'content-type': 'application/json' }
@@ -26,6 +26,7 @@ describe('interop conformance (core service contract)', () => {
       request: { method: 'PUT', path: '/admin/webhooks/github/secret', headers: { ...admin, ...json }, body: JSON.stringify({ secret: 'x'.repeat(128) }) },
     },
     docs: { readme: read('packages/interop/README.md'), concurrency: read('packages/interop/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
+    version: pkg.version,
     surface: { entry: '@ron/interop', exports: entry, apiReport: read('docs/api-report.md') },
   })) {
     it(check.name, () => check.run())

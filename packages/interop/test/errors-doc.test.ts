@@ -1,11 +1,11 @@
 /** `docs/errors.md` lists every interop-specific `details.reason` (gateway, webhooks, uploads), under `interop`. */
-import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import { readRepoFile } from '@ron/core/testing'
 
-const doc = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8')
+const doc = readRepoFile('docs/errors.md')
 
 describe('docs/errors.md', () => {
-  it("lists the gateway's details.reason values", () => {
+  it("lists the details.reason values of the gateway, webhooks and uploads", () => {
     const listed = new Set([...doc.matchAll(/^\| interop \| `(\w+)` \| `(\w+)` \|/gm)].map((m) => `${m[1]}:${m[2]}`))
     const answered = [
       'Busy:remote_reads',
@@ -19,6 +19,12 @@ describe('docs/errors.md', () => {
       'NotReady:integrity',
       // Webhooks and uploads without an outgoing service token.
       'NotReady:no_service_token',
+      // Webhook signatures, the rate limit, uploads per client.
+      'Unauthorized:bad_signature',
+      'Unauthorized:stale_timestamp',
+      'Unauthorized:missing_header',
+      'Busy:rate_limit',
+      'Busy:per_client',
     ]
     expect([...listed].sort()).toEqual([...answered].sort())
   })

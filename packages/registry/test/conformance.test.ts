@@ -3,14 +3,14 @@
  * its read window, limits, CORS, reload, error envelopes, README metrics, CONCURRENCY.md and the
  * exported surface.
  */
-import { readFileSync } from 'node:fs'
 import { describe, it } from 'vitest'
-import { createTestIssuer, serviceConformance } from '@ron/core/testing'
+import { createTestIssuer, readRepoFile, serviceConformance } from '@ron/core/testing'
 import * as entry from '../src/index.js'
 import { createRegistryService } from '../src/index.js'
 import { ALL_SCOPES, ORIGIN, payload, setOf, signers } from './helpers.js'
 
-const read = (path: string): string => readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8')
+const read = readRepoFile
+const pkg = JSON.parse(read('packages/registry/package.json')) as { version: string }
 const issuer = createTestIssuer()
 const writeToken = issuer.mint({ aud: ['registry'], scope: ALL_SCOPES })
 const keys = signers(3)
@@ -25,6 +25,7 @@ describe('registry conformance (core service contract)', () => {
     write: { method: 'POST', path: '/registry/proposals', headers: auth, body: JSON.stringify({ payload: payload(1) }) },
     overLimit: { config: { http: { jsonBodyLimit: 64 } }, request: { method: 'POST', path: '/registry/proposals', headers: auth, body: JSON.stringify({ payload: payload(2) }) } },
     docs: { readme: read('packages/registry/README.md'), concurrency: read('packages/registry/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
+    version: pkg.version,
     surface: { entry: '@ron/registry', exports: entry, apiReport: read('docs/api-report.md') },
   })) {
     it(check.name, () => check.run())

@@ -67,6 +67,12 @@ export interface ConformanceSubject {
    * and the text of the API report. @default not checked
    */
   surface?: { entry: string; exports: Record<string, unknown>; apiReport: string }
+  /**
+   * The version `/version` reports when the config names none: the package's `package.json`
+   * version. With it, a check asserts `/version` is `{service, version, node}` and that the
+   * config's `version` key overrides it. @default not checked
+   */
+  version?: string
 }
 
 /** One check of the suite. */
@@ -192,6 +198,25 @@ export function serviceConformance(subject: ConformanceSubject): ConformanceChec
           assert.equal((await version.json<{ service: string }>()).service, id)
         }),
     },
+    ...(subject.version === undefined
+      ? []
+      : [
+          {
+            name: "/version reports the package.json version, or the config's version key",
+            run: async (): Promise<void> => {
+              for (const [config, expected] of [
+                [{}, subject.version],
+                [{ version: '9.9.9-embedder' }, '9.9.9-embedder'],
+              ] as const) {
+                await withInstance(config, async (i) => {
+                  const res = await i.send({ method: 'GET', path: '/version' })
+                  assert.equal(res.status, 200)
+                  assert.deepEqual(await res.json(), { service: id, version: expected, node: process.version })
+                })
+              }
+            },
+          },
+        ]),
     {
       name: readWindow
         ? 'a drain refuses writes and keeps reads through the read window, then stops intake with 503 Draining; /healthz stays 200'

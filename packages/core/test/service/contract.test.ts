@@ -3,10 +3,9 @@
  * host, the runtime argument, the drain with its read window and shed order, readiness derived
  * from declared dependencies, reload coalescing, the metrics declaration.
  */
-import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { MemoryTransport, createServiceHost, isRonError, metricValue, noTransport, serviceBaseShape, type Topology } from '@ron/core'
-import { RecordingMetrics, VirtualClock, createTestIssuer, deferred, serviceConformance } from '@ron/core/testing'
+import { RecordingMetrics, VirtualClock, createTestIssuer, deferred, readRepoFile, serviceConformance } from '@ron/core/testing'
 import { z } from 'zod'
 import * as helloEntry from './fixtures/hello-service.js'
 import { createHelloService, HELLO_CONCURRENCY, HELLO_README, type HelloConfig, type HelloRuntime, type HelloService } from './fixtures/hello-service.js'
@@ -306,7 +305,7 @@ describe('the service contract (core host)', () => {
   })
 
   describe('conformance suite on a minimal third-party service', () => {
-    const errors = readFileSync(new URL('../../../../docs/errors.md', import.meta.url), 'utf8')
+    const errors = readRepoFile('docs/errors.md')
     for (const check of serviceConformance({
       id: 'hello',
       create: (config, runtime) => createHelloService(config, undefined, { ...runtime, auth: { keys: issuer.keys } }),
@@ -320,7 +319,7 @@ describe('the service contract (core host)', () => {
   })
 
   describe('conformance: the exported surface', () => {
-    const errors = readFileSync(new URL('../../../../docs/errors.md', import.meta.url), 'utf8')
+    const errors = readRepoFile('docs/errors.md')
     const reportOf = (names: string[]): string => `# API report\n\n## \`@acme/hello\` (${names.length})\n\n${names.map((n) => `- \`${n}\` const`).join('\n')}\n\n## \`@acme/other\` (0)\n`
     const check = (exports: Record<string, unknown>, report: string): (() => Promise<void>) => {
       const c = serviceConformance({
