@@ -145,6 +145,9 @@ export class Committer {
   #pending = 0
   readonly #queues: { proposals: BoundedQueue<Command>; approvals: BoundedQueue<Command> }
   #wake: (() => void) | undefined
+  /** The expiry timer and the expiry it is armed for (kept across idle waits). */
+  #timer: ReturnType<Clock['setTimeout']> | undefined
+  #timerAt: number | undefined
   #running = false
   /** Errors already audited here (the route-level audit skips them). */
   readonly #audited = new WeakSet<object>()
@@ -245,18 +248,23 @@ export class Committer {
   async run(signal: AbortSignal): Promise<void> {
     if (this.#running) throw new Error('committer already running')
     this.#running = true
+    // One abort listener for the whole loop (not one per idle wait).
+    const onAbort = (): void => this.#kick()
+    signal.addEventListener('abort', onAbort, { once: true })
     try {
       while (!signal.aborted) {
         this.#expire()
         if (this.#behind) await this.#follow()
         const cmd = this.#queues.approvals.tryRecv() ?? this.#queues.proposals.tryRecv()
         if (cmd === undefined) {
-          await this.#idle(signal)
+          await this.#idle()
           continue
         }
         await this.#handle(cmd)
       }
     } finally {
+      signal.removeEventListener('abort', onAbort)
+      this.#disarm()
       this.#running = false
       // Shutdown: what is queued is canceled, and later commands fail Closed instead of waiting.
       if (signal.aborted) {
@@ -286,21 +294,38 @@ export class Committer {
     }
   }
 
-  /** Waits for a command, the next proposal expiry, or the signal. */
-  #idle(signal: AbortSignal): Promise<void> {
-    const clock = this.#o.clock
-    const next = this.#expiries.peek() ?? Infinity
-    return new Promise<void>((resolve) => {
-      const timer = Number.isFinite(next) ? clock.setTimeout(done, Math.max(0, next - clock.now())) : undefined
-      timer?.unref?.()
-      function done(): void {
-        if (timer !== undefined) clock.clearTimeout(timer)
-        signal.removeEventListener('abort', done)
-        resolve()
+  /**
+   * Waits for a command, the next proposal expiry, or the signal (which kicks). The expiry timer
+   * stays armed across waits while the soonest expiry is unchanged (it rarely changes: proposals
+   * live `proposalTtlMs`), so a command costs no timer of its own.
+   */
+  #idle(): Promise<void> {
+    const next = this.#expiries.peek()
+    if (next !== this.#timerAt) {
+      this.#disarm()
+      if (next !== undefined) {
+        const clock = this.#o.clock
+        this.#timerAt = next
+        this.#timer = clock.setTimeout(
+          () => {
+            this.#timer = undefined
+            this.#timerAt = undefined
+            this.#kick()
+          },
+          Math.max(0, next - clock.now()),
+        )
+        this.#timer.unref?.()
       }
-      this.#wake = done
-      signal.addEventListener('abort', done, { once: true })
+    }
+    return new Promise<void>((resolve) => {
+      this.#wake = resolve
     })
+  }
+
+  #disarm(): void {
+    if (this.#timer !== undefined) this.#o.clock.clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#timerAt = undefined
   }
 
   /** Removes expired proposals: O(expired · log n) per call, not a scan of every proposal. */

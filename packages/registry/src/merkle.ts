@@ -7,7 +7,7 @@
  * @module
  */
 
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { blake3 } from '@ron/core'
 
 /** The hash a tree uses. */
@@ -53,7 +53,9 @@ function makeHasher(name: TreeHashName, h: (data: Uint8Array) => Uint8Array): Tr
   }
 }
 
-const sha256 = (d: Uint8Array): Uint8Array => createHash('sha256').update(d).digest()
+// One-shot `crypto.hash` (Node ≥ 20.12): no Hash object per call; a commit hashes a leaf, its
+// interior nodes and the root's merges, each a few dozen bytes.
+const sha256 = (d: Uint8Array): Uint8Array => hash('sha256', d, 'buffer')
 const b3 = (d: Uint8Array): Uint8Array => blake3(d)
 
 /** BLAKE3 tree hashing (the registry's default). */

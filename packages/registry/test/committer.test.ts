@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import fc from 'fast-check'
 import { Broadcast, createServiceMetrics, isRonError, noopLogger } from '@ron/core'
 import { VirtualClock, exploreSchedules, settleWith } from '@ron/core/testing'
@@ -214,5 +214,33 @@ describe('Committer proposal bookkeeping', () => {
     expect(await metrics.text()).toMatch(/registry_proposals_expired_total\{service="registry"\} 2/)
     ac.abort()
     await run
+  })
+  it('holds one expiry timer across commands, armed for the soonest expiry, and none once stopped', async () => {
+    const { committer, clock } = await setup()
+    const arm = vi.spyOn(clock, 'setTimeout')
+    const ac = new AbortController()
+    const run = committer.run(ac.signal)
+    expect(clock.pending).toBe(0)
+    const first = await committer.propose(payload(1))
+    for (let i = 2; i <= 6; i++) {
+      await clock.advance(1000)
+      const p = await committer.propose(payload(i))
+      for (const a of approve(keys.slice(0, 2), p.baseVersion, p.payloadB3)) await committer.approve(p.proposalId, a)
+      await clock.flush()
+      // Many commands, still the one timer armed after the first: the first proposal's expiry.
+      expect(arm).toHaveBeenCalledTimes(1)
+      expect(clock.pending).toBe(1)
+      expect(clock.nextAt).toBe(first.expiresAt)
+    }
+    await clock.advance(first.expiresAt - clock.now())
+    await expect(committer.get(first.proposalId)).rejects.toMatchObject({ code: 'NotFound' })
+    await clock.flush()
+    // Re-armed for the next soonest expiry (the second proposal, 1 s later).
+    expect(arm).toHaveBeenCalledTimes(2)
+    expect(clock.pending).toBe(1)
+    expect(clock.nextAt).toBe(first.expiresAt + 1000)
+    ac.abort()
+    await run
+    expect(clock.pending).toBe(0)
   })
 })
