@@ -8,7 +8,8 @@
 
 import { HttpTransport, MemoryTransport, noopLogger, systemClock, type Clock, type CorsConfig, type Logger, type NodeDirectory, type NodeIdentity, type RonService } from '@ron/core'
 import { EtcdCoordinator, type EtcdSettings } from './coordination/etcd.js'
-import { createAdminHandler, type HostedService } from './admin.js'
+import type { HostedService } from './admin.js'
+import { attachAdminHandler } from './node/admin.js'
 import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { startAdminToken, type AdminToken } from './node/admin-token.js'
@@ -17,22 +18,20 @@ import { nodeSettings, serviceContext, useCurrentAuth } from './node/context.js'
 import { createService, createServices } from './node/create.js'
 import { nodeHandle } from './node/handle.js'
 import { loadNodeKeys, type NodeKeys } from './node/keys.js'
-import { advertisedUrl, attachService, bindAdminListener, bindServiceListeners, closeServiceSlots, handlerOf, type ServiceSlot } from './node/listeners.js'
+import { advertisedUrl, attachService, bindAdminListener, bindServiceListeners, closeServiceSlots, type ServiceSlot } from './node/listeners.js'
 import { awaitPeers, openPeers } from './node/peers.js'
 import { planStart } from './node/plan.js'
-import { createNodeReloader, parseReloadBody, type ReloadResult } from './node/reload.js'
+import { createNodeReloader, type ReloadResult } from './node/reload.js'
 import { ADMIN_TOKEN_TTL_SEC } from './keys.js'
 import { loadTls, type Listener, type TlsFiles } from './listener.js'
 import { NodeTransport } from './node-transport.js'
 import type { PeerDirectory } from './peers.js'
-import { adminHosts } from './host-check.js'
 import type { NodeReloadable, NodeStorageOptions, NodeHttpLimits, ServiceContext } from './services.js'
 
 export type { ReloadResult } from './node/reload.js'
 export { advertisedUrl } from './node/listeners.js'
 export type { NodeBase, NodeHttpLimits, NodeReloadable, NodeStorageOptions } from './services.js'
 import type { ServiceName } from './ports.js'
-import { cliVersion } from './version.js'
 
 /** Options of {@link startNode}. */
 export interface StartNodeOptions {
@@ -239,35 +238,13 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     const { nodeId, identity } = keys
     // 3. Auth: the issuer key (or passport.url) verifies and mints until the node's passport is up.
     auth = await startNodeAuth({ nodeId, issuer: keys.issuer, nodeKey: keys.nodeKey, remotePassport: remote.passport, http, clock, logger })
-    const nodeAuth = auth
     // 4. Peers, and the admin listener: from here on it answers /status and /keys, so peers
     // starting at the same time learn this node's id and keys while its services are created.
     const self = { id: nodeId, nodeKey: identity.publicKey, admin: adminUrl, services: Object.fromEntries(slots.map((s) => [s.name, s.url])) }
     const dir = await openPeers({ admins: plan.peerAdmins, layout, self, http, enrolledVia: wanted.includes('passport') || remote.passport !== undefined ? transport : undefined, clock, logger })
     peers = dir
     transport.usePeers(dir)
-    admin.attach(
-      handlerOf(
-        createAdminHandler({
-          nodeId,
-          nodeKey: identity.publicKey,
-          services: () => hosted,
-          pending: () => Object.fromEntries(slots.filter((s) => s.service === undefined).map((s) => [s.name, s.url])),
-          remote: () => remote,
-          version: cliVersion(),
-          startedAt,
-          accepting: () => accepting,
-          keys: () => nodeAuth.publicKeys(),
-          verifier: { verify: (token, req) => nodeAuth.verifier.verify(token, req) },
-          peers: () => dir.list(),
-          ...(etcd === undefined ? {} : { coordination: etcd }),
-          forgetPeer: (url) => dir.forget(url),
-          reload: (partial: unknown) => reload(parseReloadBody(partial)),
-          allowedHosts: adminHosts(host, options.advertise),
-          clock,
-        }),
-      ),
-    )
+    attachAdminHandler(admin, { identity, hosted: () => hosted, slots, remote, startedAt, accepting: () => accepting, auth, peers: dir, etcd, reload, host, advertise: options.advertise, clock })
     await dir.load()
     // 5. Services: passport first (every other service verifies with its keys and revocations,
     // and the node's service tokens come from it), a short wait for new peers (so storage starts
@@ -289,15 +266,8 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     // /status, /readyz and the summary list services in port order.
     hosted.sort((x, y) => wanted.indexOf(x.name as ServiceName) - wanted.indexOf(y.name as ServiceName))
     // 6. The admin token, renewed while the node runs.
-    adminToken = await startAdminToken({
-      layout,
-      issuer: keys.issuer,
-      passport: auth.passport,
-      ttlSec: options.adminTokenTtlSec ?? ADMIN_TOKEN_TTL_SEC,
-      checkEveryMs: options.adminTokenCheckMs ?? 60_000,
-      clock,
-      logger,
-    })
+    const ttlSec = options.adminTokenTtlSec ?? ADMIN_TOKEN_TTL_SEC
+    adminToken = await startAdminToken({ layout, issuer: keys.issuer, passport: auth.passport, ttlSec, checkEveryMs: options.adminTokenCheckMs ?? 60_000, clock, logger })
     // 7. Reload: from here on reloads apply; a peer whose id or URLs change reloads the peer set.
     reloadCtx = ctx
     dir.onChange = () => {
