@@ -6,53 +6,32 @@
  * @module
  */
 
-import { join } from 'node:path'
-import {
-  HttpTransport,
-  MemoryTransport,
-  createRevocationFeed,
-  createTokenProvider,
-  createTokenVerifier,
-  localMinter,
-  nodeIdentityFromKey,
-  noopLogger,
-  remoteKeySource,
-  staticKeySource,
-  systemClock,
-  type Clock,
-  type CorsConfig,
-  type IssuerKey,
-  type Jwk,
-  type Logger,
-  type NodeDirectory,
-  type NodeIdentity,
-  type RevocationFeed,
-  type RonService,
-  type RevocationCheck,
-  type TokenProvider,
-  type TokenVerifier,
-} from '@ron/core'
+import { HttpTransport, MemoryTransport, noopLogger, systemClock, type Clock, type CorsConfig, type Logger, type NodeDirectory, type NodeIdentity, type RonService } from '@ron/core'
 import { EtcdCoordinator, type EtcdSettings } from './coordination/etcd.js'
-import { createAdminHandler, type HostedService } from './admin.js'
+import type { HostedService } from './admin.js'
+import { attachAdminHandler } from './node/admin.js'
 import { prepareDataDir, type PreparedDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { startAdminToken, type AdminToken } from './node/admin-token.js'
-import { loadNodeKeys } from './node/keys.js'
-import { advertisedUrl, attachService, bindAdminListener, bindServiceListeners, closeServiceSlots, handlerOf, type ServiceSlot } from './node/listeners.js'
-import { createNodeReloader, parseReloadBody, type ReloadResult } from './node/reload.js'
+import { startNodeAuth, type NodeAuth } from './node/auth.js'
+import { nodeSettings, serviceContext, useCurrentAuth } from './node/context.js'
+import { createService, createServices } from './node/create.js'
+import { nodeHandle } from './node/handle.js'
+import { loadNodeKeys, type NodeKeys } from './node/keys.js'
+import { advertisedUrl, attachService, bindAdminListener, bindServiceListeners, closeServiceSlots, type ServiceSlot } from './node/listeners.js'
+import { awaitPeers, openPeers } from './node/peers.js'
+import { planStart } from './node/plan.js'
+import { createNodeReloader, type ReloadResult } from './node/reload.js'
 import { ADMIN_TOKEN_TTL_SEC } from './keys.js'
 import { loadTls, type Listener, type TlsFiles } from './listener.js'
 import { NodeTransport } from './node-transport.js'
-import { PeerDirectory, normalizeUrl, passportEnrolments } from './peers.js'
-import { adminHosts } from './host-check.js'
-import { PinStore } from './pins.js'
-import { CREATE_AFTER, CREATE_ORDER, FACTORIES, creationError, type NodeHttpLimits, type NodeReloadable, type NodeStorageOptions, type PassportHandles, type ServiceContext } from './services.js'
+import type { PeerDirectory } from './peers.js'
+import type { NodeReloadable, NodeStorageOptions, NodeHttpLimits, ServiceContext } from './services.js'
 
 export type { ReloadResult } from './node/reload.js'
 export { advertisedUrl } from './node/listeners.js'
 export type { NodeBase, NodeHttpLimits, NodeReloadable, NodeStorageOptions } from './services.js'
-import { AVAILABLE_SERVICES, DEFAULT_PORT_BASE, KNOWN_SERVICES, type ServiceName } from './ports.js'
-import { cliVersion } from './version.js'
+import type { ServiceName } from './ports.js'
 
 /** Options of {@link startNode}. */
 export interface StartNodeOptions {
@@ -208,45 +187,16 @@ export interface RonNode extends NodeSummary {
  * ```
  */
 export async function startNode(options: StartNodeOptions): Promise<RonNode> {
-  const host = options.host ?? '127.0.0.1'
-  const portBase = options.portBase ?? DEFAULT_PORT_BASE
-  const amnesia = options.amnesia === true
-  // A service used on another node (passport.url, registry.url) is not hosted here.
-  const remote: Partial<Record<ServiceName, string>> = {}
-  if (options.passportUrl !== undefined) remote.passport = options.passportUrl.replace(/\/+$/, '')
-  if (options.registryUrl !== undefined) remote.registry = options.registryUrl.replace(/\/+$/, '')
-  const wanted: ServiceName[] = KNOWN_SERVICES.filter((n) => (options.services ?? AVAILABLE_SERVICES).includes(n) && remote[n] === undefined)
-  const unknownServices = (options.services ?? []).filter((n) => !KNOWN_SERVICES.includes(n))
-  const drainDeadlineMs = options.drainDeadlineMs ?? 3000
+  const plan = planStart(options)
+  const { host, remote, wanted, drainDeadlineMs } = plan
   const logger = options.logger ?? noopLogger
   const clock = options.clock ?? systemClock
   const startedAt = clock.now()
-  if (!Number.isInteger(portBase) || portBase < 0 || portBase > 65535 - 5) {
-    throw new CliError(`--port-base must be 0 or an integer up to 65530, got ${portBase}`, ExitCode.Usage)
-  }
-  for (const name of [...wanted, ...unknownServices]) {
-    if (!AVAILABLE_SERVICES.includes(name)) {
-      throw new CliError(`service ${name} is not available in this build (available: ${AVAILABLE_SERVICES.join(', ')})`, ExitCode.Usage)
-    }
-  }
-  if (!amnesia && (options.dataDir === undefined || options.dataDir === '')) throw new CliError('a data directory is required (or amnesia mode)', ExitCode.Usage)
-  if (options.etcd !== undefined && (remote.passport !== undefined || remote.registry !== undefined)) {
-    throw new CliError('with etcd every node runs its own passport and registry on the shared state: drop passport.url and registry.url', ExitCode.Usage)
-  }
-  if (amnesia && remote.passport !== undefined) {
-    throw new CliError('passport.url needs a data directory: the node key enrolled with that passport (ron-node join) is kept there; drop --amnesia', ExitCode.Usage)
-  }
-  let peerAdmins: string[]
-  try {
-    peerAdmins = [...new Set((options.peers ?? []).map(normalizeUrl))]
-  } catch (e) {
-    throw new CliError(`peers: ${e instanceof Error ? e.message : String(e)}`, ExitCode.Usage, { cause: e })
-  }
 
   // The data directory is locked before anything in it is touched, and every port is bound before
   // any service is created (storage's crash recovery clears storage/tmp), so a second start on the
   // same directory or a port conflict fails without disturbing anything.
-  const layout: PreparedDataDir | undefined = amnesia ? undefined : await prepareDataDir(options.dataDir!, { logger })
+  const layout: PreparedDataDir | undefined = plan.amnesia ? undefined : await prepareDataDir(options.dataDir!, { logger })
   const memory = new MemoryTransport()
   const http = new HttpTransport({ timeoutMs: 30_000, breaker: false })
   const transport = new NodeTransport(memory, http, remote)
@@ -255,9 +205,9 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   let accepting = true
   let admin: Listener | undefined
   let peers: PeerDirectory | undefined
-  let tokens: TokenProvider | undefined
-  let feed: RevocationFeed | undefined
+  let auth: NodeAuth | undefined
   let etcd: EtcdCoordinator | undefined
+  let adminToken: AdminToken | undefined
   let reloadCtx: ServiceContext | undefined
   const reload = createNodeReloader({ hosted: () => hosted, context: () => reloadCtx, source: options.reloadSource, drainDeadlineMs, logger })
 
@@ -267,198 +217,63 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
     peers?.close()
     // Every service drains behind its open listener (SPEC.md 3.3); the admin listener goes last.
     await closeServiceSlots(slots, logger)
-    tokens?.close()
-    await feed?.close()
+    await auth?.close()
     etcd?.close()
     await admin?.close()
     await transport.close()
     await layout?.release()
   }
 
-  let issuer: IssuerKey
-  let nodeKey: IssuerKey
-  let nodeId: string
-  let identity: NodeIdentity
-  let firstStart: boolean
-  let adminToken: AdminToken | undefined
+  let keys: NodeKeys
   try {
     const tls = options.tls === undefined ? undefined : await loadTls(options.tls)
-    if (options.etcd !== undefined) {
-      try {
-        etcd = await EtcdCoordinator.connect(options.etcd, { logger: logger.child({ component: 'etcd' }), clock })
-      } catch (e) {
-        throw new CliError(`coordination.etcd: ${e instanceof Error ? e.message : String(e)}`, ExitCode.Usage, { cause: e })
-      }
-    }
-    const binding = { portBase, host, advertise: options.advertise, tls }
+    etcd = await connectEtcd(options.etcd, logger, clock)
+    // 1. Listeners: every service's (503 NotReady until attached), then the admin listener.
+    const binding = { portBase: plan.portBase, host, advertise: options.advertise, tls }
     await bindServiceListeners(wanted, binding, slots)
     admin = await bindAdminListener(binding)
     const adminUrl = advertisedUrl(admin.url, options.advertise)
-
-    ;({ issuer, nodeKey, nodeId, firstStart } = await loadNodeKeys(layout, { clock, logger }))
-
-    // Until passport is up (or without it), the node's own issuer key signs and verifies.
-    let passport: PassportHandles | undefined
-    let verifier: TokenVerifier = createTokenVerifier({ keys: staticKeySource([issuer]), clock })
-    let serviceMinter = localMinter(issuer, { iss: `ron-node:${nodeId}`, sub: `node:${nodeId}`, clock })
-    if (remote.passport !== undefined) {
-      // Another node's passport: its key set and revocation feed (5 s staleness bound; while stale,
-      // writes answer 503 revocation_stale) over HTTP, and service tokens by client assertion.
-      const { remotePassportMinter } = await import('@ron/passport')
-      feed = createRevocationFeed({ transport: http, target: remote.passport, staleAfterMs: 5000, pollIntervalMs: 1000, clock })
-      await feed.sync().catch((e: unknown) => logger.warn({ url: remote.passport, err: e }, 'cannot read the revocation feed of the passport yet; writes wait until it answers'))
-      feed.start()
-      verifier = createTokenVerifier({ keys: remoteKeySource({ transport: http, target: remote.passport, cooldownMs: 1000, clock }), revocations: feed, clock })
-      serviceMinter = remotePassportMinter(http, { nodeId, nodeKey, target: remote.passport, clock })
-    }
-    const publicKeys = (): unknown[] => passport?.jwks().keys ?? [issuer.publicJwk]
-    identity = nodeIdentityFromKey(nodeId, nodeKey)
-    const pins = await PinStore.open(layout?.pinsFile)
-    peers = new PeerDirectory({
-      admins: peerAdmins,
-      pins,
-      file: layout?.peersFile,
-      self: { id: nodeId, nodeKey: identity.publicKey, admin: adminUrl, services: Object.fromEntries(slots.map((s) => [s.name, s.url])) },
-      http,
-      // The passport this node uses (its own or passport.url, nothing else) vouches for the keys it enrolled.
-      ...(wanted.includes('passport') || remote.passport !== undefined ? { enrolled: passportEnrolments(transport, clock) } : {}),
-      logger,
-      now: () => clock.now(),
-    })
-    transport.usePeers(peers)
-    const pending = (): Record<string, string> => Object.fromEntries(slots.filter((s) => s.service === undefined).map((s) => [s.name, s.url]))
-    // The admin listener answers /status and /keys from here on: peers starting at the same time
-    // learn this node's id and keys while its services are still being created.
-    admin.attach(
-      handlerOf(
-        createAdminHandler({
-          nodeId,
-          nodeKey: identity.publicKey,
-          services: () => hosted,
-          pending,
-          remote: () => remote,
-          version: cliVersion(),
-          startedAt,
-          accepting: () => accepting,
-          keys: publicKeys as () => Jwk[],
-          verifier: { verify: (token, req) => verifier.verify(token, req) },
-          peers: () => peers!.list(),
-          ...(etcd === undefined ? {} : { coordination: etcd }),
-          forgetPeer: (url) => peers!.forget(url),
-          reload: (partial: unknown) => reload(parseReloadBody(partial)),
-          allowedHosts: adminHosts(host, options.advertise),
-          clock,
-        }),
-      ),
-    )
-    await peers.load()
-    const dir = peers
-    // Peers this node has never seen are waited for a little (nodes of a new cluster start
-    // together), so storage starts with the whole placement set; later changes are reloaded. The
-    // wait runs once passport is up (it is created first), whose enrolments vouch for peers' keys.
-    const awaitPeers = async (): Promise<void> => {
-      const waitUntil = clock.now() + (options.peerWaitMs ?? 10_000)
-      for (;;) {
-        await dir.refresh()
-        if (dir.settled() || clock.now() >= waitUntil) break
-        await clock.sleep(200)
-      }
-      const unknown = dir.list().filter((p) => p.state !== 'pinned')
-      if (unknown.length > 0) logger.warn({ peers: unknown.map((p) => ({ admin: p.admin, state: p.state, error: p.error })) }, 'some peers are unreachable or refused; they join placement once they answer as pinned')
-    }
-
-    const ctx: ServiceContext = {
-      nodeId,
-      identity,
-      nodes: peers.directory(),
-      root: layout?.root,
-      amnesia,
-      transport,
-      verifier,
-      tokens: createTokenProvider({ minter: serviceMinter, clock }),
-      peers,
-      logger,
-      clock,
-      url: (name) => slots.find((s) => s.name === name)?.url ?? '',
-      hosted: new Set(wanted),
-      config: {
-        ...(options.config ?? {}),
-        ...(options.storage === undefined ? {} : { storage: options.storage }),
-        // The node's base keys: every hosted service's defaults (docs/service-contract.md §8).
-        drainDeadlineMs,
-        ...(options.drainReadWindowMs === undefined ? {} : { drainReadWindowMs: options.drainReadWindowMs }),
-        ...(options.http === undefined ? {} : { http: options.http }),
-        ...(options.cors === undefined ? {} : { cors: options.cors }),
-      },
-      writeOrigins: [new URL(adminUrl).origin],
-      file: (...parts) => (layout === undefined ? undefined : join(layout.root, ...parts)),
-      ...(etcd === undefined ? {} : { etcd }),
-    }
-    tokens = ctx.tokens
-    const attach = (slot: (typeof slots)[number], service: RonService): void => {
+    // 2. Identity: node id, node key, issuer key.
+    keys = await loadNodeKeys(layout, { clock, logger })
+    const { nodeId, identity } = keys
+    // 3. Auth: the issuer key (or passport.url) verifies and mints until the node's passport is up.
+    auth = await startNodeAuth({ nodeId, issuer: keys.issuer, nodeKey: keys.nodeKey, remotePassport: remote.passport, http, clock, logger })
+    // 4. Peers, and the admin listener: from here on it answers /status and /keys, so peers
+    // starting at the same time learn this node's id and keys while its services are created.
+    const self = { id: nodeId, nodeKey: identity.publicKey, admin: adminUrl, services: Object.fromEntries(slots.map((s) => [s.name, s.url])) }
+    const dir = await openPeers({ admins: plan.peerAdmins, layout, self, http, enrolledVia: wanted.includes('passport') || remote.passport !== undefined ? transport : undefined, clock, logger })
+    peers = dir
+    transport.usePeers(dir)
+    attachAdminHandler(admin, { identity, hosted: () => hosted, slots, remote, startedAt, accepting: () => accepting, auth, peers: dir, etcd, reload, host, advertise: options.advertise, clock })
+    await dir.load()
+    // 5. Services: passport first (every other service verifies with its keys and revocations,
+    // and the node's service tokens come from it), a short wait for new peers (so storage starts
+    // with the whole placement set; its enrolments vouch for their keys), then the others at once.
+    const ctx = serviceContext({ identity, peers: dir, layout, transport, auth, slots, hosted: wanted, config: nodeSettings(options, drainDeadlineMs), adminUrl, etcd, logger, clock })
+    const attach = (slot: ServiceSlot, service: RonService): void => {
       attachService(slot, service)
       memory.mount(slot.name, service)
       hosted.push({ name: slot.name, url: slot.url, service, listener: slot.listener })
       logger.info({ service: slot.name, url: slot.url }, 'service listening')
     }
-    const create = async (slot: (typeof slots)[number]): Promise<void> => {
-      let service: RonService
-      try {
-        // Each service gets its own child logger: a service that freezes its config snapshot must
-        // not freeze the logger the others share.
-        service = await FACTORIES[slot.name].create({ ...ctx, logger: logger.child({}) })
-      } catch (e) {
-        throw creationError(slot.name, e)
-      }
-      attach(slot, service)
-    }
     const passportSlot = slots.find((s) => s.name === 'passport')
     if (passportSlot !== undefined) {
-      await create(passportSlot)
-      // From here on every service verifies with passport's keys and revocations, and the
-      // node's service tokens come from passport (sub node:<id>).
-      const { passportMinter } = await import('@ron/passport')
-      passport = passportSlot.service as unknown as PassportHandles
-      verifier = createTokenVerifier({ keys: passport.keys, revocations: passport.revocations as RevocationCheck, clock })
-      ctx.verifier = verifier
-      ctx.tokens.close()
-      ctx.tokens = createTokenProvider({ minter: passportMinter(passportSlot.service as never, { sub: `node:${nodeId}` }), clock })
-      tokens = ctx.tokens
+      await auth.usePassport(await createService(passportSlot, ctx, attach))
+      useCurrentAuth(ctx, auth)
     }
-    await awaitPeers()
-    // The others need only passport (and storage the index it announces to), so they are created
-    // at once: their module loads, key files, stores and fsyncs overlap instead of queueing (the
-    // start used to wait for each in turn). Every creation is awaited before a failure is thrown,
-    // so a service created next to a failing one is attached, and closed by the shutdown.
-    const creating = new Map<ServiceName, Promise<void>>()
-    for (const name of CREATE_ORDER) {
-      const slot = slots.find((s) => s.name === name)
-      if (slot === undefined || name === 'passport') continue
-      const after = CREATE_AFTER[name]?.map((n) => creating.get(n)).filter((x) => x !== undefined) ?? []
-      creating.set(name, Promise.all(after).then(() => create(slot)))
-    }
-    const created = await Promise.allSettled(creating.values())
-    const failed = created.find((r): r is PromiseRejectedResult => r.status === 'rejected')
-    if (failed !== undefined) throw failed.reason
+    await awaitPeers(dir, { waitMs: options.peerWaitMs ?? 10_000, clock, logger })
+    await createServices(slots, ctx, attach)
     // /status, /readyz and the summary list services in port order.
     hosted.sort((x, y) => wanted.indexOf(x.name as ServiceName) - wanted.indexOf(y.name as ServiceName))
-
-    adminToken = await startAdminToken({
-      layout,
-      issuer,
-      passport,
-      ttlSec: options.adminTokenTtlSec ?? ADMIN_TOKEN_TTL_SEC,
-      checkEveryMs: options.adminTokenCheckMs ?? 60_000,
-      clock,
-      logger,
-    })
-
+    // 6. The admin token, renewed while the node runs.
+    const ttlSec = options.adminTokenTtlSec ?? ADMIN_TOKEN_TTL_SEC
+    adminToken = await startAdminToken({ layout, issuer: keys.issuer, passport: auth.passport, ttlSec, checkEveryMs: options.adminTokenCheckMs ?? 60_000, clock, logger })
+    // 7. Reload: from here on reloads apply; a peer whose id or URLs change reloads the peer set.
     reloadCtx = ctx
-    // When a peer's id or URLs change (it came up, or moved), the services learn the new peer set.
-    peers.onChange = () => {
+    dir.onChange = () => {
       reload({}).catch((e: unknown) => logger.warn({ err: e }, 'could not apply the new peer set'))
     }
-    peers.start()
+    dir.start()
     logger.info({ url: adminUrl, nodeId }, 'admin listening')
   } catch (e) {
     await shutdown()
@@ -466,47 +281,33 @@ export async function startNode(options: StartNodeOptions): Promise<RonNode> {
   }
 
   const summary: NodeSummary = {
-    nodeId,
+    nodeId: keys.nodeId,
     admin: advertisedUrl(admin.url, options.advertise),
     services: Object.fromEntries(hosted.map((h) => [h.name, h.url])),
     ...(layout === undefined ? { token: adminToken.token } : { tokenFile: layout.adminToken, dataDir: layout.root }),
   }
-  let closing: Promise<void> | undefined
-  const close = (): Promise<void> => {
-    closing ??= (async () => {
-      logger.info({ drainDeadlineMs }, 'shutting down')
-      await shutdown()
-      logger.info({}, 'stopped')
-    })()
-    return closing
-  }
-  const ready = (): boolean => accepting && hosted.every((h) => h.service.health().ready)
-  const whenReady = async (signal?: AbortSignal): Promise<void> => {
-    let lastReport = clock.now()
-    while (!ready()) {
-      if (!accepting) throw new CliError('node closed before it became ready')
-      if (clock.now() - lastReport >= 10_000) {
-        lastReport = clock.now()
-        const missing = hosted.flatMap((h) => (h.service.health().ready ? [] : [`${h.name}: ${h.service.health().missing.join(', ') || 'not ready'}`]))
-        logger.warn({ missing }, 'waiting for services to become ready')
-      }
-      await clock.sleep(20, signal)
-    }
-  }
-  const nodes = peers.directory()
-  const forgetPeer = (url: string): Promise<boolean> => peers.forget(url)
-  return {
-    ...summary,
-    issuerKid: issuer.kid,
-    identity,
-    nodes,
-    forgetPeer,
-    firstStart,
-    ready,
-    whenReady,
-    summary: () => ({ ...summary, services: { ...summary.services } }),
+  return nodeHandle({
+    summary,
+    issuerKid: keys.issuer.kid,
+    identity: keys.identity,
+    firstStart: keys.firstStart,
+    peers,
+    hosted: () => hosted,
+    accepting: () => accepting,
     reload,
-    close,
-    [Symbol.asyncDispose]: close,
+    shutdown,
+    drainDeadlineMs,
+    logger,
+    clock,
+  })
+}
+
+/** Connects to etcd when the cluster coordinates on it (SPEC §6c). */
+async function connectEtcd(settings: EtcdSettings | undefined, logger: Logger, clock: Clock): Promise<EtcdCoordinator | undefined> {
+  if (settings === undefined) return undefined
+  try {
+    return await EtcdCoordinator.connect(settings, { logger: logger.child({ component: 'etcd' }), clock })
+  } catch (e) {
+    throw new CliError(`coordination.etcd: ${e instanceof Error ? e.message : String(e)}`, ExitCode.Usage, { cause: e })
   }
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AVAILABLE_SERVICES } from '../src/ports.js'
-import { configPrintCommand, configValidateCommand } from '../src/commands/config.js'
+import { configPrintCommand, configValidateCommand } from '../src/actions/config.js'
 import { loadNodeConfig } from '../src/config.js'
 import { CliError, ExitCode } from '../src/exit-codes.js'
 

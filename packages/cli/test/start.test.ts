@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { startCommand, type StartIo } from '../src/commands/start.js'
+import { startCommand, type StartIo } from '../src/actions/start.js'
 
 /** An injected process for `startCommand`: records the heap setting, stops the node once it is ready. */
 function fakeProcess(env: Record<string, string | undefined>): StartIo & { heap: (number | 'auto')[]; printed: () => string } {

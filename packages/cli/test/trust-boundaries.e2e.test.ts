@@ -133,4 +133,72 @@ describe('a token holder against a real ron-node (issue 20)', () => {
     expect((await put(admin, 'new admin token')).status).toBe(201)
     expect((await put(minted.body.token!, 'minted before the rotation')).status).toBe(201)
   })
+
+  it('the admin routes of index and interop refuse every token without their admin scope, in the SPEC envelope, and change nothing', async () => {
+    // The tokens a non-admin really holds: the scopes of a node's service token (writes on storage
+    // and index), and one service's admin scope used on the other's admin routes.
+    const mint = async (req: object): Promise<string> => {
+      const r = await call('passport', 'POST', '/v1/passport/issue', admin, { sub: 'mallory', ttlSec: 300, ...req })
+      expect(r.status, JSON.stringify([req, r.body])).toBe(200)
+      return r.body.token!
+    }
+    const write = await mint({ aud: ['storage', 'index'], scope: ['storage:write', 'storage:read', 'index:write', 'index:announce'] })
+    const indexAdmin = await mint({ aud: ['index'], scope: ['index:admin'] })
+    const interopAdmin = await mint({ aud: ['interop'], scope: ['interop:admin'] })
+    // Who holds what, and the refusal each gets: [status, details.reason].
+    const holders: Record<string, Array<[string, string | undefined, [number, string]]>> = {
+      index: [
+        ['write token', write, [403, 'missing_scope']],
+        ['interop:admin token', interopAdmin, [401, 'wrong_audience']],
+        ['no token', undefined, [401, 'missing']],
+      ],
+      interop: [
+        ['write token', write, [401, 'wrong_audience']],
+        ['index:admin token', indexAdmin, [401, 'wrong_audience']],
+        ['no token', undefined, [401, 'missing']],
+      ],
+    }
+    const key = `b3:${'a'.repeat(64)}`
+    const routes: Array<[string, string, string, unknown?, Record<string, string>?]> = [
+      ['index', 'POST', '/admin/reindex', undefined, { 'idempotency-key': 'mallory-1' }],
+      ['index', 'GET', '/admin/pins'],
+      ['index', 'PUT', `/admin/pins/${key}`],
+      ['index', 'DELETE', `/admin/pins/${key}`],
+      ['interop', 'GET', '/admin/credentials'],
+      ['interop', 'PUT', '/admin/webhooks/github/secret', { secret: 'mallory-knows-this-secret' }],
+      ['interop', 'PUT', '/admin/webhooks/standard/secret', { secret: `whsec_${Buffer.from('mallory-secret-32-bytes-long!!!!').toString('base64')}`, overlapMs: 0 }],
+      ['interop', 'PUT', '/admin/api-keys/mallory', { key: 'mallory-api-key-0123456789' }],
+      ['interop', 'DELETE', '/admin/api-keys/mallory'],
+    ]
+    const state = async (): Promise<unknown> => {
+      const pins = await call('index', 'GET', '/admin/pins', admin)
+      const creds = await call('interop', 'GET', '/admin/credentials', admin)
+      expect([pins.status, creds.status]).toEqual([200, 200])
+      const metrics = await fetch(`${node.admin}/metrics`, { headers: { authorization: `Bearer ${admin}` } })
+      const counters = (await metrics.text()).split('\n').filter((l) => /^(index_admin_total|index_pinned_keys|interop_admin_changes_total|admin_changes_total)/.test(l))
+      return { pins: pins.body, creds: creds.body, counters }
+    }
+    const before = await state()
+    for (const [service, method, path, body, headers] of routes) {
+      for (const [who, token, refusal] of holders[service]!) {
+        const res = await fetch(`${node.services[service]}${path}`, {
+          method,
+          headers: { ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        })
+        const answer = (await res.json()) as Answer['body']
+        const what = `${service} ${method} ${path} with ${who}`
+        expect([res.status, answer.error?.details['reason']], what).toEqual(refusal)
+        expect(answer.error?.code, what).toBe(res.status === 401 ? 'Unauthorized' : 'Forbidden')
+      }
+    }
+    // Nothing the refused calls asked for happened (no pin, no credential, no admin counter moved),
+    // and the routes are alive: the admin token is served by them.
+    const after = (await state()) as { counters: string[] }
+    expect(after).toEqual(before)
+    expect(after.counters.length).toBeGreaterThan(0)
+    const reindex = await fetch(`${node.services['index']}/admin/reindex`, { method: 'POST', headers: { authorization: `Bearer ${admin}`, 'idempotency-key': 'admin-1' } })
+    expect(reindex.status).toBe(202)
+    await reindex.body?.cancel()
+  })
 })

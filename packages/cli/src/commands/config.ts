@@ -1,36 +1,35 @@
 /**
- * `ron-node config print` and `ron-node config validate`.
+ * `ron-node config print|validate` (the work: `actions/config.ts`).
  *
  * @module
  */
 
-import { loadNodeConfig, printableConfig, type NodeConfigInput } from '../config.js'
-import { defaultDataDir } from '../data-dir.js'
+import { defineCommand, subcommands } from './command.js'
+import { NODE_OPTIONS, nodeFlags, type NodeFlags } from './options.js'
 
-/** Arguments of the config commands. */
-export interface ConfigArgs {
-  config?: string | undefined
-  flags: NodeConfigInput
-  env?: Record<string, string | undefined>
-}
+const print = defineCommand<NodeFlags>({
+  command: 'print',
+  describe: 'print the effective config (defaults < file < RON_* env < flags), secrets redacted',
+  builder: (c) => c.options(NODE_OPTIONS).example('$0 config print --config ron.toml', ''),
+  handler: async (a, io) => {
+    const { configPrintCommand } = await import('../actions/config.js')
+    configPrintCommand({ config: a.config, flags: nodeFlags(a) }, io.stdout)
+  },
+})
 
-/**
- * Prints the effective configuration (defaults < file < env < flags) as JSON with secrets replaced
- * by `[redacted]`, and the resolved data directory filled in.
- * @throws {@link CliError} (exit 2) naming the offending key when the config is invalid.
- */
-export function configPrintCommand(args: ConfigArgs, out: NodeJS.WritableStream = process.stdout): void {
-  const env = args.env ?? process.env
-  const cfg = loadNodeConfig({ file: args.config, env, flags: args.flags })
-  const effective = { ...cfg, dataDir: cfg.dataDir ?? defaultDataDir({ env }) }
-  out.write(`${JSON.stringify(printableConfig(effective), null, 2)}\n`)
-}
+const validate = defineCommand<NodeFlags>({
+  command: 'validate',
+  describe: 'check the config; exit 2 naming the bad key',
+  builder: (c) => c.options(NODE_OPTIONS).example('$0 config validate --config ron.toml', ''),
+  handler: async (a, io) => {
+    const { configValidateCommand } = await import('../actions/config.js')
+    configValidateCommand({ config: a.config, flags: nodeFlags(a) }, io.stdout)
+  },
+})
 
-/**
- * Validates the configuration and prints `config ok` (with the file name when one was given).
- * @throws {@link CliError} (exit 2) naming the offending key when the config is invalid.
- */
-export function configValidateCommand(args: ConfigArgs, out: NodeJS.WritableStream = process.stdout): void {
-  loadNodeConfig({ file: args.config, env: args.env ?? process.env, flags: args.flags })
-  out.write(`config ok${args.config === undefined ? '' : `: ${args.config}`}\n`)
-}
+/** `ron-node config`. */
+export const config = defineCommand({
+  command: 'config',
+  describe: 'print or validate the effective configuration',
+  builder: (y, io) => subcommands(y, io, [print, validate], 'say which: config print or config validate'),
+})

@@ -1,11 +1,11 @@
 /**
- * The node's keys at start: its id, node key and issuer key, from the data directory (created on
- * first start, migrated from format 1) or, in amnesia mode, ephemeral ones.
+ * The node's identity at start: its id, node key and issuer key, from the data directory (created
+ * on first start, migrated from format 1) or, in amnesia mode, ephemeral ones.
  *
  * @module
  */
 
-import { generateIssuerKey, newNodeId, type Clock, type IssuerKey, type Logger } from '@ron/core'
+import { generateIssuerKey, newNodeId, nodeIdentityFromKey, type Clock, type IssuerKey, type Logger, type NodeIdentity } from '@ron/core'
 import type { PreparedDataDir } from '../data-dir.js'
 import { loadOrCreateIdentity } from '../identity.js'
 import { loadOrCreateIssuerKey } from '../keys.js'
@@ -19,6 +19,8 @@ export interface NodeKeys {
   issuer: IssuerKey
   /** True when the node identity was created by this start. */
   firstStart: boolean
+  /** The node's identity (id, public node key, signer) services get as `identity`. */
+  identity: NodeIdentity
 }
 
 /**
@@ -28,7 +30,9 @@ export interface NodeKeys {
  */
 export async function loadNodeKeys(layout: PreparedDataDir | undefined, o: { clock: Clock; logger: Logger }): Promise<NodeKeys> {
   if (layout === undefined) {
-    return { issuer: generateIssuerKey({ epoch: 1 }), nodeKey: generateIssuerKey({ epoch: 1 }), nodeId: newNodeId(), firstStart: true }
+    const nodeId = newNodeId()
+    const nodeKey = generateIssuerKey({ epoch: 1 })
+    return { issuer: generateIssuerKey({ epoch: 1 }), nodeKey, nodeId, firstStart: true, identity: nodeIdentityFromKey(nodeId, nodeKey) }
   }
   const loadedId = await loadOrCreateIdentity(layout, o.clock.now())
   const { nodeId, nodeKey } = loadedId
@@ -36,5 +40,5 @@ export async function loadNodeKeys(layout: PreparedDataDir | undefined, o: { clo
   const loaded = await loadOrCreateIssuerKey(layout.issuerKey)
   if (loaded.created) o.logger.info({ kid: loaded.key.kid, path: layout.issuerKey }, 'generated issuer key')
   if (loaded.looseMode) o.logger.warn({ path: layout.issuerKey }, 'issuer key file is readable by others; chmod 600 it')
-  return { nodeId, nodeKey, issuer: loaded.key, firstStart: loadedId.created && loadedId.previousFormat === 0 }
+  return { nodeId, nodeKey, issuer: loaded.key, firstStart: loadedId.created && loadedId.previousFormat === 0, identity: nodeIdentityFromKey(nodeId, nodeKey) }
 }
