@@ -6,3 +6,4 @@
 
 export { Readiness, REVOCATIONS_DEPENDENCY } from './readiness.js'
 export type { Gate, DependencySpec, DependencyCheck, PathSpec, Liveness, ReadinessOptions } from './readiness.js'
+export type { HealthReport } from './report.js'
