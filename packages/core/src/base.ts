@@ -12,7 +12,7 @@
  * await systemClock.sleep(10)
  * ```
  *
- * @module
+ * @module @ron/core/base
  */
 
 // Errors (SPEC.md section 4) and usage errors.

@@ -26,7 +26,7 @@ describe('interop conformance (core service contract)', () => {
       request: { method: 'PUT', path: '/admin/webhooks/github/secret', headers: { ...admin, ...json }, body: JSON.stringify({ secret: 'x'.repeat(128) }) },
     },
     docs: { readme: read('packages/interop/README.md'), concurrency: read('packages/interop/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
-    surface: { entry: '@ron/interop', exports: entry, apiReport: read('docs/api-report.md') },
+    surface: { entry: '@ron/interop', exports: entry, apiReport: read('packages/interop/api-report.md') },
   })) {
     it(check.name, () => check.run())
   }

@@ -26,7 +26,7 @@ describe('passport conformance (core service contract)', () => {
       request: { method: 'POST', path: '/v1/passport/verify', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 'x'.repeat(64) }) },
     },
     docs: { readme: read('packages/passport/README.md'), concurrency: read('packages/passport/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
-    surface: { entry: '@ron/passport', exports: entry, apiReport: read('docs/api-report.md') },
+    surface: { entry: '@ron/passport', exports: entry, apiReport: read('packages/passport/api-report.md') },
   })) {
     it(check.name, () => check.run())
   }

@@ -11,7 +11,7 @@
  * const verifier = createTokenVerifier({ keys: remoteKeySource({ transport }) })
  * ```
  *
- * @module
+ * @module @ron/core/auth-remote
  */
 
 export { remoteKeySource } from './remote-key-source.js'

@@ -4,7 +4,7 @@
  * minimal signer for the CLI's admin token and tests. Nothing here reaches the network: the
  * networked parts (passport's JWKS, the revocation feed) are in `@ron/core/auth-remote`.
  *
- * @module
+ * @module @ron/core/auth
  */
 
 export type { Caveats, Claims, TokenVerifier } from './types.js'

@@ -1,7 +1,7 @@
 /**
  * Liveness and readiness: named dependencies, paths and the shutdown phase.
  *
- * @module
+ * @module @ron/core/health
  */
 
 export { Readiness, REVOCATIONS_DEPENDENCY } from './readiness.js'

@@ -1,7 +1,7 @@
 /**
  * The RON HTTP host: route types, {@link createHttpHandler} and {@link serve}.
  *
- * @module
+ * @module @ron/core/http
  */
 
 export type { HttpMethod, RonRequest, ReplyBody, ReplyHeaders, Reply, RonResponse, RouteContext, Route } from './types.js'
