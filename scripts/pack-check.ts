@@ -141,6 +141,19 @@ async function checks() {
   const core = loaded['@ron/core']
   eq(core.toAddress(core.blake3(new TextEncoder().encode('abc'))), '${ABC_B3}', '@ron/core blake3')
 
+  // The core subpaths (@ron/core/http, /concurrency, …) share one module graph with the root:
+  // a name both export is the same object (instanceof RonError holds across entries).
+  for (const name of Object.keys(loaded).filter((n) => n.startsWith('@ron/core/') && n !== '@ron/core/testing')) {
+    const shared = Object.keys(loaded[name]).filter((k) => k in core)
+    if (shared.length === 0) throw new Error(name + ' shares no export with @ron/core')
+    for (const k of shared) if (loaded[name][k] !== core[k]) throw new Error(name + '.' + k + ' is not the object @ron/core exports')
+    seen.push(name + ' (' + shared.length + ' shared names)')
+  }
+  const q = new (loaded['@ron/core/concurrency'].BoundedQueue)({ name: 'pack', capacity: 1 })
+  q.trySend('a')
+  try { q.trySend('b'); throw new Error('a full BoundedQueue accepted a second item') } catch (e) { eq(e instanceof loaded['@ron/core/base'].BusyError, true, '@ron/core/concurrency BoundedQueue full → BusyError of @ron/core/base') }
+  eq(loaded['@ron/core/hash'].toAddress(loaded['@ron/core/hash'].blake3(new TextEncoder().encode('abc'))), '${ABC_B3}', '@ron/core/hash blake3')
+
   const clock = new (loaded['@ron/core/testing'].VirtualClock)(1000)
   await clock.advance(5)
   eq(clock.now(), 1005, '@ron/core/testing VirtualClock')

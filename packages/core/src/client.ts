@@ -11,7 +11,7 @@
  * const transport = new HttpTransport({ targets: { storage: 'http://127.0.0.1:7701' } })
  * ```
  *
- * @module
+ * @module @ron/core/client
  */
 
 export type { Transport, TransportRequest, TransportResponse, HttpTransportOptions } from './transport/index.js'

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { abortReason, waitUnlessAborted } from './concurrency/abort.js'
+import { abortReason, waitUnlessAborted } from './abort.js'
 
 export { abortReason }
 

@@ -154,7 +154,6 @@ export {
   jwkThumbprint,
   signToken,
   staticKeySource,
-  remoteKeySource,
   RevocationSet,
   createTokenVerifier,
   ed25519Verify,
@@ -171,7 +170,6 @@ export {
   normalizeEndpoint,
   staticNodeDirectory,
   bearerToken,
-  createRevocationFeed,
   SCOPES,
   ALL_SCOPES,
   isScope,
@@ -191,8 +189,6 @@ export type {
   TokenClaimsInput,
   SignTokenOptions,
   KeySource,
-  RemoteKeySource,
-  RemoteKeySourceOptions,
   RevocationCheck,
   RevocationSetOptions,
   TokenVerifierOptions,
@@ -202,10 +198,6 @@ export type {
   CachingTokenVerifier,
   VerifierCacheOptions,
   CaveatRequest,
-  RevocationFeed,
-  RevocationFeedOptions,
-  RevocationFeedItem,
-  RevocationFeedPage,
   Scope,
   TokenMinter,
   MintRequest,
@@ -219,6 +211,9 @@ export type {
   NodeDirectory,
 } from './auth/index.js'
 export { isNormalizedPath, SERVICE_CALL_SCOPES, isServiceCallScope, scopeService } from './auth/index.js'
+// Networked capabilities (passport's JWKS, the revocation feed), above the transport layer.
+export { remoteKeySource, createRevocationFeed } from './auth-remote/index.js'
+export type { RemoteKeySource, RemoteKeySourceOptions, RevocationFeed, RevocationFeedOptions, RevocationFeedItem, RevocationFeedPage } from './auth-remote/index.js'
 
 // Contracts between services (SPEC.md section 6a).
 export {

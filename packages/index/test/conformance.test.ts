@@ -28,7 +28,7 @@ describe('index conformance (core service contract)', () => {
     overLimit: { config: { http: { jsonBodyLimit: 16 } }, request: { method: 'POST', path: '/providers', headers: json, body: announce('storage') } },
     docs: { readme: read('packages/index/README.md'), concurrency: read('packages/index/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
     version: pkg.version,
-    surface: { entry: '@ron/index', exports: entry, apiReport: read('docs/api-report.md') },
+    surface: { entry: '@ron/index', exports: entry, apiReport: read('packages/index/api-report.md') },
     readWindow: false,
   })) {
     it(check.name, () => check.run())

@@ -27,7 +27,7 @@ describe('interop conformance (core service contract)', () => {
     },
     docs: { readme: read('packages/interop/README.md'), concurrency: read('packages/interop/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
     version: pkg.version,
-    surface: { entry: '@ron/interop', exports: entry, apiReport: read('docs/api-report.md') },
+    surface: { entry: '@ron/interop', exports: entry, apiReport: read('packages/interop/api-report.md') },
   })) {
     it(check.name, () => check.run())
   }

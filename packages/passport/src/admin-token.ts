@@ -9,7 +9,7 @@
  * @module
  */
 
-import { systemClock, type Clock } from '@ron/core'
+import { systemClock, type Clock } from '@ron/core/base'
 import type { IssuedToken } from './dto.js'
 import type { KeyringSummary, PassportService } from './service.js'
 

@@ -8,7 +8,8 @@
  */
 
 import { sign } from 'node:crypto'
-import { NotFoundError, abortReason, generateIssuerKey, type IssuerKey, type Jwk } from '@ron/core'
+import { NotFoundError, abortReason } from '@ron/core/base'
+import { generateIssuerKey, type IssuerKey, type Jwk } from '@ron/core/auth'
 
 /** A key as the KMS describes it (never the private part). */
 export interface KmsKey {

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { defineMetrics } from '@ron/core'
+import { defineMetrics } from '@ron/core/metrics'
 import { CHANNELS } from './topology.js'
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]

@@ -27,7 +27,7 @@ describe('passport conformance (core service contract)', () => {
     },
     docs: { readme: read('packages/passport/README.md'), concurrency: read('packages/passport/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
     version: pkg.version,
-    surface: { entry: '@ron/passport', exports: entry, apiReport: read('docs/api-report.md') },
+    surface: { entry: '@ron/passport', exports: entry, apiReport: read('packages/passport/api-report.md') },
   })) {
     it(check.name, () => check.run())
   }

@@ -26,7 +26,7 @@ describe('registry conformance (core service contract)', () => {
     overLimit: { config: { http: { jsonBodyLimit: 64 } }, request: { method: 'POST', path: '/registry/proposals', headers: auth, body: JSON.stringify({ payload: payload(2) }) } },
     docs: { readme: read('packages/registry/README.md'), concurrency: read('packages/registry/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
     version: pkg.version,
-    surface: { entry: '@ron/registry', exports: entry, apiReport: read('docs/api-report.md') },
+    surface: { entry: '@ron/registry', exports: entry, apiReport: read('packages/registry/api-report.md') },
   })) {
     it(check.name, () => check.run())
   }

@@ -25,7 +25,7 @@ describe('storage conformance (core service contract)', () => {
     overLimit: { config: { maxObjectBytes: 16 }, request: { method: 'PUT', path: '/o', headers: { authorization: `Bearer ${writeToken}` }, body: 'x'.repeat(64) } },
     docs: { readme: read('packages/storage/README.md'), concurrency: read('packages/storage/docs/CONCURRENCY.md'), errors: read('docs/errors.md') },
     version: pkg.version,
-    surface: { entry: '@ron/storage', exports: entry, apiReport: read('docs/api-report.md') },
+    surface: { entry: '@ron/storage', exports: entry, apiReport: read('packages/storage/api-report.md') },
   })) {
     it(check.name, () => check.run())
   }

@@ -1,8 +1,10 @@
 /**
- * Capability tokens (SPEC.md section 5): verification for every service, key sources,
- * revocation, caveats, and a minimal signer for the CLI's admin token and tests.
+ * `@ron/core/auth`: capability tokens (SPEC.md section 5) as pure crypto and data — signing,
+ * verification, static key sources, revocation sets, caveats, scopes, node identity, and a
+ * minimal signer for the CLI's admin token and tests. Nothing here reaches the network: the
+ * networked parts (passport's JWKS, the revocation feed) are in `@ron/core/auth-remote`.
  *
- * @module
+ * @module @ron/core/auth
  */
 
 export type { Caveats, Claims, TokenVerifier } from './types.js'
@@ -10,8 +12,8 @@ export { generateIssuerKey, exportIssuerKey, importIssuerKey, publicKeyFromJwk, 
 export type { IssuerKey, Jwk, Jwks, GenerateIssuerKeyOptions } from './issuer-key.js'
 export { signToken } from './sign.js'
 export type { TokenClaimsInput, SignTokenOptions } from './sign.js'
-export { staticKeySource, remoteKeySource } from './key-source.js'
-export type { KeySource, RemoteKeySource, RemoteKeySourceOptions } from './key-source.js'
+export { staticKeySource } from './key-source.js'
+export type { KeySource } from './key-source.js'
 export { RevocationSet } from './revocation.js'
 export type { RevocationCheck, RevocationSetOptions } from './revocation.js'
 export { createTokenVerifier, ed25519Verify, KNOWN_CAVEATS } from './verifier.js'
@@ -20,8 +22,6 @@ export type { TokenVerifierOptions, TokenRequirement, UnauthorizedReason, Forbid
 export { checkCaveats, nameWithinPrefix, isNormalizedPath } from './caveats.js'
 export type { CaveatRequest } from './caveats.js'
 export { bearerToken } from './bearer.js'
-export { createRevocationFeed } from './revocation-feed.js'
-export type { RevocationFeed, RevocationFeedOptions, RevocationFeedItem, RevocationFeedPage } from './revocation-feed.js'
 export { SCOPES, ALL_SCOPES, isScope, SERVICE_CALL_SCOPES, isServiceCallScope, scopeService } from './scopes.js'
 export type { Scope } from './scopes.js'
 export { createTokenProvider, localMinter, signClientAssertion, resolveToken } from './token-provider.js'

@@ -1,7 +1,7 @@
 /**
  * Concurrency primitives: bounded queue, broadcast, watch, supervisor and work pool.
  *
- * @module
+ * @module @ron/core/concurrency
  */
 
 export { BoundedQueue } from './bounded-queue.js'

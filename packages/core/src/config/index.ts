@@ -2,7 +2,7 @@
  * Configuration loading: defaults < file < environment (`RON_…`) < overrides, zod-validated,
  * with durations (`"5s"`) and sizes (`"64KiB"`).
  *
- * @module
+ * @module @ron/core/config
  */
 
 export { ConfigError } from './config-error.js'

@@ -1,7 +1,7 @@
 /**
  * BLAKE3 hashing and `b3:` content addresses.
  *
- * @module
+ * @module @ron/core/hash
  */
 
 export { blake3, createBlake3, blake3Backend } from './blake3.js'

@@ -7,7 +7,7 @@
  */
 
 import type { Reply } from '../http/types.js'
-import type { HealthReport } from '../service/types.js'
+import type { HealthReport } from './report.js'
 
 /** What a dependency gates when it is not ready. */
 export type Gate = 'read' | 'write' | 'both'

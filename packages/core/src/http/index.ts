@@ -1,7 +1,7 @@
 /**
  * The RON HTTP host: route types, {@link createHttpHandler} and {@link serve}.
  *
- * @module
+ * @module @ron/core/http
  */
 
 export type { HttpMethod, RonRequest, ReplyBody, ReplyHeaders, Reply, RonResponse, RouteContext, Route } from './types.js'
@@ -19,3 +19,4 @@ export type { RonServer, ServeOptions } from './serve.js'
 export { SseHub, sseEvents, encodeSseEvent } from './sse.js'
 export type { SseEvent, SseMessage, SseHubOptions, SseEventsOptions } from './sse.js'
 export type { CorsOptions } from './cors.js'
+export type { ListenerPolicy } from './listener-policy.js'

@@ -14,7 +14,7 @@ import { abortReason, systemClock, type Clock, type TimerHandle } from '../clock
 import { BusyError, envelopeJson } from '../errors.js'
 import { answerClientError } from './client-error.js'
 import { generateCorrId } from './corr-id.js'
-import type { ListenerPolicy } from '../service/types.js'
+import type { ListenerPolicy } from './listener-policy.js'
 
 const SWEEP_MS = 20
 

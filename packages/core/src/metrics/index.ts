@@ -2,7 +2,7 @@
  * Per-service Prometheus metrics, the kit's {@link MetricsSink} backed by them, and merging of
  * several services' expositions into one.
  *
- * @module
+ * @module @ron/core/metrics
  */
 
 export { createServiceMetrics, SEED_METRICS, CORE_METRIC_NAMES, DEFAULT_HTTP_BUCKETS } from './service-metrics.js'

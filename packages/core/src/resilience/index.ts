@@ -1,7 +1,7 @@
 /**
  * Resilience policies: deadlines, retries with a budget, circuit breaker, token bucket, admission.
  *
- * @module
+ * @module @ron/core/resilience
  */
 
 export { withDeadline, deadlineSignal } from './deadline.js'

@@ -3,7 +3,7 @@
  * {@link RonService} and topology types, the {@link Logger} interface, and the CONCURRENCY.md
  * golden-test helpers.
  *
- * @module
+ * @module @ron/core/service
  */
 
 export type { ChannelOverflow, ChannelSpec, TaskSpec, Topology, HealthReport, RonService, ListenerPolicy } from './types.js'

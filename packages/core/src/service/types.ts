@@ -7,6 +7,10 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { RonRequest, RonResponse } from '../http/types.js'
+import type { ListenerPolicy } from '../http/listener-policy.js'
+import type { HealthReport } from '../health/report.js'
+
+export type { HealthReport, ListenerPolicy }
 
 /** Overflow policy of a channel. */
 export type ChannelOverflow = 'reject-new' | 'drop-oldest' | 'last-write-wins' | 'shed'
@@ -45,44 +49,7 @@ export interface Topology {
   channels: ChannelSpec[]
 }
 
-/** Liveness and readiness of a service. */
-export interface HealthReport {
-  /** False after supervisor crash-loop escalation; `reason` says why. */
-  live: boolean
-  /** Ready to serve reads. */
-  ready: boolean
-  /** Ready to accept writes (a full or slow disk turns this off first). */
-  writeReady: boolean
-  /**
-   * Per named path (SPEC.md 3.3a), whether it accepts work, e.g. `{ issue: false, verify: true }`.
-   * Services shed expensive paths first and keep cheap reads up. Empty when the service declares none.
-   */
-  paths: Record<string, boolean>
-  /** Names of dependencies that are not ready, then the reason of each path that is off, then `draining`. */
-  missing: string[]
-  /** Human-readable reasons (dependency and path reasons, or why the service is not live). */
-  reason?: string
-}
 
-/**
- * How a listener should serve a service, from the service's config (its `http.*` keys): what
- * `serve(service)` applies when its own options do not say otherwise.
- */
-export interface ListenerPolicy {
-  /** Time to receive request headers (`headersTimeout`). */
-  readonly readTimeoutMs: number
-  /** Keep-alive idle timeout. */
-  readonly idleTimeoutMs: number
-  /** Open connections, all clients together (429 `max_connections` beyond). */
-  readonly maxConnections: number
-  /** Open connections per client address (429 `per_ip` beyond). */
-  readonly maxConnectionsPerIp: number
-  /**
-   * Aborts when the service stops intake in a drain: the listener then closes its idle
-   * keep-alive sockets; busy ones close after their response (which says `Connection: close`).
-   */
-  readonly intakeStopped: AbortSignal
-}
 
 /** What every service factory returns. */
 export interface RonService {

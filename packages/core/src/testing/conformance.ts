@@ -62,7 +62,7 @@ export interface ConformanceSubject {
    */
   readWindow?: boolean
   /**
-   * The package's public surface, checked against `docs/api-report.md` and the contract's names:
+   * The package's public surface, checked against its API report (`packages/<dir>/api-report.md`) and the contract's names:
    * the entry (`'@ron/storage'`), its module namespace (`import * as entry from '@ron/storage'`)
    * and the text of the API report. @default not checked
    */
@@ -408,7 +408,7 @@ function surfaceCheck(surface: NonNullable<ConformanceSubject['surface']>): Conf
     name: 'the exported surface matches the API report and has the contract names (factory, config schema, immutable keys)',
     run: () => Promise.resolve().then(() => {
       const listed = apiReportNames(surface.apiReport, surface.entry)
-      assert.ok(listed !== undefined, `docs/api-report.md has a section for ${surface.entry}`)
+      assert.ok(listed !== undefined, `the API report has a section for ${surface.entry}`)
       for (const name of Object.keys(surface.exports)) assert.ok(listed.has(name), `${surface.entry} exports ${name}, which the API report does not list (regenerate it)`)
       const names = Object.keys(surface.exports)
       const factories = names.filter((n) => /^create\w+Service$/.test(n) && typeof surface.exports[n] === 'function')

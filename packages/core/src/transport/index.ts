@@ -7,7 +7,7 @@
  * fail the same way on both transports: {@link NotReadyError} with
  * `details: { target, reason: 'unreachable' }`.
  *
- * @module
+ * @module @ron/core/transport
  */
 
 export type { Transport, TransportRequest, TransportResponse } from './types.js'

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createTokenVerifier, generateIssuerKey, remoteKeySource, signToken, staticKeySource, type Jwk } from '../../src/auth/index.js'
+import { createTokenVerifier, generateIssuerKey, signToken, staticKeySource, type Jwk } from '../../src/auth/index.js'
+import { remoteKeySource } from '../../src/auth-remote/index.js'
 import { isRonError, NotReadyError } from '../../src/errors.js'
 import type { Transport, TransportRequest, TransportResponse } from '../../src/transport/types.js'
 import { VirtualClock } from '../../src/testing/virtual-clock.js'

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createRevocationFeed, generateIssuerKey, remoteKeySource, type RevocationFeedItem } from '../../src/auth/index.js'
+import { generateIssuerKey } from '../../src/auth/index.js'
+import { createRevocationFeed, remoteKeySource, type RevocationFeedItem } from '../../src/auth-remote/index.js'
 import { NotReadyError } from '../../src/errors.js'
 import type { Transport, TransportRequest, TransportResponse } from '../../src/transport/types.js'
 import { VirtualClock } from '../../src/testing/virtual-clock.js'

@@ -2,15 +2,14 @@ import { describe, expect, it } from 'vitest'
 import {
   RevocationSet,
   checkCaveats,
-  createRevocationFeed,
   createTokenVerifier,
   generateIssuerKey,
   isNormalizedPath,
   signToken,
   staticKeySource,
-  type RevocationFeedItem,
   type TokenClaimsInput,
 } from '../../src/auth/index.js'
+import { createRevocationFeed, type RevocationFeedItem } from '../../src/auth-remote/index.js'
 import type { Transport, TransportRequest, TransportResponse } from '../../src/transport/types.js'
 import { VirtualClock } from '../../src/testing/virtual-clock.js'
 import { b64, rejection } from './helpers.js'

@@ -13,7 +13,7 @@ import { sseEvents } from '../http/sse.js'
 import { noopMetrics, type MetricsSink } from '../metrics-sink.js'
 import { errorFromResponse } from '../transport/response.js'
 import type { Transport } from '../transport/types.js'
-import { RevocationSet, type RevocationCheck } from './revocation.js'
+import { RevocationSet, type RevocationCheck } from '../auth/revocation.js'
 
 /** One revocation as the feed carries it. */
 export interface RevocationFeedItem {
