@@ -300,6 +300,7 @@ export type {
 // Metrics and health.
 export { createServiceMetrics, METRICS_CONTENT_TYPE, mergeExpositions, metricSamples, metricValue } from './metrics/index.js'
 export type { ServiceMetrics, ServiceMetricsOptions, MetricSample } from './metrics/index.js'
+export type { HttpObserver } from './metrics/index.js'
 export { Readiness } from './health/index.js'
 export type { Gate, DependencySpec, Liveness, ReadinessOptions } from './health/index.js'
 export { REVOCATIONS_DEPENDENCY } from './health/index.js'

@@ -10,8 +10,10 @@
  */
 
 import { readFile } from 'node:fs/promises'
-import { Etcd3, isRecoverableError, type IOptions, type Namespace } from 'etcd3'
-import { ConsecutiveBreaker, ExponentialBackoff, handleWhen, circuitBreaker, retry, type IBackoff } from 'cockatiel'
+// Types only at module level: etcd3 (gRPC, protobufjs, ~250 files) and cockatiel are loaded by
+// connect(), so a node without coordination.etcd never pays for them at start.
+import type { Etcd3, IOptions, Namespace } from 'etcd3'
+import type { IBackoff } from 'cockatiel'
 import { UnavailableError, createServiceMetrics, isRonError, systemClock, type Clock, type Logger, type ServiceMetrics } from '@ron/core'
 
 /** `coordination.etcd` as the node config gives it. */
@@ -95,6 +97,7 @@ export class EtcdCoordinator {
    * @throws when a TLS file cannot be read
    */
   static async connect(settings: EtcdSettings, options: { logger: Logger; clock?: Clock }): Promise<EtcdCoordinator> {
+    const [{ Etcd3, isRecoverableError }, { ConsecutiveBreaker, ExponentialBackoff, handleWhen, circuitBreaker, retry }] = await Promise.all([import('etcd3'), import('cockatiel')])
     const timeoutMs = settings.timeoutMs ?? 2000
     const prefix = normalizePrefix(settings.prefix ?? '/ron/')
     const tls = settings.tls

@@ -7,7 +7,8 @@
  */
 
 import { readFileSync } from 'node:fs'
-import { parse as parseToml } from 'smol-toml'
+import { createRequire } from 'node:module'
+import type { parse as ParseToml } from 'smol-toml'
 import type { z } from 'zod'
 import { ConfigError, describeValue } from './config-error.js'
 
@@ -160,6 +161,17 @@ export function configFromEnv(schema: z.ZodType, env: Record<string, string | un
     node[keys[keys.length - 1]!] = coerceEnv(value, s ?? undefined)
   }
   return out
+}
+
+/**
+ * smol-toml's parser, loaded on the first TOML file: a process started without one (every
+ * `ron-node start` without `--config x.toml`) does not load its nine modules. Its CommonJS build,
+ * since the loader is synchronous.
+ */
+let tomlParser: typeof ParseToml | undefined
+function parseToml(text: string): unknown {
+  tomlParser ??= (createRequire(import.meta.url)('smol-toml') as { parse: typeof ParseToml }).parse
+  return tomlParser(text)
 }
 
 function readConfigFile(file: string): unknown {

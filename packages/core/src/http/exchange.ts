@@ -35,6 +35,8 @@ export class Exchange {
   cors: Record<string, string> | undefined = undefined
   /** Metric label: route name/path, `builtin` or `unmatched`. */
   label = 'unmatched'
+  /** The matched route's bound metrics observer (`HttpHooks.observer`), when the host gives one. */
+  observer: ((method: string, status: number, seconds: number) => void) | undefined = undefined
   /** The error this exchange answers with, when it failed. */
   error: RonError | undefined = undefined
   /** Admission release. */

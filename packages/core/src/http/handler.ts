@@ -98,6 +98,11 @@ export interface HttpHooks {
   /** Called once per finished request for metrics (route = route.name ?? route.path, or 'builtin'/'unmatched'). */
   observe?(route: string, method: string, status: number, seconds: number): void
   /**
+   * `observe` bound to one matched route (its label), asked once per route: requests that matched
+   * it are counted through the returned function instead of `observe`. Optional; only used with `observe`.
+   */
+  observer?(route: string): (method: string, status: number, seconds: number) => void
+  /**
    * Called with every error turned into an error response (for logs and metrics); never throws.
    * `route` is the matched route's metric label (`route.name ?? route.path`), or
    * `'builtin'`/`'unmatched'` when the request never reached a route.
@@ -221,8 +226,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     ctxLimits.pace = pace
     ctxLimits.shares.max = share
   }
-  // Read once: whether metrics timing is needed on the hot path.
+  // Read once: whether metrics timing is needed on the hot path, and whether routes get bound observers.
   const observing = hooks.observe !== undefined
+  const bindObserver = observing && hooks.observer !== undefined
 
   const reportError = (err: RonError, ex: Exchange): void => {
     if (hooks.onError === undefined) return
@@ -236,7 +242,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   const onFinish = (ex: Exchange): void => {
     if (hooks.observe === undefined) return
     try {
-      hooks.observe(ex.label, ex.req.method, ex.status, (clock.now() - ex.startMs) / 1000)
+      const observer = ex.observer
+      if (observer !== undefined) observer(ex.req.method, ex.status, (clock.now() - ex.startMs) / 1000)
+      else hooks.observe(ex.label, ex.req.method, ex.status, (clock.now() - ex.startMs) / 1000)
     } catch {
       // metrics must never break a response
     }
@@ -324,8 +332,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
 
   /** Runs a matched route; synchronous unless the route needs a token, a queue or an async handler. */
   function route(ex: Exchange, m: { route: CompiledRoute; params: Record<string, string> }, rawQuery: string): Promise<void> | undefined {
-    const r = m.route.route
-    ex.label = m.route.label
+    const compiled = m.route
+    const r = compiled.route
+    ex.label = compiled.label
+    if (bindObserver) ex.observer = compiled.observer ??= hooks.observer!(compiled.label)
     if (hooks.admit !== undefined) ex.release = hooks.admit(ex.req, r)
     const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, r.bodyLimit ?? jsonBodyLimit, ctxLimits)
     ex.bodyOwner = ctx

@@ -78,16 +78,22 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   }
   if (o.closeConnections?.aborted === true) res.shouldKeepAlive = false
   // One flat header list handed to writeHead: cheaper than setHeader() per header on the hot path.
-  const headers: (string | number | readonly string[])[] = []
+  // Without CORS or reply headers (a JSON reply) it starts as a literal of its first entries.
+  let headers: (string | number | readonly string[])[]
   const h = ex.replyHeaders
   const cors = ex.cors
-  if (cors !== undefined) {
-    for (const k in cors) if (h === undefined || !hasHeader(h, k)) headers.push(k, cors[k]!)
+  if (cors === undefined && h === undefined) {
+    headers = [CORR_ID_HEADER, ex.corrId]
+  } else {
+    headers = []
+    if (cors !== undefined) {
+      for (const k in cors) if (h === undefined || !hasHeader(h, k)) headers.push(k, cors[k]!)
+    }
+    if (h !== undefined) {
+      for (const k in h) headers.push(k, h[k]!)
+    }
+    headers.push(CORR_ID_HEADER, ex.corrId)
   }
-  if (h !== undefined) {
-    for (const k in h) headers.push(k, h[k]!)
-  }
-  headers.push(CORR_ID_HEADER, ex.corrId)
   if (ex.contentType !== undefined) headers.push('content-type', ex.contentType)
   if (ex.retryAfter !== undefined) headers.push('retry-after', ex.retryAfter)
   if (ex.allow !== undefined) headers.push('allow', ex.allow)

@@ -29,6 +29,8 @@ export interface CompiledRoute {
   readonly label: string
   /** Per path segment: this route's param name, or `undefined` for a literal segment. */
   readonly names: readonly (string | undefined)[]
+  /** The route's request metrics, bound once by the handler (`HttpHooks.observer`) on first use. */
+  observer: ((method: string, status: number, seconds: number) => void) | undefined
 }
 
 /** All routes sharing one path pattern. */
@@ -134,7 +136,7 @@ export class Router {
         else this.statics.set(route.path, entry)
       }
       if (entry.methods.has(route.method)) throw new RouteConfigError(`route ${where}: duplicate route`)
-      entry.methods.set(route.method, { route, label: route.name ?? route.path, names })
+      entry.methods.set(route.method, { route, label: route.name ?? route.path, names, observer: undefined })
     }
     for (const entry of byPattern.values()) {
       const allow = new Set(entry.methods.keys())

@@ -6,7 +6,7 @@
  */
 
 export { createServiceMetrics, SEED_METRICS, CORE_METRIC_NAMES, DEFAULT_HTTP_BUCKETS } from './service-metrics.js'
-export type { ServiceMetrics, ServiceMetricsOptions } from './service-metrics.js'
+export type { HttpObserver, ServiceMetrics, ServiceMetricsOptions } from './service-metrics.js'
 export { METRICS_CONTENT_TYPE, mergeExpositions } from './merge.js'
 export { metricSamples, metricValue } from './exposition.js'
 export type { MetricSample } from './exposition.js'

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { Registry, collectDefaultMetrics } from 'prom-client'
+import { Registry, collectDefaultMetrics } from './prom.js'
 
 /** The process metrics of this process. */
 export interface ProcessMetrics {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry } from './prom.js'
 import type { Labels, MetricsSink } from '../metrics-sink.js'
 import { RonUsageError } from '../errors.js'
 import type { MetricHandles, MetricsDeclaration, MetricsTable, ZeroSeries } from './define.js'
@@ -96,9 +96,17 @@ export interface ServiceMetrics {
   zero(name: string, labels?: Record<string, string>): void
   /** Counts one HTTP request and records its duration; hot path, label children are cached. */
   observeHttp(route: string, method: string, status: number, seconds: number): void
+  /**
+   * {@link ServiceMetrics.observeHttp} bound to one route, for a caller that resolves it once per
+   * route: it skips the route's lookups and remembers the method and status it saw last.
+   */
+  httpObserver(route: string): HttpObserver
   /** The Prometheus text exposition of this registry. */
   text(): Promise<string>
 }
+
+/** Counts one request of a bound route and records its duration (see {@link ServiceMetrics.httpObserver}). */
+export type HttpObserver = (method: string, status: number, seconds: number) => void
 
 type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>
 
@@ -303,6 +311,7 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
     observeHttp(route, method, status, seconds) {
       http.observe(route, method, status, seconds)
     },
+    httpObserver: (route) => http.observer(route),
     text: () => registry.metrics(),
   }
 }
@@ -345,7 +354,42 @@ class HttpTallies {
 
   constructor(private readonly bounds: readonly number[]) {}
 
+  /** Bumped by every reset: a bound observer re-resolves the tallies it holds. */
+  #generation = 0
+
   observe(route: string, method: string, status: number, seconds: number): void {
+    this.#tally(route, method, status).n++
+    this.#time(this.#duration(route), seconds)
+  }
+
+  /**
+   * {@link observe} for one route: the route's maps are looked up once, and the tally of the
+   * method and status seen last is kept, so a route answered the same way each time costs no
+   * lookup at all (the method strings of `node:http` are the same objects on every request).
+   */
+  observer(route: string): (method: string, status: number, seconds: number) => void {
+    let generation = -1
+    let lastMethod = ''
+    let lastStatus = -1
+    let last: RequestTally | undefined
+    let d: DurationTally | undefined
+    return (method, status, seconds) => {
+      if (generation !== this.#generation) {
+        generation = this.#generation
+        last = undefined
+        d = undefined
+      }
+      if (last === undefined || status !== lastStatus || method !== lastMethod) {
+        last = this.#tally(route, method, status)
+        lastMethod = method
+        lastStatus = status
+      }
+      last.n++
+      this.#time((d ??= this.#duration(route)), seconds)
+    }
+  }
+
+  #tally(route: string, method: string, status: number): RequestTally {
     let byMethod = this.#requests.get(route)
     if (byMethod === undefined) this.#requests.set(route, (byMethod = new Map<string, Map<number, RequestTally>>()))
     let byStatus = byMethod.get(method)
@@ -355,12 +399,19 @@ class HttpTallies {
       r = { labels: { route, method, status: String(status) }, n: 0 }
       byStatus.set(status, r)
     }
-    r.n++
+    return r
+  }
+
+  #duration(route: string): DurationTally {
     let d = this.#durations.get(route)
     if (d === undefined) {
       d = { labels: { route }, counts: new Array<number>(this.bounds.length + 1).fill(0), sum: 0, count: 0 }
       this.#durations.set(route, d)
     }
+    return d
+  }
+
+  #time(d: DurationTally, seconds: number): void {
     if (!Number.isFinite(seconds)) return
     let i = 0
     while (i < this.bounds.length && seconds > this.bounds[i]!) i++
@@ -384,7 +435,10 @@ class HttpTallies {
       type: 'counter',
       aggregator: 'sum',
       get: () => Promise.resolve({ name, help, type: 'counter', aggregator: 'sum', values: this.#requestValues() }),
-      reset: () => this.#requests.clear(),
+      reset: () => {
+        this.#requests.clear()
+        this.#generation++
+      },
     }
   }
 
@@ -409,7 +463,10 @@ class HttpTallies {
         }
         return Promise.resolve({ name, help, type: 'histogram', aggregator: 'sum', values })
       },
-      reset: () => this.#durations.clear(),
+      reset: () => {
+        this.#durations.clear()
+        this.#generation++
+      },
     }
   }
 }

@@ -541,6 +541,7 @@ class Host<C> implements ServiceHost<C> {
       authenticate: (req, route) => this.authenticate(req, route.scope),
       submit: (queue, job, signal) => this.pool(queue).submit(job, signal),
       observe: (route, method, status, seconds) => this.metrics.observeHttp(route, method, status, seconds),
+      observer: (route) => this.metrics.httpObserver(route),
       cors: (method, origin) => this.#cors.responseHeaders(method, origin),
       finished: (req) => {
         const link = this.#links.get(req)

@@ -28,3 +28,12 @@ describe('generated correlation ids', () => {
     for (const id of ids) expect(id.length).toBeLessThanOrEqual(12)
   })
 })
+
+describe('the counter part of generated ids', () => {
+  it('is the counter in base 36 across block boundaries (table of low digits plus cached high digits)', () => {
+    for (const start of [0, 1290, 36 * 36 - 2, 36 ** 3 - 3, 5 * 36 ** 4 + 1290, 36 ** 5 - 1300]) {
+      const g = new CorrIdGenerator(() => new Uint8Array(6), start)
+      for (let n = start + 1; n < Math.min(start + 1400, 36 ** 5); n++) expect(g.next()).toBe(`000000-${n.toString(36)}`)
+    }
+  })
+})

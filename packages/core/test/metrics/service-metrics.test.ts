@@ -64,6 +64,35 @@ describe('createServiceMetrics', () => {
     expect(text).toMatch(/# HELP http_requests_total \S/)
   })
 
+  it('a route-bound observer counts exactly what observeHttp counts, across method/status changes and a registry reset', async () => {
+    const bound = createServiceMetrics({ service: 'storage' })
+    const plain = createServiceMetrics({ service: 'storage' })
+    const observe = bound.httpObserver('/o/:addr')
+    const calls: Array<[string, number, number]> = [
+      ['GET', 200, 0.003],
+      ['GET', 200, 0.2],
+      ['GET', 404, 0.001],
+      ['HEAD', 404, 0.001],
+      ['GET', 200, 7],
+      ['GET', 200, Number.NaN],
+    ]
+    for (const [method, status, s] of calls) {
+      observe(method, status, s)
+      plain.observeHttp('/o/:addr', method, status, s)
+    }
+    expect(await bound.text()).toBe(await plain.text())
+    expect(sampleValue(await bound.text(), 'http_requests_total', { route: '/o/:addr', method: 'GET', status: '200' })).toBe(4)
+    // After a reset the observer must not keep counting into the tallies the reset dropped.
+    bound.registry.resetMetrics()
+    plain.registry.resetMetrics()
+    observe('GET', 200, 0.003)
+    plain.observeHttp('/o/:addr', 'GET', 200, 0.003)
+    const text = await bound.text()
+    expect(text).toBe(await plain.text())
+    expect(sampleValue(text, 'http_requests_total', { route: '/o/:addr', method: 'GET', status: '200' })).toBe(1)
+    expect(sampleValue(text, 'http_request_duration_seconds_count', { route: '/o/:addr' })).toBe(1)
+  })
+
   it('creates sink metrics on first use with seed help text, and never throws on odd labels', async () => {
     const m = createServiceMetrics({ service: 'index' })
     m.sink.set('queue_depth', { queue: 'work' }, 3)
