@@ -23,6 +23,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Two files at a time. Vitest's default is one worker per core minus one, which on the 2-core
+    // CI runner is a single worker: the suite ran file after file while most e2e files sat waiting
+    // on the ron-node processes they spawn.
+    maxWorkers: 2,
     reporters: ['default'],
     // On with --coverage (`npm test`). V8 coverage is taken in each test worker through the
     // inspector, not NODE_V8_COVERAGE, so the processes tests spawn (ron-node, clusters, Go)

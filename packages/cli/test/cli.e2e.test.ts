@@ -345,11 +345,12 @@ describe('ron-node errors (real binary)', () => {
     const dataDir = join(root, 'codes')
     const { proc, summary } = await startNode(dataDir)
     const storage = summary.services['storage']!
-    expect((await runCli(['get', `b3:${'a'.repeat(64)}`, '--node', storage])).code).toBe(3)
+    const missing = await runCli(['get', `b3:${'a'.repeat(64)}`, '--node', storage])
+    expect(missing.code, missing.stderr).toBe(3)
     const noToken = await runCli(['put', '-', '--node', storage, '--data-dir', join(root, 'empty-dir')], {}, Buffer.from('x'))
-    expect(noToken.code).toBe(4)
+    expect(noToken.code, noToken.stderr).toBe(4)
     const badToken = await runCli(['put', '-', '--node', storage, '--token', 'x.y.z'], {}, Buffer.from('x'))
-    expect(badToken.code).toBe(4)
+    expect(badToken.code, badToken.stderr).toBe(4)
     expect(await stop(proc)).toBe(0)
   })
 
