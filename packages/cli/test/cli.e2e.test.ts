@@ -174,11 +174,11 @@ describe('ron-node start (real binary)', () => {
     expect(await waitForUploadInFlight(dataDir)).toBe(true)
 
     const second = spawnCli(['start', '--port-base', '0', '--json', '--data-dir', dataDir, '--log-level', 'warn'])
-    // Without a lock the second node would start and run; bound the wait so the test fails instead of hanging.
-    const guard = setTimeout(() => second.child.kill('SIGKILL'), 20_000)
-    const { code } = await second.exited
-    clearTimeout(guard)
-    expect(code).toBe(1)
+    // Without a lock the second node would start and print its ready line: that, not a fixed
+    // guard time (a loaded runner took more than 20 s to reach the lock), is the failure.
+    const outcome = await Promise.race([second.exited, firstJsonLine(second, 60_000).then(() => 'started' as const)])
+    expect(outcome, 'a second node on the same data dir must not start').not.toBe('started')
+    expect((outcome as { code: number | null }).code).toBe(1)
     expect(second.stderr().trim()).toBe(
       `ron-node: data directory ${dataDir} is in use by process ${proc.child.pid} (lock file ${join(dataDir, 'lock')}); stop that node or pick another --data-dir`,
     )
