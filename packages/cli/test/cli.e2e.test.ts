@@ -38,10 +38,13 @@ async function stop(proc: Proc): Promise<number | null> {
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
 
-/** Polls (bounded) until storage/tmp of `dataDir` holds a non-empty file: an upload is in flight. */
+/**
+ * Polls until storage/tmp of `dataDir` holds a non-empty file: an upload is in flight. Bounded in
+ * time (60 s), not in rounds: on a loaded runner the uploading CLI can take over 10 s to start.
+ */
 async function waitForUploadInFlight(dataDir: string): Promise<boolean> {
   const tmpDir = join(dataDir, 'storage', 'tmp')
-  for (let i = 0; i < 400; i++) {
+  for (const until = Date.now() + 60_000; Date.now() < until; ) {
     const names = await readdir(tmpDir).catch(() => [] as string[])
     for (const n of names) if (((await stat(join(tmpDir, n)).catch(() => undefined))?.size ?? 0) > 0) return true
     await new Promise((r) => setTimeout(r, 25))
@@ -142,13 +145,7 @@ describe('ron-node start (real binary)', () => {
     const upload = spawnCli(['put', '-', '--node', storage, '--data-dir', dataDir], {}, 'pipe')
     upload.child.stdin!.write(randomBytes(2 * 1024 * 1024))
     const tmpDir = join(dataDir, 'storage', 'tmp')
-    let inFlight = false
-    for (let i = 0; i < 400 && !inFlight; i++) {
-      const names = await readdir(tmpDir).catch(() => [] as string[])
-      for (const n of names) if (((await stat(join(tmpDir, n)).catch(() => undefined))?.size ?? 0) > 0) inFlight = true
-      if (!inFlight) await new Promise((r) => setTimeout(r, 25))
-    }
-    expect(inFlight).toBe(true)
+    expect(await waitForUploadInFlight(dataDir)).toBe(true)
 
     const t0 = performance.now()
     proc.child.kill('SIGTERM')
@@ -263,8 +260,7 @@ describe('ron-node start (real binary)', () => {
     const upload = spawnCli(['put', '-', '--node', summary.services['storage']!, '--data-dir', dataDir], {}, 'pipe')
     upload.child.stdin!.write(randomBytes(1024 * 1024))
     const tmpDir = join(dataDir, 'storage', 'tmp')
-    for (let i = 0; i < 400 && (await readdir(tmpDir).catch(() => [])).length === 0; i++) await new Promise((r) => setTimeout(r, 25))
-    expect((await readdir(tmpDir)).length).toBeGreaterThan(0)
+    expect(await waitForUploadInFlight(dataDir)).toBe(true)
     proc.child.kill('SIGTERM')
     // Shutdown has begun once the admin listener reports not ready (readiness flips first).
     let draining = false
