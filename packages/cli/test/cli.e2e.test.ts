@@ -164,7 +164,11 @@ describe('ron-node start (real binary)', () => {
 
   it('a second start on the same data dir fails with one line naming it and the pid, and the running upload completes', async () => {
     const dataDir = join(root, 'locked')
-    const { proc, summary } = await startNode(dataDir)
+    // The upload is held open (no body data) while the second node starts and is refused: a
+    // loaded runner took longer than the default 5 s body gap for that, so the gap is widened.
+    const cfg = join(root, 'locked.json')
+    await writeFile(cfg, JSON.stringify({ storage: { http: { readTimeoutMs: '60s' } } }))
+    const { proc, summary } = await startNode(dataDir, ['--config', cfg])
     const upload = spawnCli(['put', '-', '--json', '--node', summary.services['storage']!, '--data-dir', dataDir], {}, 'pipe')
     const head = randomBytes(1024 * 1024)
     upload.child.stdin!.write(head)
