@@ -8,6 +8,8 @@ const ISOLATED = [
   'packages/core/test/config/load.test.ts',
   'packages/core/test/hash/backend-fallback.test.ts',
   'packages/index/test/disk-fault-injected.test.ts',
+  // Failed once in a shared worker (passes alone); isolated until the leak is found.
+  'packages/index/test/lying-peer.e2e.test.ts',
   'packages/index/test/store-durability.test.ts',
   'packages/interop/test/api-key.test.ts',
   'packages/passport/test/disk-faults.test.ts',
