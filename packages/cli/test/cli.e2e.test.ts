@@ -38,10 +38,13 @@ async function stop(proc: Proc): Promise<number | null> {
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
 
-/** Polls (bounded) until storage/tmp of `dataDir` holds a non-empty file: an upload is in flight. */
+/**
+ * Polls until storage/tmp of `dataDir` holds a non-empty file: an upload is in flight. Bounded in
+ * time (60 s), not in rounds: on a loaded runner the uploading CLI can take over 10 s to start.
+ */
 async function waitForUploadInFlight(dataDir: string): Promise<boolean> {
   const tmpDir = join(dataDir, 'storage', 'tmp')
-  for (let i = 0; i < 400; i++) {
+  for (const until = Date.now() + 60_000; Date.now() < until; ) {
     const names = await readdir(tmpDir).catch(() => [] as string[])
     for (const n of names) if (((await stat(join(tmpDir, n)).catch(() => undefined))?.size ?? 0) > 0) return true
     await new Promise((r) => setTimeout(r, 25))
@@ -142,13 +145,7 @@ describe('ron-node start (real binary)', () => {
     const upload = spawnCli(['put', '-', '--node', storage, '--data-dir', dataDir], {}, 'pipe')
     upload.child.stdin!.write(randomBytes(2 * 1024 * 1024))
     const tmpDir = join(dataDir, 'storage', 'tmp')
-    let inFlight = false
-    for (let i = 0; i < 400 && !inFlight; i++) {
-      const names = await readdir(tmpDir).catch(() => [] as string[])
-      for (const n of names) if (((await stat(join(tmpDir, n)).catch(() => undefined))?.size ?? 0) > 0) inFlight = true
-      if (!inFlight) await new Promise((r) => setTimeout(r, 25))
-    }
-    expect(inFlight).toBe(true)
+    expect(await waitForUploadInFlight(dataDir)).toBe(true)
 
     const t0 = performance.now()
     proc.child.kill('SIGTERM')
@@ -167,18 +164,22 @@ describe('ron-node start (real binary)', () => {
 
   it('a second start on the same data dir fails with one line naming it and the pid, and the running upload completes', async () => {
     const dataDir = join(root, 'locked')
-    const { proc, summary } = await startNode(dataDir)
+    // The upload is held open (no body data) while the second node starts and is refused: a
+    // loaded runner took longer than the default 5 s body gap for that, so the gap is widened.
+    const cfg = join(root, 'locked.json')
+    await writeFile(cfg, JSON.stringify({ storage: { http: { readTimeoutMs: '60s' } } }))
+    const { proc, summary } = await startNode(dataDir, ['--config', cfg])
     const upload = spawnCli(['put', '-', '--json', '--node', summary.services['storage']!, '--data-dir', dataDir], {}, 'pipe')
     const head = randomBytes(1024 * 1024)
     upload.child.stdin!.write(head)
     expect(await waitForUploadInFlight(dataDir)).toBe(true)
 
     const second = spawnCli(['start', '--port-base', '0', '--json', '--data-dir', dataDir, '--log-level', 'warn'])
-    // Without a lock the second node would start and run; bound the wait so the test fails instead of hanging.
-    const guard = setTimeout(() => second.child.kill('SIGKILL'), 20_000)
-    const { code } = await second.exited
-    clearTimeout(guard)
-    expect(code).toBe(1)
+    // Without a lock the second node would start and print its ready line: that, not a fixed
+    // guard time (a loaded runner took more than 20 s to reach the lock), is the failure.
+    const outcome = await Promise.race([second.exited, firstJsonLine(second, 60_000).then(() => 'started' as const)])
+    expect(outcome, 'a second node on the same data dir must not start').not.toBe('started')
+    expect((outcome as { code: number | null }).code).toBe(1)
     expect(second.stderr().trim()).toBe(
       `ron-node: data directory ${dataDir} is in use by process ${proc.child.pid} (lock file ${join(dataDir, 'lock')}); stop that node or pick another --data-dir`,
     )
@@ -263,8 +264,7 @@ describe('ron-node start (real binary)', () => {
     const upload = spawnCli(['put', '-', '--node', summary.services['storage']!, '--data-dir', dataDir], {}, 'pipe')
     upload.child.stdin!.write(randomBytes(1024 * 1024))
     const tmpDir = join(dataDir, 'storage', 'tmp')
-    for (let i = 0; i < 400 && (await readdir(tmpDir).catch(() => [])).length === 0; i++) await new Promise((r) => setTimeout(r, 25))
-    expect((await readdir(tmpDir)).length).toBeGreaterThan(0)
+    expect(await waitForUploadInFlight(dataDir)).toBe(true)
     proc.child.kill('SIGTERM')
     // Shutdown has begun once the admin listener reports not ready (readiness flips first).
     let draining = false
@@ -345,11 +345,12 @@ describe('ron-node errors (real binary)', () => {
     const dataDir = join(root, 'codes')
     const { proc, summary } = await startNode(dataDir)
     const storage = summary.services['storage']!
-    expect((await runCli(['get', `b3:${'a'.repeat(64)}`, '--node', storage])).code).toBe(3)
+    const missing = await runCli(['get', `b3:${'a'.repeat(64)}`, '--node', storage])
+    expect(missing.code, missing.stderr).toBe(3)
     const noToken = await runCli(['put', '-', '--node', storage, '--data-dir', join(root, 'empty-dir')], {}, Buffer.from('x'))
-    expect(noToken.code).toBe(4)
+    expect(noToken.code, noToken.stderr).toBe(4)
     const badToken = await runCli(['put', '-', '--node', storage, '--token', 'x.y.z'], {}, Buffer.from('x'))
-    expect(badToken.code).toBe(4)
+    expect(badToken.code, badToken.stderr).toBe(4)
     expect(await stop(proc)).toBe(0)
   })
 

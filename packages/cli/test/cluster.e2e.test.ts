@@ -6,12 +6,11 @@
 
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { placement } from '@ron/storage'
-import { assertBuilt, firstJsonLine, killAll, runCli, spawnCli, type Proc } from './helpers.js'
+import { assertBuilt, clusterNode, firstJsonLine, freeBases, killAll, runCli } from './helpers.js'
 
 interface Summary {
   nodeId: string
@@ -19,30 +18,6 @@ interface Summary {
   services: Record<string, string>
   tokenFile: string
   dataDir: string
-}
-
-/** True when every port of base..base+5 can be bound on 127.0.0.1 right now. */
-async function rangeFree(base: number): Promise<boolean> {
-  for (let p = base; p <= base + 5; p++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(p, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (!ok) return false
-  }
-  return true
-}
-
-/** Three disjoint free port ranges (each base..base+5). */
-async function freeBases(n: number): Promise<number[]> {
-  const out: number[] = []
-  let candidate = 20_000 + Math.floor(Math.random() * 2000) * 10
-  while (out.length < n) {
-    if (await rangeFree(candidate)) out.push(candidate)
-    candidate += 10
-  }
-  return out
 }
 
 let root: string
@@ -76,20 +51,8 @@ async function eventually(check: () => Promise<boolean>, attempts = 400): Promis
 describe('three ron-node processes on loopback', () => {
   it('replicate with rf=2 and repair what a stopped node missed once it is back', async () => {
     const bases = await freeBases(3)
-    const admins = bases.map((b) => `http://127.0.0.1:${b}`)
     const dirs = bases.map((_, i) => join(root, `node-${i}`))
-    const start = (i: number): Proc =>
-      spawnCli([
-        'start',
-        '--json',
-        '--log-level', 'warn',
-        '--port-base', String(bases[i]),
-        '--data-dir', dirs[i]!,
-        '--peers', admins.filter((_, j) => j !== i).join(','),
-        '--rf', '2',
-        '--repair-interval', '300ms',
-        '--drain-deadline', '500ms',
-      ])
+    const start = clusterNode(bases, dirs, ['--rf', '2', '--repair-interval', '300ms'])
     const procs = [start(0), start(1), start(2)]
     const summaries = await Promise.all(procs.map((p) => firstJsonLine<Summary>(p, 60_000)))
     const ids = summaries.map((s) => s.nodeId)

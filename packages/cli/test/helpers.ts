@@ -105,8 +105,14 @@ export async function pollOk(url: string, attempts = 200): Promise<Response> {
 
 /** Kills every process still running (afterEach/afterAll). */
 export async function killAll(): Promise<void> {
+  await killAllBut([])
+}
+
+/** Kills every process still running but those of `keep` (a file's shared node, in afterEach). */
+export async function killAllBut(keep: readonly Proc[]): Promise<void> {
   const waits: Promise<unknown>[] = []
   for (const c of live) {
+    if (keep.some((p) => p.child === c)) continue
     waits.push(new Promise((r) => c.once('exit', r)))
     c.kill('SIGKILL')
   }
@@ -127,13 +133,29 @@ async function rangeFree(base: number): Promise<boolean> {
   return true
 }
 
-/** `n` disjoint port ranges that are free right now (each base..base+5), for nodes that list each other. */
+/**
+ * `n` disjoint port ranges that are free right now (each base..base+5), for nodes that list each
+ * other. Drawn from 20000–31999, below Linux's ephemeral range (32768–60999): the `--port-base 0`
+ * nodes and the client sockets of the tests running beside this one (two test files at a time)
+ * take their ports there, so they cannot grab a range between this check and the node's bind.
+ */
 export async function freeBases(n: number): Promise<number[]> {
   const out: number[] = []
-  let candidate = 24_000 + Math.floor(Math.random() * 2000) * 10
+  let candidate = 20_000 + Math.floor(Math.random() * 1_150) * 10
   while (out.length < n) {
     if (await rangeFree(candidate)) out.push(candidate)
     candidate += 10
   }
   return out
+}
+
+/**
+ * Starts node `i` of a cluster on loopback: its port range `bases[i]`, its data directory
+ * `dirs[i]`, every other node of `bases` as a peer, a short drain, then `args`. Call it again with
+ * the same `i` to restart that node on the same ports and data.
+ */
+export function clusterNode(bases: readonly number[], dirs: readonly string[], args: readonly string[] = []): (i: number) => Proc {
+  const admins = bases.map((b) => `http://127.0.0.1:${b}`)
+  return (i) =>
+    spawnCli(['start', '--json', '--log-level', 'warn', '--port-base', String(bases[i]), '--data-dir', dirs[i]!, '--peers', admins.filter((_, j) => j !== i).join(','), '--drain-deadline', '500ms', ...args])
 }

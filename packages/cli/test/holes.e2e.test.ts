@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { addressOf } from '@ron/core'
 import { mountTmpfs } from '@ron/core/testing'
 import { errnoText } from '../src/data-dir.js'
-import { assertBuilt, firstJsonLine, freeBases, killAll, runCli, spawnCli, type Proc } from './helpers.js'
+import { assertBuilt, firstJsonLine, freeBases, killAll, killAllBut, runCli, spawnCli, type Proc } from './helpers.js'
 
 interface Summary {
   nodeId: string
@@ -30,7 +30,8 @@ beforeAll(async () => {
   assertBuilt()
   root = await mkdtemp(join(tmpdir(), 'ron-cli-holes-'))
 })
-afterEach(killAll)
+// Each test's own nodes stop with it; the shared node (below) runs to the end of the file.
+afterEach(() => killAllBut(shared.proc === undefined ? [] : [shared.proc]))
 afterAll(async () => {
   await killAll()
   await rm(root, { recursive: true, force: true })
@@ -39,6 +40,19 @@ afterAll(async () => {
 async function start(args: string[], logLevel = 'warn'): Promise<{ proc: Proc; summary: Summary }> {
   const proc = spawnCli(['start', ...(args.includes('--port-base') ? [] : ['--port-base', '0']), '--json', '--log-level', logLevel, '--drain-deadline', '500ms', ...args])
   return { proc, summary: await firstJsonLine<Summary>(proc, 60_000) }
+}
+
+/**
+ * One node with a data directory for the tests that only read its listeners or store an object
+ * of their own (the empty token, the admin listener's host check): started once, outside the
+ * tests' time budget, so a slow start on a loaded runner cannot eat a test's timeout.
+ */
+const shared: { dataDir: string; summary: Summary; proc?: Proc } = { dataDir: '', summary: { nodeId: '', admin: '', services: {} } }
+async function startShared(): Promise<void> {
+  if (shared.proc !== undefined) return
+  const dataDir = join(root, 'shared')
+  const { proc, summary } = await start(['--data-dir', dataDir])
+  Object.assign(shared, { dataDir, summary, proc })
 }
 
 /** A raw GET/POST with a chosen Host header (fetch does not let a page, or a test, set it). */
@@ -73,9 +87,10 @@ describe('--amnesia', () => {
 })
 
 describe('an empty token', () => {
+  beforeAll(startShared, 90_000)
+
   it('is an error (exit 2), never a silent fall back to the admin token: nothing is stored', async () => {
-    const dataDir = join(root, 'empty-token')
-    const { summary } = await start(['--data-dir', dataDir])
+    const { dataDir, summary } = shared
     const file = join(root, 'empty-token.bin')
     const bytes = randomBytes(512)
     await writeFile(file, bytes)
@@ -95,7 +110,7 @@ describe('an empty token', () => {
     const ok = await runCli(['put', file, '--node', summary.admin, '--data-dir', dataDir])
     expect(ok.code, ok.stderr).toBe(0)
     expect(ok.stdout.trim()).toBe(address)
-  }, 60_000)
+  }, 120_000)
 })
 
 describe('a data directory that cannot be created or written', () => {
@@ -135,9 +150,10 @@ describe('a data directory that cannot be created or written', () => {
 })
 
 describe('the admin listener and a browser', () => {
+  beforeAll(startShared, 90_000)
+
   it('answers only its own host names: a DNS-rebinding Host gets 403 host_not_allowed on every route', async () => {
-    const dataDir = join(root, 'rebind')
-    const { summary } = await start(['--data-dir', dataDir])
+    const { dataDir, summary } = shared
     const port = new URL(summary.admin).port
     const token = (await readFile(join(dataDir, 'admin.token'), 'utf8')).trim()
     for (const host of [`evil.example:${port}`, 'evil.example', `localhost.evil.example:${port}`, `127.0.0.1.nip.io:${port}`]) {

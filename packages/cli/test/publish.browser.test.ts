@@ -14,14 +14,13 @@
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { request } from 'node:http'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chromium, type BrowserContext } from 'playwright-core'
 import { addressOf, metricValue } from '@ron/core'
 import { placement } from '@ron/storage'
-import { assertBuilt, firstJsonLine, killAll, runCli, spawnCli } from './helpers.js'
+import { assertBuilt, clusterNode, firstJsonLine, freeBases, killAll, runCli } from './helpers.js'
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium'
 /** The flags of the issue: no network of Chromium's own, no sync, no first-run UI. */
@@ -41,29 +40,6 @@ interface Published {
   uploaded: string[]
   manifestUploaded: boolean
   url: string
-}
-
-/** True when every port of base..base+5 can be bound on 127.0.0.1 right now. */
-async function rangeFree(base: number): Promise<boolean> {
-  for (let p = base; p <= base + 5; p++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer()
-      s.once('error', () => resolve(false))
-      s.listen(p, '127.0.0.1', () => s.close(() => resolve(true)))
-    })
-    if (!ok) return false
-  }
-  return true
-}
-
-async function freeBases(n: number): Promise<number[]> {
-  const out: number[] = []
-  let candidate = 30_000 + Math.floor(Math.random() * 2000) * 10
-  while (out.length < n) {
-    if (await rangeFree(candidate)) out.push(candidate)
-    candidate += 10
-  }
-  return out
 }
 
 /** GET `path` from 127.0.0.1:`port` as the browser would ask `host`. */
@@ -109,11 +85,9 @@ afterAll(async () => {
 describe('publish on node 1, open on node 3 in Chromium', () => {
   it('two commands: the site renders on its own origin from any node, isolated from other origins', async () => {
     const bases = await freeBases(3)
-    const admins = bases.map((b) => `http://127.0.0.1:${b}`)
     const dirs = bases.map((_, i) => join(root, `node-${i + 1}`))
-    const procs = bases.map((base, i) =>
-      spawnCli(['start', '--json', '--log-level', 'warn', '--port-base', String(base), '--data-dir', dirs[i]!, '--peers', admins.filter((_, j) => j !== i).join(','), '--rf', '1', '--drain-deadline', '500ms']),
-    )
+    const start = clusterNode(bases, dirs, ['--rf', '1'])
+    const procs = bases.map((_, i) => start(i))
     const [n1, n2, n3] = await Promise.all(procs.map((p) => firstJsonLine<Summary>(p, 90_000)))
     const gw3 = new URL(n3!.services['interop']!).port
     const gw2 = new URL(n2!.services['interop']!).port

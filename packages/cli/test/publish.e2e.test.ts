@@ -76,6 +76,9 @@ async function site(dir: string): Promise<void> {
   await writeFile(join(dir, '.git', 'HEAD'), 'ref: refs/heads/main')
 }
 
+// Each test runs a dozen CLI processes, each a cold Node start: 120 s, as in cli.e2e, so a loaded
+// runner (a 2-core box running two test files and their nodes) does not time them out. The last
+// test reads the names the first two published: the tests of this file run in order.
 describe('ron-node publish', () => {
   it('publishes nested paths in one command, prints the site origin, and republishing uploads only what changed', async () => {
     const dir = join(root, 'site')
@@ -120,7 +123,7 @@ describe('ron-node publish', () => {
     const text = await runCli(['publish', dir, '--name', 'docs.alice'], env)
     expect(text.stdout).toContain('published 3 files: 0 uploaded')
     expect(text.stdout).toContain(`open      http://docs-alice.localhost:${port}/`)
-  }, 60_000)
+  }, 120_000)
 
   it('a token from `token issue --name-prefix` publishes its names only (403, exit 4, for another)', async () => {
     const dir = join(root, 'site-b')
@@ -143,7 +146,7 @@ describe('ron-node publish', () => {
     expect(await res.json()).toMatchObject({ error: { details: { caveat: 'namePrefix', namePrefix: 'blog.alice' } } })
     const gone = await runCli(['token', 'issue', '--sub', 'x'], env)
     expect(gone.code).toBe(2)
-  }, 60_000)
+  }, 120_000)
 
   it('name ls, get and rm; stat prints text (JSON with --json); get reads through the gateway', async () => {
     const ls = await runCli(['name', 'ls', '--prefix', 'docs.'], env)
@@ -172,5 +175,5 @@ describe('ron-node publish', () => {
     const rm = await runCli(['name', 'rm', 'www.blog.alice'], env)
     expect(rm.code, rm.stderr).toBe(0)
     expect((await runCli(['name', 'get', 'www.blog.alice'], env)).code).toBe(3)
-  }, 60_000)
+  }, 120_000)
 })

@@ -68,24 +68,19 @@ async function committed(dataDir: string, n: number): Promise<void> {
 }
 
 describe('ron-node on a damaged registry log (real binary)', () => {
+  // Both tests damage a log of two commits made through the CLI: it is made once, and each test
+  // damages its own copy of the stopped node's data directory.
+  let template: string
+  beforeAll(async () => {
+    template = join(root, 'template')
+    await committed(template, 2)
+  }, 180_000)
+
   it('start refuses a cut log and names the file; fsck reports; --repair fixes only a torn tail past the head record', async () => {
     const dataDir = join(root, 'node')
     const regDir = join(dataDir, 'registry')
-    let proc = start(dataDir)
-    const summary = await firstJsonLine<Summary>(proc, 60_000)
-    const ok = async (...args: string[]): Promise<string> => {
-      const r = await runCli([...args, '--node', summary.admin, '--data-dir', dataDir])
-      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0)
-      return r.stdout.trim()
-    }
-    const set = join(root, 'set.json')
-    for (let i = 1; i <= 2; i++) {
-      await writeFile(set, JSON.stringify({ schemaVersion: 1, items: [], meta: { note: `commit ${i}` } }))
-      const { proposalId } = JSON.parse(await ok('registry', 'propose', set, '--json')) as { proposalId: string }
-      await ok('registry', 'approve', proposalId)
-      expect(JSON.parse(await ok('registry', 'commit', proposalId, '--json'))).toMatchObject({ version: i })
-    }
-    expect(await stop(proc)).toBe(0)
+    await cp(template, dataDir, { recursive: true })
+    let proc: Proc
     const backup = join(root, 'registry-backup')
     await cp(regDir, backup, { recursive: true })
     const seg = (await readdir(regDir)).find((f) => f.startsWith('seg-'))!
@@ -136,7 +131,7 @@ describe('ron-node on a damaged registry log (real binary)', () => {
   it('start refuses an acknowledged last record cut short, bit-flipped or rewritten with a recomputed CRC (was: dropped as a torn tail)', async () => {
     const dataDir = join(root, 'last-record')
     const regDir = join(dataDir, 'registry')
-    await committed(dataDir, 2)
+    await cp(template, dataDir, { recursive: true })
     const seg = (await readdir(regDir)).find((f) => f.startsWith('seg-'))!
     const good = await readFile(join(regDir, seg))
     const last = lastRecord(good)

@@ -16,8 +16,8 @@ import { createIndexClient, createIndexService, openLmdbNameStore, verifyNameRec
 import type { IndexService, NameResolution } from '../src/index.js'
 import { FakeStorage, directory, manifestFor, testNode } from './helpers.js'
 
-/** The failure the next LMDB transactions reject with, while set. */
-const hooks: { fail: (() => Error) | undefined } = { fail: undefined }
+/** The failure the next LMDB transactions reject with, while set; `refused` counts them. */
+const hooks: { fail: (() => Error) | undefined; refused: number } = { fail: undefined, refused: 0 }
 
 vi.mock('lmdb', async (importOriginal) => {
   const real = await importOriginal<typeof import('lmdb')>()
@@ -27,7 +27,10 @@ vi.mock('lmdb', async (importOriginal) => {
       get(target, prop) {
         if (prop === 'transaction' && hooks.fail !== undefined) {
           const fail = hooks.fail
-          return () => Promise.reject(fail())
+          return () => {
+            hooks.refused++
+            return Promise.reject(fail())
+          }
         }
         const v: unknown = Reflect.get(target, prop, target)
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
@@ -70,10 +73,34 @@ async function durableIndex(dir: string, extra: Parameters<typeof createIndexSer
   return { clock, transport, storage, index, client, anon: createIndexClient(transport) }
 }
 
-/** Moves virtual time one probe period on and waits for what the (real) disk probe decides. */
+/**
+ * Moves virtual time on by probe periods and waits for what the (real) disk probe decides.
+ * The probe does real I/O (statfs, then the commit), so it ends at a time of the machine's
+ * choosing, not the test's: a probe started while the fault stood can fail after the test cleared
+ * it, and then schedules its next attempt one period after the virtual now. So: a failing probe is
+ * awaited until the disk actually refused it (not merely until `writeReady` is still false, which
+ * it was before); a passing one is driven period by period until the disk takes the write.
+ */
 async function probe(clock: VirtualClock, index: IndexService, writeReady: boolean): Promise<void> {
-  await clock.advance(500)
-  await vi.waitFor(() => expect(index.health().writeReady).toBe(writeReady), { timeout: 10_000, interval: 5 })
+  if (!writeReady) {
+    const refused = hooks.refused
+    await vi.waitFor(
+      async () => {
+        if (hooks.refused === refused) await clock.advance(500)
+        expect(hooks.refused).toBeGreaterThan(refused)
+      },
+      { timeout: 10_000, interval: 5 },
+    )
+    expect(index.health().writeReady).toBe(false)
+    return
+  }
+  await vi.waitFor(
+    async () => {
+      await clock.advance(500)
+      expect(index.health().writeReady).toBe(true)
+    },
+    { timeout: 10_000, interval: 5 },
+  )
 }
 
 describe('injected disk faults under LMDB', () => {

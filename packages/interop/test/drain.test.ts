@@ -6,7 +6,7 @@
  * counted. Each path's readiness comes from its real dependency: an outgoing service token held,
  * the dedupe journal's disk taking writes.
  */
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { MemoryTransport, addressOf, isRonError } from '@ron/core'
 import { VirtualClock, mountTmpfs } from '@ron/core/testing'
 import { createInteropService, signWebhook, toServiceTokens } from '../src/index.js'
@@ -141,11 +141,16 @@ describe('readiness per path, from real dependencies', () => {
       expect(s.interop.health().paths).toEqual({ webhooks: false, uploads: true, reads: true })
       expect(s.interop.health().missing).toContain('disk')
       await fs.unfill()
-      // The journal's probe task retries the (real) disk every second of virtual time.
-      for (let i = 0; i < 200 && s.interop.health().paths.webhooks !== true; i++) {
-        await s.clock.advance(1000)
-        await new Promise<void>((r) => setImmediate(r))
-      }
+      // The journal's probe task retries the (real) disk every second of virtual time. The probe's
+      // write is real I/O, done when the machine gets to it: bound the wait in real time (a count
+      // of event-loop turns ran out on a loaded runner), advancing virtual time between looks.
+      await vi.waitFor(
+        async () => {
+          await s.clock.advance(1000)
+          expect(s.interop.health().paths.webhooks).toBe(true)
+        },
+        { timeout: 10_000, interval: 10 },
+      )
       expect(s.interop.health().paths).toEqual({ webhooks: true, uploads: true, reads: true })
     } finally {
       await sys?.close()
