@@ -26,7 +26,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { FULL, median } from '../lib/harness.js'
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const RUNS = FULL ? 7 : 3
 
 /** Runs `code` (an ES module body) in a fresh `node`; returns its `TOOK n` figure, or the wall time to its `READY` line. */
