@@ -29,65 +29,10 @@
  * @module @ron/core
  */
 
-// Errors (SPEC.md section 4) and usage errors.
-export {
-  ErrorCodes,
-  RonError,
-  MalformedError,
-  UnauthorizedError,
-  ForbiddenError,
-  NotFoundError,
-  MethodNotAllowedError,
-  RequestTimeoutError,
-  ConflictError,
-  ChainMismatchError,
-  DuplicateApprovalError,
-  GoneError,
-  OverLimitError,
-  UnsupportedMediaTypeError,
-  RangeNotSatisfiableError,
-  InvalidSignatureError,
-  QuorumNotMetError,
-  RevokedError,
-  ExpiredError,
-  IntegrityFailedError,
-  InvalidReferenceError,
-  BusyError,
-  NotReadyError,
-  DrainingError,
-  CanceledError,
-  BreakerOpenError,
-  BrownoutError,
-  UnavailableError,
-  ClosedError,
-  TimeoutError,
-  InternalError,
-  NotImplementedError,
-  isRonError,
-  toRonError,
-  errorFromEnvelope,
-  errorForCode,
-  UsageErrorCodes,
-  RonUsageError,
-  isRonUsageError,
-} from './errors.js'
-export type { ErrorCode, RonErrorOptions, ErrorEnvelope, UsageErrorCode } from './errors.js'
-
-// Time, randomness, bytes, metrics sink.
-export { systemClock, abortReason } from './clock.js'
-export { setHeapGrowingFactor, SERVER_HEAP_GROWING_FACTOR } from './heap.js'
-export type { Clock, TimerHandle } from './clock.js'
-export { systemRandom } from './random.js'
-export type { Random } from './random.js'
-
-// Faults of the local disk (SPEC.md §4) and canonical JSON (RFC 8785).
-export { diskFaultReason, toDiskFault, hasErrnoCode } from './disk-fault.js'
-export type { DiskFaultReason } from './disk-fault.js'
-export { canonicalJson, canonicalBytes } from './canonical-json.js'
-export type { JsonValue } from './canonical-json.js'
-export { collectBytes } from './bytes.js'
-export { noopMetrics } from './metrics-sink.js'
-export type { Labels, MetricsSink } from './metrics-sink.js'
+// The bottom layer, `@ron/core/base`: typed errors (SPEC.md section 4) and usage errors, time,
+// randomness, abort helpers, bytes, the metrics sink, the heap knob, disk faults and canonical
+// JSON (RFC 8785). Every name it exports is exported here too (the tarball check holds them equal).
+export * from './base.js'
 
 // Concurrency.
 export {
