@@ -8,8 +8,9 @@ import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { ESLint } from 'eslint'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { repoRoot } from '@ron/core/testing'
 
-const root = fileURLToPath(new URL('../../../../', import.meta.url))
+const root = repoRoot()
 const src = fileURLToPath(new URL('../../src/', import.meta.url))
 
 let eslint: ESLint
