@@ -5,7 +5,8 @@
  * of `src/` has a layer (a new folder must be placed in the order before it can be linted).
  */
 import { readdirSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { ESLint } from 'eslint'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { repoRoot } from '@ron/core/testing'
@@ -24,7 +25,7 @@ beforeAll(async () => {
     overrideConfig: { languageOptions: { parserOptions: { projectService: false } } },
     ruleFilter: ({ ruleId }) => ruleId === 'no-restricted-imports',
   })
-  const config = (await import(new URL('eslint.config.js', `file://${root}`).href)) as { CORE_LAYERS: string[][] }
+  const config = (await import(pathToFileURL(join(root, 'eslint.config.js')).href)) as { CORE_LAYERS: string[][] }
   layers = config.CORE_LAYERS
 })
 
