@@ -17,6 +17,11 @@ import { cliVersion } from './version.js'
 // Commands are imported when they run, so `--help`, `--version` and the client commands do not
 // pay for loading the whole service stack.
 
+/** The part of yargs's (untyped) internals that {@link runCli} touches. */
+interface YargsInternals {
+  getInternalMethods(): { getUsageInstance(): { cacheHelpMessage: () => void } }
+}
+
 /** Output streams of {@link runCli}; injectable for tests. */
 export interface CliIo {
   stdout: NodeJS.WritableStream
@@ -62,6 +67,10 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
       if (err !== undefined && err !== null) throw err
       throw new CliError(`${msg ?? 'bad usage'} (see ron-node --help)`, ExitCode.Usage)
     })
+  // yargs renders the running command's whole help text as soon as its handler starts (in case the
+  // handler later asks for it), which costs a client command ~50 ms of string-width. Our handlers
+  // never show help: failures print one line (above), and --help is answered before any handler.
+  ;(parser as unknown as YargsInternals).getInternalMethods().getUsageInstance().cacheHelpMessage = () => {}
   try {
     await parser.parseAsync()
     return exitCode

@@ -97,6 +97,53 @@ describe('client commands load no server code', () => {
   })
 })
 
+describe('client commands skip work they do not need', () => {
+  /**
+   * Runs the built `ron-node` with a preload that logs each call of the global `fetch` (which loads
+   * Node's bundled undici besides npm undici) and of `Intl.Segmenter#segment` (string-width's
+   * work, i.e. yargs laying out help text); resolves with the exit code and the logged calls.
+   */
+  async function traced(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; calls: string[] }> {
+    const log = join(dir, `calls-${Math.random().toString(36).slice(2)}.txt`)
+    await writeFile(log, '')
+    const preload = join(dir, 'trace-calls.mjs')
+    await writeFile(
+      preload,
+      [
+        "import { appendFileSync } from 'node:fs'",
+        'const note = (what) => appendFileSync(process.env.RON_CALLS_LOG, what + "\\n")',
+        'const fetch = globalThis.fetch',
+        "globalThis.fetch = function (...a) { note('fetch'); return fetch.apply(this, a) }",
+        'const segment = Intl.Segmenter.prototype.segment',
+        "Intl.Segmenter.prototype.segment = function (...a) { note('segment'); return segment.apply(this, a) }",
+        '',
+      ].join('\n'),
+    )
+    const child = spawn(process.execPath, ['--import', pathToFileURL(preload).href, BIN, ...args], { env: { ...process.env, RON_CALLS_LOG: log }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    const calls = (await readFile(log, 'utf8')).split('\n').filter((c) => c !== '')
+    return { code, stdout, stderr, calls }
+  }
+
+  it('put neither lays out yargs help text nor calls the global fetch; --help still lays it out', async () => {
+    const file = join(dir, 'traced.txt')
+    await writeFile(file, 'no help needed\n')
+    const put = await traced(['put', file, '--node', node.admin, '--token', node.token!])
+    expect(put.code, put.stderr).toBe(0)
+    expect(put.stdout.trim()).toMatch(/^b3:[0-9a-f]{64}$/)
+    expect(put.calls).toEqual([])
+    // The trace sees help being laid out (not a vacuous pass), and help still comes out.
+    const help = await traced(['put', '--help'])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/ron-node put /)
+    expect(help.calls).toContain('segment')
+  })
+})
+
 describe('bin/ron-node.js', () => {
   const launcher = fileURLToPath(new URL('../bin/ron-node.js', import.meta.url))
 
