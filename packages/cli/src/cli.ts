@@ -19,7 +19,7 @@ import { cliVersion } from './version.js'
 
 /** The part of yargs's (untyped) internals that {@link runCli} touches. */
 interface YargsInternals {
-  getInternalMethods(): { getUsageInstance(): { cacheHelpMessage: () => void } }
+  getInternalMethods?: () => { getUsageInstance?: () => { cacheHelpMessage?: () => void } | undefined }
 }
 
 /** Output streams of {@link runCli}; injectable for tests. */
@@ -70,7 +70,9 @@ export async function runCli(args: readonly string[], io: CliIo = { stdout: proc
   // yargs renders the running command's whole help text as soon as its handler starts (in case the
   // handler later asks for it), which costs a client command ~50 ms of string-width. Our handlers
   // never show help: failures print one line (above), and --help is answered before any handler.
-  ;(parser as unknown as YargsInternals).getInternalMethods().getUsageInstance().cacheHelpMessage = () => {}
+  // Internals of yargs 18: a version without them keeps its default (slower, still correct).
+  const usage = (parser as unknown as YargsInternals).getInternalMethods?.().getUsageInstance?.()
+  if (typeof usage?.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => {}
   try {
     await parser.parseAsync()
     return exitCode
