@@ -7,7 +7,9 @@
  * @module
  */
 
+import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -79,4 +81,52 @@ export async function runCloseScript(options: CloseScriptOptions): Promise<Close
   } finally {
     await tmp.cleanup()
   }
+}
+
+/** What {@link closeScriptChecks} checks: {@link CloseScriptOptions} without the format. */
+export interface CloseScriptCheckOptions extends Omit<CloseScriptOptions, 'format'> {
+  /** Lines the `create` statements print before `ready …` (each ending in `\n`). @default '' */
+  printsFirst?: string
+}
+
+/** One check of {@link closeScriptChecks}: register it as `it(check.name, () => check.run())`. */
+export interface CloseScriptCheck {
+  name: string
+  run(): Promise<void>
+}
+
+/**
+ * The "close() in a bare script" checks a service package runs against its built entry: the
+ * entry exists (`npm run build` first), then, as ESM and as CommonJS, the code after `close()`
+ * runs, nothing goes to stderr and the process exits 0.
+ *
+ * @example
+ * ```ts
+ * for (const check of closeScriptChecks({ entry, imports: ['createStorageService'], create: 'const svc = await createStorageService()' }))
+ *   it(check.name, () => check.run())
+ * ```
+ */
+export function closeScriptChecks(options: CloseScriptCheckOptions): CloseScriptCheck[] {
+  const { printsFirst = '', ...script } = options
+  const checks: CloseScriptCheck[] = [
+    {
+      name: 'runs against the built package',
+      run: () => {
+        assert.ok(existsSync(script.entry), `${script.entry} is missing: run npm run build first`)
+        return Promise.resolve()
+      },
+    },
+  ]
+  for (const format of ['esm', 'commonjs'] as const) {
+    checks.push({
+      name: `${format}: the code after close() runs and the process exits 0`,
+      run: async () => {
+        const r = await runCloseScript({ ...script, format })
+        assert.equal(r.stderr, '')
+        assert.equal(r.stdout, `${printsFirst}ready true\nafter close false\n`)
+        assert.equal(r.code, 0)
+      },
+    })
+  }
+  return checks
 }
