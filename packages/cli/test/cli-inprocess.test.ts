@@ -45,7 +45,9 @@ async function cli(args: string[], opts: { auth?: boolean } = {}): Promise<{ cod
   const stdout = sink()
   const stderr = sink()
   const auth = opts.auth === false ? [] : ['--node', node.admin, '--token', token, '--data-dir', dataDir]
-  const code = await runCli([...args, ...auth], { stdout, stderr })
+  // The connection flags go before a "--": what follows it is positional.
+  const end = args.indexOf('--')
+  const code = await runCli(end < 0 ? [...args, ...auth] : [...args.slice(0, end), ...auth, ...args.slice(end)], { stdout, stderr })
   return { code, out: stdout.text, err: stderr.text }
 }
 
@@ -186,6 +188,24 @@ describe('client commands in-process', () => {
     expect((await cli(['token', 'verify', narrow])).code).toBe(ExitCode.Auth)
     expect((await cli(['token', 'issue', '--sub', 'x'])).code).not.toBe(0)
     expect((await cli(['token', 'issue', '--sub', 'x', '--aud', 'storage', '--scope', 'storage:read', '--ttl', 'soon'])).code).not.toBe(0)
+  })
+
+  it('revokes a jti that begins with "-" when it follows "--", and refuses a revoke without one id', async () => {
+    const jti = `-${'Q'.repeat(21)}`
+    // Without "--" yargs reads it as short options: a usage error that says what to do.
+    const asOptions = await cli(['token', 'revoke', jti])
+    expect(asOptions.code).toBe(ExitCode.Usage)
+    const revoked = await cli(['token', 'revoke', '--json', '--', jti])
+    expect(revoked.code, revoked.err).toBe(0)
+    expect(json<{ revoked: string[] }>(revoked.out).revoked).toEqual([jti])
+    const none = await cli(['token', 'revoke'])
+    expect(none.code).toBe(ExitCode.Usage)
+    expect(none.err).toContain('"--"')
+    const two = await cli(['token', 'revoke', '--', jti, 'other'])
+    expect(two.code).toBe(ExitCode.Usage)
+    expect(two.err).toContain('got 2')
+    // The message counts the arguments and never echoes them (one could be a token).
+    expect(two.err).not.toContain(jti)
   })
 
   it('proposes, approves and commits a registry entry, reads the head and verifies the log', async () => {

@@ -98,6 +98,7 @@ export {
   publicKeyFromJwk,
   jwkThumbprint,
   signToken,
+  newTokenId,
   staticKeySource,
   RevocationSet,
   createTokenVerifier,

@@ -8,8 +8,7 @@
  * @module
  */
 
-import { randomBytes } from 'node:crypto'
-import { NotReadyError, type Caveats, type Clock, type MetricsSink } from '@ron/core'
+import { NotReadyError, newTokenId, type Caveats, type Clock, type MetricsSink } from '@ron/core'
 import type { IssuedToken } from './dto.js'
 import type { Keyring } from './keyring.js'
 import type { KmsGuard } from './kms-guard.js'
@@ -60,7 +59,7 @@ export class Issuer {
    * {@link MAX_ROTATION_RETRIES} times).
    */
   async sign(plan: SignPlan, kind: IssueKind, signal?: AbortSignal): Promise<IssuedToken> {
-    const jti = plan.jti ?? randomBytes(16).toString('base64url')
+    const jti = plan.jti ?? newTokenId()
     for (let attempt = 0; ; attempt++) {
       const t = await this.#signOnce(plan, jti, kind, signal)
       if (t !== undefined) return t

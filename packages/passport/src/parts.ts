@@ -7,12 +7,13 @@
  * @module
  */
 
-import { randomBytes, type KeyObject } from 'node:crypto'
+import type { KeyObject } from 'node:crypto'
 import {
   BusyError,
   SseHub,
   UnauthorizedError,
   createTokenVerifier,
+  newTokenId,
   publicKeyFromJwk,
   type CachingTokenVerifier,
   type KeySource,
@@ -182,7 +183,7 @@ export async function openParts({ host, rt, guard, disk, policy, updateIssueRead
    * mint is refused), and its link is on disk before the token is handed out.
    */
   async function mintChild(parent: string, plan: Omit<SignPlan, 'prf' | 'jti'>, kind: IssueKind, signal: AbortSignal): Promise<IssuedToken> {
-    const jti = randomBytes(16).toString('base64url')
+    const jti = newTokenId()
     log.adopt(jti, parent, plan.exp)
     try {
       const t = await issuer.sign({ ...plan, prf: parent, jti }, kind, signal)

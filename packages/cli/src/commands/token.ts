@@ -4,7 +4,7 @@
  * @module
  */
 
-import { EXIT_CODES_HELP } from '../exit-codes.js'
+import { CliError, EXIT_CODES_HELP, ExitCode } from '../exit-codes.js'
 import { defineCommand, subcommands } from './command.js'
 import { CAVEATS, COMMON, common, ttl, type Common } from './options.js'
 
@@ -52,12 +52,27 @@ const verify = defineCommand<Common & { jwt: string; aud?: string }>({
   },
 })
 
-const revoke = defineCommand<Common & { what: string }>({
-  command: 'revoke <what>',
+const revoke = defineCommand<Common & { what?: string; _: (string | number)[] }>({
+  command: 'revoke [what]',
   describe: 'revoke a token (by jti or the token itself) and everything attenuated from it (scope passport:revoke)',
-  builder: (t) => t.positional('what', { type: 'string', demandOption: true }).options(COMMON).example('$0 token revoke "$TOKEN"', '').epilog(EXIT_CODES_HELP),
+  builder: (t) =>
+    t
+      .positional('what', { type: 'string', describe: 'the token or its jti (a jti that begins with "-" goes after "--")' })
+      .options(COMMON)
+      .example('$0 token revoke "$TOKEN"', '')
+      .example('$0 token revoke -- -Xq3v…', 'a jti that begins with "-"')
+      .epilog(EXIT_CODES_HELP),
   handler: async (a, io) => {
-    await (await import('../actions/tokens.js')).tokenRevokeCommand({ ...common(a), what: a.what }, io.stdout)
+    // yargs fills no positional from what follows "--": it lands in `_` after the command words.
+    const rest = a._.slice(2).map(String)
+    const what = a.what === undefined ? rest : [a.what, ...rest]
+    if (what.length !== 1) {
+      throw new CliError(
+        `token revoke takes one token or jti, got ${what.length}; a jti that begins with "-" goes after "--": ron-node token revoke -- <jti>`,
+        ExitCode.Usage,
+      )
+    }
+    await (await import('../actions/tokens.js')).tokenRevokeCommand({ ...common(a), what: what[0]! }, io.stdout)
   },
 })
 

@@ -10,7 +10,7 @@
 export type { Caveats, Claims, TokenVerifier } from './types.js'
 export { generateIssuerKey, exportIssuerKey, importIssuerKey, publicKeyFromJwk, jwkThumbprint } from './issuer-key.js'
 export type { IssuerKey, Jwk, Jwks, GenerateIssuerKeyOptions } from './issuer-key.js'
-export { signToken } from './sign.js'
+export { newTokenId, signToken } from './sign.js'
 export type { TokenClaimsInput, SignTokenOptions } from './sign.js'
 export { staticKeySource } from './key-source.js'
 export type { KeySource } from './key-source.js'

@@ -83,7 +83,7 @@ export function signToken(key: IssuerKey, claims: TokenClaimsInput, opts: SignTo
     iat,
     ...(claims.nbf === undefined ? {} : { nbf: claims.nbf }),
     exp,
-    jti: claims.jti ?? randomBytes(16).toString('base64url'),
+    jti: claims.jti ?? newTokenId(),
     ...(claims.prf === undefined ? {} : { prf: claims.prf }),
     ...(claims.ron === undefined ? {} : { ron: claims.ron }),
   }
@@ -92,4 +92,19 @@ export function signToken(key: IssuerKey, claims: TokenClaimsInput, opts: SignTo
   const input = `${header}.${body}`
   const sig = sign(null, Buffer.from(input, 'ascii'), key.privateKey)
   return `${input}.${sig.toString('base64url')}`
+}
+
+/**
+ * A fresh token id (`jti`): 128 random bits in base64url (22 characters) that never begins with
+ * `-`, so the id can be passed as a command-line argument (`ron-node token revoke <jti>`) without
+ * being read as an option. About one id in 64 would otherwise start with `-`; such a draw is
+ * replaced by a new one, which leaves the id uniform over the ids that do not.
+ *
+ * @param random - the source of random bytes (default `crypto.randomBytes`).
+ */
+export function newTokenId(random: (size: number) => Buffer = randomBytes): string {
+  for (;;) {
+    const id = random(16).toString('base64url')
+    if (id.charCodeAt(0) !== 0x2d) return id
+  }
 }

@@ -8,13 +8,13 @@
  * @module
  */
 
-import { randomBytes, sign } from 'node:crypto'
+import { sign } from 'node:crypto'
 import { abortReason, systemClock, type Clock } from '../clock.js'
 import { ClosedError, MalformedError, RonUsageError } from '../errors.js'
 import { raceAbort } from '../concurrency/abort.js'
 import { decodeBase64url, encodeBase64url } from './base64url.js'
 import type { IssuerKey } from './issuer-key.js'
-import { signToken } from './sign.js'
+import { newTokenId, signToken } from './sign.js'
 
 /** What a {@link TokenMinter} is asked for. */
 export interface MintRequest {
@@ -229,7 +229,7 @@ export function signClientAssertion(nodeKey: IssuerKey, options: ClientAssertion
   const sub = `node:${options.nodeId}`
   const header = encodeBase64url(JSON.stringify({ alg: 'EdDSA', typ: 'JWT', kid: nodeKey.kid }))
   const body = encodeBase64url(
-    JSON.stringify({ iss: sub, sub, aud: options.audience, iat, exp: iat + ASSERTION_TTL_SEC, jti: randomBytes(16).toString('base64url') }),
+    JSON.stringify({ iss: sub, sub, aud: options.audience, iat, exp: iat + ASSERTION_TTL_SEC, jti: newTokenId() }),
   )
   const input = `${header}.${body}`
   return `${input}.${sign(null, Buffer.from(input, 'ascii'), nodeKey.privateKey).toString('base64url')}`

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { generateIssuerKey, signToken } from '../../src/auth/index.js'
+import { generateIssuerKey, newTokenId, signToken } from '../../src/auth/index.js'
 import { MalformedError } from '../../src/errors.js'
 import { VirtualClock } from '../../src/testing/virtual-clock.js'
 
@@ -32,5 +32,26 @@ describe('signToken', () => {
     expect(() => signToken(k, { sub: 's', aud: [], scope: 'a', ttlSec: 1 })).toThrow(MalformedError)
     expect(() => signToken(k, { sub: 's', aud: 'x', scope: ['a b'], ttlSec: 1 })).toThrow(MalformedError)
     expect(() => signToken(k, { sub: 's', aud: 'x', scope: 'a', exp: Infinity })).toThrow(MalformedError)
+  })
+})
+
+describe('newTokenId', () => {
+  it('redraws an id that would begin with "-", so it is never read as a command-line option', () => {
+    // 0xf8 is 111110|00…: base64url index 62, "-". The second draw begins with 0x00: "A".
+    const draws = [Buffer.alloc(16, 0xf8), Buffer.alloc(16, 0x00)]
+    const sizes: number[] = []
+    const id = newTokenId((size) => {
+      sizes.push(size)
+      return draws.shift()!
+    })
+    expect(Buffer.alloc(16, 0xf8).toString('base64url')[0]).toBe('-')
+    expect(sizes).toEqual([16, 16])
+    expect(id).toBe('A'.repeat(22))
+  })
+
+  it('gives 22 base64url characters of 128 bits, none beginning with "-"', () => {
+    const ids = Array.from({ length: 4000 }, () => newTokenId())
+    expect(new Set(ids).size).toBe(ids.length)
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_][A-Za-z0-9_-]{21}$/)
   })
 })
