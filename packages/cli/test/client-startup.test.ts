@@ -144,6 +144,39 @@ describe('client commands skip work they do not need', () => {
   })
 })
 
+describe('client commands exit once their work is done', () => {
+  /** Runs the built `ron-node` under V8's wasm compile trace (printed on stdout, one line per function compiled). */
+  async function compiles(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, ['--trace-wasm-compilation-times', BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    return { code, stdout, stderr }
+  }
+
+  it('put and get never start an optimising compile of the HTTP parser (its exit would wait for it)', async () => {
+    // Enough responses for V8 to tier llhttp's wasm up without the fix: a put, then gets of it.
+    const file = join(dir, 'tier.bin')
+    await writeFile(file, Buffer.alloc(256 * 1024, 7))
+    const put = await compiles(['put', file, '--node', node.admin, '--token', node.token!])
+    expect(put.code, put.stderr).toBe(0)
+    const address = /^b3:[0-9a-f]{64}$/m.exec(put.stdout)?.[0]
+    expect(address, put.stdout).toBeDefined()
+    // The trace sees the parser compiled (not a vacuous pass): by the baseline compiler only.
+    expect(put.stdout).toMatch(/using Liftoff/)
+    expect(put.stdout).not.toMatch(/using TurboFan/)
+    for (let i = 0; i < 3; i++) {
+      const get = await compiles(['get', address!, '-o', join(dir, `tier-${i}.bin`), '--node', node.admin, '--token', node.token!])
+      expect(get.code, get.stderr).toBe(0)
+      expect(get.stdout).toMatch(/using Liftoff/)
+      expect(get.stdout).not.toMatch(/using TurboFan/)
+    }
+    expect((await readFile(join(dir, 'tier-2.bin'))).equals(await readFile(file))).toBe(true)
+  })
+})
+
 describe('bin/ron-node.js', () => {
   const launcher = fileURLToPath(new URL('../bin/ron-node.js', import.meta.url))
 
