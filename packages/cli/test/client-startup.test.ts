@@ -34,7 +34,19 @@ beforeAll(async () => {
     "import { appendFileSync } from 'node:fs'\nexport async function load(url, context, next) {\n  appendFileSync(process.env.RON_LOADED_LOG, url + '\\n')\n  return next(url, context)\n}\n",
   )
   hook = join(dir, 'register.mjs')
-  await writeFile(hook, `import { register } from 'node:module'\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)})\n`)
+  // The hook sees ESM loads; modules loaded with require() (native bindings among them) are listed from the CommonJS cache at exit.
+  await writeFile(
+    hook,
+    [
+      "import { appendFileSync } from 'node:fs'",
+      "import { createRequire, register } from 'node:module'",
+      "import { pathToFileURL } from 'node:url'",
+      `register(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)})`,
+      'const cache = createRequire(import.meta.url).cache',
+      "process.on('exit', () => appendFileSync(process.env.RON_LOADED_LOG, Object.keys(cache).map((p) => pathToFileURL(p).href + '\\n').join('')))",
+      '',
+    ].join('\n'),
+  )
   node = await startNode({ amnesia: true, portBase: 0, services: ['storage'], drainDeadlineMs: 300 })
   await node.whenReady(AbortSignal.timeout(20_000))
 }, 60_000)
@@ -79,6 +91,11 @@ describe('client commands load no server code', () => {
     expect(get.code, get.stderr).toBe(0)
     expect(await readFile(out, 'utf8')).toBe('fast start\n')
     expect(serverModules(get.urls)).toEqual([])
+    // put never hashes (the node computes the address): the BLAKE3 binding is left unloaded; get
+    // verifies what it receives, so it loads it (which shows the CommonJS list is not empty).
+    const binding = (u: string): boolean => /\/node_modules\/@napi-rs\/blake-hash/.test(u)
+    expect(put.urls.filter(binding)).toEqual([])
+    expect(get.urls.some(binding)).toBe(true)
   })
 
   it('a failing put (node down) loads no server code either, and --help loads no RON package at all', async () => {
