@@ -6,6 +6,7 @@
  */
 
 import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { copyFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -191,6 +192,30 @@ describe('client commands exit once their work is done', () => {
       expect(get.stdout).not.toMatch(/using TurboFan/)
     }
     expect((await readFile(join(dir, 'tier-2.bin'))).equals(await readFile(file))).toBe(true)
+  })
+
+  it('a get into a slow pipe writes every byte before it exits 0 (the bin exits once stdout is flushed)', async () => {
+    const data = randomBytes(3 * 1024 * 1024 + 17)
+    const file = join(dir, 'piped.bin')
+    await writeFile(file, data)
+    const put = await compiles(['put', file, '--node', node.admin, '--token', node.token!])
+    const address = /^b3:[0-9a-f]{64}$/m.exec(put.stdout)![0]
+    const child = spawn(process.execPath, [BIN, 'get', address, '--node', node.admin, '--token', node.token!], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const chunks: Buffer[] = []
+    let stderr = ''
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    // A reader slower than the writer: the pipe fills and the get's writes wait for it.
+    child.stdout.on('data', (d: Buffer) => {
+      chunks.push(d)
+      child.stdout.pause()
+      setTimeout(() => child.stdout.resume(), 2)
+    })
+    // 'close': the process exited and its stdout reached its end.
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve))
+    expect(code, stderr).toBe(0)
+    const got = Buffer.concat(chunks)
+    expect(got.length).toBe(data.length)
+    expect(got.equals(data)).toBe(true)
   })
 })
 
