@@ -151,6 +151,11 @@ export interface ServiceContext {
 /** Creates one service; says what its `reload()` gets. What {@link FACTORIES} holds per service. */
 export interface ServiceFactory {
   create(ctx: ServiceContext): Promise<RonService>
+  /**
+   * Starts loading the service's package without waiting for it, so its import overlaps the node's
+   * other start-up work (data dir, keys, fsyncs); a failure surfaces from {@link create}.
+   */
+  preload?(): void
   /** The partial a node reload gives the service: the node's base keys under its own part. */
   reloadPartial(ctx: ServiceContext, cfg: NodeReloadable): unknown
 }
@@ -225,9 +230,20 @@ function defined<V>(o: Readonly<Record<string, V | undefined>> | undefined): Rec
 
 /** One table entry, typed by its service, as the node drives it (no casts: the types meet here). */
 export function hostedBy<C extends BaseKeysInput, R extends ServiceRuntime>(entry: ServiceEntry<C, R>): ServiceFactory {
+  // One load shared by preload() and create(); a failed load is forgotten, so a later create retries it.
+  let loading: ReturnType<ServiceEntry<C, R>['load']> | undefined
+  const load = (): ReturnType<ServiceEntry<C, R>['load']> =>
+    (loading ??= entry.load().catch((e: unknown) => {
+      loading = undefined
+      throw e
+    }))
   return {
+    preload() {
+      // The error is create()'s to report (it awaits the same load, or retries a failed one).
+      load().catch(() => undefined)
+    },
     async create(ctx) {
-      const factory = await entry.load()
+      const factory = await load()
       const own = await entry.config(ctx)
       const runtime = await entry.runtime(ctx)
       return factory(withBase(baseFor(ctx, ctx.config), own), ctx.transport, { ...runtimeFor(ctx, entry.ownsAuth === true), ...runtime })

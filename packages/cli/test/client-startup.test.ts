@@ -6,6 +6,7 @@
  */
 
 import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { copyFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -34,7 +35,19 @@ beforeAll(async () => {
     "import { appendFileSync } from 'node:fs'\nexport async function load(url, context, next) {\n  appendFileSync(process.env.RON_LOADED_LOG, url + '\\n')\n  return next(url, context)\n}\n",
   )
   hook = join(dir, 'register.mjs')
-  await writeFile(hook, `import { register } from 'node:module'\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)})\n`)
+  // The hook sees ESM loads; modules loaded with require() (native bindings among them) are listed from the CommonJS cache at exit.
+  await writeFile(
+    hook,
+    [
+      "import { appendFileSync } from 'node:fs'",
+      "import { createRequire, register } from 'node:module'",
+      "import { pathToFileURL } from 'node:url'",
+      `register(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)})`,
+      'const cache = createRequire(import.meta.url).cache',
+      "process.on('exit', () => appendFileSync(process.env.RON_LOADED_LOG, Object.keys(cache).map((p) => pathToFileURL(p).href + '\\n').join('')))",
+      '',
+    ].join('\n'),
+  )
   node = await startNode({ amnesia: true, portBase: 0, services: ['storage'], drainDeadlineMs: 300 })
   await node.whenReady(AbortSignal.timeout(20_000))
 }, 60_000)
@@ -79,6 +92,11 @@ describe('client commands load no server code', () => {
     expect(get.code, get.stderr).toBe(0)
     expect(await readFile(out, 'utf8')).toBe('fast start\n')
     expect(serverModules(get.urls)).toEqual([])
+    // put never hashes (the node computes the address): the BLAKE3 binding is left unloaded; get
+    // verifies what it receives, so it loads it (which shows the CommonJS list is not empty).
+    const binding = (u: string): boolean => /\/node_modules\/@napi-rs\/blake-hash/.test(u)
+    expect(put.urls.filter(binding)).toEqual([])
+    expect(get.urls.some(binding)).toBe(true)
   })
 
   it('a failing put (node down) loads no server code either, and --help loads no RON package at all', async () => {
@@ -141,6 +159,63 @@ describe('client commands skip work they do not need', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/ron-node put /)
     expect(help.calls).toContain('segment')
+  })
+})
+
+describe('client commands exit once their work is done', () => {
+  /** Runs the built `ron-node` under V8's wasm compile trace (printed on stdout, one line per function compiled). */
+  async function compiles(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, ['--trace-wasm-compilation-times', BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    return { code, stdout, stderr }
+  }
+
+  it('put and get never start an optimising compile of the HTTP parser (its exit would wait for it)', async () => {
+    // Enough responses for V8 to tier llhttp's wasm up without the fix: a put, then gets of it.
+    const file = join(dir, 'tier.bin')
+    await writeFile(file, Buffer.alloc(256 * 1024, 7))
+    const put = await compiles(['put', file, '--node', node.admin, '--token', node.token!])
+    expect(put.code, put.stderr).toBe(0)
+    const address = /^b3:[0-9a-f]{64}$/m.exec(put.stdout)?.[0]
+    expect(address, put.stdout).toBeDefined()
+    // The trace sees the parser compiled (not a vacuous pass): by the baseline compiler only.
+    expect(put.stdout).toMatch(/using Liftoff/)
+    expect(put.stdout).not.toMatch(/using TurboFan/)
+    for (let i = 0; i < 3; i++) {
+      const get = await compiles(['get', address!, '-o', join(dir, `tier-${i}.bin`), '--node', node.admin, '--token', node.token!])
+      expect(get.code, get.stderr).toBe(0)
+      expect(get.stdout).toMatch(/using Liftoff/)
+      expect(get.stdout).not.toMatch(/using TurboFan/)
+    }
+    expect((await readFile(join(dir, 'tier-2.bin'))).equals(await readFile(file))).toBe(true)
+  })
+
+  it('a get into a slow pipe writes every byte before it exits 0 (the bin exits once stdout is flushed)', async () => {
+    const data = randomBytes(3 * 1024 * 1024 + 17)
+    const file = join(dir, 'piped.bin')
+    await writeFile(file, data)
+    const put = await compiles(['put', file, '--node', node.admin, '--token', node.token!])
+    const address = /^b3:[0-9a-f]{64}$/m.exec(put.stdout)![0]
+    const child = spawn(process.execPath, [BIN, 'get', address, '--node', node.admin, '--token', node.token!], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const chunks: Buffer[] = []
+    let stderr = ''
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    // A reader slower than the writer: the pipe fills and the get's writes wait for it.
+    child.stdout.on('data', (d: Buffer) => {
+      chunks.push(d)
+      child.stdout.pause()
+      setTimeout(() => child.stdout.resume(), 2)
+    })
+    // 'close': the process exited and its stdout reached its end.
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve))
+    expect(code, stderr).toBe(0)
+    const got = Buffer.concat(chunks)
+    expect(got.length).toBe(data.length)
+    expect(got.equals(data)).toBe(true)
   })
 })
 

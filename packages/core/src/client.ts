@@ -16,8 +16,10 @@
 
 export type { Transport, TransportRequest, TransportResponse, HttpTransportOptions } from './transport/index.js'
 export { HttpTransport, StreamResponse, throwIfError, expectOk, errorFromResponse, parseRetryAfter } from './transport/index.js'
-export { blake3, createBlake3, toAddress, addressOf, parseAddress, isAddress, addressToDigest } from './hash/index.js'
-export type { Address } from './hash/index.js'
+// From the modules, not hash/index.js: that one names the backend, which loads the native binding.
+export { blake3, createBlake3 } from './hash/blake3.js'
+export { toAddress, addressOf, parseAddress, isAddress, addressToDigest } from './hash/address.js'
+export type { Address } from './hash/address.js'
 export { collectBytes } from './bytes.js'
 export { systemClock } from './clock.js'
 export type { Clock } from './clock.js'

@@ -51,13 +51,27 @@ function loadNative(): NativeModule | undefined {
   }
 }
 
-const native = process.env['RON_BLAKE3_BACKEND'] === 'noble' ? undefined : loadNative()
+// Loaded on the first hash, not at import: the binding's dlopen costs a client command that never
+// hashes (`ron-node put`, whose address the node computes) 25-100 ms. `@ron/core`'s main entry
+// still loads it at once, through `blake3Backend` (backend.ts).
+let native: NativeModule | undefined
+let nativeTried = false
+
+function nativeModule(): NativeModule | undefined {
+  if (!nativeTried) {
+    nativeTried = true
+    native = process.env['RON_BLAKE3_BACKEND'] === 'noble' ? undefined : loadNative()
+  }
+  return native
+}
 
 /**
- * The backend that loaded: `'native'` (`@napi-rs/blake-hash`) or `'noble'` (`@noble/hashes`,
- * pure JS, roughly 100× slower). Set `RON_BLAKE3_BACKEND=noble` to force the fallback.
+ * Loads the backend now (if no hash did yet) and names it.
+ * @internal
  */
-export const blake3Backend: Blake3Backend = native ? 'native' : 'noble'
+export function loadBlake3Backend(): Blake3Backend {
+  return nativeModule() ? 'native' : 'noble'
+}
 
 /**
  * BLAKE3-256 of `data`.
@@ -71,7 +85,8 @@ export const blake3Backend: Blake3Backend = native ? 'native' : 'noble'
  */
 export function blake3(data: Uint8Array): Uint8Array {
   // The binding reads Buffers and Uint8Array views (any offset) in place: no copy either way.
-  if (native) return native.blake3(data)
+  const n = nativeTried ? native : nativeModule()
+  if (n) return n.blake3(data)
   return nobleBlake3(data)
 }
 
@@ -151,7 +166,8 @@ function nobleHasher(): Blake3Hasher {
  * ```
  */
 export function createBlake3(): Blake3Hasher {
-  return native ? nativeHasher(native) : nobleHasher()
+  const n = nativeTried ? native : nativeModule()
+  return n ? nativeHasher(n) : nobleHasher()
 }
 
 /**
@@ -159,8 +175,9 @@ export function createBlake3(): Blake3Hasher {
  * @internal
  */
 export const blake3Backends = {
-  native: native
-    ? { oneShot: (d: Uint8Array): Uint8Array => native.blake3(d), create: (): Blake3Hasher => nativeHasher(native) }
-    : undefined,
+  get native(): { oneShot(d: Uint8Array): Uint8Array; create(): Blake3Hasher } | undefined {
+    const n = nativeModule()
+    return n ? { oneShot: (d: Uint8Array): Uint8Array => n.blake3(d), create: (): Blake3Hasher => nativeHasher(n) } : undefined
+  },
   noble: { oneShot: (d: Uint8Array): Uint8Array => nobleBlake3(d), create: (): Blake3Hasher => nobleHasher() },
 } as const

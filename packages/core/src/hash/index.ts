@@ -4,7 +4,8 @@
  * @module @ron/core/hash
  */
 
-export { blake3, createBlake3, blake3Backend } from './blake3.js'
+export { blake3, createBlake3 } from './blake3.js'
+export { blake3Backend } from './backend.js'
 export type { Blake3Hasher, Blake3Backend } from './blake3.js'
 export { toAddress, addressOf, parseAddress, isAddress, addressToDigest } from './address.js'
 export type { Address } from './address.js'

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
-import { ConfigError, configFromEnv, durationSchema, loadConfig, sizeSchema } from '../../src/config/index.js'
+import { ConfigError, configFromEnv, durationSchema, loadConfig, sizeSchema, validateConfig } from '../../src/config/index.js'
 
 const schema = z.strictObject({
   name: z.string().default('node'),
@@ -38,6 +38,29 @@ function configError(fn: () => unknown): ConfigError {
 }
 
 describe('loadConfig', () => {
+  it('validates without generating code (zod JIT off: a config is parsed once, compiling its parsers cost a start ~150 ms)', () => {
+    // zod builds its fast path with `new Function`; count those constructions while validating.
+    const real = globalThis.Function
+    let compiled = 0
+    globalThis.Function = new Proxy(real, {
+      construct(target, args: string[]) {
+        compiled++
+        return Reflect.construct(target, args)
+      },
+    })
+    const fresh = (): z.ZodType => z.strictObject({ a: z.strictObject({ b: z.string().default('x'), c: durationSchema.prefault('1s') }).prefault({}) })
+    try {
+      expect(validateConfig(fresh(), { a: { b: 'y' } })).toEqual({ a: { b: 'y', c: 1000 } })
+      expect(loadConfig(fresh(), { env: {} })).toEqual({ a: { b: 'x', c: 1000 } })
+      expect(compiled).toBe(0)
+      // The count sees zod's JIT when it runs (not a vacuous pass).
+      expect(fresh().safeParse({ a: {} }).success).toBe(true)
+      expect(compiled).toBeGreaterThan(0)
+    } finally {
+      globalThis.Function = real
+    }
+  })
+
   it('applies schema defaults when nothing is given', () => {
     expect(loadConfig(schema, { env: {} })).toEqual({
       name: 'node',
