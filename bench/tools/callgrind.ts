@@ -8,6 +8,7 @@
  *   npx tsx bench/tools/callgrind.ts baselines/bare.ts
  *   npx tsx bench/tools/callgrind.ts core/hello.ts /hello 10000 '{"mode":"service"}'
  *   npx tsx bench/tools/callgrind.ts storage/storage.ts /o 300 '{}' 1048576   # PUTs of fresh 1 MiB bodies, c=16
+ *   npx tsx bench/tools/callgrind.ts index/names.ts /names 2000 '{}' names     # name writes, c=16
  *
  * The factory is a path under `bench/servers/`; the flat names of the old layout (`bare.ts`,
  * `ron-hello.ts`, `ron-storage.ts`, `index.ts` with its `mode` option, …) still work, mapped by
@@ -15,7 +16,11 @@
  *
  * With a fifth argument (a body size), each request is a `PUT` of a fresh body of that size
  * (its first bytes are a counter), at concurrency 16 (`RON_CALLGRIND_CONNECTIONS`), with the
- * factory's `extra.token` as bearer.
+ * factory's `extra.token` as bearer. With `names` instead of a size, each request is a name
+ * write, `PUT /names/name-<n % 1000>.bench` of `{"manifestAddress"}` cycling through the
+ * factory's `extra.manifests` (`index/names.ts`, `baselines/lmdb.ts`), at the same concurrency.
+ * The warm-up is 3000 requests (1000 name writes) or half the count, whichever is more;
+ * `RON_CALLGRIND_WARMUP=<n>` sets it (300 is enough for 1 MiB PUTs and takes minutes, not half an hour).
  * `tools/callgrind-names.ts` then names the JIT frames of the printed profile.
  *
  * JIT frames are named (`--perf-basic-prof`), so `callgrind_annotate <the printed file>` shows
@@ -77,9 +82,27 @@ const [url, pid, extraJson] = await new Promise<[string, string, string]>((resol
 })
 const extra = JSON.parse(extraJson) as { token?: string }
 let seq = 0
-const body = putSize === undefined ? undefined : Buffer.alloc(Number(putSize), 7)
+const names = putSize === 'names'
+const body = putSize === undefined || names ? undefined : Buffer.alloc(Number(putSize), 7)
+const manifests = (extra as { manifests?: string[] }).manifests ?? []
 const load = (amount: number): ReturnType<typeof autocannon> =>
-  body === undefined
+  names
+    ? autocannon({
+        url: url + path,
+        connections: Number(process.env.RON_CALLGRIND_CONNECTIONS ?? 16),
+        amount,
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', ...(extra.token === undefined ? {} : { authorization: `Bearer ${extra.token}` }) },
+        requests: [
+          {
+            setupRequest: (req) => {
+              const i = ++seq
+              return { ...req, path: `/names/name-${i % 1000}.bench`, body: JSON.stringify({ manifestAddress: manifests[i % manifests.length] }) }
+            },
+          },
+        ],
+      })
+    : body === undefined
     ? autocannon({ url: url + path, connections: 50, amount })
     : autocannon({
         url: url + path,
@@ -99,7 +122,7 @@ const load = (amount: number): ReturnType<typeof autocannon> =>
           },
         ],
       })
-await load(Math.max(3000, requests / 2))
+await load(process.env.RON_CALLGRIND_WARMUP !== undefined ? Number(process.env.RON_CALLGRIND_WARMUP) : names ? Math.max(1000, requests / 2) : Math.max(3000, requests / 2))
 execFileSync('callgrind_control', ['-z', pid], { stdio: 'ignore' })
 const r = await load(requests)
 execFileSync('callgrind_control', ['-d', pid], { stdio: 'ignore' })
