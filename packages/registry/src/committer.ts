@@ -7,7 +7,7 @@
  * @module
  */
 
-import { randomBytes } from 'node:crypto'
+import { randomFillSync } from 'node:crypto'
 import {
   BoundedQueue,
   BusyError,
@@ -24,7 +24,7 @@ import {
   isRonError,
 } from '@ron/core'
 import type { Address, Broadcast, Clock, Logger, MetricsSink } from '@ron/core'
-import { payloadB3, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
+import { canonicalPayload, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
 import type { RegistryLog } from './log.js'
 import type { SharedLog, SharedProposal } from './store/shared.js'
 import { countQuorum, evaluateQuorum, keyOf, verifyApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
@@ -85,6 +85,10 @@ interface Proposal {
   id: string
   payload: DescriptorSet
   payloadB3: Address
+  /** The payload's canonical JSON when this node computed it (a commit splices it into the entry). */
+  payloadJson: string | undefined
+  /** What its approvals sign (made once: every recount and commit reuses it). */
+  subject: ApprovalSubject
   baseVersion: number
   baseHash: Address
   createdAt: number
@@ -130,6 +134,23 @@ export interface CommitterOptions {
   onCommitted?: (version: number) => void
   /** Told when following a shared log's appends fails (an entry that does not extend HEAD). */
   onFollowError?: (error: unknown) => void
+}
+
+// Proposal ids carry 12 random bytes, taken from a pool the CSPRNG refills 128 ids at a time
+// (a proposal per commit cycle: one call per 128 of them instead of one each).
+const ID_BYTES = 12
+const idPool = Buffer.alloc(ID_BYTES * 128)
+let idAt = idPool.length
+
+/** A fresh proposal id, `p-` and 24 hex digits. */
+function proposalId(): string {
+  if (idAt === idPool.length) {
+    randomFillSync(idPool)
+    idAt = 0
+  }
+  const id = `p-${idPool.toString('hex', idAt, idAt + ID_BYTES)}`
+  idAt += ID_BYTES
+  return id
 }
 
 /** The single writer of HEAD and the log. */
@@ -410,6 +431,8 @@ export class Committer {
       id: s.id,
       payload: s.payload,
       payloadB3: s.payloadB3,
+      payloadJson: undefined,
+      subject: { origin: this.#o.log.origin, baseVersion: s.baseVersion, payloadB3: s.payloadB3 },
       baseVersion: s.baseVersion,
       baseHash: s.baseHash,
       createdAt: s.createdAt,
@@ -469,7 +492,7 @@ export class Committer {
   }
 
   #subject(p: Proposal): ApprovalSubject {
-    return { origin: this.#o.log.origin, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }
+    return p.subject
   }
 
   #view(p: Proposal): ProposalView {
@@ -499,7 +522,7 @@ export class Committer {
     if (baseVersion !== undefined && baseVersion !== head.version) {
       throw new ChainMismatchError(`HEAD is at ${head.version}, not ${baseVersion}`, { details: { head: head.version, baseVersion } })
     }
-    const b3 = payloadB3(payload)
+    const { json, b3 } = canonicalPayload(payload)
     const key = `${head.version}/${b3}`
     const existing = this.#byPayload.get(key)
     if (existing !== undefined && this.#proposals.has(existing)) return this.#view(this.#proposals.get(existing)!)
@@ -510,9 +533,11 @@ export class Committer {
     const now = this.#o.clock.now()
     const set = signerSetOf(payload)
     const p: Proposal = {
-      id: `p-${randomBytes(12).toString('hex')}`,
+      id: proposalId(),
       payload,
       payloadB3: b3,
+      payloadJson: json,
+      subject: { origin: this.#o.log.origin, baseVersion: head.version, payloadB3: b3 },
       baseVersion: head.version,
       baseHash: head.hash,
       createdAt: now,
@@ -523,7 +548,8 @@ export class Committer {
     }
     if (this.#shared !== undefined) {
       // The same payload on the same base proposed on another node is that node's proposal.
-      const stored = await this.#shared.proposals.create({ ...p, approvals: [] })
+      const { payloadJson: _json, subject: _subject, ...shared } = p
+      const stored = await this.#shared.proposals.create({ ...shared, approvals: [] })
       if (stored.id !== p.id) {
         this.#audit('propose', 'accepted')
         return this.#view(this.#hold(stored))
@@ -623,7 +649,7 @@ export class Committer {
     const started = this.#o.clock.now()
     let enc
     try {
-      enc = await log.append({ version: p.baseVersion, hash: p.baseHash }, p.payload, approvals, started, p.payloadB3)
+      enc = await log.append({ version: p.baseVersion, hash: p.baseHash }, p.payload, approvals, started, { b3: p.payloadB3, json: p.payloadJson })
     } catch (e) {
       this.#o.onAppend?.(this.#o.clock.now() - started, e)
       // Not acknowledged, and nothing of it left in the log: a disk fault answers 503 NotReady

@@ -8,7 +8,7 @@
  */
 
 import { z } from 'zod'
-import { canonicalBytes, toAddress, blake3, type Address, type JsonValue } from '@ron/core'
+import { canonicalBytes, canonicalJson, toAddress, blake3, type Address, type JsonValue } from '@ron/core'
 
 /** The one schema version this package writes and reads. */
 export const DESCRIPTOR_SCHEMA_VERSION = 1
@@ -156,6 +156,16 @@ export type DescriptorSet = z.infer<typeof descriptorSetSchema>
  */
 export function payloadB3(payload: DescriptorSet): Address {
   return toAddress(blake3(canonicalBytes(payload)))
+}
+
+/**
+ * A payload's canonical JSON and its {@link payloadB3}, from one canonicalisation: a proposal
+ * keeps the JSON, and its commit splices it into the entry's bytes instead of canonicalising the
+ * payload again. @internal
+ */
+export function canonicalPayload(payload: DescriptorSet): { json: string; b3: Address } {
+  const json = canonicalJson(payload)
+  return { json, b3: toAddress(blake3(Buffer.from(json, 'utf8'))) }
 }
 
 /** The signer-set item of a descriptor set, if it has one. */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { blake3, canonicalBytes, toAddress, type Address } from '@ron/core'
+import { blake3, canonicalBytes, canonicalJson, toAddress, type Address } from '@ron/core'
 import type { DescriptorSet, SignerSet } from './descriptors.js'
 import type { TreeHashName } from './merkle.js'
 import type { Approval } from './signers.js'
@@ -59,9 +59,20 @@ export function genesisHash(g: Genesis): Address {
   return toAddress(blake3(canonicalBytes(g)))
 }
 
-/** Canonical bytes and hash of an entry. */
-export function encodeEntry(entry: LogEntry): EncodedEntry {
-  const bytes = canonicalBytes(entry)
+/**
+ * Canonical bytes and hash of an entry. `payloadJson`, when the caller has it, is the canonical
+ * JSON of `entry.payload` (from the proposal): it is spliced in as it is, in the place RFC 8785's
+ * member order gives it, rather than canonicalised again (the same bytes either way).
+ */
+export function encodeEntry(entry: LogEntry, payloadJson?: string): EncodedEntry {
+  const bytes =
+    payloadJson === undefined
+      ? canonicalBytes(entry)
+      : Buffer.from(
+          // Members in RFC 8785 order (UTF-16 code units): approvals, committedAt, payload, payloadB3, prev, version.
+          `{"approvals":${canonicalJson(entry.approvals)},"committedAt":${canonicalJson(entry.committedAt)},"payload":${payloadJson},"payloadB3":${canonicalJson(entry.payloadB3)},"prev":${canonicalJson(entry.prev)},"version":${canonicalJson(entry.version)}}`,
+          'utf8',
+        )
   return { entry, bytes, hash: toAddress(blake3(bytes)) }
 }
 

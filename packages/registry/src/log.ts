@@ -200,23 +200,24 @@ export class RegistryLog {
   }
 
   /**
-   * Builds the next entry and appends it by compare-and-set on HEAD. Committer only. `knownB3`
-   * is the payload's `payloadB3` when the caller has it (saves canonicalising it again).
+   * Builds the next entry and appends it by compare-and-set on HEAD. Committer only. `known` is
+   * the payload's `payloadB3` and canonical JSON when the caller has them (saves canonicalising
+   * the payload again: the JSON goes into the entry's bytes as it is).
    * @returns the encoded entry, or `undefined` when HEAD is no longer `expected`
    * @throws {@link ChainMismatchError} when `expected` is not a HEAD this log ever had
    */
-  async append(expected: Head, payload: DescriptorSet, approvals: Approval[], committedAt: number, knownB3?: Address): Promise<EncodedEntry | undefined> {
+  async append(expected: Head, payload: DescriptorSet, approvals: Approval[], committedAt: number, known?: { b3: Address; json?: string | undefined }): Promise<EncodedEntry | undefined> {
     if (expected.version !== this.#head.version || expected.hash !== this.#head.hash) return undefined
     const entry: LogEntry = {
       version: expected.version + 1,
       payload,
       // The proposal computed it already (the payload object is never mutated after validation).
-      payloadB3: knownB3 ?? payloadB3(payload),
+      payloadB3: known?.b3 ?? payloadB3(payload),
       prev: expected.hash,
       approvals,
       committedAt,
     }
-    const enc = encodeEntry(entry)
+    const enc = encodeEntry(entry, known?.json)
     const leafData = leafBytes(this.leafFormat, enc.bytes)
     if (this.leafFormat === 'bundle' && leafData.length > MAX_BUNDLE_LEAF) {
       throw new OverLimitError(`entry ${entry.version} is too large for a leaf even without its payload (${leafData.length} bytes)`, { details: { limit: MAX_BUNDLE_LEAF } })

@@ -174,6 +174,7 @@ function build(input: Record<string, unknown>, c: RegistryConfig, rt: RegistryRu
   }
   sink.set('registry_head_version', undefined, log.head().version)
   const health = new WriteHealth(host.readiness, host.clock, host.logger)
+  let reloads = 0
   const p = registryParts(host, rt, transport, log, signer, witnessKey, health)
   const { committer, checkpointor, notary, witness, pusher } = p
   const routes = registryRoutes({
@@ -185,6 +186,7 @@ function build(input: Record<string, unknown>, c: RegistryConfig, rt: RegistryRu
       return witness.cosignerKey()
     },
     hub: p.hub,
+    reloads: () => reloads,
     config: cfg,
     clock: host.clock,
     metrics: sink,
@@ -195,6 +197,7 @@ function build(input: Record<string, unknown>, c: RegistryConfig, rt: RegistryRu
   auditRouteRefusals(host, routes, committer)
   spawnRegistryTasks(host, p, log, health)
   host.onReload(() => {
+    reloads++
     checkWitnessKeys(cfg(), log.genesis, signer.privateKey, witnessKey)
     sink.inc('registry_reload_success_total', { source: 'reload' })
     checkpointor.wake()

@@ -108,21 +108,32 @@ export function publicKeyObject(raw: string): KeyObject | undefined {
 }
 
 // Verdicts of recent checks: a proposal's approvals are recounted on every approval, view and
-// commit, and a signature's verdict over the same message never changes. Bounded.
-const verdicts = new Map<string, boolean>()
+// commit, and a signature's verdict over the same message never changes. Keyed by the signature
+// string (whose hash V8 keeps on the string: a recount of stored approvals builds no key), each
+// verdict remembering the key and subject it is for; a different key or subject is checked anew.
+// Bounded.
+interface Verdict {
+  publicKey: string
+  origin: string
+  baseVersion: number
+  payloadB3: string
+  ok: boolean
+}
+const verdicts = new Map<string, Verdict>()
 const VERDICTS_MAX = 8192
 
 /** True when `sig` (base64url) is a valid Ed25519 signature by `publicKey` over the subject. */
 export function verifyApprovalSig(publicKey: string, sig: string, subject: ApprovalSubject): boolean {
-  const memo = `${publicKey}|${sig}|${subject.origin}\n${subject.baseVersion}\n${subject.payloadB3}`
-  const known = verdicts.get(memo)
-  if (known !== undefined) return known
+  const known = verdicts.get(sig)
+  if (known !== undefined && known.publicKey === publicKey && known.baseVersion === subject.baseVersion && known.payloadB3 === subject.payloadB3 && known.origin === subject.origin) {
+    return known.ok
+  }
   const key = publicKeyObject(publicKey)
   let ok = false
   // Core's strict check (64 bytes, node:crypto: S must be canonical), on a key that passed ours.
   if (key !== undefined && /^[A-Za-z0-9_-]{86}$/.test(sig)) ok = ed25519Verify(key, approvalMessage(subject), Buffer.from(sig, 'base64url'))
-  if (verdicts.size >= VERDICTS_MAX) verdicts.delete(verdicts.keys().next().value!)
-  verdicts.set(memo, ok)
+  if (known === undefined && verdicts.size >= VERDICTS_MAX) verdicts.delete(verdicts.keys().next().value!)
+  verdicts.set(sig, { publicKey, origin: subject.origin, baseVersion: subject.baseVersion, payloadB3: subject.payloadB3, ok })
   return ok
 }
 
@@ -141,12 +152,25 @@ export interface QuorumProgress {
 
 /** Counts approvals that are valid for `set` (distinct keys once). */
 export function countQuorum(set: SignerSet, approvals: readonly Approval[], subject: ApprovalSubject): QuorumProgress {
-  const keys = new Set<string>()
+  // A few approvals at most: distinct keys by a scan, no Set per count.
+  const keys: string[] = []
   for (const a of approvals) {
     const k = keyOf(set, a.signerId)
-    if (k !== undefined && !keys.has(k) && verifyApprovalSig(k, a.sig, subject)) keys.add(k)
+    if (k !== undefined && !keys.includes(k) && verifyApprovalSig(k, a.sig, subject)) keys.push(k)
   }
-  return { have: keys.size, m: set.threshold, n: new Set(set.signers.map((s) => s.publicKey)).size }
+  return { have: keys.length, m: set.threshold, n: distinctKeys(set) }
+}
+
+/** Distinct keys of a signer set (at most 64 signers: a scan, no Set per count). */
+function distinctKeys(set: SignerSet): number {
+  const s = set.signers
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    let seen = false
+    for (let j = 0; j < i && !seen; j++) seen = s[j]!.publicKey === s[i]!.publicKey
+    if (!seen) n++
+  }
+  return n
 }
 
 /** The quorum verdict of a proposal: the set in force and, for a signer-set change, the new set. */

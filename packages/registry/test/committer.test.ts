@@ -30,6 +30,23 @@ async function setup(
   return { committer, log, committed, clock, metrics }
 }
 
+describe('proposal ids', () => {
+  it('are p- and 24 hex digits, distinct across several refills of the id pool', async () => {
+    const { committer } = await setup()
+    const ac = new AbortController()
+    const run = committer.run(ac.signal)
+    const ids = new Set<string>()
+    for (let i = 0; i < 300; i++) {
+      const p = await committer.propose(payload(i))
+      expect(p.proposalId).toMatch(/^p-[0-9a-f]{24}$/)
+      ids.add(p.proposalId)
+    }
+    expect(ids.size).toBe(300)
+    ac.abort()
+    await run
+  })
+})
+
 describe('Committer backpressure and deadlines', () => {
   it('a full proposals queue rejects with Busy at once and counts it; nothing blocks', async () => {
     const { committer, metrics } = await setup(2)

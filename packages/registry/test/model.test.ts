@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { ed25519 } from '@noble/curves/ed25519.js'
 import { canonicalJson } from '@ron/core'
-import { descriptorSetSchema, payloadB3, type DescriptorSet } from '../src/descriptors.js'
+import { canonicalPayload, descriptorSetSchema, payloadB3, type DescriptorSet } from '../src/descriptors.js'
+import { encodeEntry, type LogEntry } from '../src/entry.js'
 import { approvalMessage, countQuorum, evaluateQuorum, exportSignerKey, generateSignerKey, importSignerKey, signApproval, verifyApprovalSig } from '../src/signers.js'
 import {
   addCosignature,
@@ -124,6 +125,34 @@ describe('descriptor sets', () => {
   })
 })
 
+describe('entry bytes', () => {
+  it('splicing the proposal\'s canonical payload JSON gives the canonical bytes and hash (property)', () => {
+    const text = fc.string({ unit: 'grapheme', maxLength: 40 })
+    fc.assert(
+      fc.property(
+        fc.dictionary(text, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 }),
+        text,
+        fc.array(fc.record({ signerId: text, sig: text }), { maxLength: 4 }),
+        fc.nat({ max: 2 ** 40 }),
+        fc.integer({ min: 1, max: 2 ** 40 }),
+        (rules, note, approvals, committedAt, version) => {
+          const payload = { ...good, items: [...good.items, { kind: 'policy', name: 'p', rules: rules as Record<string, never> }], meta: { note } } as DescriptorSet
+          const { json, b3 } = canonicalPayload(payload)
+          expect(json).toBe(canonicalJson(payload))
+          expect(b3).toBe(payloadB3(payload))
+          const entry: LogEntry = { version, payload, payloadB3: b3, prev: payloadB3(good), approvals, committedAt }
+          const spliced = encodeEntry(entry, json)
+          const whole = encodeEntry(entry)
+          expect(Buffer.from(spliced.bytes).toString('utf8')).toBe(canonicalJson(entry))
+          expect(Buffer.compare(spliced.bytes, whole.bytes)).toBe(0)
+          expect(spliced.hash).toBe(whole.hash)
+        },
+      ),
+      { seed: 22, numRuns: 200 },
+    )
+  })
+})
+
 describe('approvals', () => {
   const subject = { origin: 'example.org/log', baseVersion: 4, payloadB3: payloadB3(good) }
 
@@ -138,6 +167,22 @@ describe('approvals', () => {
     expect(verifyApprovalSig(k.publicKey, 'not-a-signature', subject)).toBe(false)
     // An independent Ed25519 implementation agrees.
     expect(ed25519.verify(Buffer.from(a.sig, 'base64url'), approvalMessage(subject), Buffer.from(k.publicKey, 'base64url'))).toBe(true)
+  })
+
+  it('a remembered verdict answers only for its own key and subject, in either order', () => {
+    const k = generateSignerKey('carol')
+    const other = generateSignerKey('dave')
+    const a = signApproval(k, subject)
+    // A refusal remembered first (another base, another key) does not stick to the signature...
+    expect(verifyApprovalSig(k.publicKey, a.sig, { ...subject, baseVersion: 9 })).toBe(false)
+    expect(verifyApprovalSig(other.publicKey, a.sig, subject)).toBe(false)
+    expect(verifyApprovalSig(k.publicKey, a.sig, subject)).toBe(true)
+    // ...nor does an acceptance to another payload, origin or key.
+    expect(verifyApprovalSig(k.publicKey, a.sig, { ...subject, payloadB3: payloadB3({ schemaVersion: 1, items: [] }) })).toBe(false)
+    expect(verifyApprovalSig(k.publicKey, a.sig, subject)).toBe(true)
+    expect(verifyApprovalSig(k.publicKey, a.sig, { ...subject, origin: 'example.org/log2' })).toBe(false)
+    expect(verifyApprovalSig(other.publicKey, a.sig, subject)).toBe(false)
+    expect(verifyApprovalSig(k.publicKey, a.sig, subject)).toBe(true)
   })
 
   it('counts distinct keys once and needs both thresholds for a signer-set change', () => {

@@ -328,6 +328,22 @@ describe('cached HEAD reply', () => {
     expect(after.etag).toBe(before.etag)
     expect(JSON.parse(after.text)).toMatchObject({ version: 5, oldest: logView(h.svc).oldest() })
   })
+
+  it('follows a reload that renames the witness key (no commit, no prune)', async () => {
+    h = await harness()
+    const { memoryRequest } = await import('@ron/core/testing')
+    const read = async (): Promise<{ witnessKey: string }> => {
+      const r = await memoryRequest(h.svc, { method: 'GET', path: '/registry/head' })
+      expect(r.status).toBe(200)
+      return JSON.parse(await r.text()) as { witnessKey: string }
+    }
+    const before = await read()
+    expect(before.witnessKey).toBe(h.svc.witnessKey)
+    await h.svc.reload({ witness: { name: 'witness.example/renamed', logs: [] } })
+    expect(h.svc.witnessKey).not.toBe(before.witnessKey)
+    expect((await read()).witnessKey).toBe(h.svc.witnessKey)
+    expect(h.svc.witnessKey.startsWith('witness.example/renamed+')).toBe(true)
+  })
 })
 
 describe('metrics and readiness', () => {

@@ -21,6 +21,8 @@ export interface RouteDeps {
   notary: Notary
   /** This node's witness verifier key, shown by `GET /registry/head`. */
   witnessKey: string | undefined
+  /** Counts applied config reloads: what a reply cached across requests must be rebuilt after (the witness name is reloadable). */
+  reloads(): number
   hub: SseHub<RegistryUpdated>
   config: () => RegistryConfig
   /** Throws `NotReady` when writes are shed (slow or failing disk, integrity mismatch, draining). */

@@ -56,12 +56,15 @@ function gone(version: number, cp: StoredCheckpoint | undefined, oldest: number)
 export function readRoutes(d: RouteDeps): Route[] {
   const { log } = d
   // HEAD polling is the hot read: its 200 and 304 replies are built once per HEAD (and oldest:
-  // pruning moves it without moving HEAD) and handed out as they are (core only reads a reply).
-  let headCache: { hash: string; oldest: number; etag: string; ok: Reply; notModified: Reply } | undefined
+  // pruning moves it without moving HEAD; and reload: the witness key may change) and handed out
+  // as they are (core only reads a reply).
+  let headCache: { hash: string; oldest: number; reloads: number; etag: string; ok: Reply; notModified: Reply } | undefined
+  const current = (c: NonNullable<typeof headCache>): boolean => c.hash === log.head().hash && c.oldest === log.oldest() && c.reloads === d.reloads()
   const headReplies = async (): Promise<NonNullable<typeof headCache>> => {
     const head = log.head()
     const oldest = log.oldest()
-    if (headCache !== undefined && headCache.hash === head.hash && headCache.oldest === oldest) return headCache
+    const reloads = d.reloads()
+    if (headCache !== undefined && current(headCache)) return headCache
     const read = head.version === 0 ? undefined : await log.read(head.version)
     const entry = read !== undefined && 'entry' in read ? read.entry : undefined
     const set = log.signerSetAt(head.version)
@@ -83,13 +86,13 @@ export function readRoutes(d: RouteDeps): Route[] {
     const built = {
       hash: head.hash,
       oldest,
+      reloads,
       etag,
       ok: { status: 200, headers: Object.freeze({ 'content-type': 'application/json', 'cache-control': 'no-cache', etag }), body },
       notModified: { status: 304, headers: Object.freeze({ 'cache-control': 'no-cache', etag }) },
     }
     // HEAD may have moved while the entry was read: keep only what is still current.
-    const now = log.head()
-    if (now.hash === head.hash && log.oldest() === oldest) headCache = built
+    if (current(built)) headCache = built
     return built
   }
   // Entry views: canonical JSON (the same bytes before and after a restart), built once per
@@ -126,7 +129,7 @@ export function readRoutes(d: RouteDeps): Route[] {
       handler(ctx) {
         // The current HEAD's replies are answered without a promise (most polls hit the cache).
         const c = headCache
-        if (c !== undefined && c.hash === log.head().hash && c.oldest === log.oldest()) return notModified(ctx, c.etag) ? c.notModified : c.ok
+        if (c !== undefined && current(c)) return notModified(ctx, c.etag) ? c.notModified : c.ok
         return headReplies().then((r) => (notModified(ctx, r.etag) ? r.notModified : r.ok))
       },
     },

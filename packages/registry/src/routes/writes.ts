@@ -42,6 +42,49 @@ export const supersedeBodySchema = z.strictObject({
   items: z.array(descriptorSchema).max(4096).optional(),
 })
 
+const SIG = /^[A-Za-z0-9_-]{86}$/
+
+/**
+ * An approval body exactly as {@link approveBodySchema} accepts it (a plain object with the two
+ * members and nothing else, an id of 1–128 characters, an 86-character base64url signature),
+ * checked without zod: anything else goes to the schema, which refuses it with its own error.
+ */
+function plainApproval(v: unknown): Approval | undefined {
+  if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== Object.prototype) return undefined
+  const o = v as Record<string, unknown>
+  let n = 0
+  for (const k in o) {
+    if (k !== 'signerId' && k !== 'sig') return undefined
+    n++
+  }
+  const { signerId, sig } = o
+  if (n !== 2 || typeof signerId !== 'string' || signerId.length < 1 || signerId.length > 128 || typeof sig !== 'string' || !SIG.test(sig)) return undefined
+  return { signerId, sig }
+}
+
+/** {@link approveBodySchema} with the common body checked directly (an approval per request is the hot write). */
+const approveBody = { parse: (v: unknown): Approval => plainApproval(v) ?? approveBodySchema.parse(v) }
+
+/** {@link commitBodySchema} likewise: `{approvals: [1–64 approvals]}` checked directly, anything else by the schema. */
+const commitBody = {
+  parse: (v: unknown): { approvals: Approval[] } => {
+    if (typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype) {
+      const keys = Object.keys(v)
+      const list = (v as { approvals?: unknown }).approvals
+      if (keys.length === 1 && keys[0] === 'approvals' && Array.isArray(list) && list.length >= 1 && list.length <= 64) {
+        const approvals: Approval[] = []
+        for (const a of list) {
+          const ok = plainApproval(a)
+          if (ok === undefined) return commitBodySchema.parse(v)
+          approvals.push(ok)
+        }
+        return { approvals }
+      }
+    }
+    return commitBodySchema.parse(v)
+  },
+}
+
 /** Header carrying the caller's remaining deadline in ms. */
 export const DEADLINE_HEADER = 'x-deadline-ms'
 const MAX_DEADLINE_MS = 60_000
@@ -93,7 +136,7 @@ export function writeRoutes(d: RouteDeps): Route[] {
       scope: 'registry:approve',
       async handler(ctx) {
         d.writeGate()
-        const body = await ctx.json(approveBodySchema)
+        const body = await ctx.json(approveBody)
         const r = await d.committer.approve(ctx.params['proposalId'] ?? '', body)
         return { status: 200, json: r }
       },
@@ -108,7 +151,7 @@ export function writeRoutes(d: RouteDeps): Route[] {
         const id = ctx.params['proposalId'] ?? ''
         let approvals: Approval[] | undefined
         if (hasBody(ctx)) {
-          approvals = (await ctx.json(commitBodySchema)).approvals
+          approvals = (await ctx.json(commitBody)).approvals
           await d.authenticate(ctx.req, 'registry:approve')
         }
         // The deadline races the reply: a commit already being written completes (a retry

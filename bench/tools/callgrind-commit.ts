@@ -1,0 +1,92 @@
+/**
+ * Main-thread instructions per commit cycle, counted by callgrind (see `callgrind.ts`): the
+ * registry (or the protocol floor) runs under `valgrind --tool=callgrind`, this process drives
+ * serial commit cycles (propose → 2 approvals signed here → commit, the bench's 4 requests; or
+ * the 2-request cycle with `2`) over HTTP, a warm-up first, then callgrind counts `cycles` more.
+ *
+ *   npx tsx bench/tools/callgrind-commit.ts [registry|floor] [cycles=300] [requests per cycle: 4|2]
+ *
+ * Wall time under valgrind says nothing; the instruction count is stable on a busy box.
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { HttpTransport } from '@ron/core'
+import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type SignerSet } from '@ron/registry'
+import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from '../lib/process.js'
+import { ORIGIN } from '../servers/registry/shared.js'
+
+const here = (p: string): string => fileURLToPath(new URL(p, import.meta.url))
+const [which = 'registry', n = '300', perCycle = '4'] = process.argv.slice(2)
+const cycles = Number(n)
+const dir = mkdtempSync(join(tmpdir(), 'ron-callgrind-commit-'))
+const keys = ['s1', 's2', 's3'].map(generateSignerKey)
+const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
+const child = spawn(
+  'valgrind',
+  [
+    '--tool=callgrind',
+    '--smc-check=all-non-file',
+    '--separate-threads=yes',
+    `--callgrind-out-file=${dir}/cg.%p`,
+    process.execPath,
+    '--import',
+    'tsx',
+    '--perf-basic-prof',
+    '--no-logfile-per-isolate',
+    `--logfile=${dir}/v8.log`,
+    here('./callgrind-child.ts'),
+    fromBench(`./servers/registry/${which === 'floor' ? 'floor' : 'registry'}.ts`),
+    JSON.stringify({ dir: join(dir, 'data'), signers }),
+  ],
+  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG } },
+)
+let stderr = ''
+child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+const [url, pid, extraJson] = await new Promise<[string, string, string]>((resolve, reject) => {
+  let out = ''
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString()
+    const m = /LISTENING (\S+) (\d+) (.*)\n/.exec(out)
+    if (m) resolve([m[1]!, m[2]!, m[3]!])
+  })
+  child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening:\n${stderr.slice(-2000)}`)))
+})
+const extra = JSON.parse(extraJson) as { token?: string }
+const transport = new HttpTransport({ targets: { registry: url } })
+const client = createRegistryClient(transport, { token: String(extra.token) })
+let i = 0
+const payload = (k: number): DescriptorSet => ({
+  schemaVersion: 1,
+  items: [{ kind: 'service', name: `storage.node-${k}`, service: 'storage', node: `node-${k}`, endpoint: `http://10.0.${(k >> 8) & 255}.${k & 255}:7701` }],
+})
+async function cycle(): Promise<void> {
+  const p = await client.propose(payload(++i))
+  const approvals = keys.slice(0, 2).map((k) => signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }))
+  if (perCycle === '2') {
+    await client.commit(p.proposalId, { approvals })
+    return
+  }
+  for (const a of approvals) await client.approve(p.proposalId, a)
+  await client.commit(p.proposalId)
+}
+// A long warm-up: the counted cycles run optimised code (fewer JIT compiles on other threads).
+for (let k = 0; k < Math.max(400, cycles); k++) await cycle()
+execFileSync('callgrind_control', ['-z', pid], { stdio: 'ignore' })
+for (let k = 0; k < cycles; k++) await cycle()
+execFileSync('callgrind_control', ['-d', pid], { stdio: 'ignore' })
+await transport.close()
+process.kill(Number(pid), 'SIGTERM')
+await new Promise((resolve) => child.once('exit', resolve))
+
+const totals = readdirSync(dir)
+  .filter((f) => /\.\d+-\d+$/.test(f))
+  .map((f) => ({ f, thread: f.slice(f.lastIndexOf('-') + 1), ir: Number((/^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dir, f), 'utf8')) ?? [])[1] ?? 0) }))
+const dump = totals.filter((t) => t.thread === '01').sort((a, b) => b.ir - a.ir)[0]
+if (dump === undefined) throw new Error(`no callgrind dump in ${dir}`)
+const prefix = dump.f.slice(0, dump.f.lastIndexOf('-'))
+const others = totals.filter((t) => t.f.startsWith(prefix) && t.thread !== '01').reduce((a, t) => a + t.ir, 0)
+console.log(`${which}, ${perCycle} requests per cycle: ${cycles} cycles, servers on ${SERVER_CODE}`)
+console.log(`main thread ${(dump.ir / cycles).toFixed(0)} instructions/cycle, other threads ${(others / cycles).toFixed(0)}; profile: ${join(dir, dump.f)}`)
