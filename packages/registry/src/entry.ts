@@ -59,20 +59,24 @@ export function genesisHash(g: Genesis): Address {
   return toAddress(blake3(canonicalBytes(g)))
 }
 
+/** Canonical bytes (RFC 8785) and hash of an entry. */
+export function encodeEntry(entry: LogEntry): EncodedEntry {
+  const bytes = canonicalBytes(entry)
+  return { entry, bytes, hash: toAddress(blake3(bytes)) }
+}
+
 /**
- * Canonical bytes and hash of an entry. `payloadJson`, when the caller has it, is the canonical
- * JSON of `entry.payload` (from the proposal): it is spliced in as it is, in the place RFC 8785's
- * member order gives it, rather than canonicalised again (the same bytes either way).
+ * {@link encodeEntry} for the committer, which holds the canonical JSON of `entry.payload` from
+ * the proposal: it is spliced in, in the place RFC 8785's member order gives it, rather than
+ * canonicalised again (the same bytes either way; a property test pins it). Internal: a caller
+ * whose `payloadJson` were not the payload's canonical JSON would get an entry whose bytes lie.
  */
-export function encodeEntry(entry: LogEntry, payloadJson?: string): EncodedEntry {
-  const bytes =
-    payloadJson === undefined
-      ? canonicalBytes(entry)
-      : Buffer.from(
-          // Members in RFC 8785 order (UTF-16 code units): approvals, committedAt, payload, payloadB3, prev, version.
-          `{"approvals":${canonicalJson(entry.approvals)},"committedAt":${canonicalJson(entry.committedAt)},"payload":${payloadJson},"payloadB3":${canonicalJson(entry.payloadB3)},"prev":${canonicalJson(entry.prev)},"version":${canonicalJson(entry.version)}}`,
-          'utf8',
-        )
+export function encodeEntrySpliced(entry: LogEntry, payloadJson: string): EncodedEntry {
+  // Members in RFC 8785 order (UTF-16 code units): approvals, committedAt, payload, payloadB3, prev, version.
+  const bytes = Buffer.from(
+    `{"approvals":${canonicalJson(entry.approvals)},"committedAt":${canonicalJson(entry.committedAt)},"payload":${payloadJson},"payloadB3":${canonicalJson(entry.payloadB3)},"prev":${canonicalJson(entry.prev)},"version":${canonicalJson(entry.version)}}`,
+    'utf8',
+  )
   return { entry, bytes, hash: toAddress(blake3(bytes)) }
 }
 

@@ -9,7 +9,7 @@
 
 import { ChainMismatchError, IntegrityFailedError, OverLimitError, canonicalBytes, toDiskFault } from '@ron/core'
 import type { Address } from '@ron/core'
-import { encodeEntry, entryHash, genesisHash, type EncodedEntry, type Genesis, type Head, type LogEntry } from './entry.js'
+import { encodeEntry, encodeEntrySpliced, entryHash, genesisHash, type EncodedEntry, type Genesis, type Head, type LogEntry } from './entry.js'
 import { payloadB3, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
 import { leafBytes, leafFormatOf, leafIsWholeEntry, type LeafFormat } from './leaf.js'
 import { LeafIndex } from './leaf-index.js'
@@ -217,7 +217,7 @@ export class RegistryLog {
       approvals,
       committedAt,
     }
-    const enc = encodeEntry(entry, known?.json)
+    const enc = known?.json === undefined ? encodeEntry(entry) : encodeEntrySpliced(entry, known.json)
     const leafData = leafBytes(this.leafFormat, enc.bytes)
     if (this.leafFormat === 'bundle' && leafData.length > MAX_BUNDLE_LEAF) {
       throw new OverLimitError(`entry ${entry.version} is too large for a leaf even without its payload (${leafData.length} bytes)`, { details: { limit: MAX_BUNDLE_LEAF } })

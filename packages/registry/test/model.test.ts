@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import { ed25519 } from '@noble/curves/ed25519.js'
 import { canonicalJson } from '@ron/core'
 import { canonicalPayload, descriptorSetSchema, payloadB3, type DescriptorSet } from '../src/descriptors.js'
-import { encodeEntry, type LogEntry } from '../src/entry.js'
+import { encodeEntry, encodeEntrySpliced, type LogEntry } from '../src/entry.js'
 import { approvalMessage, countQuorum, evaluateQuorum, exportSignerKey, generateSignerKey, importSignerKey, signApproval, verifyApprovalSig } from '../src/signers.js'
 import {
   addCosignature,
@@ -141,7 +141,7 @@ describe('entry bytes', () => {
           expect(json).toBe(canonicalJson(payload))
           expect(b3).toBe(payloadB3(payload))
           const entry: LogEntry = { version, payload, payloadB3: b3, prev: payloadB3(good), approvals, committedAt }
-          const spliced = encodeEntry(entry, json)
+          const spliced = encodeEntrySpliced(entry, json)
           const whole = encodeEntry(entry)
           expect(Buffer.from(spliced.bytes).toString('utf8')).toBe(canonicalJson(entry))
           expect(Buffer.compare(spliced.bytes, whole.bytes)).toBe(0)
