@@ -459,3 +459,26 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
     stop = true
   })
 })
+
+describe('serve: sockets over the per-IP cap', () => {
+  it('refuses every socket over the cap, also after an earlier refused one closed, and serves again once under it', async () => {
+    const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { maxConnectionsPerIp: 1 })
+    const a = await rawSocket(srv)
+    for (let i = 0; i < 2; i++) {
+      const over = await rawSocket(srv)
+      const closed = untilClosed(over)
+      over.write('GET /hello HTTP/1.1\r\nhost: x\r\n\r\n')
+      const data = await closed
+      expect(data, `refused socket ${i}`).toMatch(/^HTTP\/1\.1 429/)
+      expect(data).toContain('"reason":"per_ip"')
+    }
+    const aClosed = untilClosed(a)
+    a.end()
+    await aClosed
+    // Back under the cap: a new socket is served, not answered 429.
+    const b = await rawSocket(srv)
+    const reply = new Promise<string>((resolve) => b.once('data', (d: Buffer) => resolve(d.toString())))
+    b.write('GET /hello HTTP/1.1\r\nhost: x\r\n\r\n')
+    expect(await reply).toMatch(/^HTTP\/1\.1 200/)
+  })
+})
