@@ -460,6 +460,26 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
   })
 })
 
+describe('JSON and string replies on the wire', () => {
+  it('sends a JSON reply with non-ASCII text as UTF-8, with its length in bytes', async () => {
+    const value = { text: 'héllo wörld ✓ 𝄞', bytes: 'ÿ\u0000\u00ff' }
+    const srv = await start([{ method: 'GET', path: '/json', handler: () => ({ status: 200, json: value }) }])
+    const res = await request(`${srv.url}/json`)
+    const raw = Buffer.from(await res.body.arrayBuffer())
+    expect(res.headers['content-type']).toBe('application/json')
+    expect(res.headers['content-length']).toBe(String(Buffer.byteLength(JSON.stringify(value))))
+    expect(raw.equals(Buffer.from(JSON.stringify(value), 'utf8'))).toBe(true)
+    expect(res.headers['x-corr-id']).toMatch(/^[a-z0-9]{6}-[a-z0-9]+$/)
+  })
+
+  it('answers a string body (not json) as UTF-8 bytes, not latin1', async () => {
+    const srv = await start([{ method: 'GET', path: '/text', handler: () => ({ status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'ça ✓' }) }])
+    const res = await request(`${srv.url}/text`)
+    expect(Buffer.from(await res.body.arrayBuffer()).equals(Buffer.from('ça ✓', 'utf8'))).toBe(true)
+    expect(res.headers['content-length']).toBe(String(Buffer.byteLength('ça ✓')))
+  })
+})
+
 describe('serve: sockets over the per-IP cap', () => {
   it('refuses every socket over the cap, also after an earlier refused one closed, and serves again once under it', async () => {
     const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { maxConnectionsPerIp: 1 })
