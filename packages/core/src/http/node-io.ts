@@ -78,12 +78,14 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   }
   if (o.closeConnections?.aborted === true) res.shouldKeepAlive = false
   // One flat header list handed to writeHead: cheaper than setHeader() per header on the hot path.
-  // Without CORS or reply headers (a JSON reply) it starts as a literal of its first entries.
   let headers: (string | number | readonly string[])[]
+  let buf: string | Uint8Array | undefined
   const h = ex.replyHeaders
   const cors = ex.cors
-  if (cors === undefined && h === undefined) {
-    headers = [CORR_ID_HEADER, ex.corrId]
+  if (h === undefined && cors === undefined && typeof body === 'string' && ex.contentType !== undefined && ex.retryAfter === undefined && ex.allow === undefined && (req.complete || !hasBody(req))) {
+    // A JSON reply (the common case): its whole list as one literal, no array growing per request.
+    buf = body
+    headers = [CORR_ID_HEADER, ex.corrId, 'content-type', ex.contentType, 'content-length', Buffer.byteLength(body)]
   } else {
     headers = []
     if (cors !== undefined) {
@@ -93,24 +95,23 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
       for (const k in h) headers.push(k, h[k]!)
     }
     headers.push(CORR_ID_HEADER, ex.corrId)
-  }
-  if (ex.contentType !== undefined) headers.push('content-type', ex.contentType)
-  if (ex.retryAfter !== undefined) headers.push('retry-after', ex.retryAfter)
-  if (ex.allow !== undefined) headers.push('allow', ex.allow)
-  if (!req.complete && hasBody(req)) {
-    // A stalled or too slow client (408) gets nothing from lingering: close right after the reply. Otherwise keep
-    // reading what it is still sending (the parser knows the framing, so the connection stays
-    // usable): closing a socket with unread input makes the kernel send a reset, and the client
-    // would see "connection reset" instead of our 401/413.
-    if (ex.error?.code === 'RequestTimeout' || ex.error?.code === 'Timeout') headers.push('connection', 'close')
-    else lingerAfterReply(req, res, o)
-  }
-  let buf: string | Uint8Array | undefined
-  if (typeof body === 'string' || body instanceof Uint8Array) {
-    buf = body
-    headers.push('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
-  } else if (body === undefined && !ex.suppressBody) {
-    headers.push('content-length', 0)
+    if (ex.contentType !== undefined) headers.push('content-type', ex.contentType)
+    if (ex.retryAfter !== undefined) headers.push('retry-after', ex.retryAfter)
+    if (ex.allow !== undefined) headers.push('allow', ex.allow)
+    if (!req.complete && hasBody(req)) {
+      // A stalled or too slow client (408) gets nothing from lingering: close right after the reply. Otherwise keep
+      // reading what it is still sending (the parser knows the framing, so the connection stays
+      // usable): closing a socket with unread input makes the kernel send a reset, and the client
+      // would see "connection reset" instead of our 401/413.
+      if (ex.error?.code === 'RequestTimeout' || ex.error?.code === 'Timeout') headers.push('connection', 'close')
+      else lingerAfterReply(req, res, o)
+    }
+    if (typeof body === 'string' || body instanceof Uint8Array) {
+      buf = body
+      headers.push('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength)
+    } else if (body === undefined && !ex.suppressBody) {
+      headers.push('content-length', 0)
+    }
   }
   try {
     res.writeHead(ex.status, headers as unknown as string[])

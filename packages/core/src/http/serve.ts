@@ -114,6 +114,9 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
 
   // Sockets over a cap: answered 429 on their first request, never handled.
   const overCap = new WeakMap<Socket, 'per_ip' | 'max_connections'>()
+  // Sockets in overCap not yet closed: while there are none (the common case), a request skips
+  // the WeakMap lookup.
+  let overCapOpen = 0
   const answerOverCap = (res: ServerResponse, reason: 'per_ip' | 'max_connections'): void => {
     const corrId = generateCorrId()
     const err =
@@ -132,7 +135,7 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
     res.end(body)
   }
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
-    const over = overCap.get(req.socket)
+    const over = overCapOpen === 0 ? undefined : overCap.get(req.socket)
     if (over !== undefined) answerOverCap(res, over)
     else target.handle(req, res)
   }
@@ -194,9 +197,13 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
       // Answer rather than reset (the client learns why and when to retry); one that sends no
       // request within the header timeout is dropped.
       overCap.set(socket, n >= maxPerIp ? 'per_ip' : 'max_connections')
+      overCapOpen++
       const t = clock.setTimeout(() => socket.destroy(), readTimeoutMs)
       t.unref?.()
-      socket.once('close', () => clock.clearTimeout(t))
+      socket.once('close', () => {
+        overCapOpen--
+        clock.clearTimeout(t)
+      })
       return
     }
     perIp.set(ip, n + 1)

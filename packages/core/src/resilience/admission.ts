@@ -25,6 +25,9 @@ export interface AdmissionOptions {
   clock?: Clock
 }
 
+/** Set by {@link Admission}'s static block: its private `#enter`, for {@link holdAdmission}. */
+let enterAdmission: (a: Admission, key: string) => Entry
+
 interface Entry {
   active: number
   bucket: TokenBucket | undefined
@@ -84,6 +87,23 @@ export class Admission {
    *   (`retryAfterMs` from the bucket) or when `maxKeys` busy keys are already tracked.
    */
   acquire(key: string): () => void {
+    const e = this.#enter(key)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      // An idle key stays (it is forgotten when maxKeys is reached): deleting it here made a client
+      // sending one request at a time delete and re-insert its key on every request.
+      e.active--
+    }
+  }
+
+  static {
+    enterAdmission = (a, key) => a.#enter(key)
+  }
+
+  /** Admits one unit for `key` (see {@link Admission.acquire}) and returns its entry. */
+  #enter(key: string): Entry {
     let entry = this.#keys.get(key)
     if (entry === undefined) {
       if (this.#keys.size >= this.#maxKeys) this.#evict()
@@ -99,15 +119,7 @@ export class Admission {
       throw this.#busy(key, 'rate limited', 'per_ip_rate', Math.max(1, entry.bucket.msUntil()))
     }
     entry.active++
-    const e = entry
-    let released = false
-    return () => {
-      if (released) return
-      released = true
-      // An idle key stays (it is forgotten when maxKeys is reached): deleting it here made a client
-      // sending one request at a time delete and re-insert its key on every request.
-      e.active--
-    }
+    return entry
   }
 
   #evict(): void {
@@ -126,4 +138,23 @@ export class Admission {
     // Not counted here: the service host counts every 429 in busy_rejections_total{endpoint,queue}.
     return new BusyError(`${this.#name}: ${why}`, { details: { key, reason, endpoint: this.#name }, retryAfterMs })
   }
+}
+
+/** One admission held through {@link holdAdmission}: pass it to {@link releaseAdmission} exactly once. @internal */
+export type AdmissionHold = Entry
+
+/**
+ * {@link Admission.acquire} without the release closure, for a caller that already guarantees
+ * exactly one {@link releaseAdmission} per admission (the service host, once per finished exchange): no
+ * function allocated per request. @throws {@link BusyError} as `acquire` does. @internal
+ */
+export function holdAdmission(a: Admission, key: string): AdmissionHold {
+  return enterAdmission(a, key)
+}
+
+/** Ends an admission taken by {@link holdAdmission}. Call exactly once per hold. @internal */
+export function releaseAdmission(hold: AdmissionHold): void {
+  // An idle key stays (it is forgotten when maxKeys is reached): deleting it here made a client
+  // sending one request at a time delete and re-insert its key on every request.
+  hold.active--
 }

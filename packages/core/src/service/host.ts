@@ -19,6 +19,7 @@ import type { Claims, TokenVerifier } from '../auth/types.js'
 import { bearerToken, checkCaveats, createTokenVerifier, staticKeySource, type CachingTokenVerifier, type KeySource, type Jwk } from '../auth/index.js'
 import { Supervisor, WorkPool, Broadcast, linkSignals, type LinkedSignal } from '../concurrency/index.js'
 import { Admission } from '../resilience/index.js'
+import { holdAdmission, releaseAdmission } from '../resilience/admission.js'
 import { createServiceMetrics, type ServiceMetrics } from '../metrics/service-metrics.js'
 import { METRICS_CONTENT_TYPE } from '../metrics/merge.js'
 import { Readiness, REVOCATIONS_DEPENDENCY, type DependencySpec, type PathSpec } from '../health/readiness.js'
@@ -518,13 +519,14 @@ class Host<C> implements ServiceHost<C> {
         if (this.#state === 'writes' && this.#shedWithWrites(route)) {
           throw new DrainingError(`service ${this.id} is draining: writes are refused`, { details: { phase: 'writes' }, retryAfterMs: RETRY_AFTER_MS })
         }
-        const release = this.#admission.acquire(req.remoteAddress)
+        // One closure per request (the release below), not two: the per-IP hold is released here.
+        const hold = holdAdmission(this.#admission, req.remoteAddress)
         let gateRelease: (() => void) | undefined
         if (this.#gate.active) {
           try {
             gateRelease = this.#gate.admit()
           } catch (e) {
-            release()
+            releaseAdmission(hold)
             throw e
           }
         }
@@ -533,7 +535,7 @@ class Host<C> implements ServiceHost<C> {
         return () => {
           if (done) return
           done = true
-          release()
+          releaseAdmission(hold)
           gateRelease?.()
           if (--this.#inFlight === 0) this.#idle?.()
         }

@@ -459,3 +459,115 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
     stop = true
   })
 })
+
+describe('JSON and string replies on the wire', () => {
+  it('sends a JSON reply with non-ASCII text as UTF-8, with its length in bytes', async () => {
+    const value = { text: 'héllo wörld ✓ 𝄞', bytes: 'ÿ\u0000\u00ff' }
+    const srv = await start([{ method: 'GET', path: '/json', handler: () => ({ status: 200, json: value }) }])
+    const res = await request(`${srv.url}/json`)
+    const raw = Buffer.from(await res.body.arrayBuffer())
+    expect(res.headers['content-type']).toBe('application/json')
+    expect(res.headers['content-length']).toBe(String(Buffer.byteLength(JSON.stringify(value))))
+    expect(raw.equals(Buffer.from(JSON.stringify(value), 'utf8'))).toBe(true)
+    expect(res.headers['x-corr-id']).toMatch(/^[a-z0-9]{6}-[a-z0-9]+$/)
+  })
+
+  it('answers a string body (not json) as UTF-8 bytes, not latin1', async () => {
+    const srv = await start([{ method: 'GET', path: '/text', handler: () => ({ status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'ça ✓' }) }])
+    const res = await request(`${srv.url}/text`)
+    expect(Buffer.from(await res.body.arrayBuffer()).equals(Buffer.from('ça ✓', 'utf8'))).toBe(true)
+    expect(res.headers['content-length']).toBe(String(Buffer.byteLength('ça ✓')))
+  })
+})
+
+describe('reply bodies on the wire', () => {
+  // Byte bodies of every size, small (one packet with the head) to several writes, must arrive
+  // byte for byte: every byte value, the view's bytes and not its buffer's, GET and HEAD.
+  const sizes = [0, 1, 255, 256, 257, 1024, 4095, 4096, 4097, 8192, 65_536]
+  const bodyOf = (n: number): Uint8Array => {
+    const b = new Uint8Array(n)
+    // Every byte value in every 256-byte window, in an order that is not the identity.
+    for (let i = 0; i < n; i++) b[i] = (i * 167 + 13) & 0xff
+    return b
+  }
+
+  it('sends every byte value of a byte body exactly, from an offset view, with its Content-Length, GET and HEAD', async () => {
+    const srv = await start(
+      sizes.map((n) => {
+        // An offset view into a larger buffer whose other bytes differ: the view's bytes go out, not its buffer's.
+        const framed = new Uint8Array(n + 8).fill(0xee)
+        framed.set(bodyOf(n), 4)
+        return { method: 'GET', path: `/bytes/${n}`, handler: () => ({ status: 200, headers: { 'content-type': 'application/octet-stream' }, body: framed.subarray(4, 4 + n) }) } satisfies Route
+      }),
+    )
+    for (const n of sizes) {
+      const res = await request(`${srv.url}/bytes/${n}`)
+      expect(res.statusCode).toBe(200)
+      expect(res.headers['content-length']).toBe(String(n))
+      const got = new Uint8Array(await res.body.arrayBuffer())
+      expect(got.byteLength, `length of ${n}`).toBe(n)
+      expect(Buffer.compare(got, bodyOf(n)), `body of ${n} bytes`).toBe(0)
+      const head = await request(`${srv.url}/bytes/${n}`, { method: 'HEAD' })
+      expect(head.headers['content-length']).toBe(String(n))
+      expect((await head.body.arrayBuffer()).byteLength).toBe(0)
+    }
+  })
+
+  it('keeps the connection framed: byte bodies of every size back to back on one keep-alive socket', async () => {
+    const srv = await start(sizes.map((n) => ({ method: 'GET', path: `/bytes/${n}`, handler: () => ({ status: 200, body: bodyOf(n) }) }) satisfies Route))
+    const s = await rawSocket(srv)
+    let data = Buffer.alloc(0)
+    s.on('data', (d: Buffer) => (data = Buffer.concat([data, d])))
+    const expected = sizes.reduce((sum, n) => sum + n, 0)
+    const done = new Promise<void>((resolve) => {
+      const check = (): void => {
+        // Split the stream into responses by their Content-Length; done once all arrived.
+        let at = 0
+        let bodies = 0
+        for (let i = 0; i < sizes.length; i++) {
+          const end = data.indexOf('\r\n\r\n', at)
+          if (end === -1) return
+          const len = Number(/content-length: (\d+)/i.exec(data.subarray(at, end).toString('latin1'))![1])
+          if (data.length < end + 4 + len) return
+          bodies += len
+          at = end + 4 + len
+        }
+        if (bodies === expected) resolve()
+      }
+      s.on('data', check)
+    })
+    s.write(sizes.map((n) => `GET /bytes/${n} HTTP/1.1\r\nHost: x\r\n\r\n`).join(''))
+    await done
+    let at = 0
+    for (const n of sizes) {
+      const end = data.indexOf('\r\n\r\n', at)
+      expect(data.subarray(at, end).toString('latin1')).toMatch(/^HTTP\/1\.1 200/)
+      expect(Buffer.compare(data.subarray(end + 4, end + 4 + n), bodyOf(n)), `body of ${n} bytes`).toBe(0)
+      at = end + 4 + n
+    }
+    expect(at).toBe(data.length)
+  })
+})
+
+describe('serve: sockets over the per-IP cap', () => {
+  it('refuses every socket over the cap, also after an earlier refused one closed, and serves again once under it', async () => {
+    const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { maxConnectionsPerIp: 1 })
+    const a = await rawSocket(srv)
+    for (let i = 0; i < 2; i++) {
+      const over = await rawSocket(srv)
+      const closed = untilClosed(over)
+      over.write('GET /hello HTTP/1.1\r\nhost: x\r\n\r\n')
+      const data = await closed
+      expect(data, `refused socket ${i}`).toMatch(/^HTTP\/1\.1 429/)
+      expect(data).toContain('"reason":"per_ip"')
+    }
+    const aClosed = untilClosed(a)
+    a.end()
+    await aClosed
+    // Back under the cap: a new socket is served, not answered 429.
+    const b = await rawSocket(srv)
+    const reply = new Promise<string>((resolve) => b.once('data', (d: Buffer) => resolve(d.toString())))
+    b.write('GET /hello HTTP/1.1\r\nhost: x\r\n\r\n')
+    expect(await reply).toMatch(/^HTTP\/1\.1 200/)
+  })
+})

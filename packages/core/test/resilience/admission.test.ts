@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { Admission, BusyError } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
+import { holdAdmission, releaseAdmission } from '../../src/resilience/admission.js'
 
 function busy(fn: () => unknown): BusyError {
   try {
@@ -94,5 +95,28 @@ describe('Admission', () => {
     expect(() => gate.acquire('a')).toThrow(BusyError)
     await clock.advance(1000)
     gate.acquire('a')()
+  })
+})
+
+describe('holdAdmission / releaseAdmission (the host path without a release closure)', () => {
+  it('counts against the same per-key cap and rate as acquire, and frees one unit per release', () => {
+    const gate = new Admission({ name: 'ip', maxConcurrentPerKey: 2 })
+    const h1 = holdAdmission(gate, '10.0.0.1')
+    const r2 = gate.acquire('10.0.0.1')
+    expect(gate.active('10.0.0.1')).toBe(2)
+    expect(busy(() => holdAdmission(gate, '10.0.0.1')).details).toMatchObject({ key: '10.0.0.1', reason: 'per_ip' })
+    // A refused hold took nothing.
+    expect(gate.active('10.0.0.1')).toBe(2)
+    releaseAdmission(h1)
+    expect(gate.active('10.0.0.1')).toBe(1)
+    holdAdmission(gate, '10.0.0.1')
+    r2()
+    expect(gate.active('10.0.0.1')).toBe(1)
+  })
+
+  it('applies the per-key token bucket', () => {
+    const gate = new Admission({ rate: { capacity: 1, refillPerSec: 1 }, clock: new VirtualClock(0) })
+    releaseAdmission(holdAdmission(gate, 'k'))
+    expect(busy(() => holdAdmission(gate, 'k')).details).toMatchObject({ reason: 'per_ip_rate' })
   })
 })
