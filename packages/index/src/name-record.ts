@@ -67,19 +67,6 @@ export function signNameRecord(identity: NodeIdentity, fields: NameRecordFields)
 }
 
 /**
- * {@link signNameRecord} with the signature computed off the event loop where the identity can
- * (`identity.signAsync`, libuv's thread pool): the same record byte for byte (Ed25519 is
- * deterministic). Signing is about 40% of a name write's main-thread instructions; a write's
- * event-loop work then overlaps the signing of the writes beside it.
- */
-export async function signNameRecordAsync(identity: NodeIdentity, fields: NameRecordFields): Promise<SignedNameRecord> {
-  if (identity.signAsync === undefined) return signNameRecord(identity, fields)
-  const record = { name: fields.name, manifestAddress: fields.manifestAddress, seq: fields.seq, node: fields.node, signedAt: fields.signedAt }
-  const sig = await identity.signAsync(nameRecordBytes(record))
-  return { ...record, sig: Buffer.from(sig.buffer, sig.byteOffset, sig.byteLength).toString('base64url') }
-}
-
-/**
  * Why a peer's name record was refused (`rejected_total{reason}`):
  * `name_unsigned` (no record, or not a well-formed one), `name_unknown_home` (its `node` is no
  * node this node pinned), `name_bad_signature` (it does not verify under the pinned key, or says

@@ -12,7 +12,6 @@ import type { Address } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
 import { NAME_RECORD_DOMAIN, createIndexClient, nameRecordBytes, signNameRecord, verifyNameRecord } from '../src/index.js'
 import type { NameResolution } from '../src/index.js'
-import { signNameRecordAsync } from '../src/name-record.js'
 import { FakePeer, directory, manifestFor, nameAnswer, setup, signed, testNode, type Env, type TestNode } from './helpers.js'
 
 let env: Env | undefined
@@ -60,18 +59,6 @@ describe('the record and its signed bytes', () => {
     expect(verifyNameRecord(r, 'docs.alice', directory(me))).toEqual({ ok: false, reason: 'name_unknown_home' })
     expect(verifyNameRecord({ ...r, extra: 1 }, 'docs.alice', dir)).toEqual({ ok: false, reason: 'name_unsigned' })
     expect(verifyNameRecord(undefined, 'docs.alice', dir)).toEqual({ ok: false, reason: 'name_unsigned' })
-  })
-
-  it('a write signs on the thread pool: the same record byte for byte, and the same without signAsync', async () => {
-    const home = testNode()
-    const fields = { name: 'docs.alice', manifestAddress: addressOf(new TextEncoder().encode('m')), seq: 3, node: home.identity.id, signedAt: 1_700_000_000_456 }
-    expect(typeof home.identity.signAsync).toBe('function')
-    const viaPool = await signNameRecordAsync(home.identity, fields)
-    expect(viaPool).toEqual(signNameRecord(home.identity, fields))
-    expect(verifyNameRecord(viaPool, 'docs.alice', directory(testNode(), home))).toMatchObject({ ok: true })
-    // An identity without signAsync (an embedder's own signer) signs on the calling thread.
-    const syncOnly = { id: home.identity.id, publicKey: home.identity.publicKey, sign: (d: Uint8Array) => home.identity.sign(d) }
-    expect(await signNameRecordAsync(syncOnly, fields)).toEqual(viaPool)
   })
 })
 

@@ -42,12 +42,6 @@ export interface NodeIdentity {
   readonly publicKey: string
   /** Ed25519 signature (64 bytes) by the node key over `data`. */
   sign(data: Uint8Array): Uint8Array
-  /**
-   * The same signature as {@link NodeIdentity.sign} (Ed25519 is deterministic), computed on
-   * libuv's thread pool instead of the calling thread, so a hot write path keeps its event loop
-   * free. `data` must not change until the promise settles. Optional: callers fall back to `sign`.
-   */
-  signAsync?(data: Uint8Array): Promise<Uint8Array>
 }
 
 /**
@@ -62,10 +56,6 @@ export function nodeIdentityFromKey(id: string, key: Pick<IssuerKey, 'privateKey
     id,
     publicKey: key.publicJwk.x,
     sign: (data: Uint8Array) => new Uint8Array(edSign(null, data, privateKey)),
-    signAsync: (data: Uint8Array) =>
-      new Promise<Uint8Array>((resolve, reject) => {
-        edSign(null, data, privateKey, (err, sig) => (err === null ? resolve(new Uint8Array(sig)) : reject(err)))
-      }),
   })
 }
 

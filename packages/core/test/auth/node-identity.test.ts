@@ -25,16 +25,6 @@ describe('node identity', () => {
     expect(() => nodeIdentityFromKey('passport', generateIssuerKey())).toThrow(MalformedError)
   })
 
-  it('signAsync gives the signature sign gives (Ed25519 is deterministic), from the thread pool', async () => {
-    const me = nodeIdentityFromKey(newNodeId(), generateIssuerKey())
-    const data = new TextEncoder().encode('ron:name:v1\n{"seq":1}')
-    const pending = me.signAsync!(data)
-    expect(pending).toBeInstanceOf(Promise)
-    const sig = await pending
-    expect(Buffer.from(sig).equals(Buffer.from(me.sign(data)))).toBe(true)
-    expect(verifyNodeSignature(me.publicKey, data, sig)).toBe(true)
-  })
-
   it('a static directory finds nodes by id and by advertised http(s) endpoint only', () => {
     const a = { id: newNodeId(), nodeKey: 'a', services: { storage: 'http://127.0.0.1:7701/', index: 'http://127.0.0.1:7704' } }
     const b = { id: newNodeId(), nodeKey: 'b', services: { storage: 'https://b.example:7701' } }

@@ -16,7 +16,7 @@ import type { Address, Claims, Route } from '@ron/core'
 import { nameWriteSchema, providerAnnouncementSchema, type ProviderAnnouncement } from '../contracts.js'
 import { ManifestCache, fetchManifest, type VerifiedManifest } from '../manifest-fetch.js'
 import { ANNOUNCE_REFUSALS } from '../metrics.js'
-import { signNameRecord, signNameRecordAsync, type SignedNameRecord } from '../name-record.js'
+import { signNameRecord, type SignedNameRecord } from '../name-record.js'
 import { checkName } from '../names.js'
 import type { NameRecord, NameState } from '../store/types.js'
 import { CHANNELS, ROUTES } from '../topology.js'
@@ -114,11 +114,10 @@ export function writeRoutes(s: IndexContext): Route[] {
           const { manifest, text } = await manifestOf(state.binding, body.manifestAddress, ctx.signal)
           // Signed before the write transaction, for the seq the name's state implies, so the
           // transaction (which concurrent writes share) holds no signing; signed again inside in
-          // the rare case another write of the name came between. The first signature is made on
-          // the thread pool: the event loop serves the writes beside this one meanwhile.
+          // the rare case another write of the name came between.
           const seq0 = nextSeq(state)
           const at0 = s.clock.now()
-          const record0 = await signNameRecordAsync(s.identity, { name, manifestAddress: body.manifestAddress, seq: seq0, node: s.identity.id, signedAt: at0 })
+          const record0 = sign(name, body.manifestAddress, seq0, at0)
           let seq = 0
           const { previous } = await storeWrite(() =>
             s.store.put(name, body.expectedPrevious, (now) => {
