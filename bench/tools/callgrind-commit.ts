@@ -8,53 +8,22 @@
  *
  * Wall time under valgrind says nothing; the instruction count is stable on a busy box.
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { HttpTransport } from '@ron/core'
 import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type SignerSet } from '@ron/registry'
-import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from '../lib/process.js'
+import { startUnderCallgrind } from '../lib/callgrind-server.js'
+import { SERVER_CODE } from '../lib/process.js'
 import { ORIGIN } from '../servers/registry/shared.js'
 
-const here = (p: string): string => fileURLToPath(new URL(p, import.meta.url))
 const [which = 'registry', n = '300', perCycle = '4'] = process.argv.slice(2)
 const cycles = Number(n)
 const dir = mkdtempSync(join(tmpdir(), 'ron-callgrind-commit-'))
 const keys = ['s1', 's2', 's3'].map(generateSignerKey)
 const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
-const child = spawn(
-  'valgrind',
-  [
-    '--tool=callgrind',
-    '--smc-check=all-non-file',
-    '--separate-threads=yes',
-    `--callgrind-out-file=${dir}/cg.%p`,
-    process.execPath,
-    '--import',
-    'tsx',
-    '--perf-basic-prof',
-    '--no-logfile-per-isolate',
-    `--logfile=${dir}/v8.log`,
-    here('./callgrind-child.ts'),
-    fromBench(`./servers/registry/${which === 'floor' ? 'floor' : 'registry'}.ts`),
-    JSON.stringify({ dir: join(dir, 'data'), signers }),
-  ],
-  { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG } },
-)
-let stderr = ''
-child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-const [url, pid, extraJson] = await new Promise<[string, string, string]>((resolve, reject) => {
-  let out = ''
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString()
-    const m = /LISTENING (\S+) (\d+) (.*)\n/.exec(out)
-    if (m) resolve([m[1]!, m[2]!, m[3]!])
-  })
-  child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening:\n${stderr.slice(-2000)}`)))
-})
-const extra = JSON.parse(extraJson) as { token?: string }
+const { child, url, pid, extra } = await startUnderCallgrind(dir, `registry/${which === 'floor' ? 'floor' : 'registry'}.ts`, { dir: join(dir, 'data'), signers })
 const transport = new HttpTransport({ targets: { registry: url } })
 const client = createRegistryClient(transport, { token: String(extra.token) })
 let i = 0

@@ -26,13 +26,13 @@
  * JIT frames are named (`--perf-basic-prof`), so `callgrind_annotate <the printed file>` shows
  * which functions the instructions are in. Needs valgrind (Debian: `apt install valgrind`).
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from '../lib/process.js'
+import { startUnderCallgrind } from '../lib/callgrind-server.js'
+import { SERVER_CODE } from '../lib/process.js'
 
 /**
  * The flat factory names of the old `bench/servers/` (and the `mode` switch of its `index.ts`),
@@ -55,36 +55,15 @@ const LEGACY: Record<string, (options: Record<string, unknown>) => [string, Reco
   },
 }
 
-const here = (p: string): string => fileURLToPath(new URL(p, import.meta.url))
 const [factoryArg = 'baselines/bare.ts', path = '/hello', n = '10000', optionsArg = '{}', putSize] = process.argv.slice(2)
 const [factory, options] = LEGACY[factoryArg]?.(JSON.parse(optionsArg) as Record<string, unknown>) ?? [factoryArg, JSON.parse(optionsArg) as Record<string, unknown>]
-const optionsJson = JSON.stringify(options)
 const requests = Number(n)
 const dir = mkdtempSync(join(tmpdir(), 'ron-callgrind-'))
-const child = spawn(
-  'valgrind',
-  ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', `--callgrind-out-file=${dir}/cg.%p`, process.execPath, '--import', 'tsx', '--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${dir}/v8.log`, here('./callgrind-child.ts'), fromBench(`./servers/${factory}`), optionsJson],
-  {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG },
-  },
-)
-let stderr = ''
-child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-const [url, pid, extraJson] = await new Promise<[string, string, string]>((resolve, reject) => {
-  let out = ''
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString()
-    const m = /LISTENING (\S+) (\d+) (.*)\n/.exec(out)
-    if (m) resolve([m[1]!, m[2]!, m[3]!])
-  })
-  child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening:\n${stderr.slice(-2000)}`)))
-})
-const extra = JSON.parse(extraJson) as { token?: string }
+const { child, url, pid, extra } = await startUnderCallgrind(dir, factory, options)
 let seq = 0
 const names = putSize === 'names'
 const body = putSize === undefined || names ? undefined : Buffer.alloc(Number(putSize), 7)
-const manifests = (extra as { manifests?: string[] }).manifests ?? []
+const manifests = extra.manifests ?? []
 const load = (amount: number): ReturnType<typeof autocannon> =>
   names
     ? autocannon({

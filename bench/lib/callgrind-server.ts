@@ -1,0 +1,57 @@
+/**
+ * A bench server factory started under `valgrind --tool=callgrind` (`tools/callgrind-child.ts`
+ * in the child), with JIT frames named through `--perf-basic-prof`: what `tools/callgrind.ts` and
+ * `tools/callgrind-commit.ts` count instructions on. Resolves once the child prints its
+ * `LISTENING` line; rejects, with the end of its stderr, when it exits first.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from './process.js'
+
+/** A server running under callgrind. */
+export interface CallgrindServer {
+  child: ChildProcess
+  url: string
+  /** The server's pid, for `callgrind_control`. */
+  pid: string
+  /** The factory's `extra`: a bearer token, the manifests of `index/names.ts`, … */
+  extra: { token?: string; manifests?: string[] }
+}
+
+/**
+ * Starts `factory` (a path under `bench/servers/`) with `options` under callgrind, writing its
+ * profiles (`cg.<pid>…`) and V8's code map log into `dir`.
+ */
+export async function startUnderCallgrind(dir: string, factory: string, options: unknown): Promise<CallgrindServer> {
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--smc-check=all-non-file',
+      '--separate-threads=yes',
+      `--callgrind-out-file=${dir}/cg.%p`,
+      process.execPath,
+      '--import',
+      'tsx',
+      '--perf-basic-prof',
+      '--no-logfile-per-isolate',
+      `--logfile=${dir}/v8.log`,
+      fileURLToPath(new URL('../tools/callgrind-child.ts', import.meta.url)),
+      fromBench(`./servers/${factory}`),
+      JSON.stringify(options),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG } },
+  )
+  let stderr = ''
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  const [url, pid, extraJson] = await new Promise<[string, string, string]>((resolve, reject) => {
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString()
+      const m = /LISTENING (\S+) (\d+) (.*)\n/.exec(out)
+      if (m) resolve([m[1]!, m[2]!, m[3]!])
+    })
+    child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening:\n${stderr.slice(-2000)}`)))
+  })
+  return { child, url, pid, extra: JSON.parse(extraJson) as CallgrindServer['extra'] }
+}
