@@ -56,16 +56,22 @@ afterAll(async () => {
   if (dir !== undefined) await rm(dir, { recursive: true, force: true })
 })
 
-/** Runs the built `ron-node` with the hook; resolves with its exit code, stdout and the loaded URLs. */
-async function loaded(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; urls: string[] }> {
-  const log = join(dir, `loaded-${Math.random().toString(36).slice(2)}.txt`)
-  await writeFile(log, '')
-  const child = spawn(process.execPath, ['--import', pathToFileURL(hook).href, BIN, ...args], { env: { ...process.env, RON_LOADED_LOG: log }, stdio: ['ignore', 'pipe', 'pipe'] })
+/** Runs `node <argv>` to its exit; resolves with its exit code, stdout and stderr. */
+async function runNode(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  return { code, stdout, stderr }
+}
+
+/** Runs the built `ron-node` with the hook; resolves with its exit code, stdout and the loaded URLs. */
+async function loaded(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; urls: string[] }> {
+  const log = join(dir, `loaded-${Math.random().toString(36).slice(2)}.txt`)
+  await writeFile(log, '')
+  const { code, stdout, stderr } = await runNode(['--import', pathToFileURL(hook).href, BIN, ...args], { ...process.env, RON_LOADED_LOG: log })
   const urls = (await readFile(log, 'utf8')).split('\n').filter((u) => u !== '')
   return { code, stdout, stderr, urls }
 }
@@ -137,12 +143,7 @@ describe('client commands skip work they do not need', () => {
         '',
       ].join('\n'),
     )
-    const child = spawn(process.execPath, ['--import', pathToFileURL(preload).href, BIN, ...args], { env: { ...process.env, RON_CALLS_LOG: log }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    const { code, stdout, stderr } = await runNode(['--import', pathToFileURL(preload).href, BIN, ...args], { ...process.env, RON_CALLS_LOG: log })
     const calls = (await readFile(log, 'utf8')).split('\n').filter((c) => c !== '')
     return { code, stdout, stderr, calls }
   }
@@ -165,13 +166,7 @@ describe('client commands skip work they do not need', () => {
 describe('client commands exit once their work is done', () => {
   /** Runs the built `ron-node` under V8's wasm compile trace (printed on stdout, one line per function compiled). */
   async function compiles(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const child = spawn(process.execPath, ['--trace-wasm-compilation-times', BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-    return { code, stdout, stderr }
+    return runNode(['--trace-wasm-compilation-times', BIN, ...args])
   }
 
   it('put and get never start an optimising compile of the HTTP parser (its exit would wait for it)', async () => {
@@ -226,13 +221,7 @@ describe('bin/ron-node.js', () => {
   async function run(pkg: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
     await mkdir(join(pkg, 'bin'), { recursive: true })
     await copyFile(launcher, join(pkg, 'bin', 'ron-node.js'))
-    const child = spawn(process.execPath, [join(pkg, 'bin', 'ron-node.js'), '--version'], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-    return { code, stdout, stderr }
+    return runNode([join(pkg, 'bin', 'ron-node.js'), '--version'])
   }
 
   it('imports dist/bin.js directly when it is there', async () => {
