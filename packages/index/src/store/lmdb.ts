@@ -48,6 +48,11 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     // Durability: never skip the sync (each write also awaits `db.flushed` before it answers).
     noSync: false,
     encoding: 'msgpack',
+    // Plain msgpack maps for what is written from now on: msgpackr's default records put their
+    // field list inline in every value (no shared structures here), and decoding one defines its
+    // record structures anew each time, about a third of a name write's msgpack work. Values
+    // written as records before still decode (the decoder reads both).
+    encoder: { useRecords: false },
     // Each write here is its own transaction. lmdb's event-turn batching would open a batch per
     // event turn whose own commit promise nobody awaits: when that commit fails (a full disk) the
     // rejection is unhandled and ends the process.
