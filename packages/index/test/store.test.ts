@@ -86,6 +86,25 @@ describe('name stores', () => {
     await casProperty(() => openLmdbNameStore({ dir: join(base, `db${n++}`) }))
   })
 
+  it('LMDB: a write read ahead with stateForWrite sees a write that came between', async () => {
+    const s = await openLmdbNameStore({ dir: await tmp() })
+    await s.put('a.b', null, () => rec(addr(1)))
+    const ahead = s.stateForWrite!('a.b')
+    expect(ahead.binding?.manifestAddress).toBe(addr(1))
+    // Same bytes in the transaction: the read-ahead value is what the write sees.
+    const seen: unknown[] = []
+    await s.put('a.b', addr(1), (st) => (seen.push(st.binding), rec(addr(2))))
+    expect(seen[0]).toBe(ahead.binding)
+    // Another write between the read ahead and the write: the transaction sees it, not the read.
+    s.stateForWrite!('a.b')
+    await s.put('a.b', addr(2), () => rec(addr(3)))
+    await s.put('a.b', undefined, (st) => (seen.push(st.binding), rec(addr(4))))
+    expect((seen[1] as { manifestAddress: string }).manifestAddress).toBe(addr(3))
+    await expect(s.put('a.b', addr(2), () => rec(addr(5)))).rejects.toMatchObject({ code: 'Conflict' })
+    expect(s.get('a.b')?.manifestAddress).toBe(addr(4))
+    await s.close()
+  })
+
   it('LMDB: bindings survive a reopen; deletes too', async () => {
     const dir = await tmp()
     let s = await openLmdbNameStore({ dir })
