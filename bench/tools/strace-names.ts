@@ -14,7 +14,7 @@
  * Needs strace (Debian: `apt install strace`); the bench runs as root, so strace may attach.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -71,6 +71,7 @@ if (traced === 'none') {
   }
   child.kill('SIGTERM')
   await new Promise((resolve) => child.once('exit', resolve))
+  rmSync(dir, { recursive: true, force: true })
   process.exit(0)
 }
 const summary = join(dir, 'summary.txt')
@@ -104,3 +105,4 @@ if (process.env.STRACE_LOG !== undefined) {
     console.log(`${m[3]!.padEnd(18)} ${(Number(m[2]) / count).toFixed(2).padStart(11)} ${((Number(m[1]) * 1e6) / count).toFixed(0).padStart(10)}`)
   }
 }
+rmSync(dir, { recursive: true, force: true })
