@@ -2,12 +2,13 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fc from 'fast-check'
+import { open } from 'lmdb'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ConflictError, isRonError } from '@ron/core'
 import type { Address } from '@ron/core'
-import { createIndexService, createMemoryNameStore, openLmdbNameStore } from '../src/index.js'
+import { createIndexService, createMemoryNameStore, openLmdbNameStore, verifyNameRecord } from '../src/index.js'
 import type { NameStore } from '../src/index.js'
-import { addr, manifestFor, setup, tomb, type Env } from './helpers.js'
+import { addr, directory, manifestFor, setup, signed, testNode, tomb, type Env } from './helpers.js'
 
 const dirs: string[] = []
 let env: Env | undefined
@@ -85,6 +86,25 @@ describe('name stores', () => {
     await casProperty(() => openLmdbNameStore({ dir: join(base, `db${n++}`) }))
   })
 
+  it('LMDB: a write read ahead with stateForWrite sees a write that came between', async () => {
+    const s = await openLmdbNameStore({ dir: await tmp() })
+    await s.put('a.b', null, () => rec(addr(1)))
+    const ahead = s.stateForWrite!('a.b')
+    expect(ahead.binding?.manifestAddress).toBe(addr(1))
+    // Same bytes in the transaction: the read-ahead value is what the write sees.
+    const seen: unknown[] = []
+    await s.put('a.b', addr(1), (st) => (seen.push(st.binding), rec(addr(2))))
+    expect(seen[0]).toBe(ahead.binding)
+    // Another write between the read ahead and the write: the transaction sees it, not the read.
+    s.stateForWrite!('a.b')
+    await s.put('a.b', addr(2), () => rec(addr(3)))
+    await s.put('a.b', undefined, (st) => (seen.push(st.binding), rec(addr(4))))
+    expect((seen[1] as { manifestAddress: string }).manifestAddress).toBe(addr(3))
+    await expect(s.put('a.b', addr(2), () => rec(addr(5)))).rejects.toMatchObject({ code: 'Conflict' })
+    expect(s.get('a.b')?.manifestAddress).toBe(addr(4))
+    await s.close()
+  })
+
   it('LMDB: bindings survive a reopen; deletes too', async () => {
     const dir = await tmp()
     let s = await openLmdbNameStore({ dir })
@@ -97,6 +117,32 @@ describe('name stores', () => {
     expect(s.get('a.b')).toMatchObject({ manifestAddress: addr(1), manifest: manifestFor(addr(1)) })
     expect(s.get('c.d')).toBeUndefined()
     expect(s.count()).toBe(1)
+    await s.close()
+  })
+
+  it('LMDB: bindings earlier versions wrote as msgpack records still read and verify; new ones are plain maps', async () => {
+    const dir = await tmp()
+    const me = testNode()
+    const before = { ...rec(addr(1)), manifestText: JSON.stringify(manifestFor(addr(1))), record: signed(me, 'old.name', addr(1)) }
+    // What earlier versions wrote: lmdb's default msgpack, records with their field lists inline.
+    const earlier = open<unknown, string>({ path: dir, name: 'names', compression: false, encoding: 'msgpack' })
+    const isRecord = (b: Buffer | undefined): boolean => b !== undefined && b[0] === 0xd4 && b[1] === 0x72
+    await earlier.put('old.name', before)
+    expect(isRecord(earlier.getBinary('old.name'))).toBe(true)
+    await earlier.close()
+    let s = await openLmdbNameStore({ dir })
+    expect(s.get('old.name')).toEqual(before)
+    expect(verifyNameRecord(s.get('old.name')?.record, 'old.name', directory(me))).toMatchObject({ ok: true })
+    await s.put('new.name', null, () => ({ ...rec(addr(2)), record: signed(me, 'new.name', addr(2)) }))
+    await s.put('old.name', addr(1), ({ binding }) => ({ ...binding!, updatedAt: 2, record: signed(me, 'old.name', addr(1), 2) }))
+    await s.close()
+    const raw = open<Buffer, string>({ path: dir, name: 'names', compression: false, encoding: 'binary' })
+    // A msgpack map (map16: 0xde), no inline record definition.
+    for (const name of ['new.name', 'old.name']) expect([raw.getBinary(name)?.[0], isRecord(raw.getBinary(name))]).toEqual([0xde, false])
+    await raw.close()
+    s = await openLmdbNameStore({ dir })
+    expect(s.get('old.name')).toEqual({ ...before, updatedAt: 2, record: signed(me, 'old.name', addr(1), 2) })
+    expect(verifyNameRecord(s.get('new.name')?.record, 'new.name', directory(me))).toMatchObject({ ok: true, record: { seq: 1 } })
     await s.close()
   })
 

@@ -59,7 +59,7 @@ export function writeRoutes(s: IndexContext): Route[] {
    * deleted) is homed here.
    */
   const checkHome = async (name: string, signal: AbortSignal): Promise<NameState> => {
-    const state: NameState = { binding: s.store.get(name), tombstone: s.store.tombstone(name) }
+    const state: NameState = s.store.stateForWrite?.(name) ?? { binding: s.store.get(name), tombstone: s.store.tombstone(name) }
     // A store the cluster shares is linearizable: names have no home there.
     if (s.store.shared === true || state.binding !== undefined || state.tombstone !== undefined) return state
     const home = await s.resolver.remoteHome(name, signal)

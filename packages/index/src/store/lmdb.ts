@@ -32,6 +32,14 @@ export interface LmdbNameStoreOptions {
   mapSize?: number
 }
 
+/** Most bindings kept between a write's read ahead and its transaction (one per write in flight). */
+const READ_AHEAD_MAX = 256
+
+/** The msgpack decoder of an lmdb database (`Database.decoder`, typed `any` there). */
+interface Decoder {
+  decode(bytes: Buffer): unknown
+}
+
 /**
  * Opens (or creates) the LMDB name store in `dir`.
  * @throws the `lmdb` error when the directory cannot be created or opened.
@@ -48,6 +56,11 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     // Durability: never skip the sync (each write also awaits `db.flushed` before it answers).
     noSync: false,
     encoding: 'msgpack',
+    // Plain msgpack maps for what is written from now on: msgpackr's default records put their
+    // field list inline in every value (no shared structures here), and decoding one defines its
+    // record structures anew each time, about a third of a name write's msgpack work. Values
+    // written as records before still decode (the decoder reads both).
+    encoder: { useRecords: false },
     // Each write here is its own transaction. lmdb's event-turn batching would open a batch per
     // event turn whose own commit promise nobody awaits: when that commit fails (a full disk) the
     // rejection is unhandled and ends the process.
@@ -89,8 +102,36 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     if (out === undefined) throw await lmdbFault(new Error('the transaction did not run'), dir)
     return out.value
   }
+  /**
+   * Bindings read ahead of a write (`stateForWrite`), each with a copy of its stored bytes: the
+   * write's transaction reuses the decoded value when it finds the same bytes. Taken by the first
+   * write of the name; at most {@link READ_AHEAD_MAX}, the oldest dropped first.
+   */
+  const decoder = (names as unknown as { decoder: Decoder }).decoder
+  const readAhead = new Map<string, { bytes: Buffer; value: NameRecord }>()
+  /** The binding of `name` inside a write transaction: a read-ahead value when the bytes are the same. */
+  const bindingInTxn = (name: string): NameRecord | undefined => {
+    const kept = readAhead.get(name)
+    if (kept === undefined) return names.get(name)
+    readAhead.delete(name)
+    const bytes = names.getBinaryFast(name)
+    if (bytes === undefined) return undefined
+    // lmdb's fast buffer reports the value's length but spans its whole shared buffer (byteLength).
+    return kept.bytes.equals(bytes.subarray(0, bytes.length)) ? kept.value : (decoder.decode(bytes) as NameRecord)
+  }
   return {
     durable: true,
+    stateForWrite(name) {
+      guard()
+      const tombstone = tombstones.get(name)
+      const bytes = names.getBinary(name)
+      if (bytes === undefined) return { binding: undefined, tombstone }
+      const value = decoder.decode(bytes) as NameRecord
+      readAhead.delete(name)
+      if (readAhead.size >= READ_AHEAD_MAX) readAhead.delete(readAhead.keys().next().value!)
+      readAhead.set(name, { bytes, value })
+      return { binding: value, tombstone }
+    },
     get(name) {
       guard()
       return names.get(name)
@@ -101,7 +142,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     },
     put(name, expected, make): Promise<WriteResult> {
       return commit(() => {
-        const binding = names.get(name)
+        const binding = bindingInTxn(name)
         const previous = binding?.manifestAddress
         checkPut(name, previous, expected)
         names.putSync(name, make({ binding, tombstone: tombstones.get(name) }))
@@ -111,7 +152,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     },
     delete(name, expected, make): Promise<WriteResult> {
       return commit(() => {
-        const binding = names.get(name)
+        const binding = bindingInTxn(name)
         const previous = checkDelete(name, binding?.manifestAddress, expected)
         tombstones.putSync(name, make(binding!, tombstones.get(name)))
         names.removeSync(name)

@@ -69,6 +69,13 @@ export interface NameStore {
   /** The tombstone of `name` (it was deleted here and not bound since), if any. */
   tombstone(name: string): SignedNameRecord | undefined
   /**
+   * The binding and tombstone of `name`, read ahead of a {@link NameStore.put} of it: the store
+   * may keep what it decoded so that the write's transaction, finding the same stored bytes,
+   * decodes nothing again (it still reads them, so a write between is seen). Stores without it
+   * are read with `get` and `tombstone`.
+   */
+  stateForWrite?(name: string): NameState
+  /**
    * Binds `name` to `make(state)` if the current binding matches `expected`, in one transaction
    * (the tombstone, if any, goes). `make` runs inside it, so it sees the state it replaces.
    * @throws {@link ConflictError} (`details: {name, expected, actual}`) when the binding does not match.
