@@ -25,6 +25,12 @@ export interface StartedServer {
 export type ServerFactory = (options: Record<string, unknown>) => Promise<StartedServer>
 
 applyBenchHeapGrowth()
+// tsx turns Node's source-map support on when it registers, and Node then parses and keeps the
+// map of every module that names one: each built package's chunks. `ron-node` (plain `node`)
+// does not, so a service child would carry megabytes of heap (about 4 MiB for storage) that its
+// users do not, and a baseline that loads no package would not. Stack traces of the children
+// point into the built files instead.
+process.setSourceMapsEnabled(false)
 
 const [factoryPath, optionsJson] = process.argv.slice(2)
 let server: StartedServer | undefined

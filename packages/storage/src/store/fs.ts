@@ -14,10 +14,10 @@ import { availableParallelism } from 'node:os'
 import { dirname, join } from 'node:path'
 import { ClosedError, IntegrityFailedError, abortReason, linkSignals, parseAddress } from '@ron/core'
 import type { Address } from '@ron/core'
-import { DEFAULT_CHUNK_SIZE, FOOTER_BYTES, checkChunkSize, encodeTrailer } from './integrity.js'
+import { ChunkTableBuilder, DEFAULT_CHUNK_SIZE, FOOTER_BYTES, checkChunkSize, encodeTrailer } from './integrity.js'
 import { registerInternals } from './internals.js'
 import type { ChunkTable } from './integrity.js'
-import { attempt, ingest } from './ingest.js'
+import { attempt, expectAddress, pump } from './ingest.js'
 import { ensureShards, fsyncDir, hasCode, ioReason, mapIoError, objectPaths, recover } from './fs-layout.js'
 import type { ObjectPaths, RecoveryReport } from './fs-layout.js'
 import { PipelinedWriter, WriteBufferPool, readAt } from './fs-io.js'
@@ -50,7 +50,7 @@ const HEX2 = /^[0-9a-f]{2}$/
  * format-1 directory (see `fs-format.ts`), then runs crash recovery (leftovers of interrupted puts
  * in `tmp/` are removed; objects need no scan).
  *
- * A put writes `tmp/<uuid>.data` while hashing (one pass yields the address and the chunk table),
+ * A put writes `tmp/<uuid>.data`, hashing the blocks it writes (one pass yields the address and the chunk table),
  * appends the table, fsyncs the file, calls `beforeCommit`, renames it into `objects/ab/` and
  * fsyncs that directory before resolving: the durability of a bare temp-file-fsync-rename write,
  * nothing more. A put of an object that already exists still renames its freshly verified copy
@@ -203,9 +203,13 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     let committed = false
     try {
       fh = await open(tmpData, 'wx', 0o644)
-      const w = new PipelinedWriter(fh, writeBuffers)
+      // The writer hashes the blocks it gathers (the bytes it writes), not the source's pieces.
+      const builder = new ChunkTableBuilder(chunkSize)
+      const w = new PipelinedWriter(fh, writeBuffers, (block) => builder.update(block))
       writer = w
-      const table = await ingest(source, { chunkSize, expect: o.expect, maxBytes: o.maxBytes, signal }, (piece) => w.write(piece))
+      await pump(source, { maxBytes: o.maxBytes, signal }, (piece) => w.write(piece))
+      w.seal()
+      const table = expectAddress(builder.finish(), o.expect)
       await w.write(encodeTrailer(table))
       await w.flush()
       if (o.beforeCommit !== undefined) await o.beforeCommit(table.address, table.size)

@@ -53,12 +53,16 @@ class AbortWatch {
   }
 }
 
-/** What {@link ingest} needs to know. */
-export interface IngestOptions {
-  chunkSize: number
-  expect?: Address | undefined
+/** What {@link pump} needs to know. */
+export interface PumpOptions {
   maxBytes?: number | undefined
   signal?: AbortSignal | undefined
+}
+
+/** What {@link ingest} needs to know. */
+export interface IngestOptions extends PumpOptions {
+  chunkSize: number
+  expect?: Address | undefined
 }
 
 /**
@@ -77,12 +81,46 @@ export async function ingest(
   opts: IngestOptions,
   sink: (piece: Uint8Array) => Promise<void> | void,
 ): Promise<ChunkTable> {
+  const builder = new ChunkTableBuilder(opts.chunkSize)
+  await pump(source, opts, (piece) => {
+    builder.update(piece)
+    return sink(piece)
+  })
+  return expectAddress(builder.finish(), opts.expect)
+}
+
+/**
+ * Rejects with {@link IntegrityFailedError} (details `{ expected, actual }`) when `expect` is
+ * given and is not `table`'s address; returns `table` otherwise.
+ */
+export function expectAddress(table: ChunkTable, expect: Address | undefined): ChunkTable {
+  if (expect !== undefined && expect !== table.address) {
+    throw new IntegrityFailedError('content does not match the expected address', {
+      details: { expected: expect, actual: table.address },
+    })
+  }
+  return table
+}
+
+/**
+ * The loop of {@link ingest} without the hashing, for a sink that hashes what it stores itself
+ * (the filesystem backend hashes the blocks it gathers: fewer native calls than per piece, and
+ * the address is computed from the very bytes that are written). Pulls `source` into `sink`, every
+ * byte once, in order, waiting on the sink's promise when it returns one; enforces `maxBytes`
+ * (before the offending piece reaches the sink), the signal and the piece type. Resolves to the
+ * number of bytes taken.
+ *
+ * @throws {@link OverLimitError} details `{ limit }`.
+ * @throws {@link MalformedError} when the source yields something other than bytes.
+ * @throws `CanceledError` (or the signal's reason) on abort.
+ */
+export async function pump(source: AsyncIterable<Uint8Array>, opts: PumpOptions, sink: (piece: Uint8Array) => Promise<void> | void): Promise<number> {
   const { signal, maxBytes } = opts
   if (signal?.aborted) throw abortReason(signal)
   if (maxBytes !== undefined && !(maxBytes >= 0)) {
     throw new MalformedError('maxBytes must be a non-negative number', { details: { field: 'maxBytes' } })
   }
-  const builder = new ChunkTableBuilder(opts.chunkSize)
+  let size = 0
   const it = source[Symbol.asyncIterator]()
   const watch = new AbortWatch(signal)
   let done = false
@@ -98,10 +136,10 @@ export async function ingest(
         throw new MalformedError('put source must yield Uint8Array chunks', { details: { field: 'body' } })
       }
       if (piece.length === 0) continue
-      if (maxBytes !== undefined && builder.size + piece.length > maxBytes) {
+      if (maxBytes !== undefined && size + piece.length > maxBytes) {
         throw new OverLimitError(`object exceeds ${maxBytes} bytes`, { details: { limit: maxBytes } })
       }
-      builder.update(piece)
+      size += piece.length
       const w = sink(piece)
       if (w !== undefined) await w
       if (signal?.aborted) throw abortReason(signal)
@@ -118,11 +156,5 @@ export async function ingest(
       }
     }
   }
-  const table = builder.finish()
-  if (opts.expect !== undefined && opts.expect !== table.address) {
-    throw new IntegrityFailedError('content does not match the expected address', {
-      details: { expected: opts.expect, actual: table.address },
-    })
-  }
-  return table
+  return size
 }

@@ -6,6 +6,7 @@
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { blake3, toAddress } from '@ron/core'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { PipelinedWriter, WriteBufferPool } from '../../src/store/fs-io.js'
 import { createFsStore } from '../../src/store/index.js'
@@ -101,5 +102,48 @@ describe('write buffer pool', () => {
     }
     await store.close()
     expect(idle()).toBe(0)
+  })
+
+  it('shows onBlock every byte once, in order, from its own buffers, and nothing taken after seal', async () => {
+    const fh = await open(join(dir, 'd'), 'wx')
+    const seen: Buffer[] = []
+    const w = new PipelinedWriter(fh, new WriteBufferPool(4), (block) => {
+      // A copy: the block is the writer's buffer, reused once written.
+      seen.push(Buffer.from(block))
+    })
+    const data = bytes(2 * CAP + 33_333, 5)
+    try {
+      for (let off = 0; off < data.length; off += 10_000) await w.write(data.subarray(off, off + 10_000))
+      expect(seen.map((b) => b.length)).toEqual([CAP, CAP]) // whole buffers, shown as they fill
+      w.seal()
+      await w.write(bytes(500, 6)) // the "trailer": written, not shown
+      await w.flush()
+    } finally {
+      await fh.close()
+    }
+    expect(Buffer.concat(seen).equals(Buffer.from(data))).toBe(true)
+    expect((await readFile(join(dir, 'd'))).length).toBe(data.length + 500)
+  })
+
+  it('stores and addresses the bytes as they were when taken, though the source reuses its buffer', async () => {
+    const store = await createFsStore({ dir, chunkSize: 64 * 1024 })
+    const parts = [bytes(CAP - 100, 20), bytes(150_000, 21), bytes(CAP + 7, 22), bytes(64 * 1024, 23)]
+    const reused = Buffer.alloc(Math.max(...parts.map((p) => p.length)))
+    // Every piece is yielded from the same buffer, which is overwritten (garbage first) once the
+    // store has taken it: an implementation that kept a reference (writev of the caller's buffer)
+    // or hashed later would store or address other bytes.
+    async function* source(): AsyncGenerator<Uint8Array> {
+      for (const p of parts) {
+        reused.set(p)
+        yield reused.subarray(0, p.length)
+        reused.fill(0xee)
+      }
+    }
+    const whole = Buffer.concat(parts)
+    const { address, size } = await store.put(source())
+    expect(size).toBe(whole.length)
+    expect(address).toBe(toAddress(blake3(whole)))
+    expect(Buffer.from(await readAll(store, address)).equals(whole)).toBe(true)
+    await store.close()
   })
 })
