@@ -290,4 +290,34 @@ describe('npm start builds only what changed (scripts/build-stale.js)', () => {
     await file(join(root, 'packages/b/tsup.config.ts'), 50)
     expect(await stale(root)).toBe('packages/b')
   })
+
+  it('rebuilds a package that bundles its workspace dependencies when one of them is stale or was rebuilt after it', async () => {
+    const root = join(dir, 'ws-bundle')
+    const at = (s: number): Date => new Date(Date.UTC(2026, 0, 1, 0, 0, s))
+    const file = async (path: string, t: number, text = 'x'): Promise<void> => {
+      await mkdir(join(path, '..'), { recursive: true })
+      await writeFile(path, text)
+      await utimes(path, at(t), at(t))
+    }
+    await file(join(root, 'package.json'), 0, JSON.stringify({ workspaces: ['packages/lib', 'packages/other', 'packages/app', 'packages/plain'] }))
+    await file(join(root, 'packages/lib/package.json'), 1, JSON.stringify({ name: '@x/lib', scripts: { build: 'tsup' } }))
+    await file(join(root, 'packages/other/package.json'), 1, JSON.stringify({ name: '@x/other', scripts: { build: 'tsup' } }))
+    // app bundles @x/lib (it has tsup.bin.config.ts); plain depends on it without bundling.
+    await file(join(root, 'packages/app/package.json'), 1, JSON.stringify({ name: 'app', scripts: { build: 'tsup' }, dependencies: { '@x/lib': '^1' } }))
+    await file(join(root, 'packages/app/tsup.bin.config.ts'), 1)
+    await file(join(root, 'packages/plain/package.json'), 1, JSON.stringify({ name: 'plain', scripts: { build: 'tsup' }, dependencies: { '@x/lib': '^1' } }))
+    for (const p of ['lib', 'other', 'app', 'plain']) await file(join(root, 'packages', p, 'src/x.ts'), 10)
+    for (const p of ['lib', 'other', 'app', 'plain']) await file(join(root, 'packages', p, 'dist/index.js'), 20)
+    expect(await stale(root)).toBe('up to date')
+    // lib's source changed: lib and app (which bundles it) are stale; plain imports lib at run time.
+    await file(join(root, 'packages/lib/src/x.ts'), 30)
+    expect(await stale(root)).toBe('packages/lib\npackages/app')
+    // lib rebuilt after app's build: app still bundles the old lib.
+    await file(join(root, 'packages/lib/dist/index.js'), 40)
+    expect(await stale(root)).toBe('packages/app')
+    // A rebuild of a package app does not depend on changes nothing.
+    await file(join(root, 'packages/app/dist/index.js'), 50)
+    await file(join(root, 'packages/other/dist/index.js'), 60)
+    expect(await stale(root)).toBe('up to date')
+  })
 })
