@@ -99,6 +99,9 @@ export default defineConfig({
   platform: 'node',
   tsconfig: 'tsconfig.build.json',
   splitting: true,
+  // dist/metafile-esm.json: which inputs each output file holds (the client-startup test reads it
+  // to check which packages' code a command loads). Not published.
+  metafile: true,
   // The plugins above decide what is bundled; tsup's own rule (dependencies external) would keep @ron/* out.
   noExternal: [/.*/],
   esbuildPlugins: [externals, lazyHelpLayout, ronVersions],
