@@ -6,6 +6,7 @@
  */
 
 import { spawn } from 'node:child_process'
+import { isBuiltin } from 'node:module'
 import { randomBytes } from 'node:crypto'
 import { copyFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -245,6 +246,25 @@ describe('client commands exit once their work is done', () => {
     const got = Buffer.concat(chunks)
     expect(got.length).toBe(data.length)
     expect(got.equals(data)).toBe(true)
+  })
+})
+
+describe('the bundled executable (tsup.bin.config.ts)', () => {
+  it('imports at run time only builtins and packages ron-node depends on, and no @ron/* package', async () => {
+    const cliDir = dirname(dirname(BIN))
+    const meta = JSON.parse(await readFile(join(cliDir, 'dist/metafile-esm.json'), 'utf8')) as {
+      outputs: Record<string, { imports: Array<{ path: string; external?: boolean }> }>
+    }
+    const manifest = JSON.parse(await readFile(join(cliDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
+    const externals = new Set(Object.values(meta.outputs).flatMap((o) => o.imports.filter((i) => i.external === true).map((i) => i.path)))
+    const packageOf = (spec: string): string => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/')
+    const packages = [...externals].filter((p) => !p.startsWith('node:') && !isBuiltin(p)).map(packageOf)
+    // The check sees the externals (lmdb is one: a native addon) …
+    expect(packages).toContain('lmdb')
+    // … each resolves from dist/ in an installed ron-node only if ron-node depends on it; a @ron/*
+    // import would load a second copy beside the bundled one.
+    expect(packages.filter((p) => manifest.dependencies[p] === undefined)).toEqual([])
+    expect(packages.filter((p) => p.startsWith('@ron/'))).toEqual([])
   })
 })
 
