@@ -47,7 +47,7 @@ function coreLayerRules() {
 }
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', 'docs/api/**', 'node_modules/**', '**/tsup.config.ts', 'tsup.base.ts', 'eslint.config.js', 'vitest.config.ts'] },
+  { ignores: ['**/dist/**', 'docs/api/**', 'node_modules/**', '**/tsup.config.ts', '**/tsup.bin.config.ts', 'tsup.base.ts', 'eslint.config.js', 'vitest.config.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

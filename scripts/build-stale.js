@@ -14,7 +14,12 @@ import process from 'node:process'
 import { fileURLToPath } from 'node:url'
 
 /** Files of a package whose change changes its build. */
-const INPUTS = ['src', 'package.json', 'tsup.config.ts', 'tsconfig.build.json']
+const INPUTS = ['src', 'package.json', 'tsup.config.ts', 'tsup.bin.config.ts', 'tsconfig.build.json']
+/**
+ * A package with this file bundles the built workspace packages it depends on (`ron-node`'s
+ * executable): it is stale too when one of them is, or was built after it.
+ */
+const BUNDLES = 'tsup.bin.config.ts'
 
 /**
  * Newest (`pick` = Math.max) or oldest (Math.min) modification time of the files under `path`.
@@ -53,14 +58,25 @@ export function staleWorkspaces(root) {
   const pkg = /** @type {{ workspaces?: string[] }} */ (readJson(join(root, 'package.json')))
   /** @type {string[]} */
   const out = []
+  /** Workspace packages seen so far by name: stale or not, and when their build last wrote. @type {Map<string, { stale: boolean, wrote: number }>} */
+  const seen = new Map()
   for (const ws of pkg.workspaces ?? []) {
     const dir = join(root, ws)
-    const manifest = /** @type {{ scripts?: Record<string, string> }} */ (readJson(join(dir, 'package.json')))
+    const manifest = /** @type {{ name?: string, scripts?: Record<string, string>, dependencies?: Record<string, string> }} */ (readJson(join(dir, 'package.json')))
     if (manifest.scripts?.['build'] === undefined) continue
     const newestInput = Math.max(...INPUTS.map((f) => mtime(join(dir, f), Math.max) ?? 0))
+    const isJs = (/** @type {string} */ f) => f.endsWith('.js')
     // tsup cleans dist/ and writes it whole: its oldest .js file is when the last build ran.
-    const built = mtime(join(dir, 'dist'), Math.min, (f) => f.endsWith('.js'))
-    if (built === undefined || newestInput > built) out.push(ws)
+    const built = mtime(join(dir, 'dist'), Math.min, isJs)
+    let stale = built === undefined || newestInput > built
+    if (!stale && existsSync(join(dir, BUNDLES))) {
+      for (const dep of Object.keys(manifest.dependencies ?? {})) {
+        const d = seen.get(dep)
+        if (d !== undefined && (d.stale || d.wrote > /** @type {number} */ (built))) stale = true
+      }
+    }
+    if (manifest.name !== undefined) seen.set(manifest.name, { stale, wrote: mtime(join(dir, 'dist'), Math.max, isJs) ?? 0 })
+    if (stale) out.push(ws)
   }
   return out
 }

@@ -1,4 +1,5 @@
 import { packageConfig } from '../../tsup.base.js'
 
-// Declarations only for the library entry; the binary needs none.
-export default packageConfig({ index: 'src/index.ts', bin: 'src/bin.ts' }, { dts: { entry: { index: 'src/index.ts' } } })
+// The library entry (what embedders import). The executable, dist/bin.js, is a bundle built after
+// it by tsup.bin.config.ts.
+export default packageConfig({ index: 'src/index.ts' })

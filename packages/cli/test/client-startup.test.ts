@@ -6,10 +6,11 @@
  */
 
 import { spawn } from 'node:child_process'
+import { isBuiltin } from 'node:module'
 import { randomBytes } from 'node:crypto'
 import { copyFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startNode, type RonNode } from '../src/node.js'
@@ -73,7 +74,41 @@ async function loaded(args: string[]): Promise<{ code: number | null; stdout: st
   await writeFile(log, '')
   const { code, stdout, stderr } = await runNode(['--import', pathToFileURL(hook).href, BIN, ...args], { ...process.env, RON_LOADED_LOG: log })
   const urls = (await readFile(log, 'utf8')).split('\n').filter((u) => u !== '')
-  return { code, stdout, stderr, urls }
+  return { code, stdout, stderr, urls: await withBundledInputs(urls) }
+}
+
+/**
+ * The executable is a bundle (tsup.bin.config.ts): each of its files that `urls` names stands for
+ * the modules bundled into it (from the build's metafile), which are added as file URLs. A file
+ * holds modules it may initialise only on use, so this over-counts: a check that a URL is absent
+ * stays as strict as before.
+ */
+async function withBundledInputs(urls: string[]): Promise<string[]> {
+  const cliDir = dirname(dirname(BIN))
+  const meta = JSON.parse(await readFile(join(cliDir, 'dist/metafile-esm.json'), 'utf8')) as {
+    inputs: Record<string, { imports: Array<{ path: string; external?: boolean }> }>
+    outputs: Record<string, { inputs: Record<string, unknown> }>
+  }
+  const loaded = new Set<string>()
+  for (const u of urls) {
+    const output = meta.outputs[relativeTo(cliDir, u)]
+    if (output !== undefined) for (const input of Object.keys(output.inputs)) loaded.add(input)
+  }
+  // A module that only re-exports (e.g. @ron/storage/dist/client.js) is in no output: it counts as
+  // loaded when everything it imports is.
+  const placed = new Set(Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs)))
+  for (const [input, { imports }] of Object.entries(meta.inputs)) {
+    const bundled = imports.filter((i) => i.external !== true)
+    if (!placed.has(input) && bundled.length > 0 && bundled.every((i) => loaded.has(i.path))) loaded.add(input)
+  }
+  return [...urls, ...[...loaded].map((input) => pathToFileURL(resolve(cliDir, input)).href)]
+}
+
+/** `url`'s path relative to `dir` with forward slashes (how the metafile names outputs), or '' outside it. */
+function relativeTo(dir: string, url: string): string {
+  if (!url.startsWith('file:')) return ''
+  const path = fileURLToPath(url)
+  return path.startsWith(dir + '/') ? path.slice(dir.length + 1) : ''
 }
 
 function serverModules(urls: string[]): string[] {
@@ -214,6 +249,25 @@ describe('client commands exit once their work is done', () => {
   })
 })
 
+describe('the bundled executable (tsup.bin.config.ts)', () => {
+  it('imports at run time only builtins and packages ron-node depends on, and no @ron/* package', async () => {
+    const cliDir = dirname(dirname(BIN))
+    const meta = JSON.parse(await readFile(join(cliDir, 'dist/metafile-esm.json'), 'utf8')) as {
+      outputs: Record<string, { imports: Array<{ path: string; external?: boolean }> }>
+    }
+    const manifest = JSON.parse(await readFile(join(cliDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
+    const externals = new Set(Object.values(meta.outputs).flatMap((o) => o.imports.filter((i) => i.external === true).map((i) => i.path)))
+    const packageOf = (spec: string): string => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/')
+    const packages = [...externals].filter((p) => !p.startsWith('node:') && !isBuiltin(p)).map(packageOf)
+    // The check sees the externals (lmdb is one: a native addon) …
+    expect(packages).toContain('lmdb')
+    // … each resolves from dist/ in an installed ron-node only if ron-node depends on it; a @ron/*
+    // import would load a second copy beside the bundled one.
+    expect(packages.filter((p) => manifest.dependencies[p] === undefined)).toEqual([])
+    expect(packages.filter((p) => p.startsWith('@ron/'))).toEqual([])
+  })
+})
+
 describe('bin/ron-node.js', () => {
   const launcher = fileURLToPath(new URL('../bin/ron-node.js', import.meta.url))
 
@@ -289,5 +343,35 @@ describe('npm start builds only what changed (scripts/build-stale.js)', () => {
     // A changed build config counts as a change.
     await file(join(root, 'packages/b/tsup.config.ts'), 50)
     expect(await stale(root)).toBe('packages/b')
+  })
+
+  it('rebuilds a package that bundles its workspace dependencies when one of them is stale or was rebuilt after it', async () => {
+    const root = join(dir, 'ws-bundle')
+    const at = (s: number): Date => new Date(Date.UTC(2026, 0, 1, 0, 0, s))
+    const file = async (path: string, t: number, text = 'x'): Promise<void> => {
+      await mkdir(join(path, '..'), { recursive: true })
+      await writeFile(path, text)
+      await utimes(path, at(t), at(t))
+    }
+    await file(join(root, 'package.json'), 0, JSON.stringify({ workspaces: ['packages/lib', 'packages/other', 'packages/app', 'packages/plain'] }))
+    await file(join(root, 'packages/lib/package.json'), 1, JSON.stringify({ name: '@x/lib', scripts: { build: 'tsup' } }))
+    await file(join(root, 'packages/other/package.json'), 1, JSON.stringify({ name: '@x/other', scripts: { build: 'tsup' } }))
+    // app bundles @x/lib (it has tsup.bin.config.ts); plain depends on it without bundling.
+    await file(join(root, 'packages/app/package.json'), 1, JSON.stringify({ name: 'app', scripts: { build: 'tsup' }, dependencies: { '@x/lib': '^1' } }))
+    await file(join(root, 'packages/app/tsup.bin.config.ts'), 1)
+    await file(join(root, 'packages/plain/package.json'), 1, JSON.stringify({ name: 'plain', scripts: { build: 'tsup' }, dependencies: { '@x/lib': '^1' } }))
+    for (const p of ['lib', 'other', 'app', 'plain']) await file(join(root, 'packages', p, 'src/x.ts'), 10)
+    for (const p of ['lib', 'other', 'app', 'plain']) await file(join(root, 'packages', p, 'dist/index.js'), 20)
+    expect(await stale(root)).toBe('up to date')
+    // lib's source changed: lib and app (which bundles it) are stale; plain imports lib at run time.
+    await file(join(root, 'packages/lib/src/x.ts'), 30)
+    expect(await stale(root)).toBe('packages/lib\npackages/app')
+    // lib rebuilt after app's build: app still bundles the old lib.
+    await file(join(root, 'packages/lib/dist/index.js'), 40)
+    expect(await stale(root)).toBe('packages/app')
+    // A rebuild of a package app does not depend on changes nothing.
+    await file(join(root, 'packages/app/dist/index.js'), 50)
+    await file(join(root, 'packages/other/dist/index.js'), 60)
+    expect(await stale(root)).toBe('up to date')
   })
 })

@@ -1,0 +1,110 @@
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import type { Plugin } from 'esbuild'
+import { defineConfig } from 'tsup'
+
+/**
+ * The `ron-node` executable (`dist/bin.js`), built after the library (`tsup.config.ts`) as one
+ * bundle of the CLI, the `@ron/*` packages (their built `dist/`) and the pure-ESM packages below:
+ * `ron-node start` used to load ~240 module files (95 of them zod's) before its first service, and
+ * resolving, reading and linking them was a fifth of its start-up. The library entry
+ * (`dist/index.js`, what embedders import) and the published `@ron/*` packages are unchanged.
+ *
+ * Every `@ron/*` module the executable runs comes from this bundle (one copy: `instanceof` holds
+ * between them); everything not listed in {@link BUNDLED} stays an import resolved at run time
+ * (native addons, CommonJS packages with worker files such as pino, undici, prom-client): those are
+ * dependencies of `ron-node` itself so they resolve from `dist/` in an installed package too.
+ */
+const BUNDLED = [
+  /^@ron\//,
+  /^zod(\/|$)/,
+  /^@noble\/hashes(\/|$)/,
+  /^eventsource-parser(\/|$)/,
+  // yargs and what it imports (all ESM).
+  /^yargs(\/|$)/,
+  /^yargs-parser(\/|$)/,
+  /^cliui$/,
+  /^string-width$/,
+  /^strip-ansi$/,
+  /^wrap-ansi$/,
+  /^ansi-regex$/,
+  /^ansi-styles$/,
+  /^emoji-regex$/,
+  /^get-east-asian-width$/,
+  /^y18n$/,
+  /^escalade(\/|$)/,
+  /^get-caller-file$/,
+]
+
+/** Bare imports not in {@link BUNDLED} stay imports; node: builtins too. */
+const externals: Plugin = {
+  name: 'ron-externals',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (a) => {
+      if (a.path.startsWith('node:') || !BUNDLED.some((re) => re.test(a.path))) return { path: a.path, external: true }
+      return undefined
+    })
+  },
+}
+
+/**
+ * yargs imports its help layout (cliui, string-width) at once, and string-width builds an
+ * `Intl.Segmenter` and Unicode-property regexps as it loads (tens of ms, every command). Only
+ * `--help` and usage errors lay out text: here yargs gets both through a stub that evaluates the real
+ * module on its first call (esbuild initialises a module reached through `require()` lazily).
+ */
+const lazyHelpLayout: Plugin = {
+  name: 'ron-lazy-help-layout',
+  setup(build) {
+    build.onResolve({ filter: /^(cliui|string-width)$/ }, (a) =>
+      /[\\/]node_modules[\\/]yargs[\\/]/.test(a.importer) ? { path: a.path, namespace: 'ron-lazy', pluginData: dirname(a.importer) } : undefined,
+    )
+    build.onLoad({ filter: /.*/, namespace: 'ron-lazy' }, (a) => ({
+      contents: `export default function lazy(...args) { return require(${JSON.stringify(a.path)}).default(...args) }\n`,
+      // Resolved where yargs imported it from.
+      resolveDir: a.pluginData as string,
+      loader: 'js',
+    }))
+  },
+}
+
+/**
+ * Each `@ron/*` package reads its version from `../package.json` next to its `dist/`; bundled, that
+ * path would name this package's. The version is written in at build time instead.
+ */
+const ronVersions: Plugin = {
+  name: 'ron-versions',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]packages[\\/][a-z]+[\\/]dist[\\/].*\.js$/ }, (a) => {
+      const text = readFileSync(a.path, 'utf8')
+      const read = 'readFileSync(new URL("../package.json", import.meta.url), "utf8")'
+      if (!text.includes(read)) {
+        if (text.includes('"../package.json"')) throw new Error(`${a.path}: reads ../package.json in a way this build does not rewrite`)
+        return undefined
+      }
+      const manifest = join(dirname(a.path), '..', 'package.json')
+      const { version } = JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }
+      return { contents: text.split(read).join(JSON.stringify(JSON.stringify({ version }))), loader: 'js' }
+    })
+  },
+}
+
+export default defineConfig({
+  entry: { bin: 'src/bin.ts' },
+  format: ['esm'],
+  dts: false,
+  sourcemap: true,
+  clean: false,
+  target: 'node20',
+  platform: 'node',
+  tsconfig: 'tsconfig.build.json',
+  splitting: true,
+  // dist/metafile-esm.json: which inputs each output file holds (the client-startup test reads it
+  // to check which packages' code a command loads). Not published.
+  metafile: true,
+  // The plugins above decide what is bundled; tsup's own rule (dependencies external) would keep @ron/* out.
+  noExternal: [/.*/],
+  esbuildPlugins: [externals, lazyHelpLayout, ronVersions],
+  // A bundled CommonJS module's `require()` of an external or a builtin needs a real require.
+  banner: { js: "import { createRequire as __ronCreateRequire } from 'node:module'; const require = __ronCreateRequire(import.meta.url);" },
+})
