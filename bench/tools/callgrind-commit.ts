@@ -25,7 +25,9 @@ const keys = ['s1', 's2', 's3'].map(generateSignerKey)
 const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
 const { child, url, pid, extra } = await startUnderCallgrind(dir, `registry/${which === 'floor' ? 'floor' : 'registry'}.ts`, { dir: join(dir, 'data'), signers })
 const transport = new HttpTransport({ targets: { registry: url } })
-const client = createRegistryClient(transport, { token: String(extra.token) })
+// A commit under valgrind on a busy box can outlast the registry's 5 s default deadline: the client
+// asks for 60 s (`x-deadline-ms`, the most the registry grants); the floor ignores the header.
+const client = createRegistryClient(transport, { token: String(extra.token), timeoutMs: 60_000 })
 let i = 0
 const payload = (k: number): DescriptorSet => ({
   schemaVersion: 1,
