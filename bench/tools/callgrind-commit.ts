@@ -43,14 +43,21 @@ async function cycle(): Promise<void> {
   for (const a of approvals) await client.approve(p.proposalId, a)
   await client.commit(p.proposalId)
 }
-// A long warm-up: the counted cycles run optimised code (fewer JIT compiles on other threads).
-for (let k = 0; k < Math.max(400, cycles); k++) await cycle()
-execFileSync('callgrind_control', ['-z', pid], { stdio: 'ignore' })
-for (let k = 0; k < cycles; k++) await cycle()
-execFileSync('callgrind_control', ['-d', pid], { stdio: 'ignore' })
-await transport.close()
-process.kill(Number(pid), 'SIGTERM')
-await new Promise((resolve) => child.once('exit', resolve))
+try {
+  // A long warm-up: the counted cycles run optimised code (fewer JIT compiles on other threads).
+  for (let k = 0; k < Math.max(400, cycles); k++) await cycle()
+  execFileSync('callgrind_control', ['-z', pid], { stdio: 'ignore' })
+  for (let k = 0; k < cycles; k++) await cycle()
+  execFileSync('callgrind_control', ['-d', pid], { stdio: 'ignore' })
+} finally {
+  // A failed cycle (a 503 when the registry finds its disk slow under valgrind) must not leave
+  // the server running under valgrind.
+  await transport.close()
+  if (child.exitCode === null) {
+    process.kill(Number(pid), 'SIGTERM')
+    await new Promise((resolve) => child.once('exit', resolve))
+  }
+}
 
 const totals = readdirSync(dir)
   .filter((f) => /\.\d+-\d+$/.test(f))
