@@ -92,14 +92,7 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
       for (const k in cors) if (h === undefined || !hasHeader(h, k)) headers.push(k, cors[k]!)
     }
     if (h !== undefined) {
-      if (Object.isFrozen(h)) {
-        // A frozen headers object is a reply handed out many times (a cached 200 or 304): its list
-        // is built once, and copying it is the same array loop whatever the object's shape.
-        const list = frozenHeaderList(h)
-        for (let i = 0; i < list.length; i++) headers.push(list[i]!)
-      } else {
-        for (const k in h) headers.push(k, h[k]!)
-      }
+      for (const k in h) headers.push(k, h[k]!)
     }
     headers.push(CORR_ID_HEADER, ex.corrId)
     if (ex.contentType !== undefined) headers.push('content-type', ex.contentType)
@@ -148,29 +141,6 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   } else {
     void streamToNode(ex, body as AsyncIterable<Uint8Array>, res, o)
   }
-}
-
-type HeaderList = readonly (string | number | readonly string[])[]
-
-/** The `[name, value, …]` list of each frozen reply headers object, built on first use. */
-const frozenLists = new WeakMap<object, HeaderList>()
-
-/**
- * The flat header list of a frozen headers object, in its own enumeration order (what `for…in`
- * gives): built once per object, so a reply object reused for many requests (a cached HEAD, a
- * 304) is not enumerated per request, and the writer's loop stays one array loop however many
- * header shapes the services of a process reply with. Only frozen objects: a mutable one may
- * change between two replies.
- */
-function frozenHeaderList(h: Readonly<Record<string, string | number | readonly string[]>>): HeaderList {
-  let list = frozenLists.get(h)
-  if (list === undefined) {
-    const l: (string | number | readonly string[])[] = []
-    for (const k in h) l.push(k, h[k]!)
-    list = Object.freeze(l)
-    frozenLists.set(h, list)
-  }
-  return list
 }
 
 /**
