@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { bearerToken, checkCaveats } from '../../src/auth/index.js'
 import { ForbiddenError } from '../../src/errors.js'
 
@@ -46,6 +46,28 @@ describe('bearerToken', () => {
   it('extracts the token of an Authorization: Bearer header', () => {
     expect(bearerToken({ authorization: 'Bearer abc.def.ghi' })).toBe('abc.def.ghi')
     expect(bearerToken({ authorization: 'bearer   abc.def.ghi ' })).toBe('abc.def.ghi')
+  })
+
+  it('gives the same answers for a header seen before, after another one, and after a malformed one', () => {
+    const a = `Bearer ${'a'.repeat(400)}.b.c`
+    const b = `Bearer ${'a'.repeat(400)}.b.d`
+    for (let i = 0; i < 3; i++) {
+      expect(bearerToken({ authorization: a })).toBe(`${'a'.repeat(400)}.b.c`)
+      expect(bearerToken({ authorization: a })).toBe(`${'a'.repeat(400)}.b.c`)
+      expect(bearerToken({ authorization: `${a} x` })).toBeUndefined()
+      expect(bearerToken({ authorization: b })).toBe(`${'a'.repeat(400)}.b.d`)
+      expect(bearerToken({ authorization: ` ${b}` })).toBeUndefined()
+      expect(bearerToken({})).toBeUndefined()
+      // Built at run time (not the same string object): equal content is the same header.
+      expect(bearerToken({ authorization: ['Bearer ', 'a'.repeat(400), '.b.d'].join('') })).toBe(`${'a'.repeat(400)}.b.d`)
+    }
+  })
+
+  it('an empty header is not a match of the memo in a fresh module', async () => {
+    vi.resetModules()
+    const fresh = await import('../../src/auth/bearer.js')
+    expect(fresh.bearerToken({ authorization: '' })).toBeUndefined()
+    expect(fresh.bearerToken({ authorization: 'Bearer x' })).toBe('x')
   })
 
   it.each([

@@ -176,4 +176,40 @@ describe('request headers the pipeline reads itself', () => {
     expect(second).toContain('Vary: Accept')
     expect(third).not.toContain('access-control')
   })
+
+  it('a frozen headers object reused across replies is written byte for byte like a mutable one, each reply with its own corr-id and length', async () => {
+    const frozen = Object.freeze({ 'content-type': 'application/json', 'cache-control': 'no-cache', etag: '"v1"', 'set-cookie': Object.freeze(['a=1', 'b=2']) })
+    const frozen304 = Object.freeze({ 'cache-control': 'no-cache', etag: '"v1"' })
+    // A mutable object changed between replies: its current values go out, never a stale copy.
+    const mutable: Record<string, string> = { 'content-type': 'application/json', etag: '"m1"' }
+    let n = 0
+    const h = createHttpHandler({
+      serviceId: 't',
+      routes: [
+        { method: 'GET', path: '/frozen', handler: () => ({ status: 200, headers: frozen, body: `{"n":${++n}}` }) },
+        { method: 'GET', path: '/copy', handler: () => ({ status: 200, headers: { ...frozen }, body: `{"n":${++n}}` }) },
+        { method: 'GET', path: '/304', handler: () => ({ status: 304, headers: frozen304 }) },
+        { method: 'GET', path: '/mutable', handler: () => ({ status: 200, headers: mutable, body: 'm' }) },
+      ],
+      hooks: { cors: (_method, origin) => ({ 'access-control-allow-origin': origin, etag: 'never' }) },
+    })
+    const srv = await serve(h, { port: 0 })
+    servers.push(srv)
+    const get = (path: string, id: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nhost: x\r\nx-corr-id: ${id}\r\n${extra}\r\n`
+    const first = await exchange(srv, get('/frozen', 'a') + get('/frozen', 'b') + get('/copy', 'c') + get('/304', 'd'), 4)
+    mutable.etag = '"m2"'
+    const second = await exchange(srv, get('/mutable', 'e') + get('/frozen', 'f', 'origin: https://o.example\r\n'), 2)
+    const heads = [...first.text.split(/(?=HTTP\/1\.1 )/), ...second.text.split(/(?=HTTP\/1\.1 )/)].map((r) => r.slice(0, r.indexOf('\r\n\r\n') + 4).replace(/\r\nDate: [^\r]*/, ''))
+    const own = 'content-type: application/json\r\ncache-control: no-cache\r\netag: "v1"\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n'
+    const tail = 'Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n'
+    expect(heads).toEqual([
+      `HTTP/1.1 200 OK\r\n${own}x-corr-id: a\r\ncontent-length: 7\r\n${tail}`,
+      `HTTP/1.1 200 OK\r\n${own}x-corr-id: b\r\ncontent-length: 7\r\n${tail}`,
+      `HTTP/1.1 200 OK\r\n${own}x-corr-id: c\r\ncontent-length: 7\r\n${tail}`,
+      `HTTP/1.1 304 Not Modified\r\ncache-control: no-cache\r\netag: "v1"\r\nx-corr-id: d\r\n${tail}`,
+      `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\netag: "m2"\r\nx-corr-id: e\r\ncontent-length: 1\r\n${tail}`,
+      // CORS headers first; the reply's own ETag wins over the hook's.
+      `HTTP/1.1 200 OK\r\naccess-control-allow-origin: https://o.example\r\n${own}x-corr-id: f\r\ncontent-length: 7\r\n${tail}`,
+    ])
+  })
 })
