@@ -166,6 +166,16 @@ export async function run(): Promise<void> {
       const tile = await client.tile('tile/0/000')
       const bare = await spawnServer('bare node:http (same bytes)', './servers/registry/bare-read.ts', { head, tile: Buffer.from(tile).toString('base64') })
       stops.push(bare)
+      // The baseline must answer what the registry answers: the same body and headers, but the
+      // ones every server writes per response (date, connection) and the SPEC's correlation id.
+      for (const path of ['/registry/head', '/registry/tile/0/000']) {
+        const [a, b] = await Promise.all([bare, registry].map(async (s) => {
+          const r = await fetch(s.url + path)
+          const headers = [...r.headers].filter(([k]) => !['date', 'connection', 'keep-alive', 'x-corr-id'].includes(k))
+          return JSON.stringify([r.status, headers.sort(), Buffer.from(await r.arrayBuffer()).toString('base64')])
+        }))
+        if (a !== b) throw new Error(`bare-read answers ${path} differently from the registry:\n${a}\n${b}`)
+      }
       const load = await spawnLoad()
       stops.push(load)
       for (const [path, what] of [
