@@ -42,16 +42,25 @@ export async function startUnderCallgrind(dir: string, factory: string, options:
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG } },
   )
+  const [url, pid, extraJson] = await untilListening(child)
+  return { child, url, pid, extra: JSON.parse(extraJson) as CallgrindServer['extra'] }
+}
+
+/**
+ * Resolves with the URL, pid and `extra` JSON of a bench server child's `LISTENING` line
+ * (`tools/callgrind-child.ts` prints it); rejects, with the end of its stderr when piped, when the
+ * child exits first.
+ */
+export function untilListening(child: ChildProcess): Promise<[url: string, pid: string, extraJson: string]> {
   let stderr = ''
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-  const [url, pid, extraJson] = await new Promise<[string, string, string]>((resolve, reject) => {
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+  return new Promise((resolve, reject) => {
     let out = ''
-    child.stdout.on('data', (d: Buffer) => {
+    child.stdout!.on('data', (d: Buffer) => {
       out += d.toString()
       const m = /LISTENING (\S+) (\d+) (.*)\n/.exec(out)
       if (m) resolve([m[1]!, m[2]!, m[3]!])
     })
     child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening:\n${stderr.slice(-2000)}`)))
   })
-  return { child, url, pid, extra: JSON.parse(extraJson) as CallgrindServer['extra'] }
 }

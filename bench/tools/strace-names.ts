@@ -18,6 +18,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { untilListening } from '../lib/callgrind-server.js'
 import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from '../lib/process.js'
 
 const [factory = 'index/names.ts', n = '200', c = '1', traced = 'fdatasync,fsync,msync,pwrite64,pwritev,write,writev,futex,epoll_wait,io_uring_enter,mmap,munmap,madvise'] = process.argv.slice(2)
@@ -29,15 +30,7 @@ const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL(
   stdio: ['ignore', 'pipe', 'inherit'],
   env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG },
 })
-const [url, pid, extraJson] = await new Promise<[string, string, string]>((resolve, reject) => {
-  let out = ''
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString()
-    const m = /LISTENING (\S+) (\d+) (.*)\n/.exec(out)
-    if (m) resolve([m[1]!, m[2]!, m[3]!])
-  })
-  child.once('exit', (code) => reject(new Error(`server exited (${code}) before listening`)))
-})
+const [url, pid, extraJson] = await untilListening(child)
 const extra = JSON.parse(extraJson) as { token?: string; manifests?: string[] }
 const manifests = extra.manifests ?? []
 const headers = { 'content-type': 'application/json', ...(extra.token === undefined ? {} : { authorization: `Bearer ${extra.token}` }) }
