@@ -317,14 +317,16 @@ describe('npm start builds only what changed (scripts/build-stale.js)', () => {
     return stdout.trim()
   }
 
+  /** Writes `path` (creating its directory) with its modification time `t` seconds into 2026. */
+  async function file(path: string, t: number, text = 'x'): Promise<void> {
+    const at = new Date(Date.UTC(2026, 0, 1, 0, 0, t))
+    await mkdir(join(path, '..'), { recursive: true })
+    await writeFile(path, text)
+    await utimes(path, at, at)
+  }
+
   it('names the packages whose sources are newer than their dist/, in workspace order, and nothing once built', async () => {
     const root = join(dir, 'ws')
-    const at = (s: number): Date => new Date(Date.UTC(2026, 0, 1, 0, 0, s))
-    const file = async (path: string, t: number, text = 'x'): Promise<void> => {
-      await mkdir(join(path, '..'), { recursive: true })
-      await writeFile(path, text)
-      await utimes(path, at(t), at(t))
-    }
     await file(join(root, 'package.json'), 0, JSON.stringify({ workspaces: ['packages/a', 'packages/b', 'packages/c', 'packages/d'] }))
     for (const p of ['a', 'b', 'c', 'd']) await file(join(root, 'packages', p, 'package.json'), 1, JSON.stringify({ scripts: p === 'c' ? {} : { build: 'tsup' } }))
     // a: a source edited after the build; b: built after its sources; c: no build; d: never built.
@@ -347,12 +349,6 @@ describe('npm start builds only what changed (scripts/build-stale.js)', () => {
 
   it('rebuilds a package that bundles its workspace dependencies when one of them is stale or was rebuilt after it', async () => {
     const root = join(dir, 'ws-bundle')
-    const at = (s: number): Date => new Date(Date.UTC(2026, 0, 1, 0, 0, s))
-    const file = async (path: string, t: number, text = 'x'): Promise<void> => {
-      await mkdir(join(path, '..'), { recursive: true })
-      await writeFile(path, text)
-      await utimes(path, at(t), at(t))
-    }
     await file(join(root, 'package.json'), 0, JSON.stringify({ workspaces: ['packages/lib', 'packages/other', 'packages/app', 'packages/plain'] }))
     await file(join(root, 'packages/lib/package.json'), 1, JSON.stringify({ name: '@x/lib', scripts: { build: 'tsup' } }))
     await file(join(root, 'packages/other/package.json'), 1, JSON.stringify({ name: '@x/other', scripts: { build: 'tsup' } }))
