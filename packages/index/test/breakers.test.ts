@@ -8,6 +8,14 @@ afterEach(async () => {
   env = undefined
 })
 
+/** Yields event-loop turns until `cond` holds (a state to reach, not a time to wait); fails after 10,000. */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; !cond(); i++) {
+    if (i === 10_000) throw new Error('condition not reached in 10,000 event-loop turns')
+    await new Promise<void>((r) => setImmediate(r))
+  }
+}
+
 async function metricLine(e: Env, name: string, label: string): Promise<number | undefined> {
   const text = await e.index.metricsText()
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label))
@@ -67,7 +75,11 @@ describe('per-peer circuit breakers', () => {
     let n = 0
     p.reply = (k) => (++n < 3 ? { status: 503 } : { status: 200, json: addressAnswer(k as `b3:${string}`, ['node-r']) })
     const pending = settle(env.anon.resolve(addr('retry')))
+    // The first answer (503) schedules the retry on the virtual clock; the path there may take
+    // event-loop turns, so move time only once that timer is pending.
+    await until(() => p.answered === 1 && clock.nextAt !== undefined && clock.nextAt - clock.now() <= 100)
     await clock.advance(99)
+    await until(() => p.calls.length >= 2)
     expect(p.calls.length).toBe(2)
     await clock.advance(200)
     const out = await pending
