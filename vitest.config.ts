@@ -8,6 +8,7 @@ const ISOLATED = [
   'packages/core/test/config/load.test.ts',
   'packages/core/test/hash/backend-fallback.test.ts',
   'packages/index/test/disk-fault-injected.test.ts',
+  'packages/index/test/store-chains.test.ts',
   // Failed once in a shared worker (passes alone); isolated until the leak is found.
   'packages/index/test/lying-peer.e2e.test.ts',
   'packages/index/test/store-durability.test.ts',

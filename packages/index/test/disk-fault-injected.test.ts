@@ -16,7 +16,7 @@ import { createIndexClient, createIndexService, openLmdbNameStore, verifyNameRec
 import type { IndexService, NameResolution } from '../src/index.js'
 import { FakeStorage, directory, manifestFor, testNode } from './helpers.js'
 
-/** The failure the next LMDB transactions reject with, while set; `refused` counts them. */
+/** The failure the next LMDB transactions and batches reject with, while set; `refused` counts them. */
 const hooks: { fail: (() => Error) | undefined; refused: number } = { fail: undefined, refused: 0 }
 
 vi.mock('lmdb', async (importOriginal) => {
@@ -25,7 +25,8 @@ vi.mock('lmdb', async (importOriginal) => {
     const db = real.open(...args)
     return new Proxy(db, {
       get(target, prop) {
-        if (prop === 'transaction' && hooks.fail !== undefined) {
+        // Name writes commit as batches, the janitor's purge and the probe as transactions.
+        if ((prop === 'transaction' || prop === 'batch') && hooks.fail !== undefined) {
           const fail = hooks.fail
           return () => {
             hooks.refused++

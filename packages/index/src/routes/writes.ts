@@ -112,9 +112,8 @@ export function writeRoutes(s: IndexContext): Route[] {
           s.writable()
           const state = await checkHome(name, ctx.signal)
           const { manifest, text } = await manifestOf(state.binding, body.manifestAddress, ctx.signal)
-          // Signed before the write transaction, for the seq the name's state implies, so the
-          // transaction (which concurrent writes share) holds no signing; signed again inside in
-          // the rare case another write of the name came between.
+          // Signed before the store write, for the seq the name's state implies; signed again when
+          // the write is decided in the rare case another write of the name came between.
           const seq0 = nextSeq(state)
           const at0 = s.clock.now()
           const record0 = sign(name, body.manifestAddress, seq0, at0)

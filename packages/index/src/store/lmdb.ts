@@ -5,13 +5,23 @@
  * Durability: `lmdb` commits with `overlappingSync` by default (Linux, macOS), so a write's own
  * promise resolves when it is committed and visible, and the fsync lands later; every write here
  * also awaits `db.flushed`, so it answers only once it is on disk. Concurrent writers share those
- * flushes. Compare-and-set runs inside one write transaction, so concurrent writers (even from
- * other processes) serialise.
+ * commits and flushes.
+ *
+ * Compare-and-set of a name write is decided on the main thread, against the committed state, and
+ * its changes go to lmdb as one asynchronous `batch` (atomic: one transaction), the way a bare put
+ * loop writes: lmdb's writer thread puts the batches in flight into one transaction and one sync,
+ * with no hand-off back to JavaScript inside the transaction. Writes of one name are chained: each
+ * decides only once the one before it has committed or failed, so it reads what that one left (a
+ * failed commit leaves nothing, and the next write decides on the state before it). `migrate`
+ * waits for the writes in flight and holds new ones back until it is done; `purgeTombstones` and
+ * the probe still run as transactions (rare; they check inside). This process is the only writer
+ * of the directory (the service owns its data directory).
  *
  * Three databases share the environment: `names` (bindings), `tombstones` (signed deletes) and
- * `meta` (the disk probe). Writes inside a transaction use the synchronous calls, so no promise of
- * `lmdb` is ever left without a handler; a failed commit or flush (a full or failing volume) is a
- * 503 `NotReady` disk fault ({@link lmdbFault}), never an unhandled rejection.
+ * `meta` (the disk probe). Writes inside a transaction or batch use calls that return no promise
+ * of their own, so no promise of `lmdb` is ever left without a handler; a failed commit or flush
+ * (a full or failing volume) is a 503 `NotReady` disk fault ({@link lmdbFault}), never an
+ * unhandled rejection.
  *
  * @module
  */
@@ -32,7 +42,7 @@ export interface LmdbNameStoreOptions {
   mapSize?: number
 }
 
-/** Most bindings kept between a write's read ahead and its transaction (one per write in flight). */
+/** Most bindings kept between a write's read ahead and its decision (one per write in flight). */
 const READ_AHEAD_MAX = 256
 
 /** The msgpack decoder of an lmdb database (`Database.decoder`, typed `any` there). */
@@ -104,13 +114,13 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
   }
   /**
    * Bindings read ahead of a write (`stateForWrite`), each with a copy of its stored bytes: the
-   * write's transaction reuses the decoded value when it finds the same bytes. Taken by the first
+   * write reuses the decoded value when it is decided and finds the same bytes. Taken by the first
    * write of the name; at most {@link READ_AHEAD_MAX}, the oldest dropped first.
    */
   const decoder = (names as unknown as { decoder: Decoder }).decoder
   const readAhead = new Map<string, { bytes: Buffer; value: NameRecord }>()
-  /** The binding of `name` inside a write transaction: a read-ahead value when the bytes are the same. */
-  const bindingInTxn = (name: string): NameRecord | undefined => {
+  /** The committed binding of `name`: a read-ahead value when the stored bytes are the same. */
+  const bindingNow = (name: string): NameRecord | undefined => {
     const kept = readAhead.get(name)
     if (kept === undefined) return names.get(name)
     readAhead.delete(name)
@@ -118,6 +128,57 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     if (bytes === undefined) return undefined
     // lmdb's fast buffer reports the value's length but spans its whole shared buffer (byteLength).
     return kept.bytes.equals(bytes.subarray(0, bytes.length)) ? kept.value : (decoder.decode(bytes) as NameRecord)
+  }
+  /**
+   * Per name, a promise that settles once the last write of it queued so far has committed or
+   * failed (never rejects): the next write of the name decides after it. Removed by the write that
+   * set it when no later write of the name came.
+   */
+  const chains = new Map<string, Promise<void>>()
+  /** While `migrate` runs: settles when it is done; writes wait for it before joining a chain. */
+  let exclusive: Promise<void> | undefined
+  /**
+   * Writes `name`: waits for the writes of the name before it, then `decide` (on the main thread,
+   * against the committed state) checks the compare-and-set and returns the changes and the
+   * answer; the changes go to lmdb as one batch (one transaction, shared with the writes in
+   * flight), and the answer comes once it is committed and flushed. What `decide` throws (a
+   * conflict) passes through and writes nothing; a failed batch, commit or flush is a disk fault.
+   */
+  const write = async <T>(name: string, decide: () => { apply: () => void; answer: T }): Promise<T> => {
+    guard()
+    while (exclusive !== undefined) await exclusive
+    const before = chains.get(name)
+    let release!: () => void
+    const mine = new Promise<void>((r) => (release = r))
+    chains.set(name, mine)
+    try {
+      if (before !== undefined) {
+        await before
+        guard()
+      }
+      const { apply, answer } = decide()
+      let committed: Promise<unknown>
+      try {
+        committed = root.batch(apply)
+      } catch (e) {
+        failed = true
+        throw await lmdbFault(e, dir)
+      }
+      try {
+        await committed
+        // Committed and visible: the next write of the name may decide now (it shares the flush).
+        release()
+        await root.flushed
+        failed = false
+      } catch (e) {
+        failed = true
+        throw await lmdbFault(e, dir)
+      }
+      return answer
+    } finally {
+      release()
+      if (chains.get(name) === mine) chains.delete(name)
+    }
   }
   return {
     durable: true,
@@ -141,43 +202,65 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
       return tombstones.get(name)
     },
     put(name, expected, make): Promise<WriteResult> {
-      return commit(() => {
-        const binding = bindingInTxn(name)
+      return write(name, () => {
+        const binding = bindingNow(name)
         const previous = binding?.manifestAddress
         checkPut(name, previous, expected)
-        names.putSync(name, make({ binding, tombstone: tombstones.get(name) }))
-        tombstones.removeSync(name)
-        return { previous: previous ?? null }
+        const value = make({ binding, tombstone: tombstones.get(name) })
+        return {
+          apply: () => {
+            void names.put(name, value)
+            void tombstones.remove(name)
+          },
+          answer: { previous: previous ?? null },
+        }
       })
     },
     delete(name, expected, make): Promise<WriteResult> {
-      return commit(() => {
-        const binding = bindingInTxn(name)
+      return write(name, () => {
+        const binding = bindingNow(name)
         const previous = checkDelete(name, binding?.manifestAddress, expected)
-        tombstones.putSync(name, make(binding!, tombstones.get(name)))
-        names.removeSync(name)
-        return { previous }
+        const tombstone = make(binding!, tombstones.get(name))
+        return {
+          apply: () => {
+            void tombstones.put(name, tombstone)
+            void names.remove(name)
+          },
+          answer: { previous },
+        }
       })
     },
-    migrate(fix) {
-      return commit(() => {
-        let n = 0
-        for (const { key, value } of names.getRange()) {
-          const r = fix.binding(key, value)
-          if (r !== undefined) {
-            names.putSync(key, r)
-            n++
+    async migrate(fix) {
+      guard()
+      // Alone: the writes in flight commit first, and new ones wait until the rewrite is done, so
+      // none decides on a state the rewrite is about to change.
+      while (exclusive !== undefined) await exclusive
+      let done!: () => void
+      exclusive = new Promise<void>((r) => (done = r))
+      try {
+        await Promise.all(chains.values())
+        return await commit(() => {
+          let n = 0
+          for (const { key, value } of names.getRange()) {
+            const r = fix.binding(key, value)
+            if (r !== undefined) {
+              names.putSync(key, r)
+              n++
+            }
           }
-        }
-        for (const { key, value } of tombstones.getRange()) {
-          const r = fix.tombstone(key, value)
-          if (r !== undefined) {
-            tombstones.putSync(key, r)
-            n++
+          for (const { key, value } of tombstones.getRange()) {
+            const r = fix.tombstone(key, value)
+            if (r !== undefined) {
+              tombstones.putSync(key, r)
+              n++
+            }
           }
-        }
-        return n
-      })
+          return n
+        })
+      } finally {
+        exclusive = undefined
+        done()
+      }
     },
     async purgeTombstones(before) {
       guard()

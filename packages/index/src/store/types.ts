@@ -70,14 +70,15 @@ export interface NameStore {
   tombstone(name: string): SignedNameRecord | undefined
   /**
    * The binding and tombstone of `name`, read ahead of a {@link NameStore.put} of it: the store
-   * may keep what it decoded so that the write's transaction, finding the same stored bytes,
+   * may keep what it decoded so that the write, finding the same stored bytes when it is decided,
    * decodes nothing again (it still reads them, so a write between is seen). Stores without it
    * are read with `get` and `tombstone`.
    */
   stateForWrite?(name: string): NameState
   /**
-   * Binds `name` to `make(state)` if the current binding matches `expected`, in one transaction
-   * (the tombstone, if any, goes). `make` runs inside it, so it sees the state it replaces.
+   * Binds `name` to `make(state)` if the current binding matches `expected`, atomically (the
+   * tombstone, if any, goes). `make` runs once the write is decided, after every earlier write of
+   * the name has committed or failed, so it sees the state it replaces.
    * @throws {@link ConflictError} (`details: {name, expected, actual}`) when the binding does not match.
    * @throws {@link NotReadyError} (`details.reason` `disk_full`, `io_error`, `read_only`) when the disk refuses the write.
    */
