@@ -12,7 +12,13 @@
  * row (quick sizes; `warm-full` the `--full` ones): a 4 KiB and a 64 MiB object stored, the
  * 64 MiB object read by one stream and by 4, the 4 KiB one by autocannon (50 connections), Range
  * GETs of 64 KiB at c=16, and PUTs of 1 MiB at c=1, each for 6 (quick) or 8 (full) rounds.
+ * `WARM=getbig,get4,rate,range,put1` runs only the phases named (to find which one matters).
+ * `PERF=<file>` records both servers' PUT rounds with `perf record -g` (kernel time included:
+ * `perf report -i <file> --sort pid,sym` shows where each one's system time goes).
+ * `PUT_NODE_ARGS='--max-semi-space-size=1'`: more node flags for both servers (what-if runs).
  */
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { readFileSync, readdirSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -58,8 +64,9 @@ const MiB = 1024 * KiB
 const [rounds = '7', requests = '128', conc = '16', warmArg = ''] = process.argv.slice(2)
 const root = await mkdtemp(join(tmpdir(), 'ron-put-cpu-'))
 const load = await spawnLoad()
-const bare = await spawnServer('bare', './servers/baselines/bare.ts', { dir: join(root, 'bare') })
-const ron = await spawnServer('storage', './servers/storage/storage.ts', { dir: join(root, 'ron') })
+const nodeArgs = process.env.PUT_NODE_ARGS?.split(' ').filter(Boolean) ?? []
+const bare = await spawnServer('bare', './servers/baselines/bare.ts', { dir: join(root, 'bare') }, nodeArgs)
+const ron = await spawnServer('storage', './servers/storage/storage.ts', { dir: join(root, 'ron') }, nodeArgs)
 const names = ['bare fsync+rename', 'storage service']
 const headersOf = (s: ServerProcess): Record<string, string> => (typeof s.extra.token === 'string' ? { authorization: `Bearer ${s.extra.token}` } : {})
 
@@ -76,13 +83,15 @@ async function warm(full: boolean): Promise<void> {
   }
   const small = await seed(4 * KiB, 1)
   const big = await seed(64 * MiB, 2)
-  const phases: Array<(s: ServerProcess) => Parameters<LoadGenerator['run']>[0]> = [
-    (s) => ({ kind: 'get', url: s.url, path: `/o/${big}`, concurrency: 1, requests: P.getBig, headers: headersOf(s) }),
-    (s) => ({ kind: 'get', url: s.url, path: `/o/${big}`, concurrency: 4, requests: P.getBig4, headers: headersOf(s) }),
-    (s) => ({ kind: 'rate', url: s.url, path: `/o/${small}`, connections: 50, durationSec: P.rateSec, headers: headersOf(s) }),
-    (s) => ({ kind: 'get', url: s.url, path: `/o/${big}`, concurrency: 16, requests: P.range, headers: headersOf(s), ranges: { objectSize: 64 * MiB, length: 64 * KiB, seed: 42 } }),
-    (s) => ({ kind: 'put', url: s.url, path: '/o', size: MiB, seed: 110, concurrency: 1, requests: P.put1, headers: headersOf(s) }),
+  const all: Array<[string, (s: ServerProcess) => Parameters<LoadGenerator['run']>[0]]> = [
+    ['getbig', (s) => ({ kind: 'get', url: s.url, path: `/o/${big}`, concurrency: 1, requests: P.getBig, headers: headersOf(s) })],
+    ['get4', (s) => ({ kind: 'get', url: s.url, path: `/o/${big}`, concurrency: 4, requests: P.getBig4, headers: headersOf(s) })],
+    ['rate', (s) => ({ kind: 'rate', url: s.url, path: `/o/${small}`, connections: 50, durationSec: P.rateSec, headers: headersOf(s) })],
+    ['range', (s) => ({ kind: 'get', url: s.url, path: `/o/${big}`, concurrency: 16, requests: P.range, headers: headersOf(s), ranges: { objectSize: 64 * MiB, length: 64 * KiB, seed: 42 } })],
+    ['put1', (s) => ({ kind: 'put', url: s.url, path: '/o', size: MiB, seed: 110, concurrency: 1, requests: P.put1, headers: headersOf(s) })],
   ]
+  const only = process.env.WARM?.split(',')
+  const phases = all.filter(([name]) => only === undefined || only.includes(name)).map(([, job]) => job)
   for (const job of phases) {
     for (let r = 0; r < P.rounds; r++) {
       for (const s of r % 2 ? [ron, bare] : [bare, ron]) {
@@ -97,6 +106,7 @@ async function warm(full: boolean): Promise<void> {
 
 try {
   if (warmArg === 'warm' || warmArg === 'warm-full') await warm(warmArg === 'warm-full')
+  const perf = process.env.PERF ? spawn('perf', ['record', '-g', '-F', '499', '-p', `${bare.pid},${ron.pid}`, '-o', process.env.PERF], { stdio: 'ignore' }) : undefined
   const cpu = new CpuPerRequest(2)
   const split: number[][][] = [[], []]
   const gcs: GcCounts[][] = [[], []]
@@ -123,6 +133,10 @@ try {
     })),
     { rounds: Number(rounds) },
   )
+  if (perf !== undefined) {
+    perf.kill('SIGINT')
+    await once(perf, 'exit')
+  }
   printRounds(`PUT 1 MiB c=${conc}: p95`, 'ms', names, results.map((rs) => rs.map((r) => r.p95)), { lowerIsBetter: true })
   cpu.print(`PUT 1 MiB c=${conc}`, names, Number(rounds))
   for (const i of [0, 1]) {
