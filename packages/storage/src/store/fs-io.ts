@@ -20,7 +20,7 @@ import { systemClock, type Clock, type TimerHandle } from '@ron/core'
  * given for `idleMs`, the pool drops them all, so a store that stopped writing does not keep that
  * memory (an upload after a quiet period allocates its two buffers afresh). The timer runs on
  * `clock` (unref'd by the system clock: it never keeps a process alive) only while buffers are
- * idle, and {@link clear} cancels it.
+ * idle, and {@link clear} cancels it for good.
  * @internal
  */
 export class WriteBufferPool {
@@ -30,6 +30,7 @@ export class WriteBufferPool {
   readonly #idleMs: number
   #lastUse = 0
   #timer: TimerHandle | undefined
+  #closed = false
 
   constructor(maxBuffers: number, opts: { clock?: Clock; idleMs?: number } = {}) {
     this.#max = maxBuffers
@@ -46,7 +47,7 @@ export class WriteBufferPool {
   /** Hands `buf` back (no write may still be using it). */
   give(buf: Buffer): void {
     this.#lastUse = this.#clock.now()
-    if (this.#idle.length >= this.#max) return
+    if (this.#closed || this.#idle.length >= this.#max) return
     this.#idle.push(buf)
     if (this.#timer === undefined) this.#arm(this.#idleMs)
   }
@@ -56,8 +57,12 @@ export class WriteBufferPool {
     return this.#idle.length
   }
 
-  /** Drops every idle buffer and cancels the idle timer (the store is closing). */
+  /**
+   * Drops every idle buffer, cancels the idle timer and keeps no buffer handed back later (the
+   * store is closing: a late {@link give} must not arm a timer again).
+   */
   clear(): void {
+    this.#closed = true
     this.#idle.length = 0
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
     this.#timer = undefined

@@ -83,7 +83,7 @@ describe('write buffer pool', () => {
     expect(pool.take().length).toBe(CAP) // empty pool: a fresh buffer
   })
 
-  it('drops its idle buffers once unused for idleMs, not while puts keep using it, and leaves no timer', async () => {
+  it('drops its idle buffers once unused for idleMs, not while puts keep using it, and leaves no timer after clear', async () => {
     const clock = new VirtualClock()
     const pool = new WriteBufferPool(4, { clock, idleMs: 1000 })
     const held = [pool.take(), pool.take(), pool.take()]
@@ -108,6 +108,10 @@ describe('write buffer pool', () => {
     pool.give(fresh)
     expect(clock.pending).toBe(1)
     pool.clear()
+    expect(pool.idle).toBe(0)
+    expect(clock.pending).toBe(0)
+    // A buffer handed back after close (a late writer) is not kept and arms nothing.
+    pool.give(pool.take())
     expect(pool.idle).toBe(0)
     expect(clock.pending).toBe(0)
   })
