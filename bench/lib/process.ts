@@ -140,6 +140,16 @@ export interface MemSample {
   end: number
 }
 
+/** Garbage collections of a server over a span: counts, and milliseconds spent, by kind. */
+export interface GcCounts {
+  major: number
+  majorMs: number
+  minor: number
+  minorMs: number
+  other: number
+  otherMs: number
+}
+
 /** A server running in its own process. */
 export interface ServerProcess extends ServerInfo {
   readonly name: string
@@ -167,6 +177,10 @@ export interface ServerProcess extends ServerInfo {
   heapStop(path: string): Promise<string>
   /** Writes a full V8 heap snapshot (`.heapsnapshot`, Chrome DevTools format) to `path`. */
   heapSnapshot(path: string): Promise<string>
+  /** Starts counting the server's garbage collections (a `gc` PerformanceObserver). */
+  gcStart(): Promise<void>
+  /** Stops counting; returns the collections seen since {@link gcStart} by kind, with their milliseconds. */
+  gcStop(): Promise<GcCounts>
   /** Asks the factory's `close()` and waits for the process to exit. */
   stop(): Promise<void>
 }
@@ -197,6 +211,8 @@ export async function spawnServer(name: string, factory: string, options: Record
     heapStart: () => rpc.call({ cmd: 'heapStart' }),
     heapStop: (path) => rpc.call<string>({ cmd: 'heapStop', path }),
     heapSnapshot: (path) => rpc.call<string>({ cmd: 'heapSnapshot', path }),
+    gcStart: () => rpc.call({ cmd: 'gcStart' }),
+    gcStop: () => rpc.call<GcCounts>({ cmd: 'gcStop' }),
     stop: () => rpc.stop(),
   }
 }

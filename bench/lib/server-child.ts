@@ -4,6 +4,7 @@
  * command, closes on command.
  */
 import { writeFile } from 'node:fs/promises'
+import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks'
 import { Session } from 'node:inspector/promises'
 import { pathToFileURL } from 'node:url'
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8'
@@ -40,6 +41,10 @@ let mem = { start: 0, peak: 0, end: 0 }
 const rss = (): number => process.memoryUsage.rss()
 
 let profiler: Session | undefined
+
+/** Garbage collections seen since `gcStart`: count and milliseconds by kind. */
+let gcSeen = { major: 0, majorMs: 0, minor: 0, minorMs: 0, other: 0, otherMs: 0 }
+let gcObserver: PerformanceObserver | undefined
 
 async function handle(m: { cmd: string; idleMs?: number; path?: string; gc?: boolean }): Promise<unknown> {
   switch (m.cmd) {
@@ -104,6 +109,27 @@ async function handle(m: { cmd: string; idleMs?: number; path?: string; gc?: boo
       if (m.gc !== true || gc === undefined) return { before, spaces }
       gc()
       return { before, spaces, afterGc: process.memoryUsage() }
+    }
+    case 'gcStart': {
+      gcSeen = { major: 0, majorMs: 0, minor: 0, minorMs: 0, other: 0, otherMs: 0 }
+      gcObserver?.disconnect()
+      gcObserver = new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) {
+          const kind = (e as { detail?: { kind?: number } }).detail?.kind
+          const k = kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR ? 'major' : kind === perfConstants.NODE_PERFORMANCE_GC_MINOR ? 'minor' : 'other'
+          gcSeen[k]++
+          gcSeen[`${k}Ms`] += e.duration
+        }
+      })
+      gcObserver.observe({ entryTypes: ['gc'] })
+      return undefined
+    }
+    case 'gcStop': {
+      // Entries are delivered asynchronously: let the last ones arrive.
+      await new Promise((r) => setTimeout(r, 20))
+      gcObserver?.disconnect()
+      gcObserver = undefined
+      return gcSeen
     }
     case 'heapSnapshot':
       // A full heap snapshot (what holds memory, with retainers) written to `path`.

@@ -2,6 +2,7 @@
  * The storage soak in short: fresh storage and bare servers, `n` PUTs of fresh 64 MiB objects
  * each (one stream), idle RSS after every 5 and what the plateau holds (before and after a GC).
  *   npx tsx bench/tools/soak.ts [n=15] [idleMs=1000]
+ *   SOAK_NODE_ARGS='--max-semi-space-size=2'   more node flags for both servers (what-if runs)
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -23,7 +24,7 @@ try {
   ] as const) {
     const dir = join(root, name)
     await mkdir(dir, { recursive: true })
-    const s = await spawnServer(name, factory, { dir }, ['--expose-gc'])
+    const s = await spawnServer(name, factory, { dir }, ['--expose-gc', ...(process.env.SOAK_NODE_ARGS?.split(' ').filter(Boolean) ?? [])])
     const token = s.extra.token
     const headers = typeof token === 'string' ? { authorization: `Bearer ${token}` } : {}
     const idle: number[] = [await s.idleRss(500)]

@@ -6,6 +6,7 @@
  */
 
 import type { FileHandle } from 'node:fs/promises'
+import { systemClock, type Clock, type TimerHandle } from '@ron/core'
 
 /**
  * Spare write buffers of one store, reused by its puts. Each put needs two
@@ -14,24 +15,41 @@ import type { FileHandle } from 'node:fs/promises'
  * mark-compact against the old generation's limit: on a server whose limit has settled close to
  * its live heap, that churn alone schedules a full GC every few uploads. Holds at most
  * `maxBuffers` idle buffers; what does not fit is left to the GC.
+ *
+ * A burst leaves up to `maxBuffers` buffers idle (4 MiB for 16): once no buffer has been taken or
+ * given for `idleMs`, the pool drops them all, so a store that stopped writing does not keep that
+ * memory (an upload after a quiet period allocates its two buffers afresh). The timer runs on
+ * `clock` (unref'd by the system clock: it never keeps a process alive) only while buffers are
+ * idle, and {@link clear} cancels it for good.
  * @internal
  */
 export class WriteBufferPool {
   readonly #idle: Buffer[] = []
   readonly #max: number
+  readonly #clock: Clock
+  readonly #idleMs: number
+  #lastUse = 0
+  #timer: TimerHandle | undefined
+  #closed = false
 
-  constructor(maxBuffers: number) {
+  constructor(maxBuffers: number, opts: { clock?: Clock; idleMs?: number } = {}) {
     this.#max = maxBuffers
+    this.#clock = opts.clock ?? systemClock
+    this.#idleMs = opts.idleMs ?? 10_000
   }
 
   /** An idle buffer, or a fresh one. */
   take(): Buffer {
+    this.#lastUse = this.#clock.now()
     return this.#idle.pop() ?? Buffer.allocUnsafe(PipelinedWriter.CAPACITY)
   }
 
   /** Hands `buf` back (no write may still be using it). */
   give(buf: Buffer): void {
-    if (this.#idle.length < this.#max) this.#idle.push(buf)
+    this.#lastUse = this.#clock.now()
+    if (this.#closed || this.#idle.length >= this.#max) return
+    this.#idle.push(buf)
+    if (this.#timer === undefined) this.#arm(this.#idleMs)
   }
 
   /** Number of idle buffers held. */
@@ -39,9 +57,27 @@ export class WriteBufferPool {
     return this.#idle.length
   }
 
-  /** Drops every idle buffer (the store is closing). */
+  /**
+   * Drops every idle buffer, cancels the idle timer and keeps no buffer handed back later (the
+   * store is closing: a late {@link give} must not arm a timer again).
+   */
   clear(): void {
+    this.#closed = true
     this.#idle.length = 0
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
+    this.#timer = undefined
+  }
+
+  /** Checks again in `ms`: drops the idle buffers if the pool was not used for `idleMs` by then. */
+  #arm(ms: number): void {
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined
+      if (this.#idle.length === 0) return
+      const quiet = this.#clock.now() - this.#lastUse
+      if (quiet >= this.#idleMs) this.#idle.length = 0
+      else this.#arm(this.#idleMs - quiet)
+    }, ms)
+    this.#timer.unref?.()
   }
 }
 

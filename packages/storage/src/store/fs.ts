@@ -86,7 +86,8 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
   // Verified blocks shared by concurrent readers of one object (held only while they read it).
   const blocks = new BlockCache(opts.blockCacheBytes ?? 32 * 1024 * 1024)
   const active = new Map<Address, number>()
-  // Write buffers reused across puts: 16 idle at most (4 MiB), enough for eight puts at a time.
+  // Write buffers reused across puts: 16 idle at most (4 MiB), enough for eight puts at a time;
+  // dropped after 10 s without a put.
   const writeBuffers = new WriteBufferPool(16)
   const pool = (opts.hashWorkers ?? availableParallelism() >= 4) ? hashPool() : undefined
 

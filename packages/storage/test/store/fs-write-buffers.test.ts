@@ -7,6 +7,7 @@ import { mkdtemp, open, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { blake3, toAddress } from '@ron/core'
+import { VirtualClock } from '@ron/core/testing'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { PipelinedWriter, WriteBufferPool } from '../../src/store/fs-io.js'
 import { createFsStore } from '../../src/store/index.js'
@@ -80,6 +81,47 @@ describe('write buffer pool', () => {
     pool.clear()
     expect(pool.idle).toBe(0)
     expect(pool.take().length).toBe(CAP) // empty pool: a fresh buffer
+  })
+
+  it('drops its idle buffers once unused for idleMs, not while puts keep using it, and leaves no timer after clear', async () => {
+    const clock = new VirtualClock()
+    const pool = new WriteBufferPool(4, { clock, idleMs: 1000 })
+    const held = [pool.take(), pool.take(), pool.take()]
+    for (const b of held) pool.give(b)
+    expect(pool.idle).toBe(3)
+    expect(clock.pending).toBe(1) // one timer, however many buffers came back
+
+    // Still in use: a put at 600 ms pushes the release to 1600 ms.
+    await clock.advance(600)
+    pool.give(pool.take())
+    await clock.advance(600)
+    expect(pool.idle).toBe(3)
+    await clock.advance(399)
+    expect(pool.idle).toBe(3)
+    await clock.advance(1)
+    expect(pool.idle).toBe(0)
+    expect(clock.pending).toBe(0) // nothing idle, nothing armed
+
+    // After the quiet period a put allocates afresh; clear() cancels the armed timer.
+    const fresh = pool.take()
+    expect(held.includes(fresh)).toBe(false)
+    pool.give(fresh)
+    expect(clock.pending).toBe(1)
+    pool.clear()
+    expect(pool.idle).toBe(0)
+    expect(clock.pending).toBe(0)
+    // A buffer handed back after close (a late writer) is not kept and arms nothing.
+    pool.give(pool.take())
+    expect(pool.idle).toBe(0)
+    expect(clock.pending).toBe(0)
+  })
+
+  it('does not arm a timer for a buffer it does not keep', async () => {
+    const clock = new VirtualClock()
+    const pool = new WriteBufferPool(0, { clock, idleMs: 1000 })
+    pool.give(pool.take())
+    expect(pool.idle).toBe(0)
+    expect(clock.pending).toBe(0)
   })
 
   it('reuses the buffers across a store’s puts, sequential and concurrent, every object intact, and drops them on close', async () => {
