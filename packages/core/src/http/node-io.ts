@@ -6,6 +6,8 @@
  * @module
  */
 
+// Imported, not the global: node defines the global `Buffer` as an accessor, a getter call per use.
+import { Buffer } from 'node:buffer'
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import type { Clock } from '../clock.js'
 import { CanceledError } from '../errors.js'
