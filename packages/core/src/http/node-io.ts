@@ -91,7 +91,8 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   if (h === undefined && cors === undefined && typeof body === 'string' && ex.contentType !== undefined && ex.retryAfter === undefined && ex.allow === undefined && (req.complete || !hasBody(req))) {
     // A JSON reply (the common case): its whole list as one literal, no array growing per request.
     buf = body
-    const length = Buffer.byteLength(body)
+    // The fast JSON path's text is ASCII by construction (and a rope: measuring it would flatten it).
+    const length = ex.asciiBody ? body.length : Buffer.byteLength(body)
     if (length === body.length) encoding = 'latin1'
     headers = [CORR_ID_HEADER, ex.corrId, 'content-type', ex.contentType, 'content-length', length]
   } else {
