@@ -8,6 +8,7 @@
 
 import { envelopeJson, toRonError, type RonError, RonUsageError } from '../errors.js'
 import { closeIterable } from './iter.js'
+import { asciiJsonText } from './json-text.js'
 import type { Reply, ReplyBody, ReplyHeaders, RonRequest } from './types.js'
 
 /** Statuses that never carry a body. */
@@ -25,6 +26,11 @@ export class Exchange {
   replyHeaders: ReplyHeaders | undefined = undefined
   /** Serialised or raw body. */
   body: ReplyBody = undefined
+  /**
+   * The body is a string known to be ASCII (the host's fast JSON path wrote it): its UTF-8 length
+   * is its length, and the node writer sends it as latin1 without measuring it.
+   */
+  asciiBody = false
   /** `application/json` when the host serialised the body, else undefined. */
   contentType: string | undefined = undefined
   /** `Retry-After` seconds for 429/503 errors. */
@@ -63,9 +69,12 @@ export class Exchange {
     }
     if (reply.json !== undefined) {
       closeIterable(reply.body)
-      this.body = JSON.stringify(reply.json)
+      const ascii = asciiJsonText(reply.json)
+      this.asciiBody = ascii !== undefined
+      this.body = ascii ?? JSON.stringify(reply.json)
       this.contentType = 'application/json'
     } else {
+      this.asciiBody = false
       this.body = reply.body
     }
     this.status = status
@@ -78,6 +87,7 @@ export class Exchange {
     this.error = err
     this.status = err.status
     this.replyHeaders = undefined
+    this.asciiBody = false
     this.body = envelopeJson(err, this.corrId)
     this.contentType = 'application/json'
     // SPEC.md 4: 429 and 503 always say when to come back; any other error that carries a hint

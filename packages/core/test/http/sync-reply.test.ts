@@ -212,4 +212,23 @@ describe('request headers the pipeline reads itself', () => {
       `HTTP/1.1 200 OK\r\naccess-control-allow-origin: https://o.example\r\n${own}x-corr-id: f\r\ncontent-length: 7\r\n${tail}`,
     ])
   })
+
+  it('string bodies go out as their UTF-8 bytes with that length, ASCII ones (written as latin1) and others alike', async () => {
+    // 'é' (U+00E9) is one byte in latin1 but two in UTF-8: a body with it must not take the latin1 write.
+    const bodies = ['{"plain":"ascii"}', '{"latin":"é"}', '{"emoji":"😀"}', '{"lone":"\ud800"}', 'ÿ']
+    const srv = await start(bodies.map((body, i) => ({ method: 'GET', path: `/b${i}`, handler: () => ({ status: 200, headers: { 'content-type': 'text/plain' }, body }) })))
+    const json = await start([{ method: 'GET', path: '/j', handler: (ctx) => ({ status: 200, json: { s: ctx.query.get('s') } }) }])
+    for (const [i, body] of bodies.entries()) {
+      const r = await fetch(`${srv.url}/b${i}`)
+      const bytes = Buffer.from(await r.arrayBuffer())
+      expect(bytes.equals(Buffer.from(body, 'utf8'))).toBe(true)
+      expect(r.headers.get('content-length')).toBe(String(bytes.length))
+    }
+    for (const s of ['ascii', 'é', '😀', 'ÿ~', '\u0001']) {
+      const r = await fetch(`${json.url}/j?s=${encodeURIComponent(s)}`)
+      const bytes = Buffer.from(await r.arrayBuffer())
+      expect(bytes.equals(Buffer.from(JSON.stringify({ s }), 'utf8'))).toBe(true)
+      expect(r.headers.get('content-length')).toBe(String(bytes.length))
+    }
+  })
 })
