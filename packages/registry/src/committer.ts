@@ -27,7 +27,7 @@ import type { Address, Broadcast, Clock, Logger, MetricsSink } from '@ron/core'
 import { canonicalPayload, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
 import type { RegistryLog } from './log.js'
 import type { SharedLog, SharedProposal } from './store/shared.js'
-import { countQuorum, evaluateQuorum, keyOf, verifyApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
+import { countQuorum, evaluateQuorum, keyOf, verifyWellFormedApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
 import { CHANNELS } from './topology.js'
 import { writeFault } from './write-fault.js'
 
@@ -216,7 +216,8 @@ export class Committer {
   }
 
   /**
-   * Records an approval.
+   * Records an approval. Its `sig` must match `APPROVAL_SIG_PATTERN` (signers.ts): the write routes
+   * refuse any other (400) before it gets here, and it is not tested again.
    * @throws {@link NotFoundError}, {@link DuplicateApprovalError}, {@link InvalidSignatureError}, {@link BusyError}
    */
   approve(id: string, approval: Approval): Promise<ApprovalResult> {
@@ -226,7 +227,8 @@ export class Committer {
   /**
    * Commits a proposal with quorum; a retry of a committed proposal returns the same entry.
    * `signal` is the caller's deadline: a command still queued when it aborts is not committed.
-   * `approvals` are recorded first, each exactly as {@link Committer.approve} would (one already
+   * `approvals` (signatures matching `APPROVAL_SIG_PATTERN` (signers.ts), as the routes check them) are
+   * recorded first, each exactly as {@link Committer.approve} would (one already
    * recorded with the same signature is skipped, so a retried call is harmless).
    * @throws {@link QuorumNotMetError}, {@link ChainMismatchError}, {@link NotFoundError}, {@link TimeoutError}, {@link BusyError},
    *   {@link NotReadyError} when the log cannot be written (`details.reason` `disk_full`, `io_error`, `read_only`),
@@ -582,7 +584,8 @@ export class Committer {
       this.#o.metrics.inc('registry_approvals_total', { result: 'unknown_signer' })
       throw new InvalidSignatureError(`signer ${a.signerId} is not in the signer set in force`, { details: { signerId: a.signerId, reason: 'unknown_signer' } })
     }
-    if (!keys.some((k) => verifyApprovalSig(k, a.sig, subject))) {
+    // The routes let through only signatures matching APPROVAL_SIG_PATTERN (400 otherwise).
+    if (!keys.some((k) => verifyWellFormedApprovalSig(k, a.sig, subject))) {
       this.#o.metrics.inc('registry_approvals_total', { result: 'bad_signature' })
       throw new InvalidSignatureError(`approval by ${a.signerId} does not verify`, { details: { signerId: a.signerId, reason: 'bad_signature' } })
     }

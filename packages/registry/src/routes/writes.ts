@@ -9,7 +9,7 @@ import { z } from 'zod'
 import { ConflictError, MalformedError, withDeadline } from '@ron/core'
 import type { Route, RouteContext } from '@ron/core'
 import { descriptorSchema, descriptorSetSchema, type DescriptorSet } from '../descriptors.js'
-import type { Approval } from '../signers.js'
+import { APPROVAL_SIG_PATTERN, type Approval } from '../signers.js'
 import type { RouteDeps } from './context.js'
 
 /** Body of `POST /registry/proposals`. */
@@ -22,7 +22,7 @@ export const proposeBodySchema = z.strictObject({
 /** Body of `POST /registry/approvals/:proposalId`. */
 export const approveBodySchema = z.strictObject({
   signerId: z.string().min(1).max(128),
-  sig: z.string().regex(/^[A-Za-z0-9_-]{86}$/, 'expected a base64url Ed25519 signature (86 characters)'),
+  sig: z.string().regex(APPROVAL_SIG_PATTERN, 'expected a base64url Ed25519 signature (86 characters)'),
 })
 
 /**
@@ -42,8 +42,6 @@ export const supersedeBodySchema = z.strictObject({
   items: z.array(descriptorSchema).max(4096).optional(),
 })
 
-const SIG = /^[A-Za-z0-9_-]{86}$/
-
 /**
  * An approval body exactly as {@link approveBodySchema} accepts it (a plain object with the two
  * members and nothing else, an id of 1–128 characters, an 86-character base64url signature),
@@ -58,7 +56,7 @@ function plainApproval(v: unknown): Approval | undefined {
     n++
   }
   const { signerId, sig } = o
-  if (n !== 2 || typeof signerId !== 'string' || signerId.length < 1 || signerId.length > 128 || typeof sig !== 'string' || !SIG.test(sig)) return undefined
+  if (n !== 2 || typeof signerId !== 'string' || signerId.length < 1 || signerId.length > 128 || typeof sig !== 'string' || !APPROVAL_SIG_PATTERN.test(sig)) return undefined
   return { signerId, sig }
 }
 
