@@ -101,8 +101,17 @@ interface Proposal {
 type Command =
   | { type: 'propose'; payload: DescriptorSet; baseVersion: number | undefined; done: Done<ProposalView> }
   | { type: 'approve'; id: string; approval: Approval; done: Done<ApprovalResult> }
-  | { type: 'commit'; id: string; signal: AbortSignal; approvals: Approval[] | undefined; done: Done<CommitResult> }
+  | { type: 'commit'; id: string; signal: CommitGate; approvals: Approval[] | undefined; done: Done<CommitResult> }
   | { type: 'get'; id: string; done: Done<ProposalView> }
+
+/**
+ * What a commit checks when the Committer takes it up: gone (`aborted`) means never written. An
+ * `AbortSignal` is one; the commit route passes a lighter object (no AbortController per commit).
+ */
+export interface CommitGate {
+  readonly aborted: boolean
+  readonly reason: unknown
+}
 
 interface Done<T> {
   resolve(v: T): void
@@ -226,7 +235,8 @@ export class Committer {
 
   /**
    * Commits a proposal with quorum; a retry of a committed proposal returns the same entry.
-   * `signal` is the caller's deadline: a command still queued when it aborts is not committed.
+   * `signal` is the caller's deadline (an `AbortSignal` or any {@link CommitGate}): a command still
+   * queued when it aborts is not committed.
    * `approvals` (signatures matching `APPROVAL_SIG_PATTERN` (signers.ts), as the routes check them) are
    * recorded first, each exactly as {@link Committer.approve} would (one already
    * recorded with the same signature is skipped, so a retried call is harmless).
@@ -234,7 +244,7 @@ export class Committer {
    *   {@link NotReadyError} when the log cannot be written (`details.reason` `disk_full`, `io_error`, `read_only`),
    *   and for `approvals` {@link DuplicateApprovalError}, {@link InvalidSignatureError}
    */
-  commit(id: string, signal: AbortSignal, approvals?: Approval[]): Promise<CommitResult> {
+  commit(id: string, signal: CommitGate, approvals?: Approval[]): Promise<CommitResult> {
     return this.#submit('proposals', (done) => ({ type: 'commit', id, signal, approvals, done }))
   }
 
@@ -607,7 +617,7 @@ export class Committer {
     return r
   }
 
-  async #commit(id: string, signal: AbortSignal, carried: Approval[] | undefined): Promise<CommitResult> {
+  async #commit(id: string, signal: CommitGate, carried: Approval[] | undefined): Promise<CommitResult> {
     const p = await this.#find(id)
     if (p.committed !== undefined || this.#committedElsewhere(p)) return p.committed!
     if (signal.aborted) {
