@@ -27,7 +27,7 @@ import type { Address, Broadcast, Clock, Logger, MetricsSink } from '@ron/core'
 import { canonicalPayload, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
 import type { RegistryLog } from './log.js'
 import type { SharedLog, SharedProposal } from './store/shared.js'
-import { countQuorum, evaluateQuorum, keyOf, verifyApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
+import { countQuorum, evaluateQuorum, keyOf, verifyWellFormedApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
 import { CHANNELS } from './topology.js'
 import { writeFault } from './write-fault.js'
 
@@ -101,8 +101,17 @@ interface Proposal {
 type Command =
   | { type: 'propose'; payload: DescriptorSet; baseVersion: number | undefined; done: Done<ProposalView> }
   | { type: 'approve'; id: string; approval: Approval; done: Done<ApprovalResult> }
-  | { type: 'commit'; id: string; signal: AbortSignal; approvals: Approval[] | undefined; done: Done<CommitResult> }
+  | { type: 'commit'; id: string; signal: CommitGate; approvals: Approval[] | undefined; done: Done<CommitResult> }
   | { type: 'get'; id: string; done: Done<ProposalView> }
+
+/**
+ * What a commit checks when the Committer takes it up: gone (`aborted`) means never written. An
+ * `AbortSignal` is one; the commit route passes a lighter object (no AbortController per commit).
+ */
+export interface CommitGate {
+  readonly aborted: boolean
+  readonly reason: unknown
+}
 
 interface Done<T> {
   resolve(v: T): void
@@ -216,7 +225,8 @@ export class Committer {
   }
 
   /**
-   * Records an approval.
+   * Records an approval. Its `sig` must match `APPROVAL_SIG_PATTERN` (signers.ts): the write routes
+   * refuse any other (400) before it gets here, and it is not tested again.
    * @throws {@link NotFoundError}, {@link DuplicateApprovalError}, {@link InvalidSignatureError}, {@link BusyError}
    */
   approve(id: string, approval: Approval): Promise<ApprovalResult> {
@@ -225,14 +235,16 @@ export class Committer {
 
   /**
    * Commits a proposal with quorum; a retry of a committed proposal returns the same entry.
-   * `signal` is the caller's deadline: a command still queued when it aborts is not committed.
-   * `approvals` are recorded first, each exactly as {@link Committer.approve} would (one already
+   * `signal` is the caller's deadline (an `AbortSignal` or any {@link CommitGate}): a command still
+   * queued when it aborts is not committed.
+   * `approvals` (signatures matching `APPROVAL_SIG_PATTERN` (signers.ts), as the routes check them) are
+   * recorded first, each exactly as {@link Committer.approve} would (one already
    * recorded with the same signature is skipped, so a retried call is harmless).
    * @throws {@link QuorumNotMetError}, {@link ChainMismatchError}, {@link NotFoundError}, {@link TimeoutError}, {@link BusyError},
    *   {@link NotReadyError} when the log cannot be written (`details.reason` `disk_full`, `io_error`, `read_only`),
    *   and for `approvals` {@link DuplicateApprovalError}, {@link InvalidSignatureError}
    */
-  commit(id: string, signal: AbortSignal, approvals?: Approval[]): Promise<CommitResult> {
+  commit(id: string, signal: CommitGate, approvals?: Approval[]): Promise<CommitResult> {
     return this.#submit('proposals', (done) => ({ type: 'commit', id, signal, approvals, done }))
   }
 
@@ -582,7 +594,8 @@ export class Committer {
       this.#o.metrics.inc('registry_approvals_total', { result: 'unknown_signer' })
       throw new InvalidSignatureError(`signer ${a.signerId} is not in the signer set in force`, { details: { signerId: a.signerId, reason: 'unknown_signer' } })
     }
-    if (!keys.some((k) => verifyApprovalSig(k, a.sig, subject))) {
+    // The routes let through only signatures matching APPROVAL_SIG_PATTERN (400 otherwise).
+    if (!keys.some((k) => verifyWellFormedApprovalSig(k, a.sig, subject))) {
       this.#o.metrics.inc('registry_approvals_total', { result: 'bad_signature' })
       throw new InvalidSignatureError(`approval by ${a.signerId} does not verify`, { details: { signerId: a.signerId, reason: 'bad_signature' } })
     }
@@ -604,7 +617,7 @@ export class Committer {
     return r
   }
 
-  async #commit(id: string, signal: AbortSignal, carried: Approval[] | undefined): Promise<CommitResult> {
+  async #commit(id: string, signal: CommitGate, carried: Approval[] | undefined): Promise<CommitResult> {
     const p = await this.#find(id)
     if (p.committed !== undefined || this.#committedElsewhere(p)) return p.committed!
     if (signal.aborted) {

@@ -38,6 +38,31 @@ function countingStore(): { store: LogStore; reads: number[]; tamper: { version:
 }
 
 describe('Deep Verifier read-back of commits', () => {
+  it('links the next read-back to the announced entry hash only when the bytes read back match the leaf', async () => {
+    const keys = signers(3)
+    const { store, reads, tamper } = countingStore()
+    const log = await RegistryLog.open(store, genesisFor(setOf(keys, 2)))
+    const hashes: string[] = []
+    for (let i = 1; i <= 4; i++) {
+      const head = log.head()
+      const p = payload(i)
+      hashes[i] = (await log.append(head, p, approve(keys.slice(0, 2), head.version, payloadB3(p)), i))!.hash
+    }
+    const v = new DeepVerifier({ log, settings: () => ({ intervalMs: 60_000, sliceEntries: 100 }), clock: systemClock, metrics: noopMetrics, logger: noopLogger, onResult: () => undefined })
+    // Announced hashes: each entry read once, every link sound.
+    for (let i = 1; i <= 2; i++) expect(await v.checkCommitted(i, hashes[i])).toBe(true)
+    expect(reads).toEqual([1, 2])
+    // A read-back that differs from its leaf is not vouched for by the announced hash: the next
+    // commit reads it again instead of linking to the announcement.
+    tamper.version = 3
+    expect(await v.checkCommitted(3, hashes[3])).toBe(false)
+    tamper.version = 0
+    reads.length = 0
+    expect(await v.checkCommitted(4, hashes[4])).toBe(true)
+    expect(reads).toEqual([4, 3])
+    await store.close()
+  })
+
   it('reads each followed commit once, reads the previous entry after a gap, and still flags a bad read-back', async () => {
     const keys = signers(3)
     const { store, reads, tamper } = countingStore()

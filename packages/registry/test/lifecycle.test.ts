@@ -57,6 +57,34 @@ describe('commit deadline', () => {
     expect(again.version).toBe(1)
     expect(x.svc.head().version).toBe(1)
   })
+  it('a commit still queued when its deadline passes is answered 504 and never taken up', async () => {
+    const { store, gate, entered } = gatedStore()
+    h = await harness({ store })
+    const x = h
+    // Both on base 0: the Committer would refuse the second with ChainMismatch (counted in
+    // commit_cas_fail_total) were it taken up; its closed gate refuses it before that.
+    const a = await x.client.propose(payload(1))
+    const b = await x.client.propose(payload(2))
+    for (const p of [a, b]) for (const k of x.keys.slice(0, 2)) await x.client.approveWith(p.proposalId, k)
+    const token = x.issuer.mint({ scope: ALL_SCOPES })
+    const commit = (id: string, ms: number): ReturnType<typeof memoryRequest> =>
+      memoryRequest(x.svc, { method: 'POST', path: `/registry/commit/${id}`, headers: { authorization: `Bearer ${token}`, 'x-deadline-ms': String(ms) } })
+    const first = commit(a.proposalId, 60_000)
+    await entered
+    const second = commit(b.proposalId, 250)
+    // Queued behind the first (which waits for the disk) once the proposals queue holds it.
+    while (!/queue_depth\{queue="proposals",service="registry"\} 1/.test(await x.svc.metricsText())) await new Promise((r) => setImmediate(r))
+    await x.clock.advance(250)
+    expect((await second).status).toBe(504)
+    gate.open()
+    expect((await first).status).toBe(201)
+    // A later command on the same queue is answered only after the second commit was taken up.
+    await x.client.propose(payload(3))
+    const metrics = await x.svc.metricsText()
+    expect(metrics).not.toMatch(/commit_cas_fail_total\{service="registry"\} [1-9]/)
+    expect(metrics).toMatch(/io_timeouts_total\{op="commit",service="registry"\} 1/)
+    expect(x.svc.head().version).toBe(1)
+  })
 })
 
 describe('shutdown', () => {

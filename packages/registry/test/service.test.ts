@@ -111,6 +111,22 @@ describe('propose → approve → commit', () => {
     expect(await rejectCode(h.client.get(5))).toMatchObject({ code: 'NotFound' })
   })
 
+  it('refuses with 400 a signature that verifies only when decoded leniently (the Committer does not test the pattern again)', async () => {
+    h = await harness()
+    const p = await h.client.propose(payload(1))
+    const good = signApproval(h.keys[0]!, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 })
+    // The same 64 bytes in standard base64 ('+' and '/'), or with a stray character: Node's
+    // base64url decoder accepts both, so only the pattern check keeps such a string out of the log.
+    const std = Buffer.from(good.sig, 'base64url').toString('base64').replace(/=+$/, '')
+    const lenient = [std, `${good.sig.slice(0, 85)}.${good.sig.slice(85)}`]
+    expect(lenient.some((s) => s !== good.sig && Buffer.from(s, 'base64url').equals(Buffer.from(good.sig, 'base64url')))).toBe(true)
+    for (const sig of lenient.filter((s) => s !== good.sig)) {
+      expect(await rejectCode(h.client.approve(p.proposalId, { signerId: good.signerId, sig }))).toMatchObject({ code: 'Malformed', status: 400 })
+      expect(await rejectCode(h.client.commit(p.proposalId, { approvals: [{ signerId: good.signerId, sig }] }))).toMatchObject({ code: 'Malformed', status: 400 })
+    }
+    expect((await h.client.approve(p.proposalId, good)).approvals).toBe(1)
+  })
+
   it('write routes need a token with the scope; reads are public', async () => {
     h = await harness()
     const anon = createRegistryClient(h.transport)

@@ -12,7 +12,6 @@ import { blake3 } from './blake3.js'
 export type Address = `b3:${string}`
 
 const ADDRESS_RE = /^b3:[0-9a-f]{64}$/
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'))
 
 /**
  * The address of a 32-byte digest.
@@ -22,9 +21,8 @@ export function toAddress(digest: Uint8Array): Address {
   if (digest.length !== 32) {
     throw new MalformedError(`digest must be 32 bytes, got ${digest.length}`, { details: { field: 'digest', length: digest.length } })
   }
-  let s = 'b3:'
-  for (let i = 0; i < 32; i++) s += HEX[digest[i]!]!
-  return s as Address
+  // One native hex encoding into a flat string (not 32 appends building a rope to flatten later).
+  return `b3:${Buffer.from(digest.buffer, digest.byteOffset, 32).toString('hex')}`
 }
 
 /**

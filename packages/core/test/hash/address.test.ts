@@ -21,6 +21,12 @@ describe('addresses', () => {
     )
   })
 
+  it('toAddress encodes only the 32 bytes a view covers, not the rest of its buffer', () => {
+    const whole = new Uint8Array(64).map((_, i) => i)
+    const digest = whole.subarray(16, 48)
+    expect(toAddress(digest)).toBe(`b3:${Buffer.from(whole.slice(16, 48)).toString('hex')}`)
+  })
+
   it('toAddress rejects digests that are not 32 bytes', () => {
     expect(() => toAddress(new Uint8Array(31))).toThrow(MalformedError)
     expect(() => toAddress(new Uint8Array(33))).toThrow(MalformedError)
