@@ -8,7 +8,7 @@
 import { z } from 'zod'
 import { ConflictError, MalformedError, TimeoutError, abortReason } from '@ron/core'
 import type { Route, RouteContext } from '@ron/core'
-import { descriptorSchema, descriptorSetSchema, type DescriptorSet } from '../descriptors.js'
+import { descriptorSchema, descriptorSetSchema, plainDescriptorSet, type DescriptorSet } from '../descriptors.js'
 import { APPROVAL_SIG_PATTERN, type Approval } from '../signers.js'
 import type { CommitGate } from '../committer.js'
 import type { RouteDeps } from './context.js'
@@ -81,6 +81,30 @@ const commitBody = {
       }
     }
     return commitBodySchema.parse(v)
+  },
+}
+
+/**
+ * {@link proposeBodySchema} with the common body — `{payload, baseVersion?}` whose payload
+ * {@link plainDescriptorSet} recognises — checked directly, anything else by the schema. @internal
+ */
+export const proposeBody = {
+  parse: (v: unknown): z.infer<typeof proposeBodySchema> => {
+    if (typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype) {
+      const o = v as Record<string, unknown>
+      let n = 0
+      for (const k in o) {
+        if (k !== 'payload' && k !== 'baseVersion') return proposeBodySchema.parse(v)
+        n++
+      }
+      const payload = plainDescriptorSet(o['payload'])
+      const base = o['baseVersion']
+      if (payload !== undefined) {
+        if (n === 1) return { payload }
+        if (n === 2 && typeof base === 'number' && Number.isSafeInteger(base) && base >= 0) return { payload, baseVersion: base }
+      }
+    }
+    return proposeBodySchema.parse(v)
   },
 }
 
@@ -163,7 +187,7 @@ export function writeRoutes(d: RouteDeps): Route[] {
       scope: 'registry:propose',
       async handler(ctx) {
         d.writeGate()
-        const body = await ctx.json(proposeBodySchema)
+        const body = await ctx.json(proposeBody)
         if (body.payload.meta?.supersedes !== undefined) {
           throw new MalformedError('payload.meta.supersedes is set only by POST /registry/supersede', { details: { field: 'payload.meta.supersedes' } })
         }
