@@ -21,23 +21,18 @@ const hooks: { fail: (() => Error) | undefined; refused: number } = { fail: unde
 
 vi.mock('lmdb', async (importOriginal) => {
   const real = await importOriginal<typeof import('lmdb')>()
-  const open = ((...args: Parameters<typeof real.open>) => {
-    const db = real.open(...args)
-    return new Proxy(db, {
-      get(target, prop) {
-        // Name writes commit as batches, the janitor's purge and the probe as transactions.
-        if ((prop === 'transaction' || prop === 'batch') && hooks.fail !== undefined) {
-          const fail = hooks.fail
-          return () => {
-            hooks.refused++
-            return Promise.reject(fail())
-          }
-        }
-        const v: unknown = Reflect.get(target, prop, target)
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
-      },
-    })
-  }) as typeof real.open
+  const { proxiedOpen } = await import('./fixtures/lmdb-proxy.js')
+  const open = proxiedOpen(real, (_target, prop) => {
+    // Name writes commit as batches, the janitor's purge and the probe as transactions.
+    if ((prop === 'transaction' || prop === 'batch') && hooks.fail !== undefined) {
+      const fail = hooks.fail
+      return () => {
+        hooks.refused++
+        return Promise.reject(fail())
+      }
+    }
+    return undefined
+  })
   return { ...real, open }
 })
 

@@ -27,20 +27,15 @@ const hooks: { batch: ((real: Batch, apply: () => void) => Promise<unknown>) | u
 
 vi.mock('lmdb', async (importOriginal) => {
   const real = await importOriginal<typeof import('lmdb')>()
-  const open = ((...args: Parameters<typeof real.open>) => {
-    const db = real.open(...args)
-    return new Proxy(db, {
-      get(target, prop) {
-        if (prop === 'batch' && hooks.batch !== undefined) {
-          const hook = hooks.batch
-          return (apply: () => void) => hook((a) => target.batch(a), apply)
-        }
-        if (prop === 'transaction') hooks.transactions++
-        const v: unknown = Reflect.get(target, prop, target)
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
-      },
-    })
-  }) as typeof real.open
+  const { proxiedOpen } = await import('./fixtures/lmdb-proxy.js')
+  const open = proxiedOpen(real, (target, prop) => {
+    if (prop === 'batch' && hooks.batch !== undefined) {
+      const hook = hooks.batch
+      return (apply: () => void) => hook((a) => target.batch(a), apply)
+    }
+    if (prop === 'transaction') hooks.transactions++
+    return undefined
+  })
   return { ...real, open }
 })
 

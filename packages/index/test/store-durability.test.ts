@@ -21,20 +21,23 @@ const hooks: { gate: Promise<void> | undefined; real: { flushed: PromiseLike<unk
 
 vi.mock('lmdb', async (importOriginal) => {
   const real = await importOriginal<typeof import('lmdb')>()
-  const open = ((...args: Parameters<typeof real.open>) => {
-    const db = real.open(...args)
-    hooks.real = db
-    const gate = hooks.gate
-    if (gate === undefined) return db
-    return new Proxy(db, {
-      get(target, prop) {
-        // `flushed` resolves only once the test opens the gate (and LMDB has really flushed).
-        if (prop === 'flushed') return gate.then(() => target.flushed)
-        const v: unknown = Reflect.get(target, prop, target)
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
-      },
-    })
-  }) as typeof real.open
+  const { proxiedOpen } = await import('./fixtures/lmdb-proxy.js')
+  // The gate set when each database was opened.
+  const gates = new WeakMap<object, Promise<void>>()
+  const open = proxiedOpen(
+    real,
+    // `flushed` resolves only once the test opens the gate (and LMDB has really flushed).
+    (target, prop) => {
+      const gate = gates.get(target)
+      return prop === 'flushed' && gate !== undefined ? gate.then(() => target.flushed) : undefined
+    },
+    (db) => {
+      hooks.real = db
+      if (hooks.gate === undefined) return false
+      gates.set(db, hooks.gate)
+      return true
+    },
+  )
   return { ...real, open }
 })
 
