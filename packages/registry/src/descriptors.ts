@@ -9,6 +9,7 @@
 
 import { z } from 'zod'
 import { canonicalBytes, canonicalJson, toAddress, blake3, type Address, type JsonValue } from '@ron/core'
+import { plainMembers } from './plain.js'
 
 /** The one schema version this package writes and reads. */
 export const DESCRIPTOR_SCHEMA_VERSION = 1
@@ -131,19 +132,18 @@ export const descriptorSetSchema = z
     if (sets > 1) ctx.addIssue({ code: 'custom', message: 'at most one signer-set item per descriptor set', path: ['items'] })
   })
 
+/** The members the fast path takes: a service descriptor's, and a set's without `meta`. */
+const SERVICE_MEMBERS = ['kind', 'name', 'service', 'node', 'endpoint', 'ttlSec'] as const
+const SET_MEMBERS = ['schemaVersion', 'items'] as const
+
 /** An `http(s)://` URL of printable ASCII (nothing zod's URL check would trim or strip) that `URL` parses. */
 const PLAIN_ENDPOINT = /^https?:\/\/[\x21-\x7e]+$/
 
 /** A service descriptor exactly as {@link serviceDescriptorSchema} outputs it, or `undefined` when not positively recognised. */
 function plainService(v: unknown): ServiceDescriptor | undefined {
-  if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== Object.prototype) return undefined
-  const o = v as Record<string, unknown>
-  let n = 0
-  for (const k in o) {
-    if (k !== 'kind' && k !== 'name' && k !== 'service' && k !== 'node' && k !== 'endpoint' && k !== 'ttlSec') return undefined
-    n++
-  }
-  const { kind, name, service, node, endpoint, ttlSec } = o
+  const n = plainMembers(v, SERVICE_MEMBERS)
+  if (n < 0) return undefined
+  const { kind, name, service, node, endpoint, ttlSec } = v as Record<string, unknown>
   if (kind !== 'service') return undefined
   if (typeof name !== 'string' || name.length < 1 || name.length > 253 || !SERVICE_NAME.test(name)) return undefined
   if (typeof service !== 'string' || !LABEL.test(service)) return undefined
@@ -161,15 +161,10 @@ function plainService(v: unknown): ServiceDescriptor | undefined {
  * so that it accepts or refuses it with its own error. @internal
  */
 export function plainDescriptorSet(v: unknown): DescriptorSet | undefined {
-  if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== Object.prototype) return undefined
+  if (plainMembers(v, SET_MEMBERS) !== 2) return undefined
   const o = v as Record<string, unknown>
-  let n = 0
-  for (const k in o) {
-    if (k !== 'schemaVersion' && k !== 'items') return undefined
-    n++
-  }
   const list = o['items']
-  if (n !== 2 || o['schemaVersion'] !== DESCRIPTOR_SCHEMA_VERSION || !Array.isArray(list) || list.length > 4096) return undefined
+  if (o['schemaVersion'] !== DESCRIPTOR_SCHEMA_VERSION || !Array.isArray(list) || list.length > 4096) return undefined
   const items: ServiceDescriptor[] = []
   for (let i = 0; i < list.length; i++) {
     const d = plainService(list[i])

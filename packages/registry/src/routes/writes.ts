@@ -11,6 +11,7 @@ import type { Route, RouteContext } from '@ron/core'
 import { descriptorSchema, descriptorSetSchema, plainDescriptorSet, type DescriptorSet } from '../descriptors.js'
 import { APPROVAL_SIG_PATTERN, type Approval } from '../signers.js'
 import type { CommitGate } from '../committer.js'
+import { plainMembers } from '../plain.js'
 import type { RouteDeps } from './context.js'
 
 /** Body of `POST /registry/proposals`. */
@@ -43,21 +44,18 @@ export const supersedeBodySchema = z.strictObject({
   items: z.array(descriptorSchema).max(4096).optional(),
 })
 
+/** The members of an approval body. */
+const APPROVAL_MEMBERS = ['signerId', 'sig'] as const
+
 /**
  * An approval body exactly as {@link approveBodySchema} accepts it (a plain object with the two
  * members and nothing else, an id of 1–128 characters, an 86-character base64url signature),
  * checked without zod: anything else goes to the schema, which refuses it with its own error.
  */
 function plainApproval(v: unknown): Approval | undefined {
-  if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== Object.prototype) return undefined
-  const o = v as Record<string, unknown>
-  let n = 0
-  for (const k in o) {
-    if (k !== 'signerId' && k !== 'sig') return undefined
-    n++
-  }
-  const { signerId, sig } = o
-  if (n !== 2 || typeof signerId !== 'string' || signerId.length < 1 || signerId.length > 128 || typeof sig !== 'string' || !APPROVAL_SIG_PATTERN.test(sig)) return undefined
+  if (plainMembers(v, APPROVAL_MEMBERS) !== 2) return undefined
+  const { signerId, sig } = v as Record<string, unknown>
+  if (typeof signerId !== 'string' || signerId.length < 1 || signerId.length > 128 || typeof sig !== 'string' || !APPROVAL_SIG_PATTERN.test(sig)) return undefined
   return { signerId, sig }
 }
 
