@@ -11,13 +11,14 @@
  * Needs strace; the bench runs as root, so strace may attach.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { HttpTransport } from '@ron/core'
 import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type SignerSet } from '@ron/registry'
 import { untilListening } from '../lib/callgrind-server.js'
+import { printStraceSummary } from '../lib/strace.js'
 import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from '../lib/process.js'
 import { ORIGIN } from '../servers/registry/shared.js'
 
@@ -69,12 +70,6 @@ console.log(`${which}: ${cycles} commit cycles (4 requests each), servers on ${S
 if (process.env.STRACE_LOG !== undefined) {
   console.log(`trace: ${process.env.STRACE_LOG}`)
 } else {
-  console.log('syscall            calls/cycle   us/cycle (in the call)')
-  for (const line of readFileSync(summary, 'utf8').split('\n')) {
-    // % time, seconds, usecs/call, calls, [errors], syscall
-    const m = /^\s*[\d.]+\s+([\d.]+)\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$/.exec(line)
-    if (m === null || m[3] === 'total') continue
-    console.log(`${m[3]!.padEnd(18)} ${(Number(m[2]) / cycles).toFixed(2).padStart(11)} ${((Number(m[1]) * 1e6) / cycles).toFixed(0).padStart(10)}`)
-  }
+  printStraceSummary(summary, cycles, 'cycle')
 }
 rmSync(dir, { recursive: true, force: true })

@@ -14,11 +14,12 @@
  * Needs strace (Debian: `apt install strace`); the bench runs as root, so strace may attach.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { untilListening } from '../lib/callgrind-server.js'
+import { printStraceSummary } from '../lib/strace.js'
 import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from '../lib/process.js'
 
 const [factory = 'index/names.ts', n = '200', c = '1', traced = 'fdatasync,fsync,msync,pwrite64,pwritev,write,writev,futex,epoll_wait,io_uring_enter,mmap,munmap,madvise'] = process.argv.slice(2)
@@ -90,12 +91,6 @@ console.log(`${factory}: ${count} writes, ${concurrency} at once, servers on ${S
 if (process.env.STRACE_LOG !== undefined) {
   console.log(`trace: ${process.env.STRACE_LOG}`)
 } else {
-  console.log('syscall            calls/write   us/write (in the call)')
-  for (const line of readFileSync(summary, 'utf8').split('\n')) {
-    // % time, seconds, usecs/call, calls, [errors], syscall
-    const m = /^\s*[\d.]+\s+([\d.]+)\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$/.exec(line)
-    if (m === null || m[3] === 'total') continue
-    console.log(`${m[3]!.padEnd(18)} ${(Number(m[2]) / count).toFixed(2).padStart(11)} ${((Number(m[1]) * 1e6) / count).toFixed(0).padStart(10)}`)
-  }
+  printStraceSummary(summary, count, 'write')
 }
 rmSync(dir, { recursive: true, force: true })
