@@ -100,9 +100,11 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
     })
 
     it('stores pieces handed over (ownedPieces) intact whatever their sizes, and addresses them the same', async () => {
-      // Pieces of one byte, of a few chunks, and of several write blocks (256 KiB) at a time.
+      // Pieces of one byte, of a few chunks, and of several write blocks (256 KiB) at a time; and
+      // objects of less than one chunk and of exactly one (their address is their chunk's hash).
       const data = bytes(700 * 1024 + 5, 31)
-      for (const [seed, size, maxPiece] of [[1, 5 * CS + 7, 1], [2, data.length, 3 * CS], [3, data.length, 600 * 1024]] as const) {
+      const cases = [[1, 5 * CS + 7, 1], [2, data.length, 3 * CS], [3, data.length, 600 * 1024], [4, CS - 24, 7], [5, CS, CS], [6, CS + 1, CS]] as const
+      for (const [seed, size, maxPiece] of cases) {
         const expected = data.subarray(0, size)
         const res = await store.put(chunked(expected, seed, maxPiece), { ownedPieces: true })
         expect(res).toEqual({ address: addressOf(expected), size, created: true })

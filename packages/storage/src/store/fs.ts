@@ -208,9 +208,13 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
       // A source that may reuse its buffers is copied into the writer's own buffers, and the
       // writer hashes the blocks it gathers (the bytes it writes). Pieces handed over (a request
       // body) are hashed as they arrive and written as they are: no copy.
-      const builder = new ChunkTableBuilder(chunkSize)
+      // Handed-over pieces stay as they are, so the builder may hold those of the first chunk
+      // (a one-chunk object is then hashed once); bounded by the pieces the gather writer holds
+      // before its first write anyway.
+      const owned = o.ownedPieces === true
+      const builder = new ChunkTableBuilder(chunkSize, owned && chunkSize <= PipelinedWriter.CAPACITY)
       const hash = (block: Uint8Array): void => builder.update(block)
-      const w: PutWriter = o.ownedPieces === true ? new GatherWriter(fh, hash) : new PipelinedWriter(fh, writeBuffers, hash)
+      const w: PutWriter = owned ? new GatherWriter(fh, hash) : new PipelinedWriter(fh, writeBuffers, hash)
       writer = w
       await pump(source, { maxBytes: o.maxBytes, signal }, (piece) => w.write(piece))
       w.seal()

@@ -198,18 +198,39 @@ export function decodeTable(bytes: Uint8Array, expected: { address: Address; siz
 /**
  * Hashes a stream as it arrives: the whole-object digest (the address) and, aligned on
  * `chunkSize` boundaries whatever the input chunking, the digest of every chunk.
+ *
+ * Two BLAKE3 passes over every byte: the chunk digests are hashes of each chunk on its own, which
+ * share no work with the whole-object hash (BLAKE3 numbers the 1 KiB blocks of a chunk from 0 in
+ * one and from the chunk's offset in the other). Folding them into one pass needs chunk hashes
+ * that are subtrees of the address's tree (a bao outboard table) and a binding that exposes
+ * subtree chaining values. What it saves today: an object of at most one chunk has the address
+ * of its only chunk, so with `keepsInput` (the caller never changes bytes it fed) the whole-object
+ * hasher starts only once the input crosses the first chunk, fed first with the pieces of that
+ * chunk (held by reference until then), and an object of one chunk is hashed once.
  * @internal
  */
 export class ChunkTableBuilder {
   readonly chunkSize: number
-  #whole: Blake3Hasher = createBlake3()
-  #chunk: Blake3Hasher = createBlake3()
+  #whole: Blake3Hasher | undefined
+  #chunk: Blake3Hasher
+  readonly #newHasher: () => Blake3Hasher
   #inChunk = 0
   #size = 0
   #hashes: Uint8Array[] = []
+  /** The pieces fed so far while the whole-object hasher waits (all within the first chunk). */
+  #first: Uint8Array[] | undefined
 
-  constructor(chunkSize: number) {
+  /**
+   * @param keepsInput the bytes fed are never changed afterwards (pieces handed over), so the
+   *   builder may hold them by reference until it knows whether the object is one chunk.
+   * @param newHasher where its hashers come from (tests count them).
+   */
+  constructor(chunkSize: number, keepsInput = false, newHasher: () => Blake3Hasher = createBlake3) {
     this.chunkSize = chunkSize
+    this.#newHasher = newHasher
+    this.#chunk = newHasher()
+    if (keepsInput) this.#first = []
+    else this.#whole = newHasher()
   }
 
   /** Bytes fed so far. */
@@ -219,7 +240,17 @@ export class ChunkTableBuilder {
 
   /** Feeds the next bytes of the object. */
   update(data: Uint8Array): void {
-    this.#whole.update(data)
+    const first = this.#first
+    if (first === undefined) this.#whole!.update(data)
+    else if (this.#size + data.length <= this.chunkSize) first.push(data)
+    else {
+      // More than one chunk after all: the address needs its own pass, from the first byte.
+      const whole = this.#newHasher()
+      for (const p of first) whole.update(p)
+      whole.update(data)
+      this.#whole = whole
+      this.#first = undefined
+    }
     let off = 0
     while (off < data.length) {
       const take = Math.min(this.chunkSize - this.#inChunk, data.length - off)
@@ -242,8 +273,11 @@ export class ChunkTableBuilder {
     if (this.#inChunk > 0) this.#hashes.push(this.#chunk.digest())
     const hashes = new Uint8Array(this.#hashes.length * HASH_BYTES)
     for (const [i, h] of this.#hashes.entries()) hashes.set(h, i * HASH_BYTES)
+    // One chunk at most (and the whole hasher never started): the address is that chunk's hash.
+    const digest = this.#whole !== undefined ? this.#whole.digest() : this.#hashes.length === 1 ? this.#hashes[0]! : blake3(new Uint8Array(0))
     this.#hashes = []
-    return new ChunkTable(toAddress(this.#whole.digest()), this.#size, this.chunkSize, hashes)
+    this.#first = undefined
+    return new ChunkTable(toAddress(digest), this.#size, this.chunkSize, hashes)
   }
 }
 
