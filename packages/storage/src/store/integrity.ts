@@ -196,6 +196,12 @@ export function decodeTable(bytes: Uint8Array, expected: { address: Address; siz
 }
 
 /**
+ * The hashers of a {@link ChunkTableBuilder} are fed in runs aligned on this many bytes of the
+ * object: 16 BLAKE3 chunks, the widest SIMD degree (AVX-512).
+ */
+const HASH_ALIGN = 16 * 1024
+
+/**
  * Hashes a stream as it arrives: the whole-object digest (the address) and, aligned on
  * `chunkSize` boundaries whatever the input chunking, the digest of every chunk.
  *
@@ -219,6 +225,10 @@ export class ChunkTableBuilder {
   #hashes: Uint8Array[] = []
   /** The pieces fed so far while the whole-object hasher waits (all within the first chunk). */
   #first: Uint8Array[] | undefined
+  /** Bytes handed to the hashers (the others wait in the carry buffer). */
+  #fed = 0
+  #carry: Uint8Array | undefined
+  #carried = 0
 
   /**
    * @param keepsInput the bytes fed are never changed afterwards (pieces handed over), so the
@@ -238,11 +248,40 @@ export class ChunkTableBuilder {
     return this.#size
   }
 
-  /** Feeds the next bytes of the object. */
+  /**
+   * Feeds the next bytes of the object. The hashers are fed in runs that start and end on
+   * {@link HASH_ALIGN} boundaries of the object (a piece's ragged ends are gathered in a small
+   * carry buffer): BLAKE3 hashes a run in wide SIMD subtrees only from such a boundary on, and
+   * request bodies arrive in socket-sized pieces that fall anywhere (hashing them as they come cost
+   * 16% more instructions than aligned blocks).
+   */
   update(data: Uint8Array): void {
+    this.#size += data.length
+    let off = 0
+    if (this.#carried > 0) {
+      const carry = this.#carry!
+      off = Math.min(HASH_ALIGN - this.#carried, data.length)
+      carry.set(off === data.length ? data : data.subarray(0, off), this.#carried)
+      this.#carried += off
+      if (this.#carried < HASH_ALIGN) return
+      this.#feed(carry, true)
+      this.#carried = 0
+    }
+    const rest = data.length - off
+    const aligned = rest - (rest % HASH_ALIGN)
+    if (aligned > 0) this.#feed(off === 0 && aligned === data.length ? data : data.subarray(off, off + aligned), false)
+    if (aligned < rest) {
+      this.#carry ??= new Uint8Array(HASH_ALIGN)
+      this.#carry.set(data.subarray(off + aligned), 0)
+      this.#carried = rest - aligned
+    }
+  }
+
+  /** Hashes `data` (the next bytes, from an aligned offset); `transient`: its buffer is reused. */
+  #feed(data: Uint8Array, transient: boolean): void {
     const first = this.#first
     if (first === undefined) this.#whole!.update(data)
-    else if (this.#size + data.length <= this.chunkSize) first.push(data)
+    else if (this.#fed + data.length <= this.chunkSize) first.push(transient ? data.slice() : data)
     else {
       // More than one chunk after all: the address needs its own pass, from the first byte.
       const whole = this.#newHasher()
@@ -251,6 +290,7 @@ export class ChunkTableBuilder {
       this.#whole = whole
       this.#first = undefined
     }
+    this.#fed += data.length
     let off = 0
     while (off < data.length) {
       const take = Math.min(this.chunkSize - this.#inChunk, data.length - off)
@@ -265,11 +305,13 @@ export class ChunkTableBuilder {
         this.#inChunk = 0
       }
     }
-    this.#size += data.length
   }
 
   /** Finishes hashing; the builder cannot be used afterwards. */
   finish(): ChunkTable {
+    // The last bytes: the carry is not written again, so it may be held as it is.
+    if (this.#carried > 0) this.#feed(this.#carry!.subarray(0, this.#carried), false)
+    this.#carried = 0
     if (this.#inChunk > 0) this.#hashes.push(this.#chunk.digest())
     const hashes = new Uint8Array(this.#hashes.length * HASH_BYTES)
     for (const [i, h] of this.#hashes.entries()) hashes.set(h, i * HASH_BYTES)
