@@ -231,8 +231,9 @@ export interface PutWriter {
  * The writer of a put whose source hands its pieces over (`PutOptions.ownedPieces`: request
  * bodies, whose socket buffers are fresh for every read and never written again): no copy. Each
  * piece is shown to `onBlock` (hashed) as it is taken, then written as it is with one `writev` per
- * {@link PipelinedWriter.CAPACITY} bytes gathered, one write in flight while the next pieces
- * gather. Holds at most one write's pieces plus the gathering ones (about two capacities).
+ * {@link PipelinedWriter.CAPACITY} bytes (or {@link GatherWriter.MAX_PIECES} pieces) gathered, one
+ * write in flight while the next pieces gather. Holds at most one write's pieces plus the
+ * gathering ones (about two capacities, at most twice that many pieces).
  *
  * Compared with {@link PipelinedWriter}: no copy of the body into the writer's buffers, no buffer
  * of its own to keep between puts, and the bytes are hashed while they are still in the cache the
@@ -241,6 +242,8 @@ export interface PutWriter {
  * @internal
  */
 export class GatherWriter implements PutWriter {
+  /** Pieces gathered into one `writev` at most (Linux's IOV_MAX: one system call). */
+  static readonly MAX_PIECES = 1024
   readonly #fh: FileHandle
   #onBlock: ((block: Uint8Array) => void) | undefined
   #pieces: Uint8Array[] = []
@@ -263,7 +266,9 @@ export class GatherWriter implements PutWriter {
     this.#onBlock?.(piece)
     this.#pieces.push(piece)
     this.#len += piece.length
-    if (this.#len < PipelinedWriter.CAPACITY) return undefined
+    // Also bounded in pieces: a client trickling 1-byte TCP segments must not make one upload
+    // hold 256 Ki tiny Buffers (tens of MiB of heap) before its first write.
+    if (this.#len < PipelinedWriter.CAPACITY && this.#pieces.length < GatherWriter.MAX_PIECES) return undefined
     return this.#handOff()
   }
 

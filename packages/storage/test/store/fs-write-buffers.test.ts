@@ -273,4 +273,31 @@ describe('write buffer pool', () => {
     expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
     await store.close()
   })
+
+  it('gather writer: writes after MAX_PIECES tiny pieces, never holding more (a client trickling 1-byte segments)', async () => {
+    const iovs: number[] = []
+    let written = 0
+    const fake = {
+      writev: (bufs: Uint8Array[]) => {
+        iovs.push(bufs.length)
+        const n = bufs.reduce((a, b) => a + b.length, 0)
+        written += n
+        return Promise.resolve({ bytesWritten: n, buffers: bufs })
+      },
+      write: (b: Uint8Array, off: number, len: number) => {
+        iovs.push(1)
+        written += len
+        return Promise.resolve({ bytesWritten: len, buffer: b })
+      },
+    } as unknown as FileHandle
+    const w = new GatherWriter(fake)
+    const max = GatherWriter.MAX_PIECES
+    for (let i = 0; i < 3 * max + 5; i++) await w.write(bytes(1, i))
+    // Three full batches were handed off (and written) while pieces were still arriving.
+    expect(iovs.slice(0, 3)).toEqual([max, max, max])
+    await w.flush()
+    w.release()
+    expect(written).toBe(3 * max + 5)
+    expect(Math.max(...iovs)).toBeLessThanOrEqual(max)
+  })
 })
