@@ -41,9 +41,13 @@ function groupOf(pid: number, tid: number, sorted: number[]): number {
   return sorted.indexOf(tid) <= 5 ? 1 : 2
 }
 
-/** CPU ms of process `pid` so far, user and system for each of {@link GROUPS} (8 numbers). */
+/**
+ * CPU ms of process `pid` so far, user and system for each of {@link GROUPS} (6 numbers), then
+ * the minor page faults of each group (3 more: a write from freshly mapped memory faults its
+ * pages in, on the thread that touches them first).
+ */
 function threadCpu(pid: number): number[] {
-  const out = new Array<number>(GROUPS.length * 2).fill(0)
+  const out = new Array<number>(GROUPS.length * 3).fill(0)
   const tids = readdirSync(`/proc/${pid}/task`).map(Number).sort((a, b) => a - b)
   for (const tid of tids) {
     try {
@@ -52,6 +56,8 @@ function threadCpu(pid: number): number[] {
       // utime and stime (fields 14 and 15), in clock ticks of 10 ms.
       out[k]! += Number(f[11]) * 10
       out[k + 1]! += Number(f[12]) * 10
+      // minflt (field 10).
+      out[GROUPS.length * 2 + k / 2]! += Number(f[7])
     } catch {
       // the thread ended meanwhile
     }
@@ -143,6 +149,8 @@ try {
     const rows = split[i]!.slice(1)
     const med = (k: number): string => median(rows.map((r) => r[k]!)).toFixed(0)
     console.log(`${names[i]!}: µs per PUT (medians), user / system: ${GROUPS.map((g, j) => `${g} ${med(2 * j)} / ${med(2 * j + 1)}`).join(', ')}`)
+    const faults = (k: number): string => median(rows.map((r) => r[k]! / 1000)).toFixed(1)
+    console.log(`${' '.repeat(names[i]!.length)}  minor page faults per PUT (medians): ${GROUPS.map((g, j) => `${g} ${faults(GROUPS.length * 2 + j)}`).join(', ')}`)
     const g = gcs[i]!.slice(1)
     const gm = (k: keyof GcCounts): string => median(g.map((x) => x[k])).toFixed(k.endsWith('Ms') ? 1 : 0)
     console.log(`${' '.repeat(names[i]!.length)}  GCs per round of ${n} (medians): mark-compact ${gm('major')} (${gm('majorMs')} ms), scavenge ${gm('minor')} (${gm('minorMs')} ms), other ${gm('other')}`)

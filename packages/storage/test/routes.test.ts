@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { IntegrityFailedError, isRonError } from '@ron/core'
 import type { Transport, TransportResponse } from '@ron/core'
 import { createStorageClient } from '../src/index.js'
-import { addressOfBytes, bytes, cluster, readAll, type Cluster } from './helpers.js'
+import { addressOfBytes, bytes, cluster, readAll, tempDir, type Cluster } from './helpers.js'
 
 const text = (b: Uint8Array): string => new TextDecoder().decode(b)
 
@@ -34,6 +34,34 @@ describe('storage routes over MemoryTransport', () => {
     expect(get.headers.vary).toBe('Accept-Encoding')
     expect(get.headers['content-length']).toBe('5000')
     expect(await get.bytes()).toEqual(data)
+  })
+
+  it('PUT of an in-process body that reuses its buffer stores and addresses the bytes as they were yielded', async () => {
+    // Only a stream's (a socket's) pieces are handed to the store without a copy; a generator
+    // that overwrites its buffer once the piece was taken must not change what is stored.
+    const parts = [bytes(20_000, 1), bytes(30_000, 2), bytes(9_000, 3)]
+    const reused = new Uint8Array(30_000)
+    async function* body(): AsyncGenerator<Uint8Array> {
+      for (const p of parts) {
+        reused.set(p)
+        yield reused.subarray(0, p.length)
+        reused.fill(0xee)
+      }
+    }
+    const whole = new Uint8Array(Buffer.concat(parts))
+    // On disk: the filesystem backend is the one that can write pieces without copying them.
+    const { dir, cleanup } = await tempDir()
+    const fs = await cluster(['storage'], () => ({ dataDir: dir, chunkSize: 1024 }))
+    try {
+      const res = await fs.transport.request('storage', { method: 'PUT', path: '/o', headers: { authorization: `Bearer ${fs.tokens.write}` }, body: body() })
+      expect(res.status).toBe(201)
+      const { address } = await res.json<{ address: string }>()
+      expect(address).toBe(addressOfBytes(whole))
+      expect(await fs.node().client.getBytes(address as never)).toEqual(whole)
+    } finally {
+      await fs.close()
+      await cleanup()
+    }
   })
 
   it('HEAD gives the length and no body', async () => {

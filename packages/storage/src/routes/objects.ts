@@ -165,6 +165,18 @@ async function getObject(s: StorageContext, ctx: RouteContext): Promise<Reply> {
 }
 
 /**
+ * Whether the body's pieces are never changed once read, so the store may write them without a
+ * copy: a stream's chunks (a socket's read buffers are fresh for every read; a `Readable` hands
+ * its pushed buffers over) and a decoder's output (fresh buffers). Any other iterable (an
+ * in-process caller's generator) may reuse its buffer.
+ */
+function handsOverPieces(ctx: RouteContext, encoded: boolean): boolean {
+  if (encoded) return true
+  const body = ctx.req.body as { on?: unknown; pause?: unknown; resume?: unknown }
+  return typeof body.on === 'function' && typeof body.pause === 'function' && typeof body.resume === 'function'
+}
+
+/**
  * PUT|POST /o — streams the body into the store, hashing as it flows. `PUT /replica` (a peer's
  * replica write or repair push) is the same with the peer's `storage:replicate` token, and is
  * not replicated again.
@@ -233,6 +245,7 @@ async function putObject(s: StorageContext, ctx: RouteContext, replica: boolean)
         maxBytes: limit,
         signal,
         beforeCommit,
+        ownedPieces: handsOverPieces(ctx, encoded),
       })
     } catch (e) {
       if (isRonError(e, 'OverLimit') && e.details.source === undefined) {

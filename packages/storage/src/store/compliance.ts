@@ -99,6 +99,27 @@ export function blobStoreCompliance(name: string, make: MakeStore): void {
       }
     })
 
+    it('stores pieces handed over (ownedPieces) intact whatever their sizes, and addresses them the same', async () => {
+      // Pieces of one byte, of a few chunks, and of several write blocks (256 KiB) at a time; and
+      // objects of less than one chunk and of exactly one (their address is their chunk's hash).
+      const data = bytes(700 * 1024 + 5, 31)
+      const cases = [[1, 5 * CS + 7, 1], [2, data.length, 3 * CS], [3, data.length, 600 * 1024], [4, CS - 24, 7], [5, CS, CS], [6, CS + 1, CS]] as const
+      for (const [seed, size, maxPiece] of cases) {
+        const expected = data.subarray(0, size)
+        const res = await store.put(chunked(expected, seed, maxPiece), { ownedPieces: true })
+        expect(res).toEqual({ address: addressOf(expected), size, created: true })
+        const r = await store.open(res.address)
+        expect(Buffer.from((await collect(r!.read())).data).equals(Buffer.from(expected))).toBe(true)
+        await r!.close()
+        expect(await store.verify(res.address)).toEqual({ ok: true, size, badChunks: [] })
+        await store.delete(res.address)
+      }
+      // The limits hold the same: maxBytes stops the put and keeps nothing; expect is checked.
+      expectCode(await rejection(store.put(chunked(data, 4, 50_000), { ownedPieces: true, maxBytes: 300 * 1024 })), 'OverLimit')
+      expectCode(await rejection(store.put(chunked(data, 5, 50_000), { ownedPieces: true, expect: addressOf(bytes(10, 1)) })), 'IntegrityFailed')
+      expect(await listAll(store.list())).toEqual([])
+    })
+
     it('put is idempotent: an existing object resolves created false', async () => {
       const data = bytes(3000, 4)
       expect((await store.put(once(data))).created).toBe(true)

@@ -20,7 +20,8 @@ import type { ChunkTable } from './integrity.js'
 import { attempt, expectAddress, pump } from './ingest.js'
 import { ensureShards, fsyncDir, hasCode, ioReason, mapIoError, objectPaths, recover } from './fs-layout.js'
 import type { ObjectPaths, RecoveryReport } from './fs-layout.js'
-import { PipelinedWriter, WriteBufferPool, readAt } from './fs-io.js'
+import { GatherWriter, PipelinedWriter, WriteBufferPool, readAt } from './fs-io.js'
+import type { PutWriter } from './fs-io.js'
 import { prepareFormat } from './fs-format.js'
 import type { MigrationReport } from './fs-format.js'
 import { SmallObjectCache, objectSizeOf, openObject } from './fs-object.js'
@@ -200,13 +201,20 @@ export async function createFsStore(opts: FsStoreOptions): Promise<BlobStore & A
     }
     const tmpData = join(tmpDir, `${randomUUID()}.data`)
     let fh: FileHandle | undefined
-    let writer: PipelinedWriter | undefined
+    let writer: PutWriter | undefined
     let committed = false
     try {
       fh = await open(tmpData, 'wx', 0o644)
-      // The writer hashes the blocks it gathers (the bytes it writes), not the source's pieces.
-      const builder = new ChunkTableBuilder(chunkSize)
-      const w = new PipelinedWriter(fh, writeBuffers, (block) => builder.update(block))
+      // A source that may reuse its buffers is copied into the writer's own buffers, and the
+      // writer hashes the blocks it gathers (the bytes it writes). Pieces handed over (a request
+      // body) are hashed as they arrive and written as they are: no copy.
+      // Handed-over pieces stay as they are, so the builder may hold those of the first chunk
+      // (a one-chunk object is then hashed once); bounded by the pieces the gather writer holds
+      // before its first write anyway.
+      const owned = o.ownedPieces === true
+      const builder = new ChunkTableBuilder(chunkSize, owned && chunkSize <= PipelinedWriter.CAPACITY)
+      const hash = (block: Uint8Array): void => builder.update(block)
+      const w: PutWriter = owned ? new GatherWriter(fh, hash) : new PipelinedWriter(fh, writeBuffers, hash)
       writer = w
       await pump(source, { maxBytes: o.maxBytes, signal }, (piece) => w.write(piece))
       w.seal()

@@ -196,20 +196,51 @@ export function decodeTable(bytes: Uint8Array, expected: { address: Address; siz
 }
 
 /**
+ * The hashers of a {@link ChunkTableBuilder} are fed in runs aligned on this many bytes of the
+ * object: 16 BLAKE3 chunks, the widest SIMD degree (AVX-512).
+ */
+const HASH_ALIGN = 16 * 1024
+
+/**
  * Hashes a stream as it arrives: the whole-object digest (the address) and, aligned on
  * `chunkSize` boundaries whatever the input chunking, the digest of every chunk.
+ *
+ * Two BLAKE3 passes over every byte: the chunk digests are hashes of each chunk on its own, which
+ * share no work with the whole-object hash (BLAKE3 numbers the 1 KiB blocks of a chunk from 0 in
+ * one and from the chunk's offset in the other). Folding them into one pass needs chunk hashes
+ * that are subtrees of the address's tree (a bao outboard table) and a binding that exposes
+ * subtree chaining values. What it saves today: an object of at most one chunk has the address
+ * of its only chunk, so with `keepsInput` (the caller never changes bytes it fed) the whole-object
+ * hasher starts only once the input crosses the first chunk, fed first with the pieces of that
+ * chunk (held by reference until then), and an object of one chunk is hashed once.
  * @internal
  */
 export class ChunkTableBuilder {
   readonly chunkSize: number
-  #whole: Blake3Hasher = createBlake3()
-  #chunk: Blake3Hasher = createBlake3()
+  #whole: Blake3Hasher | undefined
+  #chunk: Blake3Hasher
+  readonly #newHasher: () => Blake3Hasher
   #inChunk = 0
   #size = 0
   #hashes: Uint8Array[] = []
+  /** The pieces fed so far while the whole-object hasher waits (all within the first chunk). */
+  #first: Uint8Array[] | undefined
+  /** Bytes handed to the hashers (the others wait in the carry buffer). */
+  #fed = 0
+  #carry: Uint8Array | undefined
+  #carried = 0
 
-  constructor(chunkSize: number) {
+  /**
+   * @param keepsInput the bytes fed are never changed afterwards (pieces handed over), so the
+   *   builder may hold them by reference until it knows whether the object is one chunk.
+   * @param newHasher where its hashers come from (tests count them).
+   */
+  constructor(chunkSize: number, keepsInput = false, newHasher: () => Blake3Hasher = createBlake3) {
     this.chunkSize = chunkSize
+    this.#newHasher = newHasher
+    this.#chunk = newHasher()
+    if (keepsInput) this.#first = []
+    else this.#whole = newHasher()
   }
 
   /** Bytes fed so far. */
@@ -217,9 +248,49 @@ export class ChunkTableBuilder {
     return this.#size
   }
 
-  /** Feeds the next bytes of the object. */
+  /**
+   * Feeds the next bytes of the object. The hashers are fed in runs that start and end on
+   * {@link HASH_ALIGN} boundaries of the object (a piece's ragged ends are gathered in a small
+   * carry buffer): BLAKE3 hashes a run in wide SIMD subtrees only from such a boundary on, and
+   * request bodies arrive in socket-sized pieces that fall anywhere (hashing them as they come cost
+   * 16% more instructions than aligned blocks).
+   */
   update(data: Uint8Array): void {
-    this.#whole.update(data)
+    this.#size += data.length
+    let off = 0
+    if (this.#carried > 0) {
+      const carry = this.#carry!
+      off = Math.min(HASH_ALIGN - this.#carried, data.length)
+      carry.set(off === data.length ? data : data.subarray(0, off), this.#carried)
+      this.#carried += off
+      if (this.#carried < HASH_ALIGN) return
+      this.#feed(carry, true)
+      this.#carried = 0
+    }
+    const rest = data.length - off
+    const aligned = rest - (rest % HASH_ALIGN)
+    if (aligned > 0) this.#feed(off === 0 && aligned === data.length ? data : data.subarray(off, off + aligned), false)
+    if (aligned < rest) {
+      this.#carry ??= new Uint8Array(HASH_ALIGN)
+      this.#carry.set(data.subarray(off + aligned), 0)
+      this.#carried = rest - aligned
+    }
+  }
+
+  /** Hashes `data` (the next bytes, from an aligned offset); `transient`: its buffer is reused. */
+  #feed(data: Uint8Array, transient: boolean): void {
+    const first = this.#first
+    if (first === undefined) this.#whole!.update(data)
+    else if (this.#fed + data.length <= this.chunkSize) first.push(transient ? data.slice() : data)
+    else {
+      // More than one chunk after all: the address needs its own pass, from the first byte.
+      const whole = this.#newHasher()
+      for (const p of first) whole.update(p)
+      whole.update(data)
+      this.#whole = whole
+      this.#first = undefined
+    }
+    this.#fed += data.length
     let off = 0
     while (off < data.length) {
       const take = Math.min(this.chunkSize - this.#inChunk, data.length - off)
@@ -234,16 +305,21 @@ export class ChunkTableBuilder {
         this.#inChunk = 0
       }
     }
-    this.#size += data.length
   }
 
   /** Finishes hashing; the builder cannot be used afterwards. */
   finish(): ChunkTable {
+    // The last bytes: the carry is not written again, so it may be held as it is.
+    if (this.#carried > 0) this.#feed(this.#carry!.subarray(0, this.#carried), false)
+    this.#carried = 0
     if (this.#inChunk > 0) this.#hashes.push(this.#chunk.digest())
     const hashes = new Uint8Array(this.#hashes.length * HASH_BYTES)
     for (const [i, h] of this.#hashes.entries()) hashes.set(h, i * HASH_BYTES)
+    // One chunk at most (and the whole hasher never started): the address is that chunk's hash.
+    const digest = this.#whole !== undefined ? this.#whole.digest() : this.#hashes.length === 1 ? this.#hashes[0]! : blake3(new Uint8Array(0))
     this.#hashes = []
-    return new ChunkTable(toAddress(this.#whole.digest()), this.#size, this.chunkSize, hashes)
+    this.#first = undefined
+    return new ChunkTable(toAddress(digest), this.#size, this.chunkSize, hashes)
   }
 }
 

@@ -60,6 +60,15 @@ export interface PutOptions {
    * @default none
    */
   beforeCommit?: (address: Address, size: number) => void | Promise<void>
+  /**
+   * The source hands its pieces over: it never changes the bytes of a piece once it has yielded
+   * it (a socket's request body, whose read buffers are fresh for every read). A backend may then
+   * hash and write the pieces as they are, without copying them first (the fs backend writes them
+   * with `writev`). Without it, a source may reuse its buffer for the next piece, and the store
+   * keeps the bytes as they were when yielded.
+   * @default false
+   */
+  ownedPieces?: boolean
 }
 
 /** Outcome of a successful {@link BlobStore.put}. */

@@ -9,7 +9,8 @@ import { join } from 'node:path'
 import { blake3, toAddress } from '@ron/core'
 import { VirtualClock } from '@ron/core/testing'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { PipelinedWriter, WriteBufferPool } from '../../src/store/fs-io.js'
+import { GatherWriter, PipelinedWriter, WriteBufferPool, writevAll } from '../../src/store/fs-io.js'
+import type { FileHandle } from 'node:fs/promises'
 import { createFsStore } from '../../src/store/index.js'
 import { internalsOf } from '../../src/store/internals.js'
 import { bytes, chunked, readAll } from './helpers.js'
@@ -187,5 +188,116 @@ describe('write buffer pool', () => {
     expect(address).toBe(toAddress(blake3(whole)))
     expect(Buffer.from(await readAll(store, address)).equals(whole)).toBe(true)
     await store.close()
+  })
+
+  it('gather writer: shows every piece once as it is taken (not after seal), writes them in order without copying, and takes no buffer from the pool', async () => {
+    const fh = await open(join(dir, 'g'), 'wx')
+    const seen: Uint8Array[] = []
+    const w = new GatherWriter(fh, (piece) => seen.push(piece))
+    const data = bytes(3 * CAP + 54_321, 7)
+    const pieces: Uint8Array[] = []
+    try {
+      for (let off = 0; off < data.length; off += 70_000) {
+        const p = data.slice(off, off + 70_000)
+        pieces.push(p)
+        await w.write(p)
+      }
+      w.seal()
+      await w.write(bytes(300, 8)) // the "trailer": written, not shown
+      await w.flush()
+    } finally {
+      w.release()
+      await fh.close()
+    }
+    // The very pieces taken, shown as they came (no block of the writer's own).
+    expect(seen.length).toBe(pieces.length)
+    expect(seen.every((p, i) => p === pieces[i])).toBe(true)
+    const file = await readFile(join(dir, 'g'))
+    expect(file.length).toBe(data.length + 300)
+    expect(file.subarray(0, data.length).equals(Buffer.from(data))).toBe(true)
+    expect(file.subarray(data.length).equals(Buffer.from(bytes(300, 8)))).toBe(true)
+  })
+
+  it('gather writer: a failed write fails the next write or flush with its error, and nothing after it is written', async () => {
+    const fh = await open(join(dir, 'h'), 'wx')
+    const w = new GatherWriter(fh)
+    await fh.close() // every write now fails with EBADF
+    // A whole block starts a write (which fails in the background); the writer then refuses.
+    await w.write(bytes(CAP, 1))
+    const e = (await w.flush().then(
+      () => undefined,
+      (x: unknown) => x,
+    )) as NodeJS.ErrnoException
+    expect(e.code).toBe('EBADF')
+    expect(() => w.write(bytes(10, 2))).toThrow(e)
+    w.release()
+    expect(() => w.write(bytes(10, 3))).toThrow()
+  })
+
+  it('writevAll writes every byte in order across short writes', async () => {
+    // A FileHandle that takes at most 1000 bytes per call (the kernel may write short).
+    const out: number[] = []
+    const calls: number[] = []
+    const fake = {
+      writev: (bufs: Uint8Array[]) => {
+        calls.push(bufs.length)
+        let budget = 1000
+        let n = 0
+        for (const b of bufs) {
+          const take = Math.min(budget, b.length)
+          for (let i = 0; i < take; i++) out.push(b[i]!)
+          budget -= take
+          n += take
+          if (budget === 0) break
+        }
+        return Promise.resolve({ bytesWritten: n, buffers: bufs })
+      },
+      write: (b: Uint8Array, off: number, len: number) => {
+        const take = Math.min(1000, len)
+        for (let i = 0; i < take; i++) out.push(b[off + i]!)
+        return Promise.resolve({ bytesWritten: take, buffer: b })
+      },
+    } as unknown as FileHandle
+    const pieces = [bytes(700, 1), bytes(1500, 2), bytes(1, 3), bytes(2600, 4)]
+    await writevAll(fake, pieces)
+    expect(Buffer.from(out).equals(Buffer.concat(pieces))).toBe(true)
+    expect(calls.length).toBeGreaterThan(1) // it did resume after short writes
+  })
+
+  it('a put of handed-over pieces keeps no write buffer, and the bytes stored are the pieces', async () => {
+    const store = await createFsStore({ dir, chunkSize: 64 * 1024 })
+    const data = bytes(5 * CAP + 99, 40)
+    const { address } = await store.put(chunked(data, 65_536), { ownedPieces: true })
+    expect(address).toBe(toAddress(blake3(data)))
+    expect(internalsOf(store)!.writeBuffers!.idle).toBe(0)
+    expect(Buffer.from(await readAll(store, address)).equals(Buffer.from(data))).toBe(true)
+    await store.close()
+  })
+
+  it('gather writer: writes after MAX_PIECES tiny pieces, never holding more (a client trickling 1-byte segments)', async () => {
+    const iovs: number[] = []
+    let written = 0
+    const fake = {
+      writev: (bufs: Uint8Array[]) => {
+        iovs.push(bufs.length)
+        const n = bufs.reduce((a, b) => a + b.length, 0)
+        written += n
+        return Promise.resolve({ bytesWritten: n, buffers: bufs })
+      },
+      write: (b: Uint8Array, off: number, len: number) => {
+        iovs.push(1)
+        written += len
+        return Promise.resolve({ bytesWritten: len, buffer: b })
+      },
+    } as unknown as FileHandle
+    const w = new GatherWriter(fake)
+    const max = GatherWriter.MAX_PIECES
+    for (let i = 0; i < 3 * max + 5; i++) await w.write(bytes(1, i))
+    // Three full batches were handed off (and written) while pieces were still arriving.
+    expect(iovs.slice(0, 3)).toEqual([max, max, max])
+    await w.flush()
+    w.release()
+    expect(written).toBe(3 * max + 5)
+    expect(Math.max(...iovs)).toBeLessThanOrEqual(max)
   })
 })
