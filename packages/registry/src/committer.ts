@@ -658,7 +658,7 @@ export class Committer {
       })
     }
     // Only approvals that verify for one of the sets go into the entry, in a stable order.
-    const approvals = [...p.approvals].sort((a, b) => (a.signerId < b.signerId ? -1 : a.signerId > b.signerId ? 1 : 0))
+    const approvals = bySignerId(p.approvals)
     const started = this.#o.clock.now()
     let enc
     try {
@@ -706,6 +706,21 @@ export class Committer {
     this.#o.committed.publish({ type: 'RegistryUpdated', version: result.version, b3: result.payloadB3, hash: result.hash, committedAt: result.committedAt })
     return result
   }
+}
+
+/**
+ * A copy of `approvals` sorted by `signerId` (an insertion sort: a quorum is a few approvals, and
+ * `Array.prototype.sort` with a comparator allocates a work copy of its own on every call).
+ */
+function bySignerId(approvals: readonly Approval[]): Approval[] {
+  const out = approvals.slice()
+  for (let i = 1; i < out.length; i++) {
+    const a = out[i]!
+    let j = i - 1
+    for (; j >= 0 && out[j]!.signerId > a.signerId; j--) out[j + 1] = out[j]!
+    out[j + 1] = a
+  }
+  return out
 }
 
 /** A binary min-heap of proposal expiry times. */
