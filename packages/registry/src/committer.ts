@@ -85,7 +85,7 @@ interface Proposal {
   id: string
   payload: DescriptorSet
   payloadB3: Address
-  /** The payload's canonical JSON when this node computed it (a commit splices it into the entry). */
+  /** The payload's canonical JSON when this node computed it (a commit splices it into the entry; dropped once committed). */
   payloadJson: string | undefined
   /** What its approvals sign (made once: every recount and commit reuses it). */
   subject: ApprovalSubject
@@ -689,6 +689,10 @@ export class Committer {
       hash: enc.hash,
     }
     p.committed = result
+    // Kept for retries and views until it expires: the canonical JSON is not needed any more (a
+    // retry answers `committed`), and dropped now it dies young instead of being copied into the
+    // old generation with the proposal.
+    p.payloadJson = undefined
     this.#pending--
     // Committed proposals answer retries and views until they expire; the oldest beyond
     // `maxProposals` go first (a retry that late gets NotFound; the entry is in the log).
