@@ -85,7 +85,7 @@ interface Proposal {
   id: string
   payload: DescriptorSet
   payloadB3: Address
-  /** The payload's canonical JSON when this node computed it (a commit splices it into the entry). */
+  /** The payload's canonical JSON when this node computed it (a commit splices it into the entry; dropped once committed). */
   payloadJson: string | undefined
   /** What its approvals sign (made once: every recount and commit reuses it). */
   subject: ApprovalSubject
@@ -658,7 +658,7 @@ export class Committer {
       })
     }
     // Only approvals that verify for one of the sets go into the entry, in a stable order.
-    const approvals = [...p.approvals].sort((a, b) => (a.signerId < b.signerId ? -1 : a.signerId > b.signerId ? 1 : 0))
+    const approvals = bySignerId(p.approvals)
     const started = this.#o.clock.now()
     let enc
     try {
@@ -689,6 +689,10 @@ export class Committer {
       hash: enc.hash,
     }
     p.committed = result
+    // Kept for retries and views until it expires: the canonical JSON is not needed any more (a
+    // retry answers `committed`), and dropped now it dies young instead of being copied into the
+    // old generation with the proposal.
+    p.payloadJson = undefined
     this.#pending--
     // Committed proposals answer retries and views until they expire; the oldest beyond
     // `maxProposals` go first (a retry that late gets NotFound; the entry is in the log).
@@ -706,6 +710,21 @@ export class Committer {
     this.#o.committed.publish({ type: 'RegistryUpdated', version: result.version, b3: result.payloadB3, hash: result.hash, committedAt: result.committedAt })
     return result
   }
+}
+
+/**
+ * A copy of `approvals` sorted by `signerId` (an insertion sort: a quorum is a few approvals, and
+ * `Array.prototype.sort` with a comparator allocates a work copy of its own on every call).
+ */
+function bySignerId(approvals: readonly Approval[]): Approval[] {
+  const out = approvals.slice()
+  for (let i = 1; i < out.length; i++) {
+    const a = out[i]!
+    let j = i - 1
+    for (; j >= 0 && out[j]!.signerId > a.signerId; j--) out[j + 1] = out[j]!
+    out[j + 1] = a
+  }
+  return out
 }
 
 /** A binary min-heap of proposal expiry times. */

@@ -87,7 +87,7 @@ export class DeepVerifier {
       if (Buffer.compare(log.leafHash(bytes), log.tree.leafHash(v - 1)) !== 0) problems.push(`version ${v}: bytes do not match the leaf hash`)
       let e: LogEntry | undefined
       try {
-        e = JSON.parse(Buffer.from(bytes).toString('utf8')) as LogEntry
+        e = JSON.parse(utf8(bytes)) as LogEntry
       } catch {
         problems.push(`version ${v}: not JSON`)
       }
@@ -146,7 +146,7 @@ export class DeepVerifier {
       if (bytes === undefined) return true // pruned meanwhile
       const sameLeaf = Buffer.compare(log.leafHash(bytes), log.tree.leafHash(version - 1)) === 0
       if (!sameLeaf) problems.push(`version ${version}: read-back differs from the leaf hash`)
-      const e = JSON.parse(Buffer.from(bytes).toString('utf8')) as LogEntry
+      const e = JSON.parse(utf8(bytes)) as LogEntry
       const last = this.#lastReadBack
       let prev: string | undefined
       if (version === 1) prev = log.genesisHash
@@ -198,4 +198,9 @@ export class DeepVerifier {
     }
     await Promise.all([periodic(), follow()])
   }
+}
+
+/** The UTF-8 text of `bytes`, decoded in place (`Buffer.from(bytes)` would copy them first). */
+function utf8(bytes: Uint8Array): string {
+  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('utf8')
 }

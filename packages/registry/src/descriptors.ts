@@ -10,6 +10,7 @@
 import { z } from 'zod'
 import { canonicalBytes, canonicalJson, toAddress, blake3, type Address, type JsonValue } from '@ron/core'
 import { plainMembers } from './plain.js'
+import { plainSetJson } from './plain-json.js'
 
 /** The one schema version this package writes and reads. */
 export const DESCRIPTOR_SCHEMA_VERSION = 1
@@ -202,7 +203,8 @@ export type DescriptorSet = z.infer<typeof descriptorSetSchema>
  * ```
  */
 export function payloadB3(payload: DescriptorSet): Address {
-  return toAddress(blake3(canonicalBytes(payload)))
+  const plain = plainSetJson(payload)
+  return toAddress(blake3(plain === undefined ? canonicalBytes(payload) : Buffer.from(plain, 'utf8')))
 }
 
 /**
@@ -211,7 +213,7 @@ export function payloadB3(payload: DescriptorSet): Address {
  * payload again. @internal
  */
 export function canonicalPayload(payload: DescriptorSet): { json: string; b3: Address } {
-  const json = canonicalJson(payload)
+  const json = plainSetJson(payload) ?? canonicalJson(payload)
   return { json, b3: toAddress(blake3(Buffer.from(json, 'utf8'))) }
 }
 

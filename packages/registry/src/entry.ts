@@ -8,6 +8,7 @@
 
 import { blake3, canonicalBytes, canonicalJson, toAddress, type Address } from '@ron/core'
 import type { DescriptorSet, SignerSet } from './descriptors.js'
+import { plainApprovalsJson, plainIntJson, plainStringJson } from './plain-json.js'
 import type { TreeHashName } from './merkle.js'
 import type { Approval } from './signers.js'
 
@@ -72,9 +73,10 @@ export function encodeEntry(entry: LogEntry): EncodedEntry {
  * whose `payloadJson` were not the payload's canonical JSON would get an entry whose bytes lie.
  */
 export function encodeEntrySpliced(entry: LogEntry, payloadJson: string): EncodedEntry {
-  // Members in RFC 8785 order (UTF-16 code units): approvals, committedAt, payload, payloadB3, prev, version.
+  // Members in RFC 8785 order (UTF-16 code units): approvals, committedAt, payload, payloadB3, prev, version;
+  // the common members written directly (plain-json.ts), anything else by canonicalJson.
   const bytes = Buffer.from(
-    `{"approvals":${canonicalJson(entry.approvals)},"committedAt":${canonicalJson(entry.committedAt)},"payload":${payloadJson},"payloadB3":${canonicalJson(entry.payloadB3)},"prev":${canonicalJson(entry.prev)},"version":${canonicalJson(entry.version)}}`,
+    `{"approvals":${plainApprovalsJson(entry.approvals) ?? canonicalJson(entry.approvals)},"committedAt":${plainIntJson(entry.committedAt) ?? canonicalJson(entry.committedAt)},"payload":${payloadJson},"payloadB3":${plainStringJson(entry.payloadB3) ?? canonicalJson(entry.payloadB3)},"prev":${plainStringJson(entry.prev) ?? canonicalJson(entry.prev)},"version":${plainIntJson(entry.version) ?? canonicalJson(entry.version)}}`,
     'utf8',
   )
   return { entry, bytes, hash: toAddress(blake3(bytes)) }

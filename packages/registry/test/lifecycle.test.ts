@@ -1,4 +1,6 @@
+import { connect } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
+import { serve } from '@ron/core'
 import { deferred, memoryRequest } from '@ron/core/testing'
 import { createMemoryStore } from '../src/store/index.js'
 import type { LogStore } from '../src/store/types.js'
@@ -84,6 +86,90 @@ describe('commit deadline', () => {
     expect(metrics).not.toMatch(/commit_cas_fail_total\{service="registry"\} [1-9]/)
     expect(metrics).toMatch(/io_timeouts_total\{op="commit",service="registry"\} 1/)
     expect(x.svc.head().version).toBe(1)
+  })
+})
+
+async function text(body: AsyncIterable<Uint8Array>): Promise<string> {
+  let t = ''
+  for await (const c of body) t += Buffer.from(c).toString()
+  return t
+}
+
+describe('commit: a client that goes away', () => {
+  /** Two proposals on base 0 with quorum; the first commit waits for the disk (`entered`). */
+  async function queuedBehindSlowDisk() {
+    const { store, gate, entered } = gatedStore()
+    h = await harness({ store })
+    const x = h
+    const a = await x.client.propose(payload(1))
+    const b = await x.client.propose(payload(2))
+    for (const p of [a, b]) for (const k of x.keys.slice(0, 2)) await x.client.approveWith(p.proposalId, k)
+    const token = x.issuer.mint({ scope: ALL_SCOPES })
+    const queued = async (): Promise<void> => {
+      while (!/queue_depth\{queue="proposals",service="registry"\} 1/.test(await x.svc.metricsText())) await new Promise((r) => setImmediate(r))
+    }
+    return { x, a, b, token, gate, entered, queued }
+  }
+
+  it('over node:http: a commit still queued when the client disconnects is never taken up', async () => {
+    const { x, a, b, token, gate, entered, queued } = await queuedBehindSlowDisk()
+    const server = await serve(x.svc, { port: 0 })
+    try {
+      const first = memoryRequest(x.svc, { method: 'POST', path: `/registry/commit/${a.proposalId}`, headers: { authorization: `Bearer ${token}` } })
+      await entered
+      const s = connect(server.port, '127.0.0.1')
+      s.write(`POST /registry/commit/${b.proposalId} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\ncontent-length: 0\r\n\r\n`)
+      await queued()
+      const closed = new Promise((r) => s.once('close', r))
+      s.resetAndDestroy()
+      await closed
+      // The server has seen the client go: the commit route answered its request 503 Canceled.
+      while (!/http_requests_total\{[^}]*route="\/registry\/commit\/:proposalId"[^}]*status="503"[^}]*\} 1/.test(await x.svc.metricsText())) await new Promise((r) => setTimeout(r, 5))
+      gate.open()
+      expect((await first).status).toBe(201)
+      // A later command on the same queue is answered only after the abandoned commit was taken up.
+      await x.client.propose(payload(3))
+      const metrics = await x.svc.metricsText()
+      expect(metrics).not.toMatch(/commit_cas_fail_total\{service="registry"\} [1-9]/)
+      expect(x.svc.head().version).toBe(1)
+      // The abandoned proposal was not committed: it commits now only as a chain mismatch.
+      await expect(x.client.commit(b.proposalId)).rejects.toMatchObject({ code: 'ChainMismatch' })
+    } finally {
+      await server.close()
+    }
+  })
+
+  it('in memory (the request signal): a commit still queued when the caller aborts answers 503 Canceled and is never taken up', async () => {
+    const { x, a, b, token, gate, entered, queued } = await queuedBehindSlowDisk()
+    const first = memoryRequest(x.svc, { method: 'POST', path: `/registry/commit/${a.proposalId}`, headers: { authorization: `Bearer ${token}` } })
+    await entered
+    const ac = new AbortController()
+    const second = x.svc.dispatch({ method: 'POST', url: `/registry/commit/${b.proposalId}`, headers: { authorization: `Bearer ${token}` }, body: (async function* () {})(), remoteAddress: 'memory', signal: ac.signal })
+    await queued()
+    ac.abort()
+    const res = await second
+    gate.open()
+    expect(res.status).toBe(503)
+    expect(await text(res.body)).toMatch(/"code":"Canceled"/)
+    expect((await first).status).toBe(201)
+    await x.client.propose(payload(3))
+    expect(await x.svc.metricsText()).not.toMatch(/commit_cas_fail_total\{service="registry"\} [1-9]/)
+    expect(x.svc.head().version).toBe(1)
+  })
+
+  it('a commit whose client is already gone is refused before it is queued', async () => {
+    h = await harness()
+    const x = h
+    const p = await x.client.propose(payload(1))
+    for (const k of x.keys.slice(0, 2)) await x.client.approveWith(p.proposalId, k)
+    const token = x.issuer.mint({ scope: ALL_SCOPES })
+    const ac = new AbortController()
+    ac.abort()
+    const res = await x.svc.dispatch({ method: 'POST', url: `/registry/commit/${p.proposalId}`, headers: { authorization: `Bearer ${token}` }, body: (async function* () {})(), remoteAddress: 'memory', signal: ac.signal })
+    expect(res.status).toBe(503)
+    expect(await text(res.body)).toMatch(/"code":"Canceled"/)
+    expect(x.svc.head().version).toBe(0)
+    expect((await x.client.commit(p.proposalId)).version).toBe(1)
   })
 })
 

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { abortReason, onAbort } from '../abort.js'
 import type { Claims } from '../auth/types.js'
 import { MalformedError, RonError, UnsupportedMediaTypeError } from '../errors.js'
 import { decodedBody, headerString, readWholeBody, type BodyLimits, type BodyOwner } from './body.js'
@@ -56,6 +57,13 @@ export class Context implements RouteContext, BodyOwner, SlowBodyOwner {
   /** The request's signal, or the one set by {@link Context.setSignal}; resolved lazily (hot path). */
   get signal(): AbortSignal {
     return this.sig ?? this.req.signal
+  }
+
+  /** {@link RouteContext.onAbort}: the request's own hook unless a signal was set (a queued job's). */
+  onAbort(listener: (reason: Error) => void): () => void {
+    if (this.sig === undefined && this.req.onAbort !== undefined) return this.req.onAbort(listener)
+    const signal = this.signal
+    return onAbort(signal, () => listener(abortReason(signal)))
   }
 
   /** Replaces the signal (a queued job combines the request's with the worker's). */

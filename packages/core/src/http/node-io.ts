@@ -9,6 +9,7 @@
 // Imported, not the global: node defines the global `Buffer` as an accessor, a getter call per use.
 import { Buffer } from 'node:buffer'
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import { abortReason, onAbort } from '../abort.js'
 import type { Clock } from '../clock.js'
 import { CanceledError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
@@ -56,7 +57,32 @@ export class NodeRequest implements RonRequest {
     }
     return ac.signal
   }
+
+  /**
+   * {@link RonRequest.onAbort}: the signal's listener once it exists; until then a `close`
+   * listener on the response, with the same condition (closed before it finished) and reason.
+   */
+  onAbort(listener: (reason: Error) => void): () => void {
+    if (this.ac !== undefined) {
+      const signal = this.ac.signal
+      return onAbort(signal, () => listener(abortReason(signal)))
+    }
+    const res = this.res
+    if (res.closed) {
+      if (!res.writableFinished) listener(new CanceledError('client disconnected'))
+      return NOOP
+    }
+    const onClose = (): void => {
+      if (!res.writableFinished) listener(new CanceledError('client disconnected'))
+    }
+    res.on('close', onClose)
+    return () => {
+      res.removeListener('close', onClose)
+    }
+  }
 }
+
+const NOOP = (): void => {}
 
 /** What the node writer needs besides the exchange. @internal */
 export interface NodeWriteOptions {

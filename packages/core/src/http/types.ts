@@ -27,6 +27,13 @@ export interface RonRequest {
   readonly remoteAddress: string
   /** Aborts when the client goes away or the service force-closes. */
   readonly signal: AbortSignal
+  /**
+   * Calls `listener` once when the request would abort `signal` (at once when it already has),
+   * without making the signal: cheaper for a handler that only needs to hear of it. Optional:
+   * without it, {@link RouteContext.onAbort} listens on `signal`.
+   * @returns a disposer that removes the listener (idempotent)
+   */
+  onAbort?(listener: (reason: Error) => void): () => void
 }
 
 /** A reply body: nothing, bytes, text, or a stream of byte chunks. */
@@ -67,6 +74,15 @@ export interface RouteContext {
   readonly auth: Claims | undefined
   /** Aborts on client disconnect, deadline, or forced shutdown. */
   readonly signal: AbortSignal
+  /**
+   * Calls `listener` with the abort reason once when {@link RouteContext.signal} would abort (at
+   * once when it already has). On the `node:http` host, when nothing read `signal` yet, this
+   * listens on the response's `close` without making an `AbortController` and its signal (the
+   * request's signal is made on first read): the cheap way for a hot handler to hear of a client
+   * that went away.
+   * @returns a disposer that removes the listener (idempotent); call it when the work is done
+   */
+  onAbort(listener: (reason: Error) => void): () => void
   /**
    * Reads the body (decoded per `Content-Encoding`, under the route's body cap and the
    * decompression caps) and validates it strictly against `schema`. A body whose `Content-Type`

@@ -6,7 +6,7 @@
  */
 
 import { z } from 'zod'
-import { ConflictError, MalformedError, TimeoutError, abortReason } from '@ron/core'
+import { ConflictError, MalformedError, TimeoutError } from '@ron/core'
 import type { Route, RouteContext } from '@ron/core'
 import { descriptorSchema, descriptorSetSchema, plainDescriptorSet, type DescriptorSet } from '../descriptors.js'
 import { APPROVAL_SIG_PATTERN, type Approval } from '../signers.js'
@@ -120,34 +120,43 @@ function deadlineOf(ctx: RouteContext, fallback: number): number {
 
 /**
  * `withDeadline` for a commit, without the inner AbortController it makes per call (~50k
- * instructions with its signal, of a 5M-instruction commit cycle): a timer answers
- * 504 `Timeout` at the deadline (counted in `io_timeouts_total{op="commit"}`) while a commit being
- * written completes; the gate the Committer checks when it takes the command up says gone once
- * the deadline passed or the client went away (`client`, the request's signal).
+ * instructions with its signal, of a 5M-instruction commit cycle) nor the request's signal
+ * (`ctx.onAbort` hears of a client gone without one): a timer answers 504 `Timeout` at the
+ * deadline (counted in `io_timeouts_total{op="commit"}`) while a commit being written completes;
+ * the gate the Committer checks when it takes the command up says gone once the deadline passed
+ * or the client went away.
  */
-function commitWithin<T>(d: RouteDeps, ms: number, client: AbortSignal, run: (gate: CommitGate) => Promise<T>): Promise<T> {
-  if (client.aborted) return Promise.reject(abortReason(client))
+function commitWithin<T>(d: RouteDeps, ms: number, ctx: Pick<RouteContext, 'onAbort'>, run: (gate: CommitGate) => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let timedOut: TimeoutError | undefined
+    let gone: Error | undefined
     let settled = false
     const gate: CommitGate = {
       get aborted() {
-        return timedOut !== undefined || client.aborted
+        return timedOut !== undefined || gone !== undefined
       },
       get reason(): Error | undefined {
-        return timedOut ?? (client.aborted ? abortReason(client) : undefined)
+        return timedOut ?? gone
       },
     }
+    // The client gone (or the host draining past its deadline) answers at once, as withDeadline
+    // does; one already gone (the hook calls back at once) is refused before anything is queued.
+    let listening = false
+    const unlisten = ctx.onAbort((reason) => {
+      gone = reason
+      if (listening && settle()) reject(reason)
+    })
+    if (gone !== undefined) {
+      reject(gone)
+      return
+    }
+    listening = true
     const settle = (): boolean => {
       if (settled) return false
       settled = true
       d.clock.clearTimeout(timer)
-      client.removeEventListener('abort', onAbort)
+      unlisten()
       return true
-    }
-    // The client gone (or the host draining past its deadline) answers at once, as withDeadline does.
-    const onAbort = (): void => {
-      if (settle()) reject(abortReason(client))
     }
     const timer = d.clock.setTimeout(() => {
       timedOut = new TimeoutError('commit: deadline exceeded', { details: { op: 'commit' } })
@@ -156,7 +165,6 @@ function commitWithin<T>(d: RouteDeps, ms: number, client: AbortSignal, run: (ga
       reject(timedOut)
     }, ms)
     timer.unref?.()
-    client.addEventListener('abort', onAbort, { once: true })
     run(gate).then(
       (v) => {
         if (settle()) resolve(v)
@@ -227,7 +235,7 @@ export function writeRoutes(d: RouteDeps): Route[] {
         }
         // The deadline races the reply: a commit already being written completes (a retry
         // returns it), one still queued when the deadline passes is never written.
-        const r = await commitWithin(d, ms, ctx.signal, (gate) => d.committer.commit(id, gate, approvals))
+        const r = await commitWithin(d, ms, ctx, (gate) => d.committer.commit(id, gate, approvals))
         return { status: 201, json: r }
       },
     },
