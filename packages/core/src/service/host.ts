@@ -218,6 +218,11 @@ interface HoldReleases {
   gateRelease: (() => void) | undefined
 }
 
+/** The built-in endpoints' paths (`#builtin`'s cases): their shortest and longest length. */
+const BUILTIN_PATHS = ['/healthz', '/readyz', '/metrics', '/version']
+const BUILTIN_MIN_LENGTH = Math.min(...BUILTIN_PATHS.map((p) => p.length))
+const BUILTIN_MAX_LENGTH = Math.max(...BUILTIN_PATHS.map((p) => p.length))
+
 const RETRY_AFTER_MS = 1000
 
 /** Each service's `metricsText` function → its host's metrics (kept by function so `{...host.service}` copies still resolve). */
@@ -592,6 +597,8 @@ class Host<C> implements ServiceHost<C> {
   #builtin(path: string, req: RonRequest): Reply | Promise<Reply> | undefined {
     if (req.method === 'OPTIONS') return this.#cors.preflight(req)
     if (req.method !== 'GET' && req.method !== 'HEAD') return undefined
+    // Most requests are for routes: one length check turns them away before four string compares.
+    if (path.length < BUILTIN_MIN_LENGTH || path.length > BUILTIN_MAX_LENGTH) return undefined
     switch (path) {
       case '/healthz':
         return this.readiness.healthzReply(this.supervisor.health())
