@@ -9,7 +9,7 @@
  */
 
 import type { Address } from '@ron/core'
-import type { Genesis } from './entry.js'
+import type { Genesis, Head } from './entry.js'
 import type { RegistryLog } from './log.js'
 import type { SegmentInfo, StoredCheckpoint } from './store/types.js'
 
@@ -18,6 +18,8 @@ export interface LogView {
   readonly genesis: Genesis
   readonly genesisHash: Address
   oldest(): number
+  head(): Head
+  currentHead(): Readonly<Head>
   rootHex(size?: number): string
   readonly tree: { readonly size: number; root(size?: number): Uint8Array; leafHash(index: number): Uint8Array }
   readonly store: { checkpoints(): readonly StoredCheckpoint[]; segments(): readonly SegmentInfo[] }
@@ -34,6 +36,8 @@ export function registerLogView(service: object, log: RegistryLog): void {
       genesis: log.genesis,
       genesisHash: log.genesisHash,
       oldest: () => log.oldest(),
+      head: () => log.head(),
+      currentHead: () => log.currentHead(),
       rootHex: (size?: number) => (size === undefined ? log.rootHex() : log.rootHex(size)),
       tree: Object.freeze({
         get size() {

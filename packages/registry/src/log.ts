@@ -51,7 +51,8 @@ export class RegistryLog {
   /** Leaf index by leaf hash (every leaf, pruned ones included). */
   readonly leaves: LeafIndex
   readonly recoveries: Readonly<Record<string, number>>
-  #head: Head
+  /** Frozen, and replaced (never changed) when HEAD moves: {@link RegistryLog.currentHead} hands it out. */
+  #head: Readonly<Head>
   readonly #sets: SetChange[]
   readonly #superseded = new Map<number, SupersededBy>()
   /** Versions of held entries whose payload is not in their leaf, by `payloadB3`. */
@@ -73,7 +74,7 @@ export class RegistryLog {
       this.leaves.add(tree.size, h)
       tree.append(h)
     }
-    this.#head = r.head
+    this.#head = Object.freeze({ version: r.head.version, hash: r.head.hash })
     this.recoveries = r.recoveries
     this.#cacheSize = cacheSize
     // Signer sets: genesis, then what the latest checkpoint remembers, then changes in held entries.
@@ -114,9 +115,18 @@ export class RegistryLog {
     return this.genesis.origin
   }
 
-  /** Current HEAD. */
+  /** Current HEAD (a copy the caller may keep or change). */
   head(): Head {
     return { ...this.#head }
+  }
+
+  /**
+   * Current HEAD without a copy: a frozen object that is replaced, never changed, when HEAD moves
+   * (a commit, a take-in from a shared store). A hot read path can keep it and tell whether HEAD
+   * moved since by identity (`log.currentHead() === kept`), with nothing allocated per read.
+   */
+  currentHead(): Readonly<Head> {
+    return this.#head
   }
 
   /** Lowest version whose entry is held. */
@@ -237,7 +247,7 @@ export class RegistryLog {
   #applyAppended(enc: EncodedEntry, leaf: Uint8Array): void {
     this.leaves.add(this.tree.size, leaf)
     this.tree.append(leaf)
-    this.#head = { version: enc.entry.version, hash: enc.hash }
+    this.#head = Object.freeze({ version: enc.entry.version, hash: enc.hash })
     this.#noteEntry(enc.entry, undefined, enc.bytes.length)
     this.#cache.set(enc.entry.version, enc)
     if (this.#cache.size > this.#cacheSize) this.#cache.delete(this.#cache.keys().next().value!)
@@ -273,7 +283,7 @@ export class RegistryLog {
         this.leaves.add(this.tree.size, stored)
         this.tree.append(stored)
         // Its hash is the next entry's `prev` (or the store's HEAD when it is the last).
-        this.#head = { version, hash: this.store.head().version === version ? this.store.head().hash : UNKNOWN_HASH }
+        this.#head = Object.freeze({ version, hash: this.store.head().version === version ? this.store.head().hash : UNKNOWN_HASH })
         continue
       }
       const entry = JSON.parse(Buffer.from(bytes).toString('utf8')) as LogEntry

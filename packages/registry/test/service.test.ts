@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { blake3, isRonError, toAddress } from '@ron/core'
+import { blake3, isRonError, serve, toAddress } from '@ron/core'
 import { createRegistryClient } from '../src/client.js'
 import { signApproval } from '../src/signers.js'
 import { verifyInclusion, treeHasher, verifyConsistency } from '../src/merkle.js'
@@ -253,6 +253,56 @@ describe('conditional reads', () => {
     const e = await memoryRequest(h.svc, { method: 'GET', path: '/registry/1', headers: { 'if-none-match': entryTag } })
     expect(e.status).toBe(304)
     await e.dump()
+  })
+
+  it('currentHead() is one frozen object per HEAD: the same until a commit, a new one after', async () => {
+    h = await harness()
+    const log = logView(h.svc)
+    const first = log.currentHead()
+    expect(Object.isFrozen(first)).toBe(true)
+    expect(log.currentHead()).toBe(first)
+    expect(log.head()).toEqual(first)
+    expect(log.head()).not.toBe(first) // head() still hands out a copy
+    const p = await h.client.propose(payload(1))
+    for (const k of h.keys.slice(0, 2)) await h.client.approveWith(p.proposalId, k)
+    const c = await h.client.commit(p.proposalId)
+    const second = log.currentHead()
+    expect(second).not.toBe(first)
+    expect(second).toEqual({ version: 1, hash: c.hash })
+    expect(first).toEqual({ version: 0, hash: log.genesisHash }) // the old one is unchanged
+  })
+
+  it('over a real socket, HEAD read right after each commit is the new HEAD, byte for byte, and 304 follows its ETag', async () => {
+    h = await harness()
+    const { memoryRequest } = await import('@ron/core/testing')
+    const server = await serve(h.svc, { port: 0 })
+    try {
+      const get = async (headers: Record<string, string> = {}): Promise<{ status: number; etag: string | null; length: string | null; body: string }> => {
+        const r = await fetch(`${server.url}/registry/head`, { headers })
+        return { status: r.status, etag: r.headers.get('etag'), length: r.headers.get('content-length'), body: await r.text() }
+      }
+      let before = await get()
+      for (let i = 1; i <= 3; i++) {
+        // Read (and so cache) the current HEAD's reply, commit, and read again at once.
+        expect((await get({ 'if-none-match': before.etag! })).status).toBe(304)
+        const p = await h.client.propose(payload(i))
+        for (const k of h.keys.slice(0, 2)) await h.client.approveWith(p.proposalId, k)
+        const c = await h.client.commit(p.proposalId)
+        const after = await get({ 'if-none-match': before.etag! })
+        expect(after.status).toBe(200)
+        expect(after.etag).toBe(`"${c.hash}"`)
+        expect(JSON.parse(after.body)).toMatchObject({ version: i, hash: c.hash, treeSize: i, root: c.root })
+        expect(Number(after.length)).toBe(Buffer.byteLength(after.body))
+        // The same bytes as the in-process view of the same HEAD (one serialisation, not two).
+        const mem = await memoryRequest(h.svc, { method: 'GET', path: '/registry/head' })
+        expect(Buffer.from(await mem.bytes()).toString('utf8')).toBe(after.body)
+        expect((await get({ 'if-none-match': after.etag! })).status).toBe(304)
+        expect((await get({ 'if-none-match': `W/${after.etag!}, "other"` })).status).toBe(304)
+        before = after
+      }
+    } finally {
+      await server.close()
+    }
   })
 })
 

@@ -143,7 +143,7 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
     }
     if (typeof body === 'string') {
       buf = body
-      const length = Buffer.byteLength(body)
+      const length = utf8Length(body)
       if (length === body.length) encoding = 'latin1'
       headers.push('content-length', length)
     } else if (body instanceof Uint8Array) {
@@ -182,6 +182,28 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
   } else {
     void streamToNode(ex, body as AsyncIterable<Uint8Array>, res, o)
   }
+}
+
+/** The string {@link utf8Length} measured last, and its UTF-8 length. */
+let lastBody = ''
+let lastLength = 0
+
+/** Bodies up to this many characters are remembered by {@link utf8Length} (it holds only small ones). */
+const MEMO_CHARS = 16 * 1024
+
+/**
+ * The UTF-8 length of a reply body. A handler that hands out one cached reply (the registry's
+ * HEAD) gives the same string each time: it is measured once, not per reply. (Equal strings have
+ * equal lengths; the same string object compares equal at once.)
+ */
+function utf8Length(body: string): number {
+  if (body === lastBody) return lastLength
+  const length = Buffer.byteLength(body)
+  if (body.length <= MEMO_CHARS) {
+    lastBody = body
+    lastLength = length
+  }
+  return length
 }
 
 /**

@@ -33,6 +33,8 @@ interface Entry {
   bucket: TokenBucket | undefined
   /** When the key was last admitted (a sequence number): least recently used first on eviction. */
   used: number
+  /** One slot for the holder (see {@link AdmissionHold}): what it keeps per key rather than per request. */
+  memo: unknown
 }
 
 /**
@@ -108,7 +110,7 @@ export class Admission {
     if (entry === undefined) {
       if (this.#keys.size >= this.#maxKeys) this.#evict()
       if (this.#keys.size >= this.#maxKeys) throw this.#busy(key, 'too many keys', 'too_many_keys', this.#retryAfterMs)
-      entry = { active: 0, bucket: this.#rate ? new TokenBucket({ ...this.#rate, clock: this.#clock }) : undefined, used: 0 }
+      entry = { active: 0, bucket: this.#rate ? new TokenBucket({ ...this.#rate, clock: this.#clock }) : undefined, used: 0, memo: undefined }
       this.#keys.set(key, entry)
     }
     // Recency as a sequence number rather than Map order: deleting and re-inserting the key on
@@ -140,7 +142,12 @@ export class Admission {
   }
 }
 
-/** One admission held through {@link holdAdmission}: pass it to {@link releaseAdmission} exactly once. @internal */
+/**
+ * One admission held through {@link holdAdmission}: pass it to {@link releaseAdmission} exactly
+ * once. It is the key's entry, the same object for every admission of that key while the key is
+ * tracked: its `memo` is the holder's, for what it would otherwise allocate per request (the
+ * service host keeps its release functions there). @internal
+ */
 export type AdmissionHold = Entry
 
 /**

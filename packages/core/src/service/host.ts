@@ -19,7 +19,7 @@ import type { Claims, TokenVerifier } from '../auth/types.js'
 import { bearerToken, checkCaveats, createTokenVerifier, staticKeySource, type CachingTokenVerifier, type KeySource, type Jwk } from '../auth/index.js'
 import { Supervisor, WorkPool, Broadcast, linkSignals, type LinkedSignal } from '../concurrency/index.js'
 import { Admission } from '../resilience/index.js'
-import { holdAdmission, releaseAdmission } from '../resilience/admission.js'
+import { holdAdmission, releaseAdmission, type AdmissionHold } from '../resilience/admission.js'
 import { createServiceMetrics, type ServiceMetrics } from '../metrics/service-metrics.js'
 import { METRICS_CONTENT_TYPE } from '../metrics/merge.js'
 import { Readiness, REVOCATIONS_DEPENDENCY, type DependencySpec, type PathSpec } from '../health/readiness.js'
@@ -211,6 +211,18 @@ export interface ServiceHost<C = unknown> {
 export const DEFAULT_POOL_CONCURRENCY = 8
 /** Default drain deadline of `close()`, in ms. */
 export const DEFAULT_DRAIN_DEADLINE_MS = 3000
+/** The release functions kept with one admission key (its `memo`): see `#releasesOf`. */
+interface HoldReleases {
+  plain: () => void
+  gated: (() => void) | undefined
+  gateRelease: (() => void) | undefined
+}
+
+/** The built-in endpoints' paths (`#builtin`'s cases): their shortest and longest length. */
+const BUILTIN_PATHS = ['/healthz', '/readyz', '/metrics', '/version']
+const BUILTIN_MIN_LENGTH = Math.min(...BUILTIN_PATHS.map((p) => p.length))
+const BUILTIN_MAX_LENGTH = Math.max(...BUILTIN_PATHS.map((p) => p.length))
+
 const RETRY_AFTER_MS = 1000
 
 /** Each service's `metricsText` function → its host's metrics (kept by function so `{...host.service}` copies still resolve). */
@@ -519,26 +531,33 @@ class Host<C> implements ServiceHost<C> {
         if (this.#state === 'writes' && this.#shedWithWrites(route)) {
           throw new DrainingError(`service ${this.id} is draining: writes are refused`, { details: { phase: 'writes' }, retryAfterMs: RETRY_AFTER_MS })
         }
-        // One closure per request (the release below), not two: the per-IP hold is released here.
+        // No closure per request: the release functions are made once per key (per IP) and kept
+        // with the key's admission entry. The handler calls a release exactly once, when the
+        // exchange finishes (HttpHooks.admit), so they need no guard of their own.
         const hold = holdAdmission(this.#admission, req.remoteAddress)
-        let gateRelease: (() => void) | undefined
+        const releases = (hold.memo ??= this.#releasesOf(hold)) as HoldReleases
         if (this.#gate.active) {
+          let gateRelease: () => void
           try {
             gateRelease = this.#gate.admit()
           } catch (e) {
             releaseAdmission(hold)
             throw e
           }
+          this.#inFlight++
+          // The gate hands out one release function (made once); rebuilt if it ever hands out another.
+          if (releases.gateRelease !== gateRelease) {
+            const plain = releases.plain
+            releases.gateRelease = gateRelease
+            releases.gated = () => {
+              gateRelease()
+              plain()
+            }
+          }
+          return releases.gated!
         }
         this.#inFlight++
-        let done = false
-        return () => {
-          if (done) return
-          done = true
-          releaseAdmission(hold)
-          gateRelease?.()
-          if (--this.#inFlight === 0) this.#idle?.()
-        }
+        return releases.plain
       },
       authenticate: (req, route) => this.authenticate(req, route.scope),
       submit: (queue, job, signal) => this.pool(queue).submit(job, signal),
@@ -578,6 +597,8 @@ class Host<C> implements ServiceHost<C> {
   #builtin(path: string, req: RonRequest): Reply | Promise<Reply> | undefined {
     if (req.method === 'OPTIONS') return this.#cors.preflight(req)
     if (req.method !== 'GET' && req.method !== 'HEAD') return undefined
+    // Most requests are for routes: one length check turns them away before four string compares.
+    if (path.length < BUILTIN_MIN_LENGTH || path.length > BUILTIN_MAX_LENGTH) return undefined
     switch (path) {
       case '/healthz':
         return this.readiness.healthzReply(this.supervisor.health())
@@ -589,6 +610,22 @@ class Host<C> implements ServiceHost<C> {
         return { status: 200, json: { service: this.id, version: this.version, node: process.version } }
       default:
         return undefined
+    }
+  }
+
+  /**
+   * The release functions of one admission key: `plain` ends the per-IP hold; `gated` (made on
+   * the first admission through the service-wide gate) also gives back the gate's slot, for a
+   * request admitted while the gate was active (a reload may turn the gate off before it finishes).
+   */
+  #releasesOf(hold: AdmissionHold): HoldReleases {
+    return {
+      plain: () => {
+        releaseAdmission(hold)
+        if (--this.#inFlight === 0) this.#idle?.()
+      },
+      gated: undefined,
+      gateRelease: undefined,
     }
   }
 

@@ -232,3 +232,27 @@ describe('request headers the pipeline reads itself', () => {
     }
   })
 })
+
+describe('string reply bodies', () => {
+  it('content-length and bytes are right for a cached string reply and for others of the same length in between', async () => {
+    // One reply object handed out again and again (as the registry's HEAD is), and fresh strings
+    // with the same number of characters but other UTF-8 lengths, interleaved.
+    const cached = { status: 200, headers: { 'content-type': 'text/plain' }, body: 'abcd' }
+    const bodies = ['abcd', 'ééé€', 'a\u00e9cd', 'x'.repeat(20_000) + 'é', 'x'.repeat(20_000) + 'é']
+    let i = 0
+    const srv = await start([
+      { method: 'GET', path: '/cached', public: true, handler: () => cached },
+      { method: 'GET', path: '/other', public: true, handler: () => ({ status: 200, headers: { 'content-type': 'text/plain' }, body: `${bodies[i++ % bodies.length]}` }) },
+    ])
+    for (let round = 0; round < 2 * bodies.length; round++) {
+      for (const path of ['/cached', '/other', '/cached']) {
+        const r = await fetch(`http://127.0.0.1:${srv.port}${path}`)
+        const bytes = Buffer.from(await r.arrayBuffer())
+        expect(Number(r.headers.get('content-length'))).toBe(bytes.length)
+        const expected = path === '/cached' ? 'abcd' : bodies[(i - 1) % bodies.length]!
+        expect(bytes.toString('utf8')).toBe(expected)
+        expect(bytes.length).toBe(Buffer.byteLength(expected))
+      }
+    }
+  })
+})

@@ -84,6 +84,40 @@ describe('the service contract (core host)', () => {
       await t.close()
     })
 
+    it('admission slots come back once per request, per IP and through the gate once a reload turns it on', async () => {
+      const schema = z.strictObject({ ...serviceBaseShape() })
+      const host = createServiceHost({ id: 'svc', version: '1', topology: { service: 'svc', tasks: [], channels: [] }, config: { schema, input: { http: { maxConcurrentPerIp: 2 } }, extendsBase: true } })
+      async function* body(): AsyncGenerator<Uint8Array> {
+        yield await Promise.resolve(new Uint8Array([1]))
+      }
+      host.routes([
+        { method: 'GET', path: '/s', handler: () => ({ status: 200, body: body() }) },
+        { method: 'GET', path: '/hello', handler: () => ({ status: 200, json: { hello: 'world' } }) },
+      ])
+      const t = new MemoryTransport()
+      t.mount('svc', host.service)
+      const busy = async (reason: string): Promise<void> => {
+        const r = await t.request('svc', { method: 'GET', path: '/hello' })
+        expect(r.status).toBe(429)
+        expect(await r.json()).toMatchObject({ error: { code: 'Busy', details: { reason } } })
+      }
+      // Many requests from one address, one after another: each gives its per-IP slot back.
+      for (let i = 0; i < 20; i++) expect((await t.request('svc', { method: 'GET', path: '/hello' })).status).toBe(200)
+      const held = [await t.request('svc', { method: 'GET', path: '/s' }), await t.request('svc', { method: 'GET', path: '/s' })]
+      await busy('per_ip')
+      await Promise.all(held.map((r) => r.dump()))
+      expect((await t.request('svc', { method: 'GET', path: '/hello' })).status).toBe(200)
+      // The gate turned on by a reload: requests now hold a gate slot too, and give both back.
+      await host.service.reload({ http: { maxInflight: 1 } })
+      for (let i = 0; i < 5; i++) expect((await t.request('svc', { method: 'GET', path: '/hello' })).status).toBe(200)
+      const gated = await t.request('svc', { method: 'GET', path: '/s' })
+      await busy('max_inflight')
+      await gated.dump()
+      expect((await t.request('svc', { method: 'GET', path: '/hello' })).status).toBe(200)
+      await host.service.close() // resolves only once every admitted request is released (in flight 0)
+      await t.close()
+    })
+
     it('cors comes from the config and reloads; base keys that shape the handler are immutable', async () => {
       const { svc, send } = await start({ cors: { writeOrigins: ['https://a.example'] } })
       const pre = (origin: string): Promise<Awaited<ReturnType<typeof send>>> =>

@@ -373,3 +373,29 @@ describe('createServiceHost', () => {
     expect(isRonError(await t.request('svc', { method: 'GET', path: '/missing' }).then(errorOf), 'NotFound')).toBe(true)
   })
 })
+
+describe('built-in endpoints', () => {
+  it('answers each built-in path, and routes every other path (shorter, longer or of the same length) to the service', async () => {
+    const host = createServiceHost({ id: 'svc', version: '1.2.3', topology: { service: 'svc', tasks: [], channels: [] } })
+    const paths = ['/h', '/hello', '/healthy', '/versions', '/metricz', '/registry/head']
+    host.routes(paths.map((path) => ({ method: 'GET' as const, path, public: true, handler: () => ({ status: 200, json: { route: path } }) })))
+    const t = new MemoryTransport()
+    t.mount('svc', host.service)
+    try {
+      for (const path of ['/healthz', '/readyz', '/metrics', '/version']) {
+        const r = await t.request('svc', { method: 'GET', path })
+        expect(r.status, path).toBe(200)
+        const text = Buffer.from(await r.bytes()).toString('utf8')
+        expect(text, path).not.toContain('"route"')
+        if (path === '/version') expect(JSON.parse(text)).toMatchObject({ service: 'svc', version: '1.2.3' })
+      }
+      for (const path of paths) {
+        const r = await t.request('svc', { method: 'GET', path })
+        expect(await r.json(), path).toEqual({ route: path })
+      }
+    } finally {
+      await host.service.close()
+      await t.close()
+    }
+  })
+})

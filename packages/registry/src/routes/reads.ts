@@ -9,6 +9,7 @@
 
 import { GoneError, MalformedError, NotFoundError, blake3, canonicalBytes, canonicalJson, toAddress } from '@ron/core'
 import type { Reply, Route, RouteContext } from '@ron/core'
+import type { Head } from '../entry.js'
 import type { StoredCheckpoint } from '../store/types.js'
 import type { RouteDeps } from './context.js'
 import { ReplyCache } from './reply-cache.js'
@@ -57,11 +58,14 @@ export function readRoutes(d: RouteDeps): Route[] {
   const { log } = d
   // HEAD polling is the hot read: its 200 and 304 replies are built once per HEAD (and oldest:
   // pruning moves it without moving HEAD; and reload: the witness key may change) and handed out
-  // as they are (core only reads a reply).
-  let headCache: { hash: string; oldest: number; reloads: number; etag: string; ok: Reply; notModified: Reply } | undefined
-  const current = (c: NonNullable<typeof headCache>): boolean => c.hash === log.head().hash && c.oldest === log.oldest() && c.reloads === d.reloads()
+  // as they are (core only reads a reply). The check per read allocates nothing: HEAD is compared
+  // by identity (the log replaces its frozen HEAD object when HEAD moves, so no reply outlives the
+  // HEAD it describes). The body stays a string: node writes a string body with the headers in
+  // one piece, where bytes would go out as a second buffered chunk (more work per reply).
+  let headCache: { head: Readonly<Head>; oldest: number; reloads: number; etag: string; ok: Reply; notModified: Reply } | undefined
+  const current = (c: NonNullable<typeof headCache>): boolean => c.head === log.currentHead() && c.oldest === log.oldest() && c.reloads === d.reloads()
   const headReplies = async (): Promise<NonNullable<typeof headCache>> => {
-    const head = log.head()
+    const head = log.currentHead()
     const oldest = log.oldest()
     const reloads = d.reloads()
     if (headCache !== undefined && current(headCache)) return headCache
@@ -84,7 +88,7 @@ export function readRoutes(d: RouteDeps): Route[] {
     })
     const etag = `"${head.hash}"`
     const built = {
-      hash: head.hash,
+      head,
       oldest,
       reloads,
       etag,
