@@ -4,8 +4,8 @@
  * the host authenticates scoped routes before it enqueues).
  *
  * Trust boundaries (SPEC §5, §6a): a name write obeys the token's `namePrefix` caveat, is refused
- * with 409 when the name is homed on another node, and is signed by this node (its home) with the
- * next `seq`; an announcement is accepted only from the node it is about (token `sub:
+ * with 409 when the name is homed on another node, and is kept by this node (its home) with the
+ * next `seq`, signed when served; an announcement is accepted only from the node it is about (token `sub:
  * node:<id>`), for an endpoint that node advertises.
  *
  * @module
@@ -16,7 +16,7 @@ import type { Address, Claims, Route } from '@ron/core'
 import { nameWriteSchema, providerAnnouncementSchema, type ProviderAnnouncement } from '../contracts.js'
 import { ManifestCache, fetchManifest, type VerifiedManifest } from '../manifest-fetch.js'
 import { ANNOUNCE_REFUSALS } from '../metrics.js'
-import { signNameRecord, type SignedNameRecord } from '../name-record.js'
+import { signNameRecord, type StoredNameRecord } from '../name-record.js'
 import { checkName } from '../names.js'
 import type { NameRecord, NameState } from '../store/types.js'
 import { CHANNELS, ROUTES } from '../topology.js'
@@ -80,8 +80,15 @@ export function writeRoutes(s: IndexContext): Route[] {
       throw e
     }
   }
-  const sign = (name: string, manifestAddress: Address | null, seq: number, now: number): SignedNameRecord =>
-    signNameRecord(s.identity, { name, manifestAddress, seq, node: s.identity.id, signedAt: now })
+  /**
+   * The record a write keeps: its fields, signed when served (`RecordSigner`: Ed25519 is
+   * deterministic, so the record served is the one a signature now would give). A store the
+   * cluster shares keeps it signed: the other nodes serve the tombstones this node wrote.
+   */
+  const recordFor = (name: string, manifestAddress: Address | null, seq: number, signedAt: number): StoredNameRecord =>
+    s.store.shared === true
+      ? signNameRecord(s.identity, { name, manifestAddress, seq, node: s.identity.id, signedAt })
+      : { name, manifestAddress, seq, node: s.identity.id, signedAt }
   /** Manifests verified lately: binding more names to one costs no storage round trip. */
   const verified = new ManifestCache()
   /**
@@ -112,17 +119,12 @@ export function writeRoutes(s: IndexContext): Route[] {
           s.writable()
           const state = await checkHome(name, ctx.signal)
           const { manifest, text } = await manifestOf(state.binding, body.manifestAddress, ctx.signal)
-          // Signed before the store write, for the seq the name's state implies; signed again when
-          // the write is decided in the rare case another write of the name came between.
-          const seq0 = nextSeq(state)
-          const at0 = s.clock.now()
-          const record0 = sign(name, body.manifestAddress, seq0, at0)
           let seq = 0
           const { previous } = await storeWrite(() =>
             s.store.put(name, body.expectedPrevious, (now) => {
               seq = nextSeq(now)
-              const at = seq === seq0 ? at0 : s.clock.now()
-              const record = seq === seq0 ? record0 : sign(name, body.manifestAddress, seq, at)
+              const at = s.clock.now()
+              const record = recordFor(name, body.manifestAddress, seq, at)
               // A directory manifest is kept by storage, not here: a binding holds its address only.
               return manifest.kind === 'dir'
                 ? { manifestAddress: body.manifestAddress, kind: 'dir', updatedAt: at, record }
@@ -130,6 +132,7 @@ export function writeRoutes(s: IndexContext): Route[] {
             }),
           )
           s.remote.forget(name)
+          s.signer.forget(name)
           s.resolver.invalidate(name)
           s.metrics.nameWrites.inc({ result: 'ok' })
           // Only a new name changes the count (counting is not free on LMDB).
@@ -159,9 +162,10 @@ export function writeRoutes(s: IndexContext): Route[] {
           const { previous } = await storeWrite(() =>
             s.store.delete(name, expected, (binding, tombstone) => {
               seq = nextSeq({ binding, tombstone })
-              return sign(name, null, seq, s.clock.now())
+              return recordFor(name, null, seq, s.clock.now())
             }),
           )
+          s.signer.forget(name)
           s.resolver.invalidate(name)
           s.metrics.nameWrites.inc({ result: 'ok' })
           s.metrics.names.set(s.store.count())

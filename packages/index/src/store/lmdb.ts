@@ -29,7 +29,7 @@
 import { mkdir } from 'node:fs/promises'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { ClosedError, toDiskFault } from '@ron/core'
-import type { SignedNameRecord } from '../name-record.js'
+import type { StoredNameRecord } from '../name-record.js'
 import type { NameRecord, NameStore, WriteResult } from './types.js'
 import { checkDelete, checkPut } from './cas.js'
 import { LOW_SPACE_BYTES, freeBytes, lmdbFault } from './disk-fault.js'
@@ -77,7 +77,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     eventTurnBatching: false,
   })
   const names: Database<NameRecord, string> = root
-  const tombstones: Database<SignedNameRecord, string> = root.openDB<SignedNameRecord, string>({ name: 'tombstones', encoding: 'msgpack', compression: false })
+  const tombstones: Database<StoredNameRecord, string> = root.openDB<StoredNameRecord, string>({ name: 'tombstones', encoding: 'msgpack', compression: false })
   const meta: Database<number, string> = root.openDB<number, string>({ name: 'meta', encoding: 'msgpack', compression: false })
   let closed = false
   /** A commit failed and no commit succeeded since. */

@@ -6,14 +6,14 @@
  */
 
 import { ClosedError } from '@ron/core'
-import type { SignedNameRecord } from '../name-record.js'
+import type { StoredNameRecord } from '../name-record.js'
 import type { NameRecord, NameStore, WriteResult } from './types.js'
 import { checkDelete, checkPut } from './cas.js'
 
 /** Creates a memory {@link NameStore}. After `close()` every call fails with {@link ClosedError}, as with LMDB. */
 export function createMemoryNameStore(): NameStore {
   const names = new Map<string, NameRecord>()
-  const tombstones = new Map<string, SignedNameRecord>()
+  const tombstones = new Map<string, StoredNameRecord>()
   let closed = false
   const guard = (): void => {
     if (closed) throw new ClosedError('name store is closed')
