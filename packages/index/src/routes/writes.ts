@@ -13,13 +13,14 @@
 
 import { ConflictError, ForbiddenError, MalformedError, isRonError, nameWithinPrefix, normalizeEndpoint, parseAddress } from '@ron/core'
 import type { Address, Claims, Route } from '@ron/core'
-import { nameWriteSchema, providerAnnouncementSchema, type ProviderAnnouncement } from '../contracts.js'
+import { providerAnnouncementSchema, type ProviderAnnouncement } from '../contracts.js'
 import { ManifestCache, fetchManifest, type VerifiedManifest } from '../manifest-fetch.js'
 import { ANNOUNCE_REFUSALS } from '../metrics.js'
 import { signNameRecord, type StoredNameRecord } from '../name-record.js'
 import { checkName } from '../names.js'
 import type { NameRecord, NameState } from '../store/types.js'
 import { CHANNELS, ROUTES } from '../topology.js'
+import { nameWriteBody } from './plain-write.js'
 import type { IndexContext } from './context.js'
 
 /** Parses `If-Match: "b3:…"` (quotes optional, a weak `W/` prefix refused). @throws {@link MalformedError}. */
@@ -114,7 +115,7 @@ export function writeRoutes(s: IndexContext): Route[] {
       handler: async (ctx) => {
         const name = checkName(ctx.params.name ?? '')
         checkNamePrefix(ctx.auth, name)
-        const body = await ctx.json(nameWriteSchema)
+        const body = await ctx.json(nameWriteBody)
         try {
           s.writable()
           const state = await checkHome(name, ctx.signal)
