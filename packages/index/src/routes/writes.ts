@@ -18,7 +18,7 @@ import { ManifestCache, fetchManifest, type VerifiedManifest } from '../manifest
 import { ANNOUNCE_REFUSALS } from '../metrics.js'
 import { signNameRecord, type StoredNameRecord } from '../name-record.js'
 import { checkName } from '../names.js'
-import type { NameRecord, NameState } from '../store/types.js'
+import type { NameRecord, NameState, WriteResult } from '../store/types.js'
 import { CHANNELS, ROUTES } from '../topology.js'
 import { nameWriteBody } from './plain-write.js'
 import type { IndexContext } from './context.js'
@@ -59,10 +59,15 @@ export function writeRoutes(s: IndexContext): Route[] {
    * it there, with its own token (nodes never forward writes). A name this node holds (bound or
    * deleted) is homed here.
    */
-  const checkHome = async (name: string, signal: AbortSignal): Promise<NameState> => {
+  const checkHome = (name: string, signal: AbortSignal): NameState | Promise<NameState> => {
     const state: NameState = s.store.stateForWrite?.(name) ?? { binding: s.store.get(name), tombstone: s.store.tombstone(name) }
-    // A store the cluster shares is linearizable: names have no home there.
+    // A store the cluster shares is linearizable: names have no home there. A name held here is
+    // answered without a promise (the common case: no await, no microtask hop).
     if (s.store.shared === true || state.binding !== undefined || state.tombstone !== undefined) return state
+    return homeElsewhere(name, state, signal)
+  }
+  /** Asks the peers where `name` is homed (it is not held here). */
+  const homeElsewhere = async (name: string, state: NameState, signal: AbortSignal): Promise<NameState> => {
     const home = await s.resolver.remoteHome(name, signal)
     if (home === undefined || home.node === s.identity.id) return state
     // A tombstone past its keeping time no longer holds the name.
@@ -96,10 +101,13 @@ export function writeRoutes(s: IndexContext): Route[] {
    * The manifest at `address`, checked: the name's own binding when it is already bound to it,
    * one verified within the last minute, or a fetch from storage (which verifies it).
    */
-  const manifestOf = async (current: NameRecord | undefined, address: Address, signal: AbortSignal): Promise<VerifiedManifest> => {
+  const manifestOf = (current: NameRecord | undefined, address: Address, signal: AbortSignal): VerifiedManifest | Promise<VerifiedManifest> => {
     const hit = verified.get(address, s.clock.now())
     if (hit !== undefined) return hit
     if (current?.manifestAddress === address && current.manifest !== undefined && current.manifestText !== undefined) return { manifest: current.manifest, text: current.manifestText }
+    return fetchVerified(address, signal)
+  }
+  const fetchVerified = async (address: Address, signal: AbortSignal): Promise<VerifiedManifest> => {
     const m = await fetchManifest(s.manifests, address, signal)
     verified.set(address, m, s.clock.now())
     return m
@@ -118,11 +126,17 @@ export function writeRoutes(s: IndexContext): Route[] {
         const body = await ctx.json(nameWriteBody)
         try {
           s.writable()
-          const state = await checkHome(name, ctx.signal)
-          const { manifest, text } = await manifestOf(state.binding, body.manifestAddress, ctx.signal)
+          const home = checkHome(name, ctx.signal)
+          const state = home instanceof Promise ? await home : home
+          const verifiedManifest = manifestOf(state.binding, body.manifestAddress, ctx.signal)
+          const { manifest, text } = verifiedManifest instanceof Promise ? await verifiedManifest : verifiedManifest
           let seq = 0
-          const { previous } = await storeWrite(() =>
-            s.store.put(name, body.expectedPrevious, (now) => {
+          let result: WriteResult
+          // The disk gate again (the checks above may have waited), then the store write: a disk
+          // fault turns name writes unready (and is the answer).
+          s.writable()
+          try {
+            result = await s.store.put(name, body.expectedPrevious, (now) => {
               seq = nextSeq(now)
               const at = s.clock.now()
               const record = recordFor(name, body.manifestAddress, seq, at)
@@ -130,8 +144,12 @@ export function writeRoutes(s: IndexContext): Route[] {
               return manifest.kind === 'dir'
                 ? { manifestAddress: body.manifestAddress, kind: 'dir', updatedAt: at, record }
                 : { manifestAddress: body.manifestAddress, manifest, manifestText: text, updatedAt: at, record }
-            }),
-          )
+            })
+          } catch (e) {
+            s.storeFailed(e)
+            throw e
+          }
+          const { previous } = result
           s.remote.forget(name)
           s.signer.forget(name)
           s.resolver.invalidate(name)
