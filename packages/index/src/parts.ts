@@ -13,13 +13,14 @@ import { TtlCache } from './cache.js'
 import type { ResolvedIndexConfig } from './config.js'
 import { DiskGate } from './disk-gate.js'
 import { registerIndexMetrics, type IndexMetrics } from './metrics.js'
-import { RecordSigner, type SignedNameRecord } from './name-record.js'
+import { RecordSigner, type SignedNameRecord, type StoredNameRecord } from './name-record.js'
 import { ProviderTable } from './providers.js'
 import { RemoteNames } from './remote-names.js'
 import { Resolver, type CachedAnswer } from './resolver.js'
 import type { IndexContext, IndexEvent } from './routes/index.js'
 import type { NameRecord, NameStore } from './store/index.js'
 import { CHANNELS } from './topology.js'
+import { SignatureWriteBack } from './write-back.js'
 
 /**
  * The record of a binding homed on `signer`'s node, as served: the kept one when it is this node's
@@ -27,10 +28,25 @@ import { CHANNELS } from './topology.js'
  * from the binding (`signedAt` = when it was written, so the signature is the same every time:
  * Ed25519 is deterministic).
  */
-export function recordOfBinding(signer: RecordSigner, selfId: string, name: string, b: NameRecord): SignedNameRecord {
+export function recordOfBinding(signer: RecordSigner, selfId: string, name: string, b: NameRecord, writeBack?: SignatureWriteBack): SignedNameRecord {
   const r = b.record
-  if (r !== undefined && r.node === selfId && r.name === name && r.manifestAddress === b.manifestAddress) return signer.served(r)
+  if (r !== undefined && r.node === selfId && r.name === name && r.manifestAddress === b.manifestAddress) {
+    if (r.sig !== undefined) return r as SignedNameRecord
+    // Kept unsigned: signed now, and the signature written back (at most once per write).
+    const signed = signer.record(name, r.manifestAddress, r.seq, r.signedAt)
+    writeBack?.keep(signed)
+    return signed
+  }
+  // Not homed here yet (the start could not rewrite it): the store janitor will, nothing to write back.
   return signer.record(name, b.manifestAddress, r?.seq ?? 1, b.updatedAt)
+}
+
+/** The record of a tombstone kept here, as served; a tombstone kept unsigned as this node's is written back signed. */
+export function recordOfTombstone(signer: RecordSigner, selfId: string, t: StoredNameRecord, writeBack?: SignatureWriteBack): SignedNameRecord {
+  if (t.sig !== undefined) return t as SignedNameRecord
+  const signed = signer.served(t)
+  if (t.node === selfId) writeBack?.keep(signed)
+  return signed
 }
 
 /**
@@ -64,6 +80,8 @@ export interface IndexParts {
   idempotency: IdempotencyCache
   /** Signs the records of names homed here as they are served, and keeps the latest. */
   signer: RecordSigner
+  /** Writes back the records the signer signed for records kept unsigned; closed before the store. */
+  writeBack: SignatureWriteBack
   /** Records not homed here at start (the disk refused): the store janitor homes them once it can. */
   unsigned: boolean
   /** Hands a changed config to the parts that follow it (reload). */
@@ -85,10 +103,16 @@ export function indexParts(host: ServiceHost<ResolvedIndexConfig>, store: NameSt
   breakers.sync(cfg0)
   const remote = new RemoteNames()
   const signer = new RecordSigner(identity)
-  const recordOf = (name: string, b: NameRecord): SignedNameRecord => recordOfBinding(signer, identity.id, name, b)
-  const idempotency = new IdempotencyCache(clock)
-  const resolver = new Resolver({ config: () => cfg.get(), store, providers, cache, negative, breakers, transport: net, clock, random, sink: host.metrics.sink, metrics, nodes, selfId: identity.id, remote, recordOf, tombstoneOf: (t) => signer.served(t) })
   const disk = new DiskGate({ readiness: host.readiness, metrics, clock, logger: host.logger, config: () => cfg.get() })
+  // A store that signs at the write (shared) has no keepSigned: nothing is queued for it.
+  const writeBack = new SignatureWriteBack({
+    store,
+    paused: () => disk.fault !== undefined,
+    failed: (e, records) => host.logger.warn({ err: e, records }, 'index: a signature write-back failed; its records are signed again when next served'),
+  })
+  const recordOf = (name: string, b: NameRecord): SignedNameRecord => recordOfBinding(signer, identity.id, name, b, writeBack)
+  const idempotency = new IdempotencyCache(clock)
+  const resolver = new Resolver({ config: () => cfg.get(), store, providers, cache, negative, breakers, transport: net, clock, random, sink: host.metrics.sink, metrics, nodes, selfId: identity.id, remote, recordOf, tombstoneOf: (t) => recordOfTombstone(signer, identity.id, t, writeBack) })
   return {
     metrics,
     providers,
@@ -101,6 +125,7 @@ export function indexParts(host: ServiceHost<ResolvedIndexConfig>, store: NameSt
     disk,
     idempotency,
     signer,
+    writeBack,
     unsigned: false,
     reconfigure() {
       const next = cfg.get()
@@ -135,7 +160,7 @@ export function indexContext(host: ServiceHost<ResolvedIndexConfig>, p: IndexPar
     identity,
     nodes,
     remote: p.remote,
-    recordOf: (name, b) => recordOfBinding(p.signer, identity.id, name, b),
+    recordOf: (name, b) => recordOfBinding(p.signer, identity.id, name, b, p.writeBack),
     signer: p.signer,
     writable: () => p.disk.writable(),
     storeFailed: (e) => p.disk.failed(e),

@@ -150,6 +150,8 @@ function build(input: Record<string, unknown>, o: ResolvedIndexConfig, transport
   host.onClose(async () => {
     offStoreChange?.()
     tasks.close()
+    // Write-backs in flight land (or fail) before the store closes; those still waiting are dropped.
+    await p.writeBack.close()
     p.clear()
     await store.close()
   })

@@ -13,8 +13,9 @@
  * with no hand-off back to JavaScript inside the transaction. Writes of one name are chained: each
  * decides only once the one before it has committed or failed, so it reads what that one left (a
  * failed commit leaves nothing, and the next write decides on the state before it). `migrate`
- * waits for the writes in flight and holds new ones back until it is done; `purgeTombstones` and
- * the probe still run as transactions (rare; they check inside). This process is the only writer
+ * waits for the writes in flight and holds new ones back until it is done; `purgeTombstones`, the
+ * probe and `keepSigned` (the write-back of signatures made on serve) still run as transactions
+ * (rare; they check inside). This process is the only writer
  * of the directory (the service owns its data directory).
  *
  * Three databases share the environment: `names` (bindings), `tombstones` (signed deletes) and
@@ -31,7 +32,7 @@ import { open, type Database, type RootDatabase } from 'lmdb'
 import { ClosedError, toDiskFault } from '@ron/core'
 import type { StoredNameRecord } from '../name-record.js'
 import type { NameRecord, NameStore, WriteResult } from './types.js'
-import { checkDelete, checkPut } from './cas.js'
+import { checkDelete, checkPut, stillUnsigned } from './cas.js'
 import { LOW_SPACE_BYTES, freeBytes, lmdbFault } from './disk-fault.js'
 
 /** Options of {@link openLmdbNameStore}. */
@@ -265,6 +266,24 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
         exclusive = undefined
         done()
       }
+    },
+    keepSigned(records) {
+      // A transaction that checks inside, as the purge: it sees every write queued before it (a
+      // name write decided earlier, a purge), and a write queued after it replaces the whole
+      // binding or tombstone anyway. So a write-back never undoes a write, and never needs the
+      // name's write chain.
+      return commit(() => {
+        let n = 0
+        for (const r of records) {
+          const binding = names.get(r.name)
+          const tombstone = binding === undefined ? tombstones.get(r.name) : undefined
+          if (!stillUnsigned(r, binding, tombstone)) continue
+          if (binding !== undefined) names.putSync(r.name, { ...binding, record: r })
+          else tombstones.putSync(r.name, r)
+          n++
+        }
+        return n
+      })
     },
     async purgeTombstones(before) {
       guard()

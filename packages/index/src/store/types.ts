@@ -9,7 +9,7 @@
 
 import type { Address } from '@ron/core'
 import type { Manifest } from '../contracts.js'
-import type { StoredNameRecord } from '../name-record.js'
+import type { SignedNameRecord, StoredNameRecord } from '../name-record.js'
 
 /**
  * What a name is bound to. A file manifest is kept with the binding: it is immutable
@@ -98,6 +98,17 @@ export interface NameStore {
    * @throws {@link NotReadyError} on a disk fault.
    */
   migrate(fix: { binding(name: string, b: NameRecord): NameRecord | undefined; tombstone(name: string, t: StoredNameRecord): StoredNameRecord | undefined }): Promise<number>
+  /**
+   * Writes back the signatures of records this node signed when it served them (the write-back,
+   * DESIGN.md "Name records are signed when served"), in one transaction: each record lands on the
+   * stored binding (a non-null `manifestAddress`) or tombstone (`null`) of its name only if that
+   * one is still stored with exactly its five fields and no `sig`; otherwise (a write, delete or
+   * purge of the name came between) it is dropped. A store that signs at the write (a shared one)
+   * need not have it.
+   * @returns how many landed.
+   * @throws {@link NotReadyError} on a disk fault (nothing of the batch lands).
+   */
+  keepSigned?(records: readonly SignedNameRecord[]): Promise<number>
   /**
    * Removes the tombstones signed before `before` (Unix ms).
    * @returns how many were removed.
