@@ -109,6 +109,7 @@ export function indexParts(host: ServiceHost<ResolvedIndexConfig>, store: NameSt
     store,
     paused: () => disk.fault !== undefined,
     failed: (e, records) => host.logger.warn({ err: e, records }, 'index: a signature write-back failed; its records are signed again when next served'),
+    counted: (result, records) => metrics.writeBacks.inc({ result }, records),
   })
   const recordOf = (name: string, b: NameRecord): SignedNameRecord => recordOfBinding(signer, identity.id, name, b, writeBack)
   const idempotency = new IdempotencyCache(clock)

@@ -10,7 +10,7 @@
  * records wait (more are not kept: signed again when next served), and `close()` drops what waits
  * and awaits what is in flight. The store lands a record only if its name still holds exactly its
  * fields unsigned ({@link NameStore.keepSigned}): a write between the signature and the write-back
- * wins. A failed write-back is logged and counted, never surfaced to the reader, and changes no
+ * wins. A failed write-back is logged and counted (`index_record_writebacks_total`), never surfaced to the reader, and changes no
  * readiness: the next serve signs and writes back again.
  *
  * @module
@@ -31,7 +31,13 @@ export interface WriteBackDeps {
   paused(): boolean
   /** A write-back the store refused (`records`: how many it carried). */
   failed(e: unknown, records: number): void
+  /** Counts records by what became of them (`index_record_writebacks_total{result}`). */
+  counted(result: WriteBackResult, records: number): void
 }
+
+/** What became of a record queued for a write-back. */
+export type WriteBackResult = 'landed' | 'stale' | 'failed' | 'dropped'
+
 
 /** Queues and writes back signed records; owned by the index service (closed before its store). */
 export class SignatureWriteBack {
@@ -62,6 +68,7 @@ export class SignatureWriteBack {
     if (this.#landing.get(name) === record || this.#pending.get(name) === record) return
     if (this.#pending.size >= WRITE_BACK_PENDING_MAX && !this.#pending.has(name)) {
       this.lost++
+      this.#d.counted('dropped', 1)
       return
     }
     this.#pending.set(name, record)
@@ -113,10 +120,13 @@ export class SignatureWriteBack {
         (n) => {
           this.landed += n
           this.stale += batch.length - n
+          if (n > 0) this.#d.counted('landed', n)
+          if (batch.length > n) this.#d.counted('stale', batch.length - n)
         },
         (e: unknown) => {
           this.failures++
           this.lost += batch.length
+          this.#d.counted('failed', batch.length)
           this.#d.failed(e, batch.length)
         },
       )

@@ -9,13 +9,14 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { MemoryTransport, staticNodeDirectory, toDiskFault } from '@ron/core'
 import type { Address, NodeIdentity } from '@ron/core'
 import { createTestIssuer, deferred } from '@ron/core/testing'
 import { createIndexClient, createIndexService, createMemoryNameStore, openLmdbNameStore, signNameRecord, verifyNameRecord, NAME_RECORD_DOMAIN } from '../src/index.js'
 import type { IndexService, NameList, NameStore, SignedNameRecord } from '../src/index.js'
 import { PEER_HEADER } from '../src/peer-client.js'
+import { SignatureWriteBack, WRITE_BACK_PENDING_MAX, type WriteBackResult } from '../src/write-back.js'
 import { FakeStorage, manifestFor, testNode } from './helpers.js'
 
 const closers: Array<() => Promise<void>> = []
@@ -94,6 +95,12 @@ async function home(dir: string, identity: NodeIdentity, nameStore?: NameStore) 
   }
 }
 
+/** `index_record_writebacks_total{result}` of `service`. */
+async function writeBacks(service: IndexService, result: string): Promise<number> {
+  const line = (await service.metricsText()).split('\n').find((l) => l.startsWith('index_record_writebacks_total') && l.includes(`result="${result}"`))
+  return Number(line?.split(' ').pop())
+}
+
 async function bind(h: Awaited<ReturnType<typeof home>>, names: string[]): Promise<void> {
   const m = h.storage.put(JSON.stringify(manifestFor('wb')))
   for (const n of names) await h.writer.setName(n, m)
@@ -126,6 +133,7 @@ describe('signatures made on serve are written back', () => {
     expect(me.total()).toBe(50)
     const second = await h.list()
     expect(second).toEqual(first)
+    await vi.waitFor(async () => expect(await writeBacks(h.service, 'landed')).toBe(50), { interval: 5 })
     await h.service.close()
     // Every record is kept signed: exactly what was served.
     const kept = await stored(dir)
@@ -154,6 +162,8 @@ describe('signatures made on serve are written back', () => {
     await expect(h.writer.setName('site.race', m2)).resolves.toMatchObject({ seq: 2 })
     gate.resolve()
     await expect(w.calls[0]!.result).resolves.toBe(0)
+    await vi.waitFor(async () => expect(await writeBacks(h.service, 'stale')).toBe(1), { interval: 5 })
+    expect(await writeBacks(h.service, 'landed')).toBe(0)
     const b = w.store.get('site.race')!
     expect(b.manifestAddress).toBe(m2)
     expect(b.record).toMatchObject({ seq: 2, manifestAddress: m2 })
@@ -196,6 +206,7 @@ describe('signatures made on serve are written back', () => {
     const page = await h.list()
     for (const r of page.names) expect(verifyNameRecord(r, r.name, staticNodeDirectory([me.node.known])).ok).toBe(true)
     await expect(w.calls[0]!.result).rejects.toMatchObject({ code: 'NotReady' })
+    await vi.waitFor(async () => expect(await writeBacks(h.service, 'failed')).toBe(2), { interval: 5 })
     expect(w.store.list('', undefined, 10)).toEqual(before)
     expect(await h.readyz()).toMatchObject({ writeReady: true })
     // The disk takes writes again: the next serve (the signer's memory, no signature) writes back.
@@ -270,4 +281,41 @@ describe('NameStore.keepSigned', () => {
       expect(s.tombstone('x.ks')).not.toHaveProperty('sig')
     })
   }
+})
+
+describe('SignatureWriteBack', () => {
+  it('keeps one transaction in flight and at most WRITE_BACK_PENDING_MAX waiting; more are dropped and counted', async () => {
+    const me = testNode()
+    const gate = deferred()
+    const batches: number[] = []
+    const counts = new Map<WriteBackResult, number>()
+    const wb = new SignatureWriteBack({
+      store: {
+        keepSigned: async (records) => {
+          batches.push(records.length)
+          await gate.promise
+          return records.length
+        },
+      },
+      paused: () => false,
+      failed: () => undefined,
+      counted: (result, n) => void counts.set(result, (counts.get(result) ?? 0) + n),
+    })
+    const rec = (i: number) => signNameRecord(me.identity, { name: `p${i}.wb`, manifestAddress: null, seq: 1, node: me.identity.id, signedAt: 1 })
+    wb.keep(rec(0))
+    await Promise.resolve()
+    expect(batches).toEqual([1])
+    for (let i = 1; i <= WRITE_BACK_PENDING_MAX + 5; i++) wb.keep(rec(i))
+    expect(wb.pending).toBe(WRITE_BACK_PENDING_MAX)
+    expect(counts.get('dropped')).toBe(5)
+    expect(batches).toEqual([1])
+    gate.resolve()
+    await wb.idle()
+    // The waiting ones went in batches of at most one listing page.
+    expect(batches).toEqual([1, ...Array.from({ length: WRITE_BACK_PENDING_MAX / 1000 }, () => 1000)])
+    expect(counts.get('landed')).toBe(WRITE_BACK_PENDING_MAX + 1)
+    await wb.close()
+    wb.keep(rec(0))
+    expect(wb.pending).toBe(0)
+  })
 })
