@@ -3,7 +3,8 @@
  * 24 h), admin pin/unpin"), behind the `index:admin` scope:
  *
  * - **reindex** rebuilds what the index derives from its name store: every stored record is
- *   signed by this node (bindings written before records were signed, or under another identity),
+ *   homed on this node (bindings written before records were signed, or under another identity;
+ *   signed when served),
  *   the `index_names` gauge is recounted, and both answer caches are dropped (pinned keys stay
  *   pinned and are kept again on their next answer). A request names an `Idempotency-Key`: the
  *   same key from the same principal within 24 h gets the same answer without a second reindex

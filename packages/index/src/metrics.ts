@@ -45,6 +45,8 @@ export interface IndexMetrics {
   nameRecordsRejected: Counter<'reason'>
   nameConflicts: Gauge<string>
   storeFaults: Counter<'reason'>
+  /** `index_record_writebacks_total{result}`: records signed on serve, written back or not. */
+  writeBacks: Counter<'result'>
   announcementsRefused: Counter<'reason'>
   /** `index_admin_total{action,result}`: admin reindex and pin/unpin requests. */
   admin: Counter<'action' | 'result'>
@@ -83,6 +85,12 @@ export const INDEX_METRICS = defineMetrics(
       zero: { reason: REJECTED_REASONS },
     },
     index_name_conflicts: { type: 'gauge', help: 'Names two remote homes both claim (the lower node id is believed; see conflicts()).' },
+    index_record_writebacks_total: {
+      type: 'counter',
+      help: 'Records signed on serve and written back to the name store, by result (landed, stale: the name was written since, failed: the store refused the write-back, dropped: too many waiting).',
+      labels: ['result'],
+      zero: { result: ['landed', 'stale', 'failed', 'dropped'] },
+    },
     index_store_faults_total: { type: 'counter', help: 'Writes of the name store the disk refused, by reason (disk_full, io_error, read_only).', labels: ['reason'], zero: { reason: ['disk_full', 'io_error', 'read_only'] } },
     index_announcements_refused_total: { type: 'counter', help: 'Provider announcements refused, by reason (not_own_node, bad_endpoint, unknown_endpoint).', labels: ['reason'], zero: { reason: ANNOUNCE_REFUSALS } },
     breaker_open_total: { type: 'counter', help: 'Times a peer breaker opened.', labels: ['target'] },
@@ -158,6 +166,7 @@ export function registerIndexMetrics(m: ServiceMetrics, peers: readonly string[]
     nameRecordsRejected: h.rejected_total,
     nameConflicts: h.index_name_conflicts,
     storeFaults: h.index_store_faults_total,
+    writeBacks: h.index_record_writebacks_total,
     announcementsRefused: h.index_announcements_refused_total,
     admin: h.index_admin_total,
     pinned: h.index_pinned_keys,

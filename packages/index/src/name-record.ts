@@ -34,6 +34,17 @@ export interface SignedNameRecord extends NameRecordFields {
   sig: string
 }
 
+/**
+ * A name record as the home keeps it: the fields, which are all the signature depends on
+ * (Ed25519 is deterministic), and `sig` only in records kept before the home signed on serve (and
+ * in a store a cluster shares, whose records are signed by the node that wrote them). The home
+ * signs the rest when it first serves them ({@link RecordSigner}), byte for byte the record it
+ * would have signed at the write.
+ */
+export interface StoredNameRecord extends NameRecordFields {
+  sig?: string | undefined
+}
+
 /** The wire schema of a signed name record (strict: a record with extra fields is refused). */
 export const signedNameRecordSchema = z.strictObject({
   name: nameSchema,
@@ -64,6 +75,72 @@ export function nameRecordBytes(f: NameRecordFields): Uint8Array {
 export function signNameRecord(identity: NodeIdentity, fields: NameRecordFields): SignedNameRecord {
   const record = { name: fields.name, manifestAddress: fields.manifestAddress, seq: fields.seq, node: fields.node, signedAt: fields.signedAt }
   return { ...record, sig: Buffer.from(identity.sign(nameRecordBytes(record))).toString('base64url') }
+}
+
+/** Records kept signed by a {@link RecordSigner} by default: ten full pages of `GET /names`. */
+export const SIGNED_RECORDS_MAX = 10_000
+
+/**
+ * Signs the records of names homed on this node as they are served, and keeps the last
+ * `max` signed (most recently served last), at most one per name: serving a record again costs
+ * no signature until its name is written again. It signs only as its own node (the record's
+ * `node` is the identity's id, whatever the caller kept), so no record claims a key this node
+ * does not hold.
+ */
+export class RecordSigner {
+  readonly #identity: NodeIdentity
+  readonly #max: number
+  readonly #byName = new Map<string, SignedNameRecord>()
+  /** Signatures made (for the tests: the cache is what saves them). */
+  signatures = 0
+
+  /** @param max - records kept at most (the oldest served goes first). */
+  constructor(identity: NodeIdentity, max = SIGNED_RECORDS_MAX) {
+    this.#identity = identity
+    this.#max = Math.max(1, max)
+  }
+
+  /** Records kept. */
+  get size(): number {
+    return this.#byName.size
+  }
+
+  /** The record of `name` homed here, bound to `manifestAddress` (`null`: a tombstone), signed. */
+  record(name: string, manifestAddress: Address | null, seq: number, signedAt: number): SignedNameRecord {
+    const kept = this.#byName.get(name)
+    if (kept !== undefined) {
+      this.#byName.delete(name)
+      if (kept.manifestAddress === manifestAddress && kept.seq === seq && kept.signedAt === signedAt) {
+        this.#byName.set(name, kept)
+        return kept
+      }
+    }
+    const signed = signNameRecord(this.#identity, { name, manifestAddress, seq, node: this.#identity.id, signedAt })
+    this.signatures++
+    if (this.#byName.size >= this.#max) this.#byName.delete(this.#byName.keys().next().value!)
+    this.#byName.set(name, signed)
+    return signed
+  }
+
+  /**
+   * The record to serve for one this node kept: as kept when it was kept signed, otherwise signed
+   * now by this node (a record kept for another node id is re-homed here, as the start's migration
+   * does).
+   */
+  served(r: StoredNameRecord): SignedNameRecord {
+    if (r.sig !== undefined) return r as SignedNameRecord
+    return this.record(r.name, r.manifestAddress, r.seq, r.signedAt)
+  }
+
+  /** Drops what is kept of `name` (it was written: its next record differs). */
+  forget(name: string): void {
+    this.#byName.delete(name)
+  }
+
+  /** Drops everything kept. */
+  clear(): void {
+    this.#byName.clear()
+  }
 }
 
 /**

@@ -13,33 +13,56 @@ import { TtlCache } from './cache.js'
 import type { ResolvedIndexConfig } from './config.js'
 import { DiskGate } from './disk-gate.js'
 import { registerIndexMetrics, type IndexMetrics } from './metrics.js'
-import { signNameRecord, type SignedNameRecord } from './name-record.js'
+import { RecordSigner, type SignedNameRecord, type StoredNameRecord } from './name-record.js'
 import { ProviderTable } from './providers.js'
 import { RemoteNames } from './remote-names.js'
 import { Resolver, type CachedAnswer } from './resolver.js'
 import type { IndexContext, IndexEvent } from './routes/index.js'
 import type { NameRecord, NameStore } from './store/index.js'
 import { CHANNELS } from './topology.js'
+import { SignatureWriteBack } from './write-back.js'
 
 /**
- * The record of a binding homed on `identity`: the stored one when it is this node's and says what
- * the binding says, otherwise one signed now from the binding (`signedAt` = when it was written, so
- * the signature is the same every time: Ed25519 is deterministic).
+ * The record of a binding homed on `signer`'s node, as served: the kept one when it is this node's
+ * and says what the binding says (signed now unless it was kept signed), otherwise one signed now
+ * from the binding (`signedAt` = when it was written, so the signature is the same every time:
+ * Ed25519 is deterministic).
  */
-export function recordOfBinding(identity: NodeIdentity, name: string, b: NameRecord): SignedNameRecord {
+export function recordOfBinding(signer: RecordSigner, selfId: string, name: string, b: NameRecord, writeBack?: SignatureWriteBack): SignedNameRecord {
   const r = b.record
-  if (r !== undefined && r.node === identity.id && r.name === name && r.manifestAddress === b.manifestAddress) return r
-  return signNameRecord(identity, { name, manifestAddress: b.manifestAddress, seq: r?.seq ?? 1, node: identity.id, signedAt: b.updatedAt })
+  if (r !== undefined && r.node === selfId && r.name === name && r.manifestAddress === b.manifestAddress) {
+    if (r.sig !== undefined) return r as SignedNameRecord
+    // Kept unsigned: signed now, and the signature written back (at most once per write).
+    const signed = signer.record(name, r.manifestAddress, r.seq, r.signedAt)
+    writeBack?.keep(signed)
+    return signed
+  }
+  // Not homed here yet (the start could not rewrite it): the store janitor will, nothing to write back.
+  return signer.record(name, b.manifestAddress, r?.seq ?? 1, b.updatedAt)
 }
 
-/** Signs, in the store, every record that is not this node's (written before records were signed, or under another identity). */
-export async function signStoredRecords(store: NameStore, identity: NodeIdentity): Promise<number> {
+/** The record of a tombstone kept here, as served; a tombstone kept unsigned as this node's is written back signed. */
+export function recordOfTombstone(signer: RecordSigner, selfId: string, t: StoredNameRecord, writeBack?: SignatureWriteBack): SignedNameRecord {
+  if (t.sig !== undefined) return t as SignedNameRecord
+  const signed = signer.served(t)
+  if (t.node === selfId) writeBack?.keep(signed)
+  return signed
+}
+
+/**
+ * Homes on this node, in the store, every record that is not this node's (written before records
+ * were signed, or under another identity): its fields are rewritten with this node's id, and it is
+ * signed when served. Records already this node's are left as they are, signed or not.
+ */
+export async function homeStoredRecords(store: NameStore, identity: NodeIdentity): Promise<number> {
+  const node = identity.id
   return store.migrate({
     binding: (name, b) => {
-      const r = recordOfBinding(identity, name, b)
-      return r === b.record ? undefined : { ...b, record: r }
+      const r = b.record
+      if (r !== undefined && r.node === node && r.name === name && r.manifestAddress === b.manifestAddress) return undefined
+      return { ...b, record: { name, manifestAddress: b.manifestAddress, seq: r?.seq ?? 1, node, signedAt: b.updatedAt } }
     },
-    tombstone: (name, t) => (t.node === identity.id && t.name === name ? undefined : signNameRecord(identity, { ...t, name, node: identity.id })),
+    tombstone: (name, t) => (t.node === node && t.name === name ? undefined : { name, manifestAddress: null, seq: t.seq, node, signedAt: t.signedAt }),
   })
 }
 
@@ -55,7 +78,11 @@ export interface IndexParts {
   resolver: Resolver
   disk: DiskGate
   idempotency: IdempotencyCache
-  /** Records not signed at start (the disk refused): the store janitor signs them once it can. */
+  /** Signs the records of names homed here as they are served, and keeps the latest. */
+  signer: RecordSigner
+  /** Writes back the records the signer signed for records kept unsigned; closed before the store. */
+  writeBack: SignatureWriteBack
+  /** Records not homed here at start (the disk refused): the store janitor homes them once it can. */
   unsigned: boolean
   /** Hands a changed config to the parts that follow it (reload). */
   reconfigure(): void
@@ -75,10 +102,18 @@ export function indexParts(host: ServiceHost<ResolvedIndexConfig>, store: NameSt
   const breakers = new BreakerTable(clock, host.metrics.sink)
   breakers.sync(cfg0)
   const remote = new RemoteNames()
-  const recordOf = (name: string, b: NameRecord): SignedNameRecord => recordOfBinding(identity, name, b)
-  const idempotency = new IdempotencyCache(clock)
-  const resolver = new Resolver({ config: () => cfg.get(), store, providers, cache, negative, breakers, transport: net, clock, random, sink: host.metrics.sink, metrics, nodes, selfId: identity.id, remote, recordOf })
+  const signer = new RecordSigner(identity)
   const disk = new DiskGate({ readiness: host.readiness, metrics, clock, logger: host.logger, config: () => cfg.get() })
+  // A store that signs at the write (shared) has no keepSigned: nothing is queued for it.
+  const writeBack = new SignatureWriteBack({
+    store,
+    paused: () => disk.fault !== undefined,
+    failed: (e, records) => host.logger.warn({ err: e, records }, 'index: a signature write-back failed; its records are signed again when next served'),
+    counted: (result, records) => metrics.writeBacks.inc({ result }, records),
+  })
+  const recordOf = (name: string, b: NameRecord): SignedNameRecord => recordOfBinding(signer, identity.id, name, b, writeBack)
+  const idempotency = new IdempotencyCache(clock)
+  const resolver = new Resolver({ config: () => cfg.get(), store, providers, cache, negative, breakers, transport: net, clock, random, sink: host.metrics.sink, metrics, nodes, selfId: identity.id, remote, recordOf, tombstoneOf: (t) => recordOfTombstone(signer, identity.id, t, writeBack) })
   return {
     metrics,
     providers,
@@ -90,6 +125,8 @@ export function indexParts(host: ServiceHost<ResolvedIndexConfig>, store: NameSt
     resolver,
     disk,
     idempotency,
+    signer,
+    writeBack,
     unsigned: false,
     reconfigure() {
       const next = cfg.get()
@@ -103,6 +140,7 @@ export function indexParts(host: ServiceHost<ResolvedIndexConfig>, store: NameSt
       negative.clear()
       providers.clear()
       idempotency.clear()
+      signer.clear()
       disk.close()
     },
   }
@@ -123,7 +161,8 @@ export function indexContext(host: ServiceHost<ResolvedIndexConfig>, p: IndexPar
     identity,
     nodes,
     remote: p.remote,
-    recordOf: (name, b) => recordOfBinding(identity, name, b),
+    recordOf: (name, b) => recordOfBinding(p.signer, identity.id, name, b, p.writeBack),
+    signer: p.signer,
     writable: () => p.disk.writable(),
     storeFailed: (e) => p.disk.failed(e),
     work: (job, signal) => host.pool(CHANNELS.work).submit(job, signal),
@@ -134,7 +173,7 @@ export function indexContext(host: ServiceHost<ResolvedIndexConfig>, p: IndexPar
       let resigned = 0
       try {
         // A store the cluster shares keeps the record of the node that wrote each binding.
-        if (store.shared !== true) resigned = await signStoredRecords(store, identity)
+        if (store.shared !== true) resigned = await homeStoredRecords(store, identity)
       } catch (e) {
         p.disk.failed(e)
         throw e

@@ -16,7 +16,7 @@ import { hedgedLookup } from './hedge.js'
 import type { IndexMetrics } from './metrics.js'
 import { verifyManifestText } from './manifest-fetch.js'
 import { checkName } from './names.js'
-import { verifyNameRecord, type NameRecordRejection, type SignedNameRecord } from './name-record.js'
+import { verifyNameRecord, type NameRecordRejection, type SignedNameRecord, type StoredNameRecord } from './name-record.js'
 import { queryPeer } from './peer-client.js'
 import type { ProviderTable } from './providers.js'
 import { rank, scoreFromPeer, scoreLocal } from './ranking.js'
@@ -60,6 +60,8 @@ export interface ResolverDeps {
   remote: RemoteNames
   /** The signed record of a local binding (signs one written before records were signed). */
   recordOf(name: string, binding: NameRecord): SignedNameRecord
+  /** The signed record of a local tombstone. */
+  tombstoneOf(tombstone: StoredNameRecord): SignedNameRecord
 }
 
 /**
@@ -283,7 +285,7 @@ export class Resolver {
     const rec = this.#d.store.get(name)
     if (rec === undefined) {
       const tombstone = this.#d.store.tombstone(name)
-      if (tombstone !== undefined) throw notFound(name, 'deleted', tombstone)
+      if (tombstone !== undefined) throw notFound(name, 'deleted', this.#d.tombstoneOf(tombstone))
       return undefined
     }
     const record = this.#d.recordOf(name, rec)

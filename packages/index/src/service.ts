@@ -12,7 +12,7 @@ import type { DependencyCheck, NodeIdentity, NotReadyError, RonService, ServiceH
 import type { Resolution } from './answer.js'
 import { INDEX_IMMUTABLE_KEYS, INDEX_RUNTIME_KEYS, indexConfigSchema, type IndexRuntime, type IndexServiceOptions, type ResolvedIndexConfig } from './config.js'
 import { DISK_DEPENDENCY, diskFault } from './disk-gate.js'
-import { indexContext, indexParts, signStoredRecords, type IndexParts } from './parts.js'
+import { indexContext, indexParts, homeStoredRecords, type IndexParts } from './parts.js'
 import type { NameConflict } from './remote-names.js'
 import type { ResolveOptions } from './resolver.js'
 import { indexRoutes, type IndexEvent } from './routes/index.js'
@@ -82,13 +82,14 @@ export async function createIndexService(config: IndexServiceOptions = {}, trans
   const identity = identityOf(rt)
   const store: NameStore = rt.nameStore ?? (o.amnesia || o.dataDir === undefined ? createMemoryNameStore() : await openLmdbNameStore({ dir: o.dataDir }))
   try {
-    // Bindings stored before records were signed are homed here: sign them now. A disk that
-    // refuses the write does not stop the start: the names are served (their records signed on
-    // the fly, byte for byte the same), writes stay unready, and the store janitor retries.
+    // Bindings stored before records were signed (or under another identity) are homed here now:
+    // their records are rewritten as this node's, and signed when served. A disk that refuses the
+    // write does not stop the start: the names are served (their records homed on the fly, byte
+    // for byte the same), writes stay unready, and the store janitor retries.
     let fault: NotReadyError | undefined
     try {
       // A shared store keeps the record of the node that wrote each binding.
-      if (store.shared !== true) await signStoredRecords(store, identity)
+      if (store.shared !== true) await homeStoredRecords(store, identity)
     } catch (e) {
       fault = diskFault(e)
       if (fault === undefined) throw e
@@ -149,6 +150,8 @@ function build(input: Record<string, unknown>, o: ResolvedIndexConfig, transport
   host.onClose(async () => {
     offStoreChange?.()
     tasks.close()
+    // Write-backs in flight land (or fail) before the store closes; those still waiting are dropped.
+    await p.writeBack.close()
     p.clear()
     await store.close()
   })

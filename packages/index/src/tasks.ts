@@ -10,7 +10,7 @@ import { CanceledError, Watch } from '@ron/core'
 import type { NodeIdentity, ServiceHost } from '@ron/core'
 import type { ResolvedIndexConfig } from './config.js'
 import { diskFault } from './disk-gate.js'
-import { signStoredRecords, type IndexParts } from './parts.js'
+import { homeStoredRecords, type IndexParts } from './parts.js'
 import type { NameStore } from './store/index.js'
 import { TASKS } from './topology.js'
 
@@ -38,7 +38,7 @@ async function sleepOrWake(host: ServiceHost<ResolvedIndexConfig>, ms: number, w
 export function spawnIndexTasks(host: ServiceHost<ResolvedIndexConfig>, p: IndexParts, store: NameStore, identity: NodeIdentity): { peersChanged(): void; close(): void } {
   const cfg = host.config
   const clock = host.clock
-  // The store janitor: the only background writer of the store. It signs what the start could
+  // The store janitor: the only background writer of the store. It homes what the start could
   // not, purges expired tombstones every `purgeIntervalMs`, and while a disk fault stands probes
   // every `storeProbeMs` until the disk takes a write again.
   host.supervisor.spawn(TASKS.storeJanitor, async (signal) => {
@@ -51,7 +51,7 @@ export function spawnIndexTasks(host: ServiceHost<ResolvedIndexConfig>, p: Index
         if (p.disk.fault !== undefined) {
           if (clock.now() < p.disk.probeAt) continue
           await store.probe()
-          if (p.unsigned) await signStoredRecords(store, identity)
+          if (p.unsigned) await homeStoredRecords(store, identity)
           p.unsigned = false
           host.logger.info({}, 'index: the disk takes writes again; name writes are ready')
           p.disk.set(undefined)

@@ -64,11 +64,11 @@ export function indexTopology(c: ResolvedIndexConfig): Topology {
       { name: TASKS.supervisor, count: 1, criticality: 'critical', description: 'owns the config snapshot, spawns and joins every task, propagates shutdown' },
       { name: TASKS.listener, count: 1, criticality: 'critical', description: 'routes requests; per-IP cap and token bucket; answers cache hits; capability check before enqueue; try-sends jobs into `work` and `names`' },
       { name: TASKS.resolver, count: c.resolverWorkers, criticality: 'critical', description: 'resolve misses, providers and announcements: cache → negative cache → store → hedged peers → rank' },
-      { name: TASKS.nameWriter, count: c.nameWriters, criticality: 'critical', description: 'name writes and deletes: home check, manifest check, signed record, compare-and-set; waits for the disk flush it shares with the writes in flight' },
+      { name: TASKS.nameWriter, count: c.nameWriters, criticality: 'critical', description: 'name writes and deletes: home check, manifest check, record kept (signed when served), compare-and-set; waits for the disk flush it shares with the writes in flight' },
       { name: TASKS.reloader, count: 1, criticality: 'important', description: '`reload(partial)`: validates, swaps the config snapshot atomically, rolls back on failure' },
       { name: TASKS.cacheJanitor, count: 1, criticality: 'important', description: 'only writer of cache metadata: evicts expired answers and NotFounds, purges expired provider records every `purgeIntervalMs`' },
       { name: TASKS.breakerJanitor, count: 1, criticality: 'important', description: 'only writer of the breaker table: follows the peer list, publishes `breaker_state{target}`' },
-      { name: TASKS.storeJanitor, count: 1, criticality: 'important', description: 'only background writer of the name store: signs unsigned records at start, purges expired tombstones, probes the disk while a fault keeps name writes unready' },
+      { name: TASKS.storeJanitor, count: 1, criticality: 'important', description: 'only background writer of the name store: homes the records the start could not, purges expired tombstones, probes the disk while a fault keeps name writes unready' },
       { name: TASKS.warmup, count: c.warmupKeys.length > 0 ? 1 : 0, criticality: 'optional', description: 'resolves `warmupKeys` once at start to fill the cache' },
     ],
     channels: [

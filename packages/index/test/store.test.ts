@@ -120,6 +120,32 @@ describe('name stores', () => {
     await s.close()
   })
 
+  it('both stores: a name has a binding or a tombstone, never both; a write sees the tombstone it binds over, and removes it', async () => {
+    const dir = await tmp()
+    for (const open of [() => Promise.resolve(createMemoryNameStore()), () => openLmdbNameStore({ dir })]) {
+      let s = await open()
+      await s.put('t.b', null, () => rec(addr(1)))
+      expect(s.stateForWrite?.('t.b') ?? { binding: s.get('t.b'), tombstone: s.tombstone('t.b') }).toMatchObject({ binding: { manifestAddress: addr(1) }, tombstone: undefined })
+      await s.delete('t.b', undefined, () => tomb('t.b', 2))
+      expect(s.get('t.b')).toBeUndefined()
+      expect(s.stateForWrite?.('t.b') ?? { binding: s.get('t.b'), tombstone: s.tombstone('t.b') }).toMatchObject({ binding: undefined, tombstone: { seq: 2 } })
+      const seen: unknown[] = []
+      await s.put('t.b', null, (st) => (seen.push(st.tombstone), rec(addr(3))))
+      expect(seen).toEqual([tomb('t.b', 2)])
+      expect(s.tombstone('t.b')).toBeUndefined()
+      // A write over a binding sees no tombstone.
+      await s.put('t.b', undefined, (st) => (seen.push(st.tombstone), rec(addr(4))))
+      expect(seen[1]).toBeUndefined()
+      if (s.durable) {
+        await s.close()
+        s = await open()
+        expect(s.tombstone('t.b')).toBeUndefined()
+        expect(s.get('t.b')?.manifestAddress).toBe(addr(4))
+      }
+      await s.close()
+    }
+  })
+
   it('LMDB: bindings earlier versions wrote as msgpack records still read and verify; new ones are plain maps', async () => {
     const dir = await tmp()
     const me = testNode()

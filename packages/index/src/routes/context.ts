@@ -12,7 +12,7 @@ import type { ProviderTable } from '../providers.js'
 import type { Resolver } from '../resolver.js'
 import type { RemoteNames } from '../remote-names.js'
 import type { NameRecord, NameStore } from '../store/types.js'
-import type { SignedNameRecord } from '../name-record.js'
+import type { RecordSigner, SignedNameRecord } from '../name-record.js'
 import type { IdempotencyCache } from '../admin.js'
 import type { TtlCache } from '../cache.js'
 import type { CachedAnswer } from '../resolver.js'
@@ -46,6 +46,8 @@ export interface IndexContext {
   writable(): void
   /** The signed record of a binding homed here. */
   recordOf(name: string, binding: NameRecord): SignedNameRecord
+  /** Signs the records of names homed here as they are served (a write forgets its name's). */
+  signer: RecordSigner
   /** Reports a store failure: a disk fault turns writes unready until the probe succeeds. */
   storeFailed(e: unknown): void
   /**

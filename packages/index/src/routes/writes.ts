@@ -4,8 +4,8 @@
  * the host authenticates scoped routes before it enqueues).
  *
  * Trust boundaries (SPEC §5, §6a): a name write obeys the token's `namePrefix` caveat, is refused
- * with 409 when the name is homed on another node, and is signed by this node (its home) with the
- * next `seq`; an announcement is accepted only from the node it is about (token `sub:
+ * with 409 when the name is homed on another node, and is kept by this node (its home) with the
+ * next `seq`, signed when served; an announcement is accepted only from the node it is about (token `sub:
  * node:<id>`), for an endpoint that node advertises.
  *
  * @module
@@ -13,13 +13,14 @@
 
 import { ConflictError, ForbiddenError, MalformedError, isRonError, nameWithinPrefix, normalizeEndpoint, parseAddress } from '@ron/core'
 import type { Address, Claims, Route } from '@ron/core'
-import { nameWriteSchema, providerAnnouncementSchema, type ProviderAnnouncement } from '../contracts.js'
+import { providerAnnouncementSchema, type ProviderAnnouncement } from '../contracts.js'
 import { ManifestCache, fetchManifest, type VerifiedManifest } from '../manifest-fetch.js'
 import { ANNOUNCE_REFUSALS } from '../metrics.js'
-import { signNameRecord, type SignedNameRecord } from '../name-record.js'
+import { signNameRecord, type StoredNameRecord } from '../name-record.js'
 import { checkName } from '../names.js'
-import type { NameRecord, NameState } from '../store/types.js'
+import type { NameRecord, NameState, WriteResult } from '../store/types.js'
 import { CHANNELS, ROUTES } from '../topology.js'
+import { nameWriteBody } from './plain-write.js'
 import type { IndexContext } from './context.js'
 
 /** Parses `If-Match: "b3:…"` (quotes optional, a weak `W/` prefix refused). @throws {@link MalformedError}. */
@@ -58,10 +59,15 @@ export function writeRoutes(s: IndexContext): Route[] {
    * it there, with its own token (nodes never forward writes). A name this node holds (bound or
    * deleted) is homed here.
    */
-  const checkHome = async (name: string, signal: AbortSignal): Promise<NameState> => {
+  const checkHome = (name: string, signal: AbortSignal): NameState | Promise<NameState> => {
     const state: NameState = s.store.stateForWrite?.(name) ?? { binding: s.store.get(name), tombstone: s.store.tombstone(name) }
-    // A store the cluster shares is linearizable: names have no home there.
+    // A store the cluster shares is linearizable: names have no home there. A name held here is
+    // answered without a promise (the common case: no await, no microtask hop).
     if (s.store.shared === true || state.binding !== undefined || state.tombstone !== undefined) return state
+    return homeElsewhere(name, state, signal)
+  }
+  /** Asks the peers where `name` is homed (it is not held here). */
+  const homeElsewhere = async (name: string, state: NameState, signal: AbortSignal): Promise<NameState> => {
     const home = await s.resolver.remoteHome(name, signal)
     if (home === undefined || home.node === s.identity.id) return state
     // A tombstone past its keeping time no longer holds the name.
@@ -80,18 +86,28 @@ export function writeRoutes(s: IndexContext): Route[] {
       throw e
     }
   }
-  const sign = (name: string, manifestAddress: Address | null, seq: number, now: number): SignedNameRecord =>
-    signNameRecord(s.identity, { name, manifestAddress, seq, node: s.identity.id, signedAt: now })
+  /**
+   * The record a write keeps: its fields, signed when served (`RecordSigner`: Ed25519 is
+   * deterministic, so the record served is the one a signature now would give). A store the
+   * cluster shares keeps it signed: the other nodes serve the tombstones this node wrote.
+   */
+  const recordFor = (name: string, manifestAddress: Address | null, seq: number, signedAt: number): StoredNameRecord =>
+    s.store.shared === true
+      ? signNameRecord(s.identity, { name, manifestAddress, seq, node: s.identity.id, signedAt })
+      : { name, manifestAddress, seq, node: s.identity.id, signedAt }
   /** Manifests verified lately: binding more names to one costs no storage round trip. */
   const verified = new ManifestCache()
   /**
    * The manifest at `address`, checked: the name's own binding when it is already bound to it,
    * one verified within the last minute, or a fetch from storage (which verifies it).
    */
-  const manifestOf = async (current: NameRecord | undefined, address: Address, signal: AbortSignal): Promise<VerifiedManifest> => {
+  const manifestOf = (current: NameRecord | undefined, address: Address, signal: AbortSignal): VerifiedManifest | Promise<VerifiedManifest> => {
     const hit = verified.get(address, s.clock.now())
     if (hit !== undefined) return hit
     if (current?.manifestAddress === address && current.manifest !== undefined && current.manifestText !== undefined) return { manifest: current.manifest, text: current.manifestText }
+    return fetchVerified(address, signal)
+  }
+  const fetchVerified = async (address: Address, signal: AbortSignal): Promise<VerifiedManifest> => {
     const m = await fetchManifest(s.manifests, address, signal)
     verified.set(address, m, s.clock.now())
     return m
@@ -107,29 +123,35 @@ export function writeRoutes(s: IndexContext): Route[] {
       handler: async (ctx) => {
         const name = checkName(ctx.params.name ?? '')
         checkNamePrefix(ctx.auth, name)
-        const body = await ctx.json(nameWriteSchema)
+        const body = await ctx.json(nameWriteBody)
         try {
           s.writable()
-          const state = await checkHome(name, ctx.signal)
-          const { manifest, text } = await manifestOf(state.binding, body.manifestAddress, ctx.signal)
-          // Signed before the store write, for the seq the name's state implies; signed again when
-          // the write is decided in the rare case another write of the name came between.
-          const seq0 = nextSeq(state)
-          const at0 = s.clock.now()
-          const record0 = sign(name, body.manifestAddress, seq0, at0)
+          const home = checkHome(name, ctx.signal)
+          const state = home instanceof Promise ? await home : home
+          const verifiedManifest = manifestOf(state.binding, body.manifestAddress, ctx.signal)
+          const { manifest, text } = verifiedManifest instanceof Promise ? await verifiedManifest : verifiedManifest
           let seq = 0
-          const { previous } = await storeWrite(() =>
-            s.store.put(name, body.expectedPrevious, (now) => {
+          let result: WriteResult
+          // The disk gate again (the checks above may have waited), then the store write: a disk
+          // fault turns name writes unready (and is the answer).
+          s.writable()
+          try {
+            result = await s.store.put(name, body.expectedPrevious, (now) => {
               seq = nextSeq(now)
-              const at = seq === seq0 ? at0 : s.clock.now()
-              const record = seq === seq0 ? record0 : sign(name, body.manifestAddress, seq, at)
+              const at = s.clock.now()
+              const record = recordFor(name, body.manifestAddress, seq, at)
               // A directory manifest is kept by storage, not here: a binding holds its address only.
               return manifest.kind === 'dir'
                 ? { manifestAddress: body.manifestAddress, kind: 'dir', updatedAt: at, record }
                 : { manifestAddress: body.manifestAddress, manifest, manifestText: text, updatedAt: at, record }
-            }),
-          )
+            })
+          } catch (e) {
+            s.storeFailed(e)
+            throw e
+          }
+          const { previous } = result
           s.remote.forget(name)
+          s.signer.forget(name)
           s.resolver.invalidate(name)
           s.metrics.nameWrites.inc({ result: 'ok' })
           // Only a new name changes the count (counting is not free on LMDB).
@@ -159,9 +181,10 @@ export function writeRoutes(s: IndexContext): Route[] {
           const { previous } = await storeWrite(() =>
             s.store.delete(name, expected, (binding, tombstone) => {
               seq = nextSeq({ binding, tombstone })
-              return sign(name, null, seq, s.clock.now())
+              return recordFor(name, null, seq, s.clock.now())
             }),
           )
+          s.signer.forget(name)
           s.resolver.invalidate(name)
           s.metrics.nameWrites.inc({ result: 'ok' })
           s.metrics.names.set(s.store.count())

@@ -6,7 +6,8 @@
 
 import { ConflictError, NotFoundError } from '@ron/core'
 import type { Address } from '@ron/core'
-import type { Expected } from './types.js'
+import type { SignedNameRecord, StoredNameRecord } from '../name-record.js'
+import type { Expected, NameRecord } from './types.js'
 
 /**
  * Checks a write of `name` against its current binding.
@@ -37,4 +38,15 @@ function conflict(name: string, expected: Address | null, actual: Address | unde
   return new ConflictError(`name '${name}' is bound to ${actual ?? 'nothing'}, not ${expected ?? 'nothing'}`, {
     details: { name, expected, actual: actual ?? null },
   })
+}
+
+/**
+ * Whether the signed record `r` may be written back over what is stored of its name: the binding
+ * (or, for a tombstone, no binding and the tombstone) still holds exactly `r`'s five fields and no
+ * signature. Anything else means the name was written since (or is not homed here yet): the
+ * write-back is dropped.
+ */
+export function stillUnsigned(r: SignedNameRecord, binding: NameRecord | undefined, tombstone: StoredNameRecord | undefined): boolean {
+  const kept = r.manifestAddress === null ? (binding === undefined ? tombstone : undefined) : binding?.manifestAddress === r.manifestAddress ? binding.record : undefined
+  return kept !== undefined && kept.sig === undefined && kept.name === r.name && kept.manifestAddress === r.manifestAddress && kept.seq === r.seq && kept.node === r.node && kept.signedAt === r.signedAt
 }

@@ -13,8 +13,9 @@
  * with no hand-off back to JavaScript inside the transaction. Writes of one name are chained: each
  * decides only once the one before it has committed or failed, so it reads what that one left (a
  * failed commit leaves nothing, and the next write decides on the state before it). `migrate`
- * waits for the writes in flight and holds new ones back until it is done; `purgeTombstones` and
- * the probe still run as transactions (rare; they check inside). This process is the only writer
+ * waits for the writes in flight and holds new ones back until it is done; `purgeTombstones`, the
+ * probe and `keepSigned` (the write-back of signatures made on serve) still run as transactions
+ * (rare; they check inside). This process is the only writer
  * of the directory (the service owns its data directory).
  *
  * Three databases share the environment: `names` (bindings), `tombstones` (signed deletes) and
@@ -29,9 +30,9 @@
 import { mkdir } from 'node:fs/promises'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { ClosedError, toDiskFault } from '@ron/core'
-import type { SignedNameRecord } from '../name-record.js'
+import type { StoredNameRecord } from '../name-record.js'
 import type { NameRecord, NameStore, WriteResult } from './types.js'
-import { checkDelete, checkPut } from './cas.js'
+import { checkDelete, checkPut, stillUnsigned } from './cas.js'
 import { LOW_SPACE_BYTES, freeBytes, lmdbFault } from './disk-fault.js'
 
 /** Options of {@link openLmdbNameStore}. */
@@ -77,7 +78,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     eventTurnBatching: false,
   })
   const names: Database<NameRecord, string> = root
-  const tombstones: Database<SignedNameRecord, string> = root.openDB<SignedNameRecord, string>({ name: 'tombstones', encoding: 'msgpack', compression: false })
+  const tombstones: Database<StoredNameRecord, string> = root.openDB<StoredNameRecord, string>({ name: 'tombstones', encoding: 'msgpack', compression: false })
   const meta: Database<number, string> = root.openDB<number, string>({ name: 'meta', encoding: 'msgpack', compression: false })
   let closed = false
   /** A commit failed and no commit succeeded since. */
@@ -184,14 +185,14 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     durable: true,
     stateForWrite(name) {
       guard()
-      const tombstone = tombstones.get(name)
       const bytes = names.getBinary(name)
-      if (bytes === undefined) return { binding: undefined, tombstone }
+      // A bound name has no tombstone (see `put`): only an unbound one is looked up.
+      if (bytes === undefined) return { binding: undefined, tombstone: tombstones.get(name) }
       const value = decoder.decode(bytes) as NameRecord
       readAhead.delete(name)
       if (readAhead.size >= READ_AHEAD_MAX) readAhead.delete(readAhead.keys().next().value!)
       readAhead.set(name, { bytes, value })
-      return { binding: value, tombstone }
+      return { binding: value, tombstone: undefined }
     },
     get(name) {
       guard()
@@ -206,11 +207,15 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
         const binding = bindingNow(name)
         const previous = binding?.manifestAddress
         checkPut(name, previous, expected)
-        const value = make({ binding, tombstone: tombstones.get(name) })
+        // A name has a binding or a tombstone, never both: this batch removes the tombstone it
+        // binds over, and a delete's removes the binding. So a bound name's tombstone is neither
+        // read nor removed (a read and a write instruction less for most writes).
+        const tombstone = binding === undefined ? tombstones.get(name) : undefined
+        const value = make({ binding, tombstone })
         return {
           apply: () => {
             void names.put(name, value)
-            void tombstones.remove(name)
+            if (tombstone !== undefined) void tombstones.remove(name)
           },
           answer: { previous: previous ?? null },
         }
@@ -261,6 +266,24 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
         exclusive = undefined
         done()
       }
+    },
+    keepSigned(records) {
+      // A transaction that checks inside, as the purge: it sees every write queued before it (a
+      // name write decided earlier, a purge), and a write queued after it replaces the whole
+      // binding or tombstone anyway. So a write-back never undoes a write, and never needs the
+      // name's write chain.
+      return commit(() => {
+        let n = 0
+        for (const r of records) {
+          const binding = names.get(r.name)
+          const tombstone = binding === undefined ? tombstones.get(r.name) : undefined
+          if (!stillUnsigned(r, binding, tombstone)) continue
+          if (binding !== undefined) names.putSync(r.name, { ...binding, record: r })
+          else tombstones.putSync(r.name, r)
+          n++
+        }
+        return n
+      })
     },
     async purgeTombstones(before) {
       guard()

@@ -6,14 +6,14 @@
  */
 
 import { ClosedError } from '@ron/core'
-import type { SignedNameRecord } from '../name-record.js'
+import type { StoredNameRecord } from '../name-record.js'
 import type { NameRecord, NameStore, WriteResult } from './types.js'
-import { checkDelete, checkPut } from './cas.js'
+import { checkDelete, checkPut, stillUnsigned } from './cas.js'
 
 /** Creates a memory {@link NameStore}. After `close()` every call fails with {@link ClosedError}, as with LMDB. */
 export function createMemoryNameStore(): NameStore {
   const names = new Map<string, NameRecord>()
-  const tombstones = new Map<string, SignedNameRecord>()
+  const tombstones = new Map<string, StoredNameRecord>()
   let closed = false
   const guard = (): void => {
     if (closed) throw new ClosedError('name store is closed')
@@ -65,6 +65,19 @@ export function createMemoryNameStore(): NameStore {
           tombstones.set(name, r)
           n++
         }
+      }
+      return Promise.resolve(n)
+    },
+    keepSigned(records) {
+      guard()
+      let n = 0
+      for (const r of records) {
+        const binding = names.get(r.name)
+        const tombstone = binding === undefined ? tombstones.get(r.name) : undefined
+        if (!stillUnsigned(r, binding, tombstone)) continue
+        if (binding !== undefined) names.set(r.name, { ...binding, record: r })
+        else tombstones.set(r.name, r)
+        n++
       }
       return Promise.resolve(n)
     },

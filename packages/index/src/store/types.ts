@@ -1,7 +1,7 @@
 /**
  * The name store: the names homed on this node (SPEC §6a "Signed name records"). Each bound name
- * keeps its manifest and the record this node signed for it; a deleted name keeps its signed
- * tombstone (so its `seq` goes on counting) until the janitor purges it. Writes are
+ * keeps its manifest and the fields of its record (signed when served); a deleted name keeps its
+ * tombstone record (so its `seq` goes on counting) until the janitor purges it. Writes are
  * compare-and-set on the binding.
  *
  * @module
@@ -9,7 +9,7 @@
 
 import type { Address } from '@ron/core'
 import type { Manifest } from '../contracts.js'
-import type { SignedNameRecord } from '../name-record.js'
+import type { SignedNameRecord, StoredNameRecord } from '../name-record.js'
 
 /**
  * What a name is bound to. A file manifest is kept with the binding: it is immutable
@@ -26,10 +26,11 @@ export interface NameRecord {
   /** When the binding was written, Unix ms. */
   updatedAt: number
   /**
-   * The record this node signed for the binding. Absent only in bindings written before records
-   * were signed; the service signs those at start.
+   * The record of the binding: its fields, signed when served (with `sig` in bindings kept before
+   * that, and in a store the cluster shares). Absent only in bindings written before records were
+   * signed; the service completes those at start.
    */
-  record?: SignedNameRecord
+  record?: StoredNameRecord
 }
 
 /**
@@ -46,7 +47,7 @@ export interface WriteResult {
 /** What a write sees of a name inside its transaction. */
 export interface NameState {
   binding: NameRecord | undefined
-  tombstone: SignedNameRecord | undefined
+  tombstone: StoredNameRecord | undefined
 }
 
 /** Durable (LMDB) or memory name storage, or a store a whole cluster shares (ron-node's etcd, SPEC §6c). */
@@ -67,7 +68,7 @@ export interface NameStore {
   /** The binding of `name`, if any. */
   get(name: string): NameRecord | undefined
   /** The tombstone of `name` (it was deleted here and not bound since), if any. */
-  tombstone(name: string): SignedNameRecord | undefined
+  tombstone(name: string): StoredNameRecord | undefined
   /**
    * The binding and tombstone of `name`, read ahead of a {@link NameStore.put} of it: the store
    * may keep what it decoded so that the write, finding the same stored bytes when it is decided,
@@ -89,14 +90,25 @@ export interface NameStore {
    * @throws {@link ConflictError} when the binding does not match `expected`.
    * @throws {@link NotReadyError} on a disk fault, as {@link NameStore.put}.
    */
-  delete(name: string, expected: Address | undefined, make: (binding: NameRecord, tombstone: SignedNameRecord | undefined) => SignedNameRecord): Promise<WriteResult>
+  delete(name: string, expected: Address | undefined, make: (binding: NameRecord, tombstone: StoredNameRecord | undefined) => StoredNameRecord): Promise<WriteResult>
   /**
    * Rewrites, in one transaction, every binding and tombstone for which `fix` returns a
    * replacement (signing records at start).
    * @returns how many were rewritten.
    * @throws {@link NotReadyError} on a disk fault.
    */
-  migrate(fix: { binding(name: string, b: NameRecord): NameRecord | undefined; tombstone(name: string, t: SignedNameRecord): SignedNameRecord | undefined }): Promise<number>
+  migrate(fix: { binding(name: string, b: NameRecord): NameRecord | undefined; tombstone(name: string, t: StoredNameRecord): StoredNameRecord | undefined }): Promise<number>
+  /**
+   * Writes back the signatures of records this node signed when it served them (the write-back,
+   * DESIGN.md "Name records are signed when served"), in one transaction: each record lands on the
+   * stored binding (a non-null `manifestAddress`) or tombstone (`null`) of its name only if that
+   * one is still stored with exactly its five fields and no `sig`; otherwise (a write, delete or
+   * purge of the name came between) it is dropped. A store that signs at the write (a shared one)
+   * need not have it.
+   * @returns how many landed.
+   * @throws {@link NotReadyError} on a disk fault (nothing of the batch lands).
+   */
+  keepSigned?(records: readonly SignedNameRecord[]): Promise<number>
   /**
    * Removes the tombstones signed before `before` (Unix ms).
    * @returns how many were removed.
