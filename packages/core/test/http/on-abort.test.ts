@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { request } from 'undici'
 import { connect, type Socket } from 'node:net'
 import { createHttpHandler, serve, type RonServer, type Route } from '../../src/http/index.js'
+import { deferred } from '../../src/testing/index.js'
 
 // ctx.onAbort: hears of a client gone (or a forced shutdown) like ctx.signal, without making the
 // request's AbortController when nothing read the signal.
@@ -12,12 +13,6 @@ afterEach(async () => {
   for (const s of sockets.splice(0)) s.destroy()
   await Promise.all(servers.splice(0).map((s) => s.close()))
 })
-
-function deferred<T = void>() {
-  let resolve!: (v: T) => void
-  const promise = new Promise<T>((r) => (resolve = r))
-  return { promise, resolve }
-}
 
 async function start(routes: Route[], opts: Parameters<typeof serve>[1] = {}): Promise<RonServer> {
   const srv = await serve(createHttpHandler({ serviceId: 't', routes }), { port: 0, ...opts })
