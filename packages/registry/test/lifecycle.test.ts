@@ -38,6 +38,21 @@ function gatedStore(): { store: LogStore; gate: { open(): void }; entered: Promi
   }
 }
 
+/** Two proposals on base 0 with quorum; the first commit waits for the disk (`entered`). */
+async function queuedBehindSlowDisk() {
+  const { store, gate, entered } = gatedStore()
+  h = await harness({ store })
+  const x = h
+  const a = await x.client.propose(payload(1))
+  const b = await x.client.propose(payload(2))
+  for (const p of [a, b]) for (const k of x.keys.slice(0, 2)) await x.client.approveWith(p.proposalId, k)
+  const token = x.issuer.mint({ scope: ALL_SCOPES })
+  const queued = async (): Promise<void> => {
+    while (!/queue_depth\{queue="proposals",service="registry"\} 1/.test(await x.svc.metricsText())) await new Promise((r) => setImmediate(r))
+  }
+  return { x, a, b, token, gate, entered, queued }
+}
+
 describe('commit deadline', () => {
   it('answers 504 at the caller deadline; the commit already being written completes and a retry returns it', async () => {
     const { store, gate, entered } = gatedStore()
@@ -60,22 +75,16 @@ describe('commit deadline', () => {
     expect(x.svc.head().version).toBe(1)
   })
   it('a commit still queued when its deadline passes is answered 504 and never taken up', async () => {
-    const { store, gate, entered } = gatedStore()
-    h = await harness({ store })
-    const x = h
     // Both on base 0: the Committer would refuse the second with ChainMismatch (counted in
     // commit_cas_fail_total) were it taken up; its closed gate refuses it before that.
-    const a = await x.client.propose(payload(1))
-    const b = await x.client.propose(payload(2))
-    for (const p of [a, b]) for (const k of x.keys.slice(0, 2)) await x.client.approveWith(p.proposalId, k)
-    const token = x.issuer.mint({ scope: ALL_SCOPES })
+    const { x, a, b, token, gate, entered, queued } = await queuedBehindSlowDisk()
     const commit = (id: string, ms: number): ReturnType<typeof memoryRequest> =>
       memoryRequest(x.svc, { method: 'POST', path: `/registry/commit/${id}`, headers: { authorization: `Bearer ${token}`, 'x-deadline-ms': String(ms) } })
     const first = commit(a.proposalId, 60_000)
     await entered
     const second = commit(b.proposalId, 250)
     // Queued behind the first (which waits for the disk) once the proposals queue holds it.
-    while (!/queue_depth\{queue="proposals",service="registry"\} 1/.test(await x.svc.metricsText())) await new Promise((r) => setImmediate(r))
+    await queued()
     await x.clock.advance(250)
     expect((await second).status).toBe(504)
     gate.open()
@@ -96,21 +105,6 @@ async function text(body: AsyncIterable<Uint8Array>): Promise<string> {
 }
 
 describe('commit: a client that goes away', () => {
-  /** Two proposals on base 0 with quorum; the first commit waits for the disk (`entered`). */
-  async function queuedBehindSlowDisk() {
-    const { store, gate, entered } = gatedStore()
-    h = await harness({ store })
-    const x = h
-    const a = await x.client.propose(payload(1))
-    const b = await x.client.propose(payload(2))
-    for (const p of [a, b]) for (const k of x.keys.slice(0, 2)) await x.client.approveWith(p.proposalId, k)
-    const token = x.issuer.mint({ scope: ALL_SCOPES })
-    const queued = async (): Promise<void> => {
-      while (!/queue_depth\{queue="proposals",service="registry"\} 1/.test(await x.svc.metricsText())) await new Promise((r) => setImmediate(r))
-    }
-    return { x, a, b, token, gate, entered, queued }
-  }
-
   it('over node:http: a commit still queued when the client disconnects is never taken up', async () => {
     const { x, a, b, token, gate, entered, queued } = await queuedBehindSlowDisk()
     const server = await serve(x.svc, { port: 0 })
