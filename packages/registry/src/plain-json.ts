@@ -15,6 +15,7 @@
  */
 
 import type { DescriptorSet } from './descriptors.js'
+import { plainMembers } from './plain.js'
 import type { Approval } from './signers.js'
 
 /** Printable ASCII: `JSON.stringify` of it is its canonical form. */
@@ -25,13 +26,9 @@ export function plainStringJson(v: unknown): string | undefined {
   return typeof v === 'string' && PRINTABLE.test(v) ? JSON.stringify(v) : undefined
 }
 
-/** Own enumerable members of a plain object (`-1` when it is not one). */
-function plainCount(v: unknown): number {
-  if (typeof v !== 'object' || v === null || Object.getPrototypeOf(v) !== Object.prototype) return -1
-  let n = 0
-  for (const _ in v) n++
-  return n
-}
+const SET_KEYS = ['schemaVersion', 'items'] as const
+const ITEM_KEYS = ['kind', 'name', 'service', 'node', 'endpoint', 'ttlSec'] as const
+const APPROVAL_KEYS = ['signerId', 'sig'] as const
 
 /**
  * Canonical JSON of `{schemaVersion: 1, items: [service descriptors]}` (each item
@@ -39,13 +36,13 @@ function plainCount(v: unknown): number {
  * safe-integer `ttlSec`); `undefined` for any other set. @internal
  */
 export function plainSetJson(set: DescriptorSet): string | undefined {
-  if (plainCount(set) !== 2 || set.schemaVersion !== 1) return undefined
+  if (plainMembers(set, SET_KEYS) !== 2 || set.schemaVersion !== 1) return undefined
   const items: unknown = set.items
   if (!Array.isArray(items)) return undefined
   let out = '{"items":['
   for (let i = 0; i < items.length; i++) {
     const d = items[i] as Record<string, unknown>
-    const n = plainCount(d)
+    const n = plainMembers(d, ITEM_KEYS)
     if ((n !== 5 && n !== 6) || d['kind'] !== 'service') return undefined
     // Members in RFC 8785 order: endpoint, kind, name, node, service, ttlSec.
     const endpoint = plainStringJson(d['endpoint'])
@@ -72,7 +69,7 @@ export function plainApprovalsJson(approvals: readonly Approval[]): string | und
   let out = '['
   for (let i = 0; i < approvals.length; i++) {
     const a = approvals[i]!
-    if (plainCount(a) !== 2) return undefined
+    if (plainMembers(a, APPROVAL_KEYS) !== 2) return undefined
     const sig = plainStringJson(a.sig)
     const signerId = plainStringJson(a.signerId)
     if (sig === undefined || signerId === undefined) return undefined
