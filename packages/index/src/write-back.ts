@@ -10,8 +10,8 @@
  * records wait (more are not kept: signed again when next served), and `close()` drops what waits
  * and awaits what is in flight. The store lands a record only if its name still holds exactly its
  * fields unsigned ({@link NameStore.keepSigned}): a write between the signature and the write-back
- * wins. A failed write-back is logged and counted (`index_record_writebacks_total`), never surfaced to the reader, and changes no
- * readiness: the next serve signs and writes back again.
+ * wins. A failed write-back is logged and counted (`index_record_writebacks_total`), never
+ * surfaced to the reader, and changes no readiness: the next serve signs and writes back again.
  *
  * @module
  */
@@ -37,7 +37,6 @@ export interface WriteBackDeps {
 
 /** What became of a record queued for a write-back. */
 export type WriteBackResult = 'landed' | 'stale' | 'failed' | 'dropped'
-
 
 /** Queues and writes back signed records; owned by the index service (closed before its store). */
 export class SignatureWriteBack {
