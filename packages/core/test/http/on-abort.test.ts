@@ -38,24 +38,27 @@ async function countingControllers<T>(fn: () => Promise<T>): Promise<{ made: num
   }
 }
 
+/** `GET /hang`: never answers; says when entered, and rejects with what `ctx.onAbort` heard. */
+function hangRoute(entered: { resolve(): void }, heard: { resolve(reason: Error): void }): Route {
+  return {
+    method: 'GET',
+    path: '/hang',
+    handler: (ctx) =>
+      new Promise((_resolve, reject) => {
+        ctx.onAbort((reason) => {
+          heard.resolve(reason)
+          reject(reason)
+        })
+        entered.resolve()
+      }),
+  }
+}
+
 describe('RouteContext.onAbort', () => {
   it('calls back with Canceled when the client disconnects mid-request, and makes no AbortController', async () => {
     const entered = deferred()
     const heard = deferred<Error>()
-    const srv = await start([
-      {
-        method: 'GET',
-        path: '/hang',
-        handler: (ctx) =>
-          new Promise((_resolve, reject) => {
-            ctx.onAbort((reason) => {
-              heard.resolve(reason)
-              reject(reason)
-            })
-            entered.resolve()
-          }),
-      },
-    ])
+    const srv = await start([hangRoute(entered, heard)])
     const { made, value } = await countingControllers(async () => {
       const s = connect(srv.port, '127.0.0.1')
       sockets.push(s)
@@ -104,23 +107,7 @@ describe('RouteContext.onAbort', () => {
   it('calls back when close() destroys a straggler past the drain deadline', async () => {
     const entered = deferred()
     const heard = deferred<Error>()
-    const srv = await start(
-      [
-        {
-          method: 'GET',
-          path: '/hang',
-          handler: (ctx) =>
-            new Promise((_resolve, reject) => {
-              ctx.onAbort((reason) => {
-                heard.resolve(reason)
-                reject(reason)
-              })
-              entered.resolve()
-            }),
-        },
-      ],
-      { drainDeadlineMs: 100 },
-    )
+    const srv = await start([hangRoute(entered, heard)], { drainDeadlineMs: 100 })
     const inflight = request(`${srv.url}/hang`).then(
       () => 'completed',
       () => 'failed',
