@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Logger } from '@ron/core'
+import { until } from '@ron/core/testing'
 import { checkDataDirSafety, dataDirLayout, defaultDataDir, prepareDataDir, processAlive, processState } from '../src/data-dir.js'
 import { CliError, ExitCode } from '../src/exit-codes.js'
 
@@ -123,8 +124,7 @@ describe('data directory lock', () => {
       expect(processAlive(pid)).toBe(true)
       process.kill(pid, 'SIGKILL')
       // Bounded wait until the kernel reports the zombie state (no sleep as synchronisation).
-      for (let i = 0; i < 500 && processState(pid) !== 'Z'; i++) await new Promise((r) => setImmediate(r))
-      expect(processState(pid)).toBe('Z')
+      await until(() => processState(pid) === 'Z', 'the killed child is a zombie')
       expect(() => process.kill(pid, 0)).not.toThrow()
       expect(processAlive(pid)).toBe(false)
       await writeFile(join(root, 'lock'), `${pid}\n`)

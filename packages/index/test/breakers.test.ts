@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { VirtualClock } from '@ron/core/testing'
+import { VirtualClock, until } from '@ron/core/testing'
 import { FakePeer, addr, addressAnswer, settle, setup, type Env } from './helpers.js'
 
 let env: Env | undefined
@@ -7,14 +7,6 @@ afterEach(async () => {
   await env?.close()
   env = undefined
 })
-
-/** Yields event-loop turns until `cond` holds (a state to reach, not a time to wait); fails after 10,000. */
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; !cond(); i++) {
-    if (i === 10_000) throw new Error('condition not reached in 10,000 event-loop turns')
-    await new Promise<void>((r) => setImmediate(r))
-  }
-}
 
 async function metricLine(e: Env, name: string, label: string): Promise<number | undefined> {
   const text = await e.index.metricsText()
@@ -77,9 +69,9 @@ describe('per-peer circuit breakers', () => {
     const pending = settle(env.anon.resolve(addr('retry')))
     // The first answer (503) schedules the retry on the virtual clock; the path there may take
     // event-loop turns, so move time only once that timer is pending.
-    await until(() => p.answered === 1 && clock.nextAt !== undefined && clock.nextAt - clock.now() <= 100)
+    await until(() => p.answered === 1 && clock.nextAt !== undefined && clock.nextAt - clock.now() <= 100, 'the retry timer is pending')
     await clock.advance(99)
-    await until(() => p.calls.length >= 2)
+    await until(() => p.calls.length >= 2, 'the retry was sent')
     expect(p.calls.length).toBe(2)
     await clock.advance(200)
     const out = await pending

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { metricValue } from '@ron/core'
-import { VirtualClock } from '@ron/core/testing'
+import { VirtualClock, until } from '@ron/core/testing'
 import { PEER_HEADER } from '../src/index.js'
 import { FakePeer, addr, manifestFor, settle, setup, type Env } from './helpers.js'
 
@@ -73,8 +73,7 @@ describe('the cache-hit fast path of GET /resolve', () => {
     peer.reply = () => ({ hang: true })
     const misses = [settle(e.anon.resolve(addr('m1'))), settle(e.anon.resolve(addr('m2')))]
     const queued = async (): Promise<boolean> => peer.calls.length === 1 && metricValue(await e.index.metricsText(), 'queue_depth', { queue: 'work' }) === 1
-    for (let i = 0; i < 1000 && !(await queued()); i++) await new Promise((r) => setImmediate(r))
-    expect(await queued()).toBe(true)
+    await until(queued, 'one miss holds the resolver and one waits in the queue')
 
     const miss = await e.request('GET', `/resolve/${addr('other')}`)
     expect(miss.status).toBe(429)

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { addressOf, metricValue, staticNodeDirectory } from '@ron/core'
-import { VirtualClock } from '@ron/core/testing'
+import { VirtualClock, until } from '@ron/core/testing'
 import { verifyNameRecord } from '../src/index.js'
 import { ManifestCache } from '../src/manifest-fetch.js'
 import { FakePeer, addr, manifestFor, settle, setup, type Env } from './helpers.js'
@@ -15,11 +15,6 @@ afterEach(async () => {
   env = undefined
   for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true })
 })
-
-const until = async (cond: () => boolean | Promise<boolean>): Promise<boolean> => {
-  for (let i = 0; i < 2000 && !(await cond()); i++) await new Promise((r) => setImmediate(r))
-  return cond()
-}
 
 describe('name writes have their own pool', () => {
   it('16 writes wait for storage at once with one resolver, and a resolve is still served meanwhile', async () => {
@@ -33,7 +28,7 @@ describe('name writes have their own pool', () => {
     const reads0 = e.storage.reads
     const writes = manifests.map((m, i) => settle(e.client.setName(`n${i}.pool`, m)))
     // All 16 are in flight together (their manifest reads stall): the resolver pool (1) never bounds them.
-    expect(await until(() => e.storage.reads - reads0 === 16)).toBe(true)
+    await until(() => e.storage.reads - reads0 === 16, 'all 16 writes wait on storage')
     expect(metricValue(await e.index.metricsText(), 'queue_depth', { queue: 'names' })).toBe(0)
     // The resolver is free: a miss goes to the peer and is answered.
     const a = addr('served')
@@ -50,9 +45,9 @@ describe('name writes have their own pool', () => {
     const m = await e.put(manifestFor('q'))
     e.storage.stall = clock
     const first = settle(e.client.setName('a.queue', m))
-    expect(await until(() => e.storage.reads === 1)).toBe(true)
+    await until(() => e.storage.reads === 1, 'the first write waits on storage')
     const second = settle(e.client.setName('b.queue', m))
-    expect(await until(async () => metricValue(await e.index.metricsText(), 'queue_depth', { queue: 'names' }) === 1)).toBe(true)
+    await until(async () => metricValue(await e.index.metricsText(), 'queue_depth', { queue: 'names' }) === 1, 'one write is queued')
     await expect(e.client.setName('c.queue', m)).rejects.toMatchObject({ code: 'Busy' })
     expect(metricValue(await e.index.metricsText(), 'busy_rejections_total', { endpoint: '/names/:name', queue: 'names' })).toBe(1)
     // The first read times out (504) and keeps nothing; the second write then reads storage itself.

@@ -6,7 +6,7 @@ import { ALL_SCOPES, MemoryTransport, generateIssuerKey } from '@ron/core'
 import { VirtualClock, mountTmpfs } from '@ron/core/testing'
 import { createPassportClient, createPassportService, type PassportService } from '../src/index.js'
 import { fsFault } from './fs-faults.js'
-import { ADMIN_POLICY, T0, rejection } from './helpers.js'
+import { ADMIN_POLICY, T0, rejection, until } from './helpers.js'
 
 vi.mock('node:fs/promises', async (orig) => (await import('./fs-faults.js')).injectableFs(await orig()))
 
@@ -62,15 +62,6 @@ async function open(dir: string, clock: VirtualClock) {
   }
   cleanups.push(close)
   return { passport, transport, close }
-}
-
-/** Waits for real file-system work (the probe) to finish: polls between event-loop turns, bounded. */
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    if (cond()) return
-    await new Promise((r) => setImmediate(r))
-  }
-  throw new Error(`timed out waiting for ${what}`)
 }
 
 function expectDiskFault(e: { status: number; code: string; details: Record<string, unknown> }, reason: string): void {

@@ -79,17 +79,7 @@ export function controllableKms(): Kms & { hold(): void; release(): void; fail: 
   return k
 }
 
-/**
- * Lets the event loop turn until `cond` holds: waits for a state, not for a number of turns, so
- * it does not depend on how many hops a request takes to reach the pool (bounded: fails instead of hanging).
- */
-export async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 10_000; i++) {
-    if (await cond()) return
-    await new Promise((r) => setImmediate(r))
-  }
-  throw new Error(`never happened: ${what}`)
-}
+export { until } from '@ron/core/testing'
 
 /** The value of one series of `svc`'s metrics (a histogram: its `_count`); 0 when absent. */
 export async function metricValue(svc: { metricsText(): Promise<string> }, name: string, labels: Record<string, string> = {}): Promise<number> {

@@ -27,6 +27,7 @@ export type { TestIssuer, TestIssuerOptions, MintClaims } from './test-issuer.js
 export { memoryNetwork, memoryRequest, patternStream, checkPatternStream } from './memory.js'
 export type { PatternCheck } from './memory.js'
 export { deferred } from './deferred.js'
+export { until } from './until.js'
 export { abortListenerCount } from './abort-listeners.js'
 export type { Deferred } from './deferred.js'
 export { assertConcurrencyDoc, concurrencyDocProblems, topologyTables, TASKS_HEADER, CHANNELS_HEADER } from '../service/topology-doc.js'
