@@ -10,7 +10,7 @@ import { decodedBody } from '../../src/http/body.js'
 import { BodyPace, bodyDeadlineMs, type PaceLimits } from '../../src/http/pace.js'
 import type { RonRequest } from '../../src/http/types.js'
 import { DEFAULT_SLOW_CLIENT_LIMITS, createHttpHandler, createServiceHost, isRonError, noopMetrics, serve, type HttpLimits, type MetricsSink, type RonResponse, type Route } from '../../src/index.js'
-import { VirtualClock } from '../../src/testing/index.js'
+import { VirtualClock, until } from '../../src/testing/index.js'
 import { expectEnvelope, mkReq, readJson } from './helpers.js'
 
 const limits: PaceLimits = { minBytesPerSec: 100, rateWindowMs: 1000, requestTimeoutMs: 5000 }
@@ -409,23 +409,31 @@ async function settleClose(clock: VirtualClock, p: Promise<void>): Promise<void>
 }
 
 describe('real sockets', () => {
-  async function served(l: HttpLimits): Promise<{ url: URL; close(): Promise<void> }> {
-    const h = createHttpHandler({ serviceId: 't', routes: [sink, echo], limits: l })
+  async function served(l: HttpLimits, clock?: VirtualClock): Promise<{ url: URL; close(): Promise<void> }> {
+    const h = createHttpHandler({ serviceId: 't', routes: [sink, echo], limits: l, ...(clock && { clock }) })
     const srv = await serve(h, { drainDeadlineMs: 200 })
     return { url: new URL(srv.url), close: () => srv.close() }
   }
 
   it('a trickling upload is answered 408 RequestTimeout (min_rate) and its connection closed', async () => {
     const { connect } = await import('node:net')
-    const s = await served({ minBytesPerSec: 1000, rateWindowMs: 400, readTimeoutMs: 5000 })
+    // Real socket, virtual time: the pace is judged on the handler's clock, so a loaded machine
+    // cannot stretch or shrink the window the bytes arrive in.
+    const clock = new VirtualClock(0)
+    const s = await served({ minBytesPerSec: 1000, rateWindowMs: 400, readTimeoutMs: 5000 }, clock)
     const sock = connect(Number(s.url.port), s.url.hostname)
     let got = ''
+    let isClosed = false
     sock.setEncoding('utf8').on('data', (d: string) => (got += d))
-    const closed = new Promise<void>((r) => sock.once('close', () => r()))
+    const closed = new Promise<void>((r) => sock.once('close', () => ((isClosed = true), r())))
     sock.write('PUT /sink HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n')
-    const timer = setInterval(() => sock.writable && sock.write('x'), 50)
+    // 1 byte per 50 virtual ms (20 B/s, far under 1000 B/s), until the server gives up.
+    for (let i = 0; i < 400 && !isClosed; i++) {
+      if (sock.writable) await new Promise<void>((r) => sock.write('x', () => r()))
+      await until(() => isClosed || clock.nextAt !== undefined, 'the handler is waiting on its clock')
+      await clock.advance(50)
+    }
     await closed
-    clearInterval(timer)
     expect(got).toMatch(/^HTTP\/1.1 408 /)
     expect(got).toMatch(/connection: close/i)
     const body = JSON.parse(got.slice(got.indexOf('\r\n\r\n') + 4)) as unknown
