@@ -1,4 +1,5 @@
-import { spawn, spawnSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { chmod, chown, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -74,6 +75,16 @@ function recordingLogger(): Logger & { warnings: string[] } {
 
 const posix = process.platform !== 'win32'
 
+/** The command name of `pid` (`/proc` on Linux, `ps` elsewhere); undefined once it is gone. */
+function commandOf(pid: number): string | undefined {
+  try {
+    if (process.platform === 'linux') return readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
+    return execFileSync('ps', ['-o', 'comm=', '-p', String(pid)], { encoding: 'utf8' }).trim().split('/').pop()
+  } catch {
+    return undefined
+  }
+}
+
 describe('data directory lock', () => {
   let dir: string
   beforeAll(async () => {
@@ -122,6 +133,8 @@ describe('data directory lock', () => {
         parent.once('error', reject)
       })
       expect(processAlive(pid)).toBe(true)
+      // Until the shell has become `sleep`, it may still reap the child itself (then no zombie).
+      await until(() => commandOf(parent.pid!) === 'sleep', 'the shell has exec’d sleep')
       process.kill(pid, 'SIGKILL')
       // Bounded wait until the kernel reports the zombie state (no sleep as synchronisation).
       await until(() => processState(pid) === 'Z', 'the killed child is a zombie')

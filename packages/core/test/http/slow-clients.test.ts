@@ -306,7 +306,8 @@ describe('per-principal body shares', () => {
   })
 
   it('bodies read at line speed never take a share, however many arrive together', async () => {
-    const h = createHttpHandler({ serviceId: 't', routes: [sink], limits: shareLimits(2) })
+    // A clock that never moves: however long 100 dispatches take on a loaded machine, no body lingers.
+    const h = createHttpHandler({ serviceId: 't', routes: [sink], clock: new VirtualClock(0), limits: shareLimits(2) })
     const all = await Promise.all(Array.from({ length: 100 }, () => h.dispatch(mkReq('PUT', '/sink', { remoteAddress: '10.0.0.1', body: 'fast' }))))
     expect(all.map((r) => r.status)).toEqual(Array(100).fill(200))
   })
