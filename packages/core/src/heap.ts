@@ -57,14 +57,15 @@ export const SERVER_YOUNG_GENERATION_GROWTH = 1
  * (2, up to 16 MiB semi-spaces) back. Process-wide; applies from the next scavenge on. V8 may still
  * shrink the young generation when the process goes idle.
  *
- * Why a streaming server wants 1: V8 reads `--max-semi-space-size` only when the heap is
- * created, so a process cannot cap the young generation once it runs, only stop its growth. Under
- * a stream of uploads the semi-spaces grow to their 16 MiB maximum (32 MiB committed), and
- * request-body ArrayBuffers, whose memory is outside V8's heap, are freed only by the scavenge
- * that finds them dead: with large semi-spaces tens of MiB of dead bodies wait between scavenges,
- * and the allocator's arena keeps the high-water mark. Measured on the storage service
- * (`bench/tools/soak.ts`, 15 uploads of 64 MiB): idle RSS 139 MiB on V8's factor, 116 MiB with 1
- * (see the storage package's DESIGN.md for the CPU cost).
+ * Why a streaming server wants 1: loading a service's code and then a stream of uploads grow
+ * the semi-spaces to V8's 16 MiB maximum (32 MiB committed), and request-body ArrayBuffers, whose
+ * memory is outside V8's heap, are freed only by the collection that finds them dead: with large
+ * semi-spaces more dead bodies wait between scavenges, and the allocator keeps the high-water
+ * mark. A process cannot cap the young generation once it runs (V8 reads `--max-semi-space-size`
+ * only when the heap is created, and clamps a factor below 2 given on the command line), only
+ * stop its growth, which is what this does. Measured on the storage service
+ * (`bench/tools/soak.ts`, 15 or 30 uploads of 64 MiB, idle RSS): 131–137 MiB with 1 against
+ * 139–147 MiB on V8's factor, for about twice the scavenges (see the storage package's DESIGN.md).
  *
  * @param factor - An integer in `[1, 8]`, or `'auto'` for V8's default.
  * @throws {@link MalformedError} for any other value (details `{ field: 'factor' }`).
