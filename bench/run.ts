@@ -11,7 +11,7 @@
 import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { FULL } from './lib/harness.js'
-import { SERVER_CODE, SERVER_HEAP_GROWTH } from './lib/process.js'
+import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_YOUNG_GROWTH } from './lib/process.js'
 import { currentCommit, machine, recordSuite, type RunInfo } from './lib/results.js'
 
 /** Suites of the quick run: the system benchmarks of the host and of storage. */
@@ -48,6 +48,7 @@ const info: Omit<RunInfo, 'startedAt'> = {
   code: SERVER_CODE,
   mode: FULL ? 'full' : 'quick',
   heapGrowth: SERVER_HEAP_GROWTH,
+  youngGrowth: SERVER_YOUNG_GROWTH,
   machine: machine(),
 }
 
@@ -60,7 +61,7 @@ console.log(
 console.log(
   SERVER_HEAP_GROWTH === 'auto'
     ? "# server processes size their heaps on V8's own estimate (RON_BENCH_V8_HEAP=auto), not on ron-node's setting"
-    : `# every server process, baselines included, runs with ron-node's heap setting: V8 growing factor ${SERVER_HEAP_GROWTH} (RON_BENCH_V8_HEAP=auto for V8's own)`,
+    : `# every server process, baselines included, runs with ron-node's heap settings: V8 growing factor ${SERVER_HEAP_GROWTH}, young generation growth ${SERVER_YOUNG_GROWTH} (RON_BENCH_V8_HEAP=auto for V8's own)`,
 )
 for (const s of suites) {
   const mod = (await import(`./${s.folder}/${s.file}`)) as { run: () => Promise<void> }

@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from './process.js'
+import { SERVER_HEAP_GROWTH, SERVER_TSCONFIG, SERVER_YOUNG_GROWTH, fromBench } from './process.js'
 
 /** A server running under callgrind. */
 export interface CallgrindServer {
@@ -40,7 +40,7 @@ export async function startUnderCallgrind(dir: string, factory: string, options:
       fromBench(`./servers/${factory}`),
       JSON.stringify(options),
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG } },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, RON_BENCH_YOUNG_GROWTH: SERVER_YOUNG_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG } },
   )
   const [url, pid, extraJson] = await untilListening(child)
   return { child, url, pid, extra: JSON.parse(extraJson) as CallgrindServer['extra'] }

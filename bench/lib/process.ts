@@ -9,7 +9,7 @@
  * `memStop()`), never in the parent.
  */
 import { fork, type ChildProcess } from 'node:child_process'
-import { SERVER_HEAP_GROWING_FACTOR } from '@ron/core'
+import { SERVER_HEAP_GROWING_FACTOR, SERVER_YOUNG_GENERATION_GROWTH } from '@ron/core'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -62,6 +62,15 @@ export const SERVER_CODE: 'dist' | 'src' = process.env.RON_BENCH_SOURCES === '1'
 export const SERVER_HEAP_GROWTH: string = process.env.RON_BENCH_V8_HEAP === 'auto' ? 'auto' : String(SERVER_HEAP_GROWING_FACTOR)
 
 /**
+ * V8's young-generation growth factor of every server process, services and baselines alike:
+ * ron-node's default ({@link SERVER_YOUNG_GENERATION_GROWTH}: the semi-spaces keep their initial
+ * size), or V8's own (`auto`) with `RON_BENCH_V8_HEAP=auto` (both settings) or `RON_BENCH_V8_YOUNG=auto`
+ * (this one alone, for an A/B). Handed over like {@link SERVER_HEAP_GROWTH}.
+ */
+export const SERVER_YOUNG_GROWTH: string =
+  process.env.RON_BENCH_V8_HEAP === 'auto' || process.env.RON_BENCH_V8_YOUNG === 'auto' ? 'auto' : String(SERVER_YOUNG_GENERATION_GROWTH)
+
+/**
  * The tsconfig the children's tsx loads: `bench/tsconfig.dist.json` (no paths: `@ron/*` resolves
  * to each package's `dist`) or the root `tsconfig.json` (paths to the sources), whatever the
  * working directory the bench was started from.
@@ -71,6 +80,7 @@ export const SERVER_TSCONFIG: string = SERVER_CODE === 'dist' ? fromBench('./tsc
 const SERVER_ENV: NodeJS.ProcessEnv = {
   ...process.env,
   RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH,
+  RON_BENCH_YOUNG_GROWTH: SERVER_YOUNG_GROWTH,
   TSX_TSCONFIG_PATH: SERVER_TSCONFIG,
 }
 

@@ -55,6 +55,8 @@ export interface RunInfo {
   mode: 'quick' | 'full'
   /** V8 heap growing factor of the server processes, or `auto` (`RON_BENCH_V8_HEAP=auto`). */
   heapGrowth: string
+  /** V8 young-generation growth factor of the server processes, or `auto` (`RON_BENCH_V8_HEAP=auto`, `RON_BENCH_V8_YOUNG=auto`). Absent in older results. */
+  youngGrowth?: string
   machine: { cpus: number; model: string; memoryBytes: number; platform: string; arch: string }
 }
 
@@ -152,7 +154,7 @@ export function toMarkdown(r: SuiteResult): string {
     `| node | ${r.node} |`,
     `| machine | ${r.machine.cpus} × ${cell(r.machine.model)}, ${gib} GiB, ${r.machine.platform}/${r.machine.arch} |`,
     `| load average (1/5/15 min) | start ${r.loadAverage.start.map((x) => x.toFixed(2)).join(' ')}, end ${r.loadAverage.end.map((x) => x.toFixed(2)).join(' ')} |`,
-    `| server heap | ${r.heapGrowth === 'auto' ? "V8's own sizing (RON_BENCH_V8_HEAP=auto)" : `growing factor ${r.heapGrowth} (ron-node's setting)`} |`,
+    `| server heap | ${r.heapGrowth === 'auto' ? "V8's own sizing (RON_BENCH_V8_HEAP=auto)" : `growing factor ${r.heapGrowth} (ron-node's setting)`}${r.youngGrowth === undefined ? '' : `; young generation growth ${r.youngGrowth === 'auto' ? "V8's own" : `${r.youngGrowth} (ron-node's setting)`}`} |`,
     `| duration | ${r.seconds.toFixed(1)} s |`,
   ]
   for (const t of r.tables) {

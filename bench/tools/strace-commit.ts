@@ -19,7 +19,7 @@ import { HttpTransport } from '@ron/core'
 import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type SignerSet } from '@ron/registry'
 import { untilListening } from '../lib/callgrind-server.js'
 import { printStraceSummary } from '../lib/strace.js'
-import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from '../lib/process.js'
+import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, SERVER_YOUNG_GROWTH, fromBench } from '../lib/process.js'
 import { ORIGIN } from '../servers/registry/shared.js'
 
 const [which = 'registry', n = '200'] = process.argv.slice(2)
@@ -30,7 +30,7 @@ const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id,
 const factory = `registry/${which === 'floor' ? 'floor' : 'registry'}.ts`
 const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./callgrind-child.ts', import.meta.url)), fromBench(`./servers/${factory}`), JSON.stringify({ dir: join(dir, 'data'), signers })], {
   stdio: ['ignore', 'pipe', 'inherit'],
-  env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG },
+  env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, RON_BENCH_YOUNG_GROWTH: SERVER_YOUNG_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG },
 })
 const [url, pid, extraJson] = await untilListening(child)
 const extra = JSON.parse(extraJson) as { token?: string }

@@ -20,7 +20,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { untilListening } from '../lib/callgrind-server.js'
 import { printStraceSummary } from '../lib/strace.js'
-import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, fromBench } from '../lib/process.js'
+import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, SERVER_YOUNG_GROWTH, fromBench } from '../lib/process.js'
 
 const [factory = 'index/names.ts', n = '200', c = '1', traced = 'fdatasync,fsync,msync,pwrite64,pwritev,write,writev,futex,epoll_wait,io_uring_enter,mmap,munmap,madvise'] = process.argv.slice(2)
 const count = Number(n)
@@ -29,7 +29,7 @@ const dir = mkdtempSync(join(tmpdir(), 'ron-strace-'))
 
 const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./callgrind-child.ts', import.meta.url)), fromBench(`./servers/${factory}`), JSON.stringify({ dir })], {
   stdio: ['ignore', 'pipe', 'inherit'],
-  env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG },
+  env: { ...process.env, RON_BENCH_HEAP_GROWTH: SERVER_HEAP_GROWTH, RON_BENCH_YOUNG_GROWTH: SERVER_YOUNG_GROWTH, TSX_TSCONFIG_PATH: SERVER_TSCONFIG },
 })
 const [url, pid, extraJson] = await untilListening(child)
 const extra = JSON.parse(extraJson) as { token?: string; manifests?: string[] }

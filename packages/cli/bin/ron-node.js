@@ -32,6 +32,17 @@ const codeOf = (e) => (e instanceof Error && 'code' in e ? e.code : undefined)
 /** @param {unknown} e */
 const messageOf = (e) => (e instanceof Error ? e.message : String(e))
 
+// First, before the services load (they would grow V8's semi-spaces to 8 MiB while loading):
+// ron-node's default young-generation growth factor. `start` applies its config's
+// `youngGenGrowth` again. See setYoungGenerationGrowth in @ron/core.
+try {
+  const { SERVER_YOUNG_GENERATION_GROWTH, setYoungGenerationGrowth } = await import('@ron/core/base')
+  setYoungGenerationGrowth(SERVER_YOUNG_GENERATION_GROWTH)
+} catch (e) {
+  // An unbuilt clone: the import below says what to do.
+  if (codeOf(e) !== 'ERR_MODULE_NOT_FOUND') throw e
+}
+
 try {
   await import(built.href)
 } catch (e) {

@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { ConfigError, SERVER_HEAP_GROWING_FACTOR, durationSchema, isRonError, loadConfig, redactConfig, sizeSchema } from '@ron/core'
+import { ConfigError, SERVER_HEAP_GROWING_FACTOR, SERVER_YOUNG_GENERATION_GROWTH, durationSchema, isRonError, loadConfig, redactConfig, sizeSchema } from '@ron/core'
 import { defaultDataDir } from './data-dir.js'
 import { CliError, ExitCode } from './exit-codes.js'
 import { LOG_LEVELS } from './logger.js'
@@ -255,6 +255,19 @@ export const nodeConfigSchema = z
         z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v), z.number().min(1.1).max(8)),
       ])
       .default(SERVER_HEAP_GROWING_FACTOR),
+    /**
+     * V8's young-generation growth factor for the node's process (`RON_YOUNG_GEN_GROWTH`): an
+     * integer in [1, 8]; 1 keeps the semi-spaces at V8's initial 1 MiB, so the request bodies that
+     * die young are freed every MiB of allocation instead of piling up in semi-spaces grown to
+     * 16 MiB; `"auto"` gives V8 its own factor (2) back. See `setYoungGenerationGrowth` in
+     * `@ron/core`. @default 1
+     */
+    youngGenGrowth: z
+      .union([
+        z.literal('auto'),
+        z.preprocess((v) => (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : v), z.number().int().min(1).max(8)),
+      ])
+      .default(SERVER_YOUNG_GENERATION_GROWTH),
     /** pino level. @default "info" */
     logLevel: z.enum(LOG_LEVELS).default('info'),
     /** How long shutdown lets in-flight requests finish: every hosted service's `drainDeadlineMs` unless its section sets one. @default "3s" */

@@ -52,6 +52,25 @@ describe('node config', () => {
     }
   })
 
+  it('keeps the young generation at its initial size unless told otherwise (an integer in [1, 8] or "auto")', async () => {
+    expect(loadNodeConfig({ env: {} }).youngGenGrowth).toBe(1)
+    expect(loadNodeConfig({ env: { RON_YOUNG_GEN_GROWTH: 'auto' } }).youngGenGrowth).toBe('auto')
+    expect(loadNodeConfig({ env: { RON_YOUNG_GEN_GROWTH: '2' } }).youngGenGrowth).toBe(2)
+    const file = join(dir, 'young.toml')
+    await writeFile(file, 'youngGenGrowth = 4\n')
+    expect(loadNodeConfig({ file, env: {} }).youngGenGrowth).toBe(4)
+    for (const bad of ['0', '1.5', '9', 'fast']) {
+      let err: unknown
+      try {
+        loadNodeConfig({ env: { RON_YOUNG_GEN_GROWTH: bad } })
+      } catch (e) {
+        err = e
+      }
+      expect(err, bad).toBeInstanceOf(CliError)
+      expect((err as CliError).message).toContain('youngGenGrowth')
+    }
+  })
+
   it('layers file < RON_* env < flags', async () => {
     const file = join(dir, 'layers.toml')
     await writeFile(file, 'portBase = 9000\nhost = "0.0.0.0"\nlogLevel = "warn"\n[storage]\nmaxObjectBytes = "1MiB"\n')

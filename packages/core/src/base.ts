@@ -69,7 +69,7 @@ export type { WaitSettlers, SignalOption, LinkedSignal } from './abort.js'
 export { collectBytes } from './bytes.js'
 export { noopMetrics } from './metrics-sink.js'
 export type { Labels, MetricsSink } from './metrics-sink.js'
-export { setHeapGrowingFactor, SERVER_HEAP_GROWING_FACTOR } from './heap.js'
+export { setHeapGrowingFactor, SERVER_HEAP_GROWING_FACTOR, setYoungGenerationGrowth, SERVER_YOUNG_GENERATION_GROWTH } from './heap.js'
 
 // Faults of the local disk (SPEC.md §4) and canonical JSON (RFC 8785).
 export { diskFaultReason, toDiskFault, hasErrnoCode } from './disk-fault.js'

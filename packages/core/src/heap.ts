@@ -43,3 +43,46 @@ export function setHeapGrowingFactor(factor: number | 'auto'): void {
   const percent = factor === 'auto' ? 0 : Math.round((factor - 1) * 100)
   setFlagsFromString(`--heap-growing-percent=${percent}`)
 }
+
+/**
+ * The young-generation growth factor `ron-node` sets unless told otherwise (see
+ * {@link setYoungGenerationGrowth}): 1, the young generation keeps V8's initial size.
+ */
+export const SERVER_YOUNG_GENERATION_GROWTH = 1
+
+/**
+ * Sets by how much V8 grows the young generation (its two semi-spaces) each time a scavenge finds
+ * it too small (`--semi-space-growth-factor`): 1 keeps it at the size it has when this is called
+ * (V8's initial 1 MiB semi-spaces if called at process start), `'auto'` gives V8's own factor
+ * (2, up to 16 MiB semi-spaces) back. Process-wide; applies from the next scavenge on. V8 may still
+ * shrink the young generation when the process goes idle.
+ *
+ * Why a streaming server wants 1: loading a service's code and then a stream of uploads grow
+ * the semi-spaces to V8's 16 MiB maximum (32 MiB committed), and request-body ArrayBuffers, whose
+ * memory is outside V8's heap, are freed only by the collection that finds them dead: with large
+ * semi-spaces more dead bodies wait between scavenges, and the allocator keeps the high-water
+ * mark. A process cannot cap the young generation once it runs (V8 reads `--max-semi-space-size`
+ * only when the heap is created, and clamps a factor below 2 given on the command line), only
+ * stop its growth, which is what this does. Measured on the storage service
+ * (`bench/tools/soak.ts`, 15 or 30 uploads of 64 MiB, idle RSS): 131–137 MiB with 1 against
+ * 139–147 MiB on V8's factor, for about twice the scavenges (see the storage package's DESIGN.md).
+ *
+ * @param factor - An integer in `[1, 8]`, or `'auto'` for V8's default.
+ * @throws {@link MalformedError} for any other value (details `{ field: 'factor' }`).
+ * @example
+ * ```ts
+ * import { SERVER_YOUNG_GENERATION_GROWTH, setYoungGenerationGrowth } from '@ron/core'
+ * setYoungGenerationGrowth(SERVER_YOUNG_GENERATION_GROWTH) // at process start, before loading much
+ * ```
+ */
+export function setYoungGenerationGrowth(factor: number | 'auto'): void {
+  if (factor !== 'auto' && !(Number.isInteger(factor) && factor >= 1 && factor <= 8)) {
+    throw new MalformedError(`young generation growth factor must be an integer in [1, 8] or "auto", got ${String(factor)}`, {
+      details: { field: 'factor' },
+    })
+  }
+  setFlagsFromString(`--semi-space-growth-factor=${factor === 'auto' ? V8_SEMI_SPACE_GROWTH_FACTOR : factor}`)
+}
+
+/** V8's default `--semi-space-growth-factor` (what `'auto'` restores). */
+const V8_SEMI_SPACE_GROWTH_FACTOR = 2

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { MalformedError, setHeapGrowingFactor } from '../src/index.js'
+import { MalformedError, setHeapGrowingFactor, setYoungGenerationGrowth } from '../src/index.js'
 
 const run = promisify(execFile)
 const heapModule = fileURLToPath(new URL('../src/heap.ts', import.meta.url))
@@ -51,5 +51,48 @@ describe('setHeapGrowingFactor', () => {
     const factors = await factorsAfter('auto')
     expect(factors.length).toBeGreaterThanOrEqual(3)
     expect(factors.every((f) => Number(f) >= 1.1 && Number(f) <= 4)).toBe(true)
+  })
+})
+
+/**
+ * Runs a child node that applies `factor` through {@link setYoungGenerationGrowth}, then allocates
+ * objects that survive a few scavenges (what makes V8 grow its semi-spaces) and returns the young
+ * generation's committed size (`new_space`) in MiB right after applying and after the churn.
+ */
+async function newSpaceAround(factor: number | 'auto'): Promise<{ before: number; after: number }> {
+  const script = [
+    "const { getHeapSpaceStatistics } = await import('node:v8')",
+    `const { setYoungGenerationGrowth } = await import(${JSON.stringify(heapModule)})`,
+    "const size = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 2 ** 20",
+    `setYoungGenerationGrowth(${JSON.stringify(factor)})`,
+    'const before = size()',
+    'let keep = []',
+    'for (let i = 0; i < 1e6; i++) { keep.push({ i, a: [i] }); if (keep.length > 50000) keep = [] }',
+    'console.log(JSON.stringify({ before, after: size(), kept: keep.length > 0 }))',
+  ].join('\n')
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script])
+  return JSON.parse(stdout) as { before: number; after: number }
+}
+
+describe('setYoungGenerationGrowth', () => {
+  it('1 keeps the young generation at its size when applied, where V8 grows it', async () => {
+    const fixed = await newSpaceAround(1)
+    expect(fixed.after).toBe(fixed.before)
+    const auto = await newSpaceAround('auto')
+    expect(auto.after).toBeGreaterThan(auto.before)
+    expect(auto.after).toBeGreaterThan(fixed.after)
+  })
+
+  it('refuses anything but an integer in [1, 8] or "auto" with a typed error naming the field', () => {
+    for (const bad of [0, 1.5, 9, -1, Number.NaN, Number.POSITIVE_INFINITY, '1' as unknown as number]) {
+      let err: unknown
+      try {
+        setYoungGenerationGrowth(bad)
+      } catch (e) {
+        err = e
+      }
+      expect(err, String(bad)).toBeInstanceOf(MalformedError)
+      expect((err as MalformedError).details).toEqual({ field: 'factor' })
+    }
   })
 })

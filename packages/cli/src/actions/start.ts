@@ -4,7 +4,7 @@
  * @module
  */
 
-import { setHeapGrowingFactor } from '@ron/core'
+import { setHeapGrowingFactor, setYoungGenerationGrowth } from '@ron/core'
 import { defaultDataDir } from '../data-dir.js'
 import { etcdSettings, loadNodeConfig, remoteServices, type NodeConfig, type NodeConfigInput } from '../config.js'
 import { createLogger } from '../logger.js'
@@ -29,6 +29,8 @@ export interface StartIo {
   onReload?(handler: () => void): () => void
   /** Applies the config's `heapGrowth` to the process (`setHeapGrowingFactor`). */
   tuneHeap?(factor: number | 'auto'): void
+  /** Applies the config's `youngGenGrowth` to the process (`setYoungGenerationGrowth`). */
+  tuneYoungGen?(factor: number | 'auto'): void
 }
 
 const processIo: StartIo = {
@@ -47,6 +49,7 @@ const processIo: StartIo = {
     return () => process.off('SIGHUP', handler)
   },
   tuneHeap: setHeapGrowingFactor,
+  tuneYoungGen: setYoungGenerationGrowth,
 }
 
 /** The human-readable summary printed by `start` without `--json`. */
@@ -114,6 +117,9 @@ export async function startCommand(args: StartArgs, io: StartIo = processIo): Pr
   const config = loadNodeConfig({ file: args.config, env: io.env, flags: args.flags })
   // Before any service allocates: the node owns its process, so it picks V8's heap sizing.
   io.tuneHeap?.(config.heapGrowth)
+  // The executable already applied the default young-generation factor before loading anything
+  // (bin/ron-node.js); this applies the config's, which may differ.
+  io.tuneYoungGen?.(config.youngGenGrowth)
   const logger = await createLogger({ level: config.logLevel })
   let node: RonNode | undefined
   let removeRecords: (() => void) | undefined
