@@ -172,6 +172,32 @@ describe('name stores', () => {
     await s.close()
   })
 
+  it('LMDB: a write decides on the stored bytes, not on the binding it kept from its last write', async () => {
+    const dir = await tmp()
+    const me = testNode()
+    const s = await openLmdbNameStore({ dir })
+    try {
+      await s.put('x.name', null, () => ({ ...rec(addr(1)), record: signed(me, 'x.name', addr(1), 1) }))
+      expect(s.stateForWrite?.('x.name').binding?.manifestAddress).toBe(addr(1))
+      // Another handle on the same directory rewrites the binding behind the store's back.
+      const other = open<unknown, string>({ path: dir, name: 'names', compression: false, encoding: 'msgpack', encoder: { useRecords: false } })
+      await other.put('x.name', { ...rec(addr(2)), record: signed(me, 'x.name', addr(2), 5) })
+      expect(s.stateForWrite?.('x.name').binding).toMatchObject({ manifestAddress: addr(2), record: { seq: 5 } })
+      await expect(s.put('x.name', addr(1), () => ({ ...rec(addr(3)) }))).rejects.toBeInstanceOf(ConflictError)
+      let seen: number | undefined
+      await s.put('x.name', addr(2), ({ binding }) => {
+        seen = binding?.record?.seq
+        return { ...rec(addr(3)), record: signed(me, 'x.name', addr(3), 6) }
+      })
+      expect(seen).toBe(5)
+      // What the store wrote itself is what it reads back, kept or decoded.
+      expect(s.stateForWrite?.('x.name').binding).toEqual(s.get('x.name'))
+      expect(other.get('x.name')).toMatchObject({ manifestAddress: addr(3), record: { seq: 6 } })
+    } finally {
+      await s.close()
+    }
+  })
+
   it('a durable index keeps its names across a restart', async () => {
     const dir = await tmp()
     env = await setup({ amnesia: false, dataDir: dir })

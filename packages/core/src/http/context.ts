@@ -5,7 +5,7 @@
  * @module
  */
 
-import { abortReason, onAbort } from '../abort.js'
+import { abortReason, linkSignals, onAbort, type LinkedSignal } from '../abort.js'
 import type { Claims } from '../auth/types.js'
 import { MalformedError, RonError, UnsupportedMediaTypeError } from '../errors.js'
 import { decodedBody, headerString, readWholeBody, type BodyLimits, type BodyOwner } from './body.js'
@@ -33,6 +33,10 @@ export class Context implements RouteContext, BodyOwner, SlowBodyOwner {
   readonly corrId: string
   auth: Claims | undefined = undefined
   private sig: AbortSignal | undefined = undefined
+  /** A queued job's worker signal: {@link Context.signal} links it with the request's on first read. */
+  private worker: AbortSignal | undefined = undefined
+  /** That link, once made; disposed by {@link Context.endJob}. */
+  private link: LinkedSignal | undefined = undefined
   private readonly rawQuery: string
   private parsedQuery: URLSearchParams | undefined
   private consumed = false
@@ -54,14 +58,47 @@ export class Context implements RouteContext, BodyOwner, SlowBodyOwner {
     this.corrId = corrId
   }
 
-  /** The request's signal, or the one set by {@link Context.setSignal}; resolved lazily (hot path). */
+  /**
+   * The request's signal, or the one set by {@link Context.setSignal}, or (a queued job) the
+   * request's linked with the worker's, made on first read: a handler that never reads it costs
+   * no controller and no listeners (hot path).
+   */
   get signal(): AbortSignal {
-    return this.sig ?? this.req.signal
+    if (this.sig !== undefined) return this.sig
+    if (this.worker === undefined) return this.req.signal
+    this.link = linkSignals(this.worker, this.req.signal)
+    return (this.sig = this.link.signal)
   }
 
-  /** {@link RouteContext.onAbort}: the request's own hook unless a signal was set (a queued job's). */
+  /**
+   * {@link RouteContext.onAbort}: the request's own hook unless a signal was set; for a queued job
+   * whose signal nobody read, that hook and a listener on the worker's signal (no link made).
+   */
   onAbort(listener: (reason: Error) => void): () => void {
-    if (this.sig === undefined && this.req.onAbort !== undefined) return this.req.onAbort(listener)
+    if (this.sig === undefined && this.req.onAbort !== undefined) {
+      const worker = this.worker
+      if (worker === undefined) return this.req.onAbort(listener)
+      let fired = false
+      let offReq = NOOP
+      let offWorker = NOOP
+      const once = (reason: Error): void => {
+        if (fired) return
+        fired = true
+        offReq()
+        offWorker()
+        listener(reason)
+      }
+      offWorker = onAbort(worker, () => once(abortReason(worker)))
+      if (!fired) offReq = this.req.onAbort(once)
+      if (fired) {
+        offReq()
+        offWorker()
+      }
+      return () => {
+        offReq()
+        offWorker()
+      }
+    }
     const signal = this.signal
     return onAbort(signal, () => listener(abortReason(signal)))
   }
@@ -69,6 +106,21 @@ export class Context implements RouteContext, BodyOwner, SlowBodyOwner {
   /** Replaces the signal (a queued job combines the request's with the worker's). */
   setSignal(signal: AbortSignal): void {
     this.sig = signal
+  }
+
+  /**
+   * The handler runs as a queued job under `worker` (the pool's signal for it): from now on
+   * {@link Context.signal} also follows it, linked only when read. @internal
+   */
+  startJob(worker: AbortSignal | undefined): void {
+    this.worker = worker
+  }
+
+  /** The job ended: detaches the link {@link Context.signal} made (the signal stays as it is). @internal */
+  endJob(): void {
+    this.link?.dispose()
+    this.link = undefined
+    this.worker = undefined
   }
 
   get query(): URLSearchParams {
@@ -142,7 +194,7 @@ export class Context implements RouteContext, BodyOwner, SlowBodyOwner {
     if (this.consumed) throw new RonError('Internal', 'request body already consumed')
     this.consumed = true
     try {
-      return await readWholeBody(this.req, this.bodyLimits(), () => this.signal, this.sig)
+      return await readWholeBody(this.req, this.bodyLimits(), () => this.signal, this.sig ?? this.worker)
     } finally {
       this.bodyDone()
     }
@@ -173,6 +225,8 @@ export class Context implements RouteContext, BodyOwner, SlowBodyOwner {
     }
   }
 }
+
+const NOOP = (): void => {}
 
 function unsupportedType(ct: string | undefined): UnsupportedMediaTypeError {
   return ct === undefined

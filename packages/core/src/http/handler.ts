@@ -12,6 +12,7 @@ import type { Claims } from '../auth/types.js'
 import { systemClock, type Clock } from '../clock.js'
 import { InternalError, MethodNotAllowedError, NotFoundError, UnauthorizedError, toRonError, type RonError, RonUsageError } from '../errors.js'
 import type { MetricsSink } from '../metrics-sink.js'
+import { abortReason, onAbort } from '../abort.js'
 import { Context, type ContextLimits } from './context.js'
 import { corrIdFrom } from './corr-id.js'
 import { Exchange } from './exchange.js'
@@ -80,10 +81,12 @@ export interface HttpHooks {
   authenticate?(req: RonRequest, route: Route): Promise<Claims>
   /**
    * Runs `job` through the named work queue (WorkPool.submit); must reject BusyError at once when
-   * full. The signal handed to `job` must also abort when `signal` (the request's) aborts, as
-   * WorkPool's does: the handler's `ctx.signal` is that signal.
+   * full. The handler passes no signal: it hears the request's abort itself (answering a request
+   * gone while its job is queued, and skipping the job then), and the handler's `ctx.signal` is the
+   * signal `job` receives (the worker's, as WorkPool gives it) linked with the request's on first read.
+   * `signal`, when given, must abort the job's signal too, as WorkPool's does.
    */
-  submit?(queue: string, job: (signal: AbortSignal) => Promise<void>, signal: AbortSignal): Promise<void>
+  submit?(queue: string, job: (signal: AbortSignal) => Promise<void>, signal?: AbortSignal): Promise<void>
   /**
    * Called once when an in-process exchange (`dispatch`) is finished — its body consumed or
    * abandoned — with the request it served (for releasing what the caller tied to it).
@@ -272,33 +275,53 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     },
   }
 
-  /** Runs `route.handler` inside a work-pool job that keeps its slot until the body is finished. */
+  /**
+   * Runs `route.handler` inside a work-pool job that keeps its slot until the body is finished.
+   * No signal is made for it: while the job waits in the queue, the request's abort is heard
+   * through its `onAbort` hook (a `close` listener on `node:http`), which answers at once and
+   * leaves the job to be skipped when its turn comes; once it runs, `ctx.signal` links the
+   * request's signal with the worker's only when the handler reads it.
+   */
   function runQueued(ex: Exchange, queue: string, route: Route, ctx: Context): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
       let started = false
+      let gone = false
       const req = ex.req
-      const job = async (jobSignal: AbortSignal): Promise<void> => {
-        started = true
-        // The pool's job signal already follows req.signal (passed to submit below) and the worker's.
-        ctx.setSignal(jobSignal)
-        let reply: Reply
-        try {
-          reply = await route.handler(ctx)
-        } catch (e) {
-          reject(e instanceof Error ? e : toRonError(e))
-          return
-        }
-        const done = new Promise<void>((r) => {
-          ex.jobDone = r
-        })
-        resolve(reply)
-        await done
+      const onGone = (reason: Error): void => {
+        gone = true
+        reject(reason)
       }
-      hooks.submit!(queue, job, req.signal).then(
+      const unlisten = req.onAbort !== undefined ? req.onAbort(onGone) : onAbort(req.signal, () => onGone(abortReason(req.signal)))
+      const job = async (workerSignal: AbortSignal | undefined): Promise<void> => {
+        started = true
+        unlisten()
+        if (gone) return
+        ctx.startJob(workerSignal)
+        try {
+          let reply: Reply
+          try {
+            reply = await route.handler(ctx)
+          } catch (e) {
+            reject(e instanceof Error ? e : toRonError(e))
+            return
+          }
+          const done = new Promise<void>((r) => {
+            ex.jobDone = r
+          })
+          resolve(reply)
+          await done
+        } finally {
+          ctx.endJob()
+        }
+      }
+      hooks.submit!(queue, job).then(
         () => {
           if (!started) reject(new InternalError(`work queue '${queue}' finished without running the job`))
         },
-        (e: unknown) => reject(e instanceof Error ? e : new InternalError('work queue rejected the job', { cause: e })),
+        (e: unknown) => {
+          unlisten()
+          reject(e instanceof Error ? e : new InternalError('work queue rejected the job', { cause: e }))
+        },
       )
     })
   }

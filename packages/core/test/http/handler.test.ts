@@ -287,8 +287,8 @@ describe('auth and hooks', () => {
     const rs: Route[] = [{ method: 'GET', path: '/s', queue: 'get', handler: () => ({ status: 200, body: (body = gen()) }) }]
     const h = handler(
       {
-        submit: async (_q, job, signal) => {
-          await job(signal)
+        submit: async (_q, job) => {
+          await job(new AbortController().signal)
           events.push('slot freed')
           freed.resolve()
         },
@@ -306,7 +306,7 @@ describe('auth and hooks', () => {
 
   it('a job whose handler throws frees its slot and answers with the error', async () => {
     const rs: Route[] = [{ method: 'GET', path: '/t', queue: 'get', handler: () => { throw new BusyError('inner') } }]
-    const h = handler({ submit: (_q, job, signal) => job(signal) }, rs)
+    const h = handler({ submit: (_q, job) => job(new AbortController().signal) }, rs)
     const res = await h.dispatch(mkReq('GET', '/t'))
     expect(res.status).toBe(429)
     expectEnvelope(await readJson(res), 'Busy')

@@ -57,14 +57,15 @@ export function writeRoutes(s: IndexContext): Route[] {
   /**
    * Refuses (409, `details.home`) a write of a name homed on another node: the writer must write
    * it there, with its own token (nodes never forward writes). A name this node holds (bound or
-   * deleted) is homed here.
+   * deleted) is homed here. Takes the context, not its signal: the signal is made only when the
+   * peers are asked (a queued job's is linked on first read).
    */
-  const checkHome = (name: string, signal: AbortSignal): NameState | Promise<NameState> => {
+  const checkHome = (name: string, ctx: { readonly signal: AbortSignal }): NameState | Promise<NameState> => {
     const state: NameState = s.store.stateForWrite?.(name) ?? { binding: s.store.get(name), tombstone: s.store.tombstone(name) }
     // A store the cluster shares is linearizable: names have no home there. A name held here is
     // answered without a promise (the common case: no await, no microtask hop).
     if (s.store.shared === true || state.binding !== undefined || state.tombstone !== undefined) return state
-    return homeElsewhere(name, state, signal)
+    return homeElsewhere(name, state, ctx.signal)
   }
   /** Asks the peers where `name` is homed (it is not held here). */
   const homeElsewhere = async (name: string, state: NameState, signal: AbortSignal): Promise<NameState> => {
@@ -101,11 +102,11 @@ export function writeRoutes(s: IndexContext): Route[] {
    * The manifest at `address`, checked: the name's own binding when it is already bound to it,
    * one verified within the last minute, or a fetch from storage (which verifies it).
    */
-  const manifestOf = (current: NameRecord | undefined, address: Address, signal: AbortSignal): VerifiedManifest | Promise<VerifiedManifest> => {
+  const manifestOf = (current: NameRecord | undefined, address: Address, ctx: { readonly signal: AbortSignal }): VerifiedManifest | Promise<VerifiedManifest> => {
     const hit = verified.get(address, s.clock.now())
     if (hit !== undefined) return hit
     if (current?.manifestAddress === address && current.manifest !== undefined && current.manifestText !== undefined) return { manifest: current.manifest, text: current.manifestText }
-    return fetchVerified(address, signal)
+    return fetchVerified(address, ctx.signal)
   }
   const fetchVerified = async (address: Address, signal: AbortSignal): Promise<VerifiedManifest> => {
     const m = await fetchManifest(s.manifests, address, signal)
@@ -126,9 +127,9 @@ export function writeRoutes(s: IndexContext): Route[] {
         const body = await ctx.json(nameWriteBody)
         try {
           s.writable()
-          const home = checkHome(name, ctx.signal)
+          const home = checkHome(name, ctx)
           const state = home instanceof Promise ? await home : home
-          const verifiedManifest = manifestOf(state.binding, body.manifestAddress, ctx.signal)
+          const verifiedManifest = manifestOf(state.binding, body.manifestAddress, ctx)
           const { manifest, text } = verifiedManifest instanceof Promise ? await verifiedManifest : verifiedManifest
           let seq = 0
           let result: WriteResult
@@ -176,7 +177,7 @@ export function writeRoutes(s: IndexContext): Route[] {
         const expected = parseIfMatch(ctx.req.headers['if-match'])
         try {
           s.writable()
-          await checkHome(name, ctx.signal)
+          await checkHome(name, ctx)
           let seq = 0
           const { previous } = await storeWrite(() =>
             s.store.delete(name, expected, (binding, tombstone) => {

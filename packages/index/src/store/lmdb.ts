@@ -28,7 +28,7 @@
  */
 
 import { mkdir } from 'node:fs/promises'
-import { open, type Database, type RootDatabase } from 'lmdb'
+import { asBinary, open, type Database, type RootDatabase } from 'lmdb'
 import { ClosedError, toDiskFault } from '@ron/core'
 import type { StoredNameRecord } from '../name-record.js'
 import type { NameRecord, NameStore, WriteResult } from './types.js'
@@ -43,12 +43,29 @@ export interface LmdbNameStoreOptions {
   mapSize?: number
 }
 
-/** Most bindings kept between a write's read ahead and its decision (one per write in flight). */
-const READ_AHEAD_MAX = 256
+/**
+ * Most bindings kept decoded beside their stored bytes (`known` in {@link openLmdbNameStore}):
+ * the names written or read for a write lately, about 1 KiB each.
+ */
+const KNOWN_MAX = 4096
 
 /** The msgpack decoder of an lmdb database (`Database.decoder`, typed `any` there). */
 interface Decoder {
   decode(bytes: Buffer): unknown
+}
+
+/** What a write decided: its changes, the answer once they are committed, what to do then. */
+interface Decision<T> {
+  /** The changes, run inside one lmdb `batch`. */
+  apply: () => void
+  answer: T
+  /** Called once the changes are committed (before the flush). */
+  committed?: () => void
+}
+
+/** The msgpack encoder of an lmdb database (`Database.encoder`, typed `any` there). */
+interface Encoder {
+  encode(value: unknown): Buffer
 }
 
 /**
@@ -114,21 +131,37 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     return out.value
   }
   /**
-   * Bindings read ahead of a write (`stateForWrite`), each with a copy of its stored bytes: the
-   * write reuses the decoded value when it is decided and finds the same bytes. Taken by the first
-   * write of the name; at most {@link READ_AHEAD_MAX}, the oldest dropped first.
+   * Bindings kept decoded, each with a copy of the bytes it was decoded from (or encoded to): a
+   * write's read (`stateForWrite`) and decision (`put`, `delete`) reuse the value when the stored
+   * bytes are still those bytes, and decode them otherwise. Set by each read that decoded and by
+   * each committed put (it encodes the binding itself, so it knows the bytes it stored), so the
+   * next write of a name decodes nothing. The bytes are compared on every use: a change by any
+   * other path (a write-back, a migration, another process) is simply not reused. At most
+   * {@link KNOWN_MAX}, the least lately kept dropped first.
    */
   const decoder = (names as unknown as { decoder: Decoder }).decoder
-  const readAhead = new Map<string, { bytes: Buffer; value: NameRecord }>()
-  /** The committed binding of `name`: a read-ahead value when the stored bytes are the same. */
+  const encoder = (names as unknown as { encoder: Encoder }).encoder
+  const known = new Map<string, { bytes: Buffer; value: NameRecord }>()
+  const keep = (name: string, bytes: Buffer, value: NameRecord): void => {
+    known.delete(name)
+    if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!)
+    known.set(name, { bytes, value })
+  }
+  /**
+   * The committed binding of `name`, decoded only when its stored bytes are not the known ones.
+   * lmdb's fast buffer reports the value's length but spans its whole shared buffer (byteLength),
+   * and the next read overwrites it: compared at once, copied when kept.
+   */
   const bindingNow = (name: string): NameRecord | undefined => {
-    const kept = readAhead.get(name)
-    if (kept === undefined) return names.get(name)
-    readAhead.delete(name)
-    const bytes = names.getBinaryFast(name)
-    if (bytes === undefined) return undefined
-    // lmdb's fast buffer reports the value's length but spans its whole shared buffer (byteLength).
-    return kept.bytes.equals(bytes.subarray(0, bytes.length)) ? kept.value : (decoder.decode(bytes) as NameRecord)
+    const fast = names.getBinaryFast(name)
+    if (fast === undefined) return undefined
+    const bytes = fast.subarray(0, fast.length)
+    const kept = known.get(name)
+    if (kept !== undefined && kept.bytes.equals(bytes)) return kept.value
+    const copy = Buffer.from(bytes)
+    const value = decoder.decode(copy) as NameRecord
+    keep(name, copy, value)
+    return value
   }
   /**
    * Per name, a promise that settles once the last write of it queued so far has committed or
@@ -145,7 +178,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
    * flight), and the answer comes once it is committed and flushed. What `decide` throws (a
    * conflict) passes through and writes nothing; a failed batch, commit or flush is a disk fault.
    */
-  const write = async <T>(name: string, decide: () => { apply: () => void; answer: T }): Promise<T> => {
+  const write = async <T>(name: string, decide: () => Decision<T>): Promise<T> => {
     guard()
     while (exclusive !== undefined) await exclusive
     const before = chains.get(name)
@@ -157,7 +190,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
         await before
         guard()
       }
-      const { apply, answer } = decide()
+      const { apply, answer, committed: onCommitted } = decide()
       let committed: Promise<unknown>
       try {
         committed = root.batch(apply)
@@ -167,6 +200,7 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
       }
       try {
         await committed
+        onCommitted?.()
         // Committed and visible: the next write of the name may decide now (it shares the flush).
         release()
         await root.flushed
@@ -185,14 +219,9 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
     durable: true,
     stateForWrite(name) {
       guard()
-      const bytes = names.getBinary(name)
+      const binding = bindingNow(name)
       // A bound name has no tombstone (see `put`): only an unbound one is looked up.
-      if (bytes === undefined) return { binding: undefined, tombstone: tombstones.get(name) }
-      const value = decoder.decode(bytes) as NameRecord
-      readAhead.delete(name)
-      if (readAhead.size >= READ_AHEAD_MAX) readAhead.delete(readAhead.keys().next().value!)
-      readAhead.set(name, { bytes, value })
-      return { binding: value, tombstone: undefined }
+      return binding === undefined ? { binding: undefined, tombstone: tombstones.get(name) } : { binding, tombstone: undefined }
     },
     get(name) {
       guard()
@@ -212,12 +241,16 @@ export async function openLmdbNameStore(options: LmdbNameStoreOptions): Promise<
         // read nor removed (a read and a write instruction less for most writes).
         const tombstone = binding === undefined ? tombstones.get(name) : undefined
         const value = make({ binding, tombstone })
+        // Encoded here (as lmdb would, with the same encoder) so the bytes stored are known: the
+        // next write of the name finds them and decodes nothing.
+        const bytes = Buffer.from(encoder.encode(value))
         return {
           apply: () => {
-            void names.put(name, value)
+            void names.put(name, asBinary(bytes) as unknown as NameRecord)
             if (tombstone !== undefined) void tombstones.remove(name)
           },
           answer: { previous: previous ?? null },
+          committed: () => keep(name, bytes, value),
         }
       })
     },
