@@ -10,6 +10,8 @@ import { setTimeout as delay } from 'node:timers/promises'
 
 /** The binary under test: `RON_NODE_BIN`, else the built `packages/cli/dist/bin.js`. */
 export const BIN = process.env['RON_NODE_BIN'] ?? fileURLToPath(new URL('../dist/bin.js', import.meta.url))
+/** The executable npm links (`bin/ron-node.js`): it sets up the process, then runs {@link BIN}. */
+export const EXECUTABLE = fileURLToPath(new URL('../bin/ron-node.js', import.meta.url))
 
 /** Throws a clear error when the binary has not been built. */
 export function assertBuilt(): void {
@@ -27,11 +29,11 @@ export interface Proc {
 
 const live = new Set<ChildProcess>()
 
-/** Spawns the binary with `args`; the environment is cleaned of RON_* variables unless given. */
-export function spawnCli(args: string[], env: Record<string, string> = {}, stdin: 'ignore' | 'pipe' = 'ignore', cwd?: string): Proc {
+/** Spawns the binary (or `bin`) with `args`; the environment is cleaned of RON_* variables unless given. */
+export function spawnCli(args: string[], env: Record<string, string> = {}, stdin: 'ignore' | 'pipe' = 'ignore', cwd?: string, bin = BIN): Proc {
   const base: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('RON_') && k !== 'NODE_OPTIONS') base[k] = v
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...base, ...env }, stdio: [stdin, 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) })
+  const child = spawn(process.execPath, [bin, ...args], { env: { ...base, ...env }, stdio: [stdin, 'pipe', 'pipe'], ...(cwd === undefined ? {} : { cwd }) })
   live.add(child)
   let out = ''
   let err = ''

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startNode as startInProcess } from '../src/node.js'
-import { assertBuilt, firstJsonLine, killAll, spawnCli, type Proc } from './helpers.js'
+import { EXECUTABLE, assertBuilt, firstJsonLine, killAll, spawnCli, type Proc } from './helpers.js'
 
 interface Summary {
   admin: string
@@ -46,7 +46,8 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   )
-  proc = spawnCli(['start', '--config', config, '--port-base', '0', '--json', '--data-dir', join(root, 'data'), '--log-level', 'info'])
+  // Through the executable npm links, as a user starts it (it tunes V8 before the services load).
+  proc = spawnCli(['start', '--config', config, '--port-base', '0', '--json', '--data-dir', join(root, 'data'), '--log-level', 'info'], {}, 'ignore', undefined, EXECUTABLE)
   summary = await firstJsonLine<Summary>(proc, 60_000)
   token = (await readFile(summary.tokenFile, 'utf8')).trim()
 })
@@ -67,6 +68,16 @@ async function statuses(n: number, url: string, init: RequestInit = {}): Promise
 }
 
 describe('node-level base keys in a real ron-node', () => {
+  it("the executable keeps V8's young generation small (youngGenGrowth 1) from before the services load", async () => {
+    // Measured on this node: V8's own sizing (RON_YOUNG_GEN_GROWTH=auto) grows the new space to
+    // 16 MiB while the services load, and to 8 MiB when only `start` applies the setting (after
+    // loading); the executable applies it first, so it stays at its initial size.
+    const text = await (await fetch(`${summary.admin}/metrics`)).text()
+    const line = text.split('\n').find((l) => l.startsWith('nodejs_heap_space_size_total_bytes{space="new"}'))
+    expect(line, 'the new space is exported').toBeDefined()
+    expect(Number(line!.slice(line!.lastIndexOf(' ') + 1))).toBeLessThanOrEqual(4 * 1024 * 1024)
+  })
+
   it('[http] jsonBodyLimit reaches passport and interop: a body over it is 413 OverLimit', async () => {
     const big = JSON.stringify({ token: 'x'.repeat(4096) })
     const p = await fetch(`${summary.services['passport']}/v1/passport/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big })
