@@ -14,7 +14,7 @@
  *
  * - `ron-node start` (five services, fresh data directory) to its JSON ready line vs a bare
  *   `node` process listening on six ports (goal ≤ 5×);
- * - `ron-node put` of a 4 KiB file through the built bin, against a running node, vs `node -e 0`
+ * - `ron-node put` of a 4 KiB file through the executable npm links (`bin/ron-node.js`), against a running node, vs `node -e 0`
  *   (goal ≤ 4×).
  */
 import { spawn } from 'node:child_process'
@@ -98,14 +98,16 @@ export async function run(): Promise<void> {
         console.log(`${name.padEnd(44)} (failed: ${String(e).split('\n')[0]}; built? npm run build -w @ron/core -w @ron/storage)`)
       }
     }
-    if (existsSync(BIN)) await cliRows(dir)
-    else console.log(`\n(ron-node rows skipped: ${BIN} is not built; npm run build)`)
+    if (existsSync(BUILT)) await cliRows(dir)
+    else console.log(`\n(ron-node rows skipped: ${BUILT} is not built; npm run build)`)
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
 }
 
-const BIN = join(ROOT, 'packages/cli/dist/bin.js')
+const BUILT = join(ROOT, 'packages/cli/dist/bin.js')
+/** The executable npm links (it tunes V8, then imports {@link BUILT}): what a user runs. */
+const BIN = join(ROOT, 'packages/cli/bin/ron-node.js')
 
 /** Wall time of `node <args>` from spawn to exit (ms); rejects on a non-zero exit. */
 function timeExit(args: string[]): Promise<number> {
