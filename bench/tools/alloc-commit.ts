@@ -35,6 +35,7 @@ const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id,
 const server = await spawnServer(which, which === 'floor' ? './servers/registry/floor.ts' : './servers/registry/registry.ts', { dir: join(root, 'log'), signers }, [
   '--expose-gc',
   ...(process.env.TRACE_GC === '1' ? ['--trace-gc-nvp'] : []),
+  ...(process.env.NODE_EXTRA ?? '').split(' ').filter((f) => f !== ''),
 ])
 const transport = new HttpTransport({ targets: { registry: server.url } })
 const client = createRegistryClient(transport, { token: String(server.extra.token) })
@@ -43,7 +44,18 @@ const payload = (k: number): DescriptorSet => ({
   items: [{ kind: 'service', name: `storage.node-${k}`, service: 'storage', node: `node-${k}`, endpoint: `http://10.0.${(k >> 8) & 255}.${k & 255}:7701` }],
 })
 let i = 0
+const variant = process.env.CYCLE ?? ''
+let fixed: Awaited<ReturnType<typeof client.propose>> | undefined
 async function cycle(): Promise<void> {
+  if (variant !== '') {
+    fixed ??= await client.propose(payload(0))
+    const sig = signApproval(keys[0]!, { origin: ORIGIN, baseVersion: fixed.baseVersion, payloadB3: fixed.payloadB3 })
+    for (let r = 0; r < 4; r++) {
+      if (variant === 'approve404') await client.approve('p-nonexistent', sig).catch(() => undefined)
+      else await client.commit('p-nonexistent').catch(() => undefined)
+    }
+    return
+  }
   const p = await client.propose(payload(++i))
   for (const k of keys.slice(0, 2)) await client.approve(p.proposalId, signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 }))
   await client.commit(p.proposalId)
@@ -72,6 +84,7 @@ try {
     for (const c of node.children ?? []) walk(c)
   }
   walk(profile.head)
+  if (file !== undefined && process.env.KEEP_PROFILE !== undefined) (await import('node:fs')).copyFileSync(file, process.env.KEEP_PROFILE)
   console.log(`${which} on ${SERVER_CODE}: ${cycles} cycles (4 requests each), ${(total / cycles / 1024).toFixed(1)} KiB allocated per cycle (sampled)`)
   console.log(`retained: ${((after - before) / cycles).toFixed(0)} B of heap per cycle (heap used after a full GC, ${(before / 2 ** 20).toFixed(1)} → ${(after / 2 ** 20).toFixed(1)} MiB)`)
   console.log(`GCs: ${gc.minor} minor (${(gc.minorMs / cycles * 1000).toFixed(1)} µs/cycle), ${gc.major} major (${(gc.majorMs / cycles * 1000).toFixed(1)} µs/cycle), ${gc.other} other`)
