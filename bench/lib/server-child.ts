@@ -91,10 +91,12 @@ async function handle(m: { cmd: string; idleMs?: number; path?: string; gc?: boo
       profiler = new Session()
       profiler.connect()
       await profiler.post('HeapProfiler.enable')
-      await profiler.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as object)
+      await profiler.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.HEAP_SURVIVORS !== '1' } as object)
       return undefined
     }
     case 'heapStop': {
+      // HEAP_SURVIVORS=1: only what survived scavenges (two forced ones end the count).
+      if (process.env.HEAP_SURVIVORS === '1') for (let k = 0; k < 2; k++) (globalThis as { gc?: (o: object) => void }).gc?.({ type: 'minor' })
       const { profile } = (await profiler!.post('HeapProfiler.stopSampling')) as { profile: unknown }
       profiler!.disconnect()
       profiler = undefined

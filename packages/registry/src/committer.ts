@@ -27,7 +27,7 @@ import type { Address, Broadcast, Clock, Logger, MetricsSink } from '@ron/core'
 import { canonicalPayload, signerSetOf, type DescriptorSet, type SignerSet } from './descriptors.js'
 import type { RegistryLog } from './log.js'
 import type { SharedLog, SharedProposal } from './store/shared.js'
-import { countQuorum, evaluateQuorum, keyOf, verifyWellFormedApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
+import { countQuorum, evaluateQuorum, forgetVerdicts, keyOf, verifyWellFormedApprovalSig, type Approval, type ApprovalSubject, type QuorumProgress } from './signers.js'
 import { CHANNELS } from './topology.js'
 import { writeFault } from './write-fault.js'
 
@@ -95,8 +95,25 @@ interface Proposal {
   expiresAt: number
   approvals: Approval[]
   nextSet: SignerSet | undefined
-  committed: CommitResult | undefined
+  /** Always undefined: a committed proposal is replaced by its {@link CommittedProposal}. */
+  committed: undefined
 }
+
+/**
+ * What a committed proposal keeps until it expires: enough to answer a retried commit (the same
+ * {@link CommitResult}) and a view (its payload and approvals are read back from the log entry).
+ * The payload, approvals and canonical JSON of the {@link Proposal} it replaces die young.
+ */
+interface CommittedProposal {
+  id: string
+  payloadB3: Address
+  baseVersion: number
+  createdAt: number
+  expiresAt: number
+  committed: CommitResult
+}
+
+type Held = Proposal | CommittedProposal
 
 type Command =
   | { type: 'propose'; payload: DescriptorSet; baseVersion: number | undefined; done: Done<ProposalView> }
@@ -165,7 +182,7 @@ function proposalId(): string {
 /** The single writer of HEAD and the log. */
 export class Committer {
   readonly #o: CommitterOptions
-  readonly #proposals = new Map<string, Proposal>()
+  readonly #proposals = new Map<string, Held>()
   readonly #byPayload = new Map<string, string>()
   /** Expiry times, soonest first (entries of proposals already gone are skipped when popped). */
   readonly #expiries = new ExpiryHeap()
@@ -376,7 +393,7 @@ export class Committer {
     if (this.#expiries.size > 2 * this.#proposals.size + 64) this.#expiries.rebuild([...this.#proposals.values()].map((p) => ({ at: p.expiresAt, id: p.id })))
   }
 
-  #drop(p: Proposal): void {
+  #drop(p: Held): void {
     this.#proposals.delete(p.id)
     const key = `${p.baseVersion}/${p.payloadB3}`
     if (this.#byPayload.get(key) === p.id) this.#byPayload.delete(key)
@@ -394,9 +411,9 @@ export class Committer {
           cmd.done.resolve(await this.#approve(cmd.id, cmd.approval))
           return
         case 'get': {
-          const p = await this.#find(cmd.id)
-          if (p.committed === undefined) this.#committedElsewhere(p)
-          cmd.done.resolve(this.#view(p))
+          const found = await this.#find(cmd.id)
+          const p = found.committed === undefined ? (this.#committedElsewhere(found) ?? found) : found
+          cmd.done.resolve(p.committed === undefined ? this.#view(p) : await this.#committedView(p))
           return
         }
         case 'commit':
@@ -423,7 +440,7 @@ export class Committer {
   }
 
   /** A live proposal: held here, or (shared log) made on another node and held from now on. */
-  async #find(id: string): Promise<Proposal> {
+  async #find(id: string): Promise<Held> {
     const p = this.#proposals.get(id)
     if (p !== undefined && p.expiresAt > this.#o.clock.now()) return p
     const s = p === undefined && this.#shared !== undefined && /^p-[0-9a-f]{24}$/.test(id) ? await this.#shared.proposals.get(id) : undefined
@@ -432,10 +449,10 @@ export class Committer {
   }
 
   /** Holds a proposal of the shared table here (it counts against `maxProposals` like one made here). */
-  #hold(s: SharedProposal): Proposal {
+  #hold(s: SharedProposal): Held {
     const held = this.#proposals.get(s.id)
     if (held !== undefined) {
-      this.#merge(held, s.approvals)
+      if (held.committed === undefined) this.#merge(held, s.approvals)
       return held
     }
     const set = signerSetOf(s.payload)
@@ -490,17 +507,69 @@ export class Committer {
    * Shared log: true (and the proposal marked committed) when another node committed it: the
    * entry after its base is its payload on its base.
    */
-  #committedElsewhere(p: Proposal): boolean {
+  #committedElsewhere(p: Proposal): CommittedProposal | undefined {
     const log = this.#o.log
-    if (this.#shared === undefined || p.committed !== undefined || log.head().version <= p.baseVersion) return false
+    if (this.#shared === undefined || log.head().version <= p.baseVersion) return undefined
     const version = p.baseVersion + 1
     // Recent entries are in the log's cache; an older one is not worth a read here.
     const e = log.cached(version)
-    if (e === undefined || e.entry.payloadB3 !== p.payloadB3 || e.entry.prev !== p.baseHash) return false
-    p.committed = { version, payloadB3: p.payloadB3, committedAt: e.entry.committedAt, treeSize: version, root: log.rootHex(version), hash: e.hash }
+    if (e === undefined || e.entry.payloadB3 !== p.payloadB3 || e.entry.prev !== p.baseHash) return undefined
+    return this.#settle(p, { version, payloadB3: p.payloadB3, committedAt: e.entry.committedAt, treeSize: version, root: log.rootHex(version), hash: e.hash })
+  }
+
+  /**
+   * Replaces committed `p` by its {@link CommittedProposal}: what is kept for retries and views
+   * until it expires (the most recent `maxProposals` at most; a retry later than that gets
+   * NotFound, the entry is in the log). Its payload, approvals and their verdicts are dropped
+   * now, so they die young instead of being copied into the old generation (a view reads them
+   * back from the log).
+   */
+  #settle(p: Proposal, result: CommitResult): CommittedProposal {
+    const c: CommittedProposal = { id: p.id, payloadB3: p.payloadB3, baseVersion: p.baseVersion, createdAt: p.createdAt, expiresAt: p.expiresAt, committed: result }
+    this.#proposals.set(p.id, c)
+    // HEAD moved past its base for good: no proposal can have this key again.
+    const key = `${p.baseVersion}/${p.payloadB3}`
+    if (this.#byPayload.get(key) === p.id) this.#byPayload.delete(key)
+    forgetVerdicts(p.approvals)
     this.#pending--
     this.#committedIds.add(p.id)
-    return true
+    const max = this.#o.settings().maxProposals
+    for (const old of this.#committedIds) {
+      if (this.#committedIds.size <= max) break
+      const q = this.#proposals.get(old)
+      if (q === undefined) this.#committedIds.delete(old)
+      else this.#drop(q)
+    }
+    return c
+  }
+
+  /**
+   * The view of a committed proposal: its payload and approvals (in the entry's order, by
+   * `signerId`) read from the log entry.
+   * @throws {@link NotFoundError} when retention pruned the entry meanwhile
+   */
+  async #committedView(c: CommittedProposal): Promise<ProposalView> {
+    const log = this.#o.log
+    const r = await log.read(c.committed.version)
+    if (r === undefined || 'pruned' in r) {
+      throw new NotFoundError(`proposal ${c.id} was committed as version ${c.committed.version}, whose entry was pruned`, { details: { proposalId: c.id, version: c.committed.version } })
+    }
+    const { payload, approvals } = r.entry
+    const subject: ApprovalSubject = { origin: log.origin, baseVersion: c.baseVersion, payloadB3: c.payloadB3 }
+    const next = signerSetOf(payload)
+    const v: ProposalView = {
+      proposalId: c.id,
+      payloadB3: c.payloadB3,
+      baseVersion: c.baseVersion,
+      expiresAt: c.expiresAt,
+      createdAt: c.createdAt,
+      approvals: approvals.map((a) => ({ signerId: a.signerId })),
+      quorum: countQuorum(log.signerSetAt(c.baseVersion), approvals, subject),
+      payload,
+    }
+    if (next !== undefined) v.nextQuorum = countQuorum({ threshold: next.threshold, signers: next.signers }, approvals, subject)
+    v.committedVersion = c.committed.version
+    return v
   }
 
   #subject(p: Proposal): ApprovalSubject {
@@ -520,7 +589,6 @@ export class Committer {
       payload: p.payload,
     }
     if (p.nextSet !== undefined) v.nextQuorum = countQuorum(p.nextSet, p.approvals, subject)
-    if (p.committed !== undefined) v.committedVersion = p.committed.version
     return v
   }
 
@@ -537,7 +605,8 @@ export class Committer {
     const { json, b3 } = canonicalPayload(payload)
     const key = `${head.version}/${b3}`
     const existing = this.#byPayload.get(key)
-    if (existing !== undefined && this.#proposals.has(existing)) return this.#view(this.#proposals.get(existing)!)
+    const held = existing === undefined ? undefined : this.#proposals.get(existing)
+    if (held !== undefined) return held.committed === undefined ? this.#view(held) : this.#committedView(held)
     const s = this.#o.settings()
     if (this.#pending >= s.maxProposals) {
       throw new BusyError(`${s.maxProposals} proposals are pending`, { details: { endpoint: 'propose', queue: 'proposals', reason: 'proposals_full' }, retryAfterMs: 1000 })
@@ -564,7 +633,8 @@ export class Committer {
       const stored = await this.#shared.proposals.create({ ...shared, approvals: [] })
       if (stored.id !== p.id) {
         this.#audit('propose', 'accepted')
-        return this.#view(this.#hold(stored))
+        const h = this.#hold(stored)
+        return h.committed === undefined ? this.#view(h) : this.#committedView(h)
       }
     }
     this.#proposals.set(p.id, p)
@@ -581,8 +651,8 @@ export class Committer {
    * succeeds keeps them in its entry and one that loses HEAD leaves a dead proposal.
    */
   async #approve(id: string, a: Approval, localOnly = false): Promise<ApprovalResult> {
-    const p = await this.#find(id)
-    this.#committedElsewhere(p)
+    const found = await this.#find(id)
+    const p = found.committed === undefined ? (this.#committedElsewhere(found) ?? found) : found
     if (p.committed !== undefined) throw new ConflictError('proposal is already committed', { details: { proposalId: id, version: p.committed.version } })
     if (p.approvals.some((x) => x.signerId === a.signerId)) {
       throw new DuplicateApprovalError(`signer ${a.signerId} already approved`, { details: { proposalId: id, signerId: a.signerId } })
@@ -619,7 +689,9 @@ export class Committer {
 
   async #commit(id: string, signal: CommitGate, carried: Approval[] | undefined): Promise<CommitResult> {
     const p = await this.#find(id)
-    if (p.committed !== undefined || this.#committedElsewhere(p)) return p.committed!
+    if (p.committed !== undefined) return p.committed
+    const elsewhere = this.#committedElsewhere(p)
+    if (elsewhere !== undefined) return elsewhere.committed
     if (signal.aborted) {
       throw signal.reason instanceof TimeoutError ? signal.reason : new TimeoutError('commit deadline passed while queued', { details: { op: 'commit' } })
     }
@@ -675,7 +747,8 @@ export class Committer {
       if (this.#shared !== undefined) {
         // Another node appended first: follow it (it may even have committed this very proposal).
         await this.#follow()
-        if (this.#committedElsewhere(p)) return p.committed!
+        const c = this.#committedElsewhere(p)
+        if (c !== undefined) return c.committed
       }
       throw new ChainMismatchError('HEAD moved during the commit', { details: { proposalId: id, baseVersion: p.baseVersion } })
     }
@@ -688,22 +761,8 @@ export class Committer {
       root: log.rootHex(),
       hash: enc.hash,
     }
-    p.committed = result
-    // Kept for retries and views until it expires: the canonical JSON is not needed any more (a
-    // retry answers `committed`), and dropped now it dies young instead of being copied into the
-    // old generation with the proposal.
-    p.payloadJson = undefined
-    this.#pending--
-    // Committed proposals answer retries and views until they expire; the oldest beyond
-    // `maxProposals` go first (a retry that late gets NotFound; the entry is in the log).
-    this.#committedIds.add(p.id)
-    const max = this.#o.settings().maxProposals
-    for (const old of this.#committedIds) {
-      if (this.#committedIds.size <= max) break
-      const q = this.#proposals.get(old)
-      if (q === undefined) this.#committedIds.delete(old)
-      else this.#drop(q)
-    }
+    // Kept for retries and views until it expires, without its payload and approvals.
+    this.#settle(p, result)
     this.#audit('commit', 'accepted')
     this.#o.metrics.set('registry_head_version', undefined, result.version)
     // Never blocks: every subscriber has its own ring; a slow one loses the oldest (bus_lagged_total).

@@ -153,6 +153,15 @@ function verifySig(publicKey: string, sig: string, subject: ApprovalSubject, wel
   return ok
 }
 
+/**
+ * Forgets the memoised verdicts of `approvals` (a committed proposal's: they are not recounted
+ * again, and dropped now they die young instead of living on in the old generation until
+ * evicted). A later check verifies afresh. @internal
+ */
+export function forgetVerdicts(approvals: readonly Approval[]): void {
+  for (const a of approvals) verdicts.delete(a.sig)
+}
+
 /** The public key of `signerId` in `set`, if it is a member. */
 export function keyOf(set: SignerSet, signerId: string): string | undefined {
   return set.signers.find((s) => s.id === signerId)?.publicKey

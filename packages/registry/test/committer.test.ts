@@ -212,6 +212,37 @@ describe('Committer proposal bookkeeping', () => {
     await run
   })
 
+  it('a committed proposal keeps its retry result and shows its payload and approvals read back from its entry', async () => {
+    const { committer, log } = await setup()
+    const ac = new AbortController()
+    const run = committer.run(ac.signal)
+    const p = await committer.propose(payload(7))
+    // Approved out of signerId order: the committed view lists them in the entry's order.
+    const [a0, a1] = approve(keys.slice(0, 2), p.baseVersion, p.payloadB3)
+    await committer.approve(p.proposalId, a1!)
+    await committer.approve(p.proposalId, a0!)
+    const pending = await committer.get(p.proposalId)
+    const result = await committer.commit(p.proposalId, new AbortController().signal)
+    // A retry answers the very same result; an approval now is a conflict.
+    expect(await committer.commit(p.proposalId, new AbortController().signal)).toBe(result)
+    await expect(committer.approve(p.proposalId, a0!)).rejects.toMatchObject({ code: 'Conflict', details: { version: result.version } })
+    const view = await committer.get(p.proposalId)
+    const read = await log.read(result.version)
+    expect(read !== undefined && 'entry' in read).toBe(true)
+    const entry = (read as { entry: { payload: unknown; approvals: Array<{ signerId: string }> } }).entry
+    expect(view).toEqual({
+      ...pending,
+      payload: entry.payload,
+      approvals: entry.approvals.map((a) => ({ signerId: a.signerId })),
+      committedVersion: result.version,
+    })
+    expect(view.payload).toEqual(payload(7))
+    expect(view.approvals.map((a) => a.signerId)).toEqual([...view.approvals.map((a) => a.signerId)].sort())
+    expect(view.quorum).toEqual({ have: 2, m: 2, n: 3 })
+    ac.abort()
+    await run
+  })
+
   it('proposals expire in the order of their expiry, also after the TTL is lowered', async () => {
     let ttl = 60_000
     const { committer, clock, metrics } = await setup(512, () => ({ proposalTtlMs: ttl, maxProposals: 4096, slowCommitMs: 2000 }))

@@ -119,6 +119,23 @@ function deadlineOf(ctx: RouteContext, fallback: number): number {
 }
 
 /**
+ * The gate {@link commitWithin} hands the Committer: gone once the deadline passed or the client
+ * went away. A class, not an object literal with getters: such a literal's getters are fresh
+ * closures held by accessor pairs that V8 allocates in the old generation, where they stay until
+ * a full GC, so each commit request's whole graph survived every scavenge (docs/DESIGN.md).
+ */
+class DeadlineGate implements CommitGate {
+  timedOut: TimeoutError | undefined = undefined
+  gone: Error | undefined = undefined
+  get aborted(): boolean {
+    return this.timedOut !== undefined || this.gone !== undefined
+  }
+  get reason(): Error | undefined {
+    return this.timedOut ?? this.gone
+  }
+}
+
+/**
  * `withDeadline` for a commit, without the inner AbortController it makes per call (~50k
  * instructions with its signal, of a 5M-instruction commit cycle) nor the request's signal
  * (`ctx.onAbort` hears of a client gone without one): a timer answers 504 `Timeout` at the
@@ -128,26 +145,17 @@ function deadlineOf(ctx: RouteContext, fallback: number): number {
  */
 function commitWithin<T>(d: RouteDeps, ms: number, ctx: Pick<RouteContext, 'onAbort'>, run: (gate: CommitGate) => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let timedOut: TimeoutError | undefined
-    let gone: Error | undefined
+    const gate = new DeadlineGate()
     let settled = false
-    const gate: CommitGate = {
-      get aborted() {
-        return timedOut !== undefined || gone !== undefined
-      },
-      get reason(): Error | undefined {
-        return timedOut ?? gone
-      },
-    }
     // The client gone (or the host draining past its deadline) answers at once, as withDeadline
     // does; one already gone (the hook calls back at once) is refused before anything is queued.
     let listening = false
     const unlisten = ctx.onAbort((reason) => {
-      gone = reason
+      gate.gone = reason
       if (listening && settle()) reject(reason)
     })
-    if (gone !== undefined) {
-      reject(gone)
+    if (gate.gone !== undefined) {
+      reject(gate.gone)
       return
     }
     listening = true
@@ -159,7 +167,8 @@ function commitWithin<T>(d: RouteDeps, ms: number, ctx: Pick<RouteContext, 'onAb
       return true
     }
     const timer = d.clock.setTimeout(() => {
-      timedOut = new TimeoutError('commit: deadline exceeded', { details: { op: 'commit' } })
+      const timedOut = new TimeoutError('commit: deadline exceeded', { details: { op: 'commit' } })
+      gate.timedOut = timedOut
       if (!settle()) return
       d.metrics.inc('io_timeouts_total', { op: 'commit' })
       reject(timedOut)
