@@ -3,7 +3,7 @@ import { request } from 'undici'
 import { connect, type Socket } from 'node:net'
 import { createHttpHandler, serve, type HttpHooks, type RonServer, type Route } from '../../src/http/index.js'
 import { Supervisor, WorkPool } from '../../src/concurrency/index.js'
-import { deferred, until } from '../../src/testing/index.js'
+import { deferred, until, type Deferred } from '../../src/testing/index.js'
 
 // ctx.onAbort: hears of a client gone (or a forced shutdown) like ctx.signal, without making the
 // request's AbortController when nothing read the signal.
@@ -62,19 +62,24 @@ function hangRoute(entered: { resolve(): void }, heard: { resolve(reason: Error)
   }
 }
 
+/** Sends `GET /hang`, drops the connection once the handler is in, and waits for what it heard (counting controllers made). */
+function disconnectMidRequest(port: number, entered: Deferred<void>, heard: Deferred<Error>): Promise<{ made: number; value: Error }> {
+  return countingControllers(async () => {
+    const s = connect(port, '127.0.0.1')
+    sockets.push(s)
+    s.write('GET /hang HTTP/1.1\r\nhost: x\r\n\r\n')
+    await entered.promise
+    s.destroy()
+    return heard.promise
+  })
+}
+
 describe('RouteContext.onAbort', () => {
   it('calls back with Canceled when the client disconnects mid-request, and makes no AbortController', async () => {
     const entered = deferred()
     const heard = deferred<Error>()
     const srv = await start([hangRoute(entered, heard)])
-    const { made, value } = await countingControllers(async () => {
-      const s = connect(srv.port, '127.0.0.1')
-      sockets.push(s)
-      s.write('GET /hang HTTP/1.1\r\nhost: x\r\n\r\n')
-      await entered.promise
-      s.destroy()
-      return heard.promise
-    })
+    const { made, value } = await disconnectMidRequest(srv.port, entered, heard)
     expect(value).toMatchObject({ code: 'Canceled', message: 'client disconnected' })
     expect(made).toBe(0)
   })
@@ -167,14 +172,7 @@ describe('queued routes: the request\'s abort without a signal made for it', () 
     const entered = deferred()
     const heard = deferred<Error>()
     const srv = await start([{ ...hangRoute(entered, heard), queue: 'q' }], {}, pool)
-    const { made, value } = await countingControllers(async () => {
-      const s = connect(srv.port, '127.0.0.1')
-      sockets.push(s)
-      s.write('GET /hang HTTP/1.1\r\nhost: x\r\n\r\n')
-      await entered.promise
-      s.destroy()
-      return heard.promise
-    })
+    const { made, value } = await disconnectMidRequest(srv.port, entered, heard)
     expect(value).toMatchObject({ code: 'Canceled', message: 'client disconnected' })
     expect(made).toBe(0)
 
