@@ -36,7 +36,10 @@ const messageOf = (e) => (e instanceof Error ? e.message : String(e))
 // ron-node's default young-generation growth factor. `start` applies its config's
 // `youngGenGrowth` again. See setYoungGenerationGrowth in @ron/core.
 try {
-  const { SERVER_YOUNG_GENERATION_GROWTH, setYoungGenerationGrowth } = await import('@ron/core/base')
+  // Typed here: in a clone not built yet, @ron/core has no declarations for lint to read.
+  /** @type {unknown} */
+  const base = await import('@ron/core/base')
+  const { SERVER_YOUNG_GENERATION_GROWTH, setYoungGenerationGrowth } = /** @type {{ SERVER_YOUNG_GENERATION_GROWTH: number, setYoungGenerationGrowth: (factor: number) => void }} */ (base)
   setYoungGenerationGrowth(SERVER_YOUNG_GENERATION_GROWTH)
 } catch (e) {
   // An unbuilt clone: the import below says what to do.
