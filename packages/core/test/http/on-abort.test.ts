@@ -189,9 +189,8 @@ describe('queued routes: the request\'s abort without a signal made for it', () 
 
   it('ctx.signal of a queued job follows the client and the worker, made only when read', async () => {
     const { pool, supervisor } = onePool()
-    const entered = deferred()
-    const aborted = deferred<unknown>()
-    const route: Route = {
+    /** A queued route whose handler reads ctx.signal and hangs until it aborts. */
+    const signalRoute = (entered: Deferred<void>, aborted: Deferred<unknown>): Route => ({
       method: 'GET',
       path: '/sig',
       queue: 'q',
@@ -204,8 +203,10 @@ describe('queued routes: the request\'s abort without a signal made for it', () 
           })
           entered.resolve()
         }),
-    }
-    const srv = await start([route], {}, pool)
+    })
+    const entered = deferred()
+    const aborted = deferred<unknown>()
+    const srv = await start([signalRoute(entered, aborted)], {}, pool)
     const s = connect(srv.port, '127.0.0.1')
     sockets.push(s)
     s.write('GET /sig HTTP/1.1\r\nhost: x\r\n\r\n')
@@ -215,13 +216,7 @@ describe('queued routes: the request\'s abort without a signal made for it', () 
 
     const entered2 = deferred()
     const aborted2 = deferred<unknown>()
-    const srv2 = await start([{ ...route, handler: (ctx) => new Promise((_r, reject) => {
-      ctx.signal.addEventListener('abort', () => {
-        aborted2.resolve(ctx.signal.reason)
-        reject(ctx.signal.reason as Error)
-      })
-      entered2.resolve()
-    }) }], {}, pool)
+    const srv2 = await start([signalRoute(entered2, aborted2)], {}, pool)
     const inflight = request(`${srv2.url}/sig`).then((r) => r.statusCode)
     await entered2.promise
     await supervisor.shutdown(0)
