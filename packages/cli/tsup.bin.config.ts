@@ -34,6 +34,15 @@ const BUNDLED = [
   /^y18n$/,
   /^escalade(\/|$)/,
   /^get-caller-file$/,
+  // pino and what it loads at import (CommonJS, ~25 files resolved one by one; see pinoTransportAtRunTime).
+  /^pino$/,
+  /^pino-std-serializers$/,
+  /^@pinojs\/redact$/,
+  /^safe-stable-stringify$/,
+  /^quick-format-unescaped$/,
+  /^sonic-boom$/,
+  /^atomic-sleep$/,
+  /^on-exit-leak-free$/,
 ]
 
 /** Bare imports not in {@link BUNDLED} stay imports; node: builtins too. */
@@ -92,6 +101,26 @@ const englishOnlyZodLocales: Plugin = {
       ].join('\n')
       return { contents, resolveDir: dirname(a.path), loader: 'js' }
     })
+  },
+}
+
+/**
+ * pino is bundled (its ~25 CommonJS files cost ron-node start tens of ms to resolve and load one by
+ * one), except two of its modules, which stay run-time requires of the installed pino: its
+ * transport module (thread-stream and the worker file it finds next to itself, so it cannot live
+ * in a bundle; ron-node writes with `pino.destination`, so it is now loaded only when someone asks
+ * for a transport) and its symbols, which the bundled pino and that transport must share.
+ */
+const pinoTransportAtRunTime: Plugin = {
+  name: 'ron-pino-transport',
+  setup(build) {
+    const inPino = (importer: string): boolean => /[\\/]node_modules[\\/]pino[\\/](lib[\\/])?[^\\/]+\.js$/.test(importer)
+    build.onResolve({ filter: /^\.\.?\/(lib\/)?symbols$/ }, (a) => (inPino(a.importer) ? { path: 'pino/lib/symbols.js', external: true } : undefined))
+    build.onResolve({ filter: /^\.\.?\/(lib\/)?transport$/ }, (a) => (inPino(a.importer) ? { path: 'pino-transport', namespace: 'ron-pino-transport' } : undefined))
+    build.onLoad({ filter: /.*/, namespace: 'ron-pino-transport' }, () => ({
+      contents: "module.exports = function transport(...args) { return require('pino/lib/transport.js')(...args) }\n",
+      loader: 'js',
+    }))
   },
 }
 
@@ -155,7 +184,7 @@ export default defineConfig({
   metafile: true,
   // The plugins above decide what is bundled; tsup's own rule (dependencies external) would keep @ron/* out.
   noExternal: [/.*/],
-  esbuildPlugins: [externals, lazyHelpLayout, englishOnlyZodLocales, ronVersions],
+  esbuildPlugins: [externals, lazyHelpLayout, englishOnlyZodLocales, pinoTransportAtRunTime, ronVersions],
   onSuccess: async () => asciiOutputs(),
   // A bundled CommonJS module's `require()` of an external or a builtin needs a real require.
   banner: { js: "import { createRequire as __ronCreateRequire } from 'node:module'; const require = __ronCreateRequire(import.meta.url);" },
