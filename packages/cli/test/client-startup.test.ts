@@ -266,6 +266,22 @@ describe('the bundled executable (tsup.bin.config.ts)', () => {
     expect(packages.filter((p) => manifest.dependencies[p] === undefined)).toEqual([])
     expect(packages.filter((p) => p.startsWith('@ron/'))).toEqual([])
   })
+
+  it('is ASCII only and holds zod English locale and no other', async () => {
+    const cliDir = dirname(dirname(BIN))
+    const meta = JSON.parse(await readFile(join(cliDir, 'dist/metafile-esm.json'), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> }
+    const files = Object.keys(meta.outputs).filter((o) => o.endsWith('.js'))
+    // A file with one non-ASCII character is held by V8 as a two-byte string (see asciiOutputs).
+    const nonAscii: string[] = []
+    for (const f of files) {
+      const bytes = await readFile(join(cliDir, f))
+      if (bytes.some((b) => b > 0x7f)) nonAscii.push(f)
+    }
+    expect(nonAscii).toEqual([])
+    // (The locales index itself is the build's stub, which re-exports en.js only.)
+    const locales = Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs).filter((i) => /node_modules\/zod\/v4\/locales\/(?!index\.js)[\w-]+\.js$/.test(i)))
+    expect(locales.map((l) => l.split('/').at(-1))).toEqual(['en.js'])
+  })
 })
 
 describe('bin/ron-node.js', () => {

@@ -75,12 +75,16 @@ export class DiskWatch {
     }
   }
 
-  /** One probe: writability, free space, the slow mark; samples usage. Never throws. */
-  async probe(signal: AbortSignal): Promise<void> {
+  /**
+   * One probe: writability, free space, the slow mark; samples usage (objects and bytes at most
+   * once a minute) unless `count` is false. Never throws.
+   */
+  async probe(signal: AbortSignal, count = true): Promise<void> {
     const { store, clock, logger } = this.#o
     try {
       const r = await store.probe()
-      await this.#sample(r.freeBytes, signal).catch((e: unknown) => logger.debug({ err: e }, 'usage sample failed'))
+      if (count) await this.#sample(r.freeBytes, signal).catch((e: unknown) => logger.debug({ err: e }, 'usage sample failed'))
+      else this.#free(r.freeBytes)
       if (!r.writable) this.set(false, r.reason ?? 'not_writable')
       else if (r.freeBytes !== undefined && r.freeBytes < this.#o.config().writeReadiness.minFreeBytes) this.set(false, 'low_space')
       else if (clock.now() < this.#slowUntil) this.set(false, 'slow')
@@ -91,8 +95,13 @@ export class DiskWatch {
     }
   }
 
-  /** The probe task: a probe every `writeReadiness.probeIntervalMs` until `signal` aborts. */
+  /**
+   * The probe task: the first usage count at once (the creation's probe skips it: counting walks
+   * every object, and a start need not wait for it), then a probe every
+   * `writeReadiness.probeIntervalMs` until `signal` aborts.
+   */
   async run(signal: AbortSignal): Promise<void> {
+    await this.#sample(this.#usage.freeBytes, signal).catch((e: unknown) => this.#o.logger.debug({ err: e }, 'usage sample failed'))
     for (;;) {
       await this.#o.clock.sleep(this.#o.config().writeReadiness.probeIntervalMs, signal)
       await this.probe(signal)
@@ -101,11 +110,7 @@ export class DiskWatch {
 
   async #sample(freeBytes: number | undefined, signal: AbortSignal): Promise<void> {
     const { store, clock, metrics } = this.#o
-    if (clock.now() - this.#usageAt < USAGE_EVERY_MS) {
-      this.#usage = { ...this.#usage, freeBytes }
-      if (freeBytes !== undefined) metrics.set('storage_free_bytes', undefined, freeBytes)
-      return
-    }
+    if (clock.now() - this.#usageAt < USAGE_EVERY_MS) return this.#free(freeBytes)
     this.#usageAt = clock.now()
     let objects = 0
     let bytes = 0
@@ -119,5 +124,11 @@ export class DiskWatch {
     metrics.set('storage_objects', undefined, objects)
     metrics.set('storage_bytes', undefined, bytes)
     if (freeBytes !== undefined) metrics.set('storage_free_bytes', undefined, freeBytes)
+  }
+
+  /** Records free space alone (objects and bytes keep their last count). */
+  #free(freeBytes: number | undefined): void {
+    this.#usage = { ...this.#usage, freeBytes }
+    if (freeBytes !== undefined) this.#o.metrics.set('storage_free_bytes', undefined, freeBytes)
   }
 }

@@ -111,7 +111,9 @@ async function build(input: StorageConfig, o: ResolvedStorageConfig, transport: 
   const parts = storageParts(host, rt, store, net, pins)
   const disk = new DiskWatch({ store, readiness: host.readiness, config: () => host.config.get(), clock: host.clock, metrics: host.metrics.sink, logger: host.logger })
   host.routes(storageRoutes(storageContext(host, parts, disk, store, pins, rt, net)))
-  await disk.probe(host.signal)
+  // Writability before the service is handed out; the first usage count (a walk of every object)
+  // is the probe task's, so a start does not wait for it.
+  await disk.probe(host.signal, false)
   let replicating = o.peers.length > 0
   if (replicating) parts.replicator.start()
   // The host swapped the validated snapshot (and applied the base keys); apply storage's own.

@@ -136,7 +136,7 @@ describe('admin listing and usage', () => {
       transport,
     )
     extra.push(svc)
-    // Usage is sampled by the disk probe; the first sample ran at startup (empty store).
+    // Usage is sampled by the disk-probe task, which counts once as the service starts (empty store).
     expect(svc.usage()).toMatchObject({ objects: 0, bytes: 0 })
     await svc.store.put(
       (async function* () {
