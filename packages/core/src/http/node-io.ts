@@ -9,6 +9,7 @@
 // Imported, not the global: node defines the global `Buffer` as an accessor, a getter call per use.
 import { Buffer } from 'node:buffer'
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import { abortReason, onAbort } from '../abort.js'
 import type { Clock } from '../clock.js'
 import { CanceledError } from '../errors.js'
@@ -39,8 +40,10 @@ export class NodeRequest implements RonRequest {
   get body(): AsyncIterable<Uint8Array> {
     return this.raw
   }
+  /** The client's address, remembered per socket (see {@link socketAddress}). */
   get remoteAddress(): string {
-    return this.raw.socket?.remoteAddress ?? ''
+    const socket = this.raw.socket
+    return socket === null || socket === undefined ? '' : socketAddress(socket)
   }
   /** Aborts when the response closes before it finished (client gone, socket destroyed). */
   get signal(): AbortSignal {
@@ -83,6 +86,25 @@ export class NodeRequest implements RonRequest {
 }
 
 const NOOP = (): void => {}
+
+/** Each socket's remote address, once read. */
+const addresses = new WeakMap<Socket, string>()
+
+/**
+ * `socket.remoteAddress`, read once per socket: node's getter goes through `_getpeername` on
+ * every call (about 0.5k instructions per request, for the per-IP admission of every routed
+ * request), and a keep-alive socket serves many requests from the one address. An address not
+ * known yet (a socket already gone) is not remembered.
+ */
+function socketAddress(socket: Socket): string {
+  let address = addresses.get(socket)
+  if (address === undefined) {
+    address = socket.remoteAddress
+    if (address === undefined) return ''
+    addresses.set(socket, address)
+  }
+  return address
+}
 
 /** What the node writer needs besides the exchange. @internal */
 export interface NodeWriteOptions {

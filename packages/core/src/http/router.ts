@@ -40,6 +40,8 @@ interface PathEntry {
   allow: string
   /** Precomputed match results for static paths, by method (HEAD falls back to GET). */
   readonly found: Map<string, RouteMatch>
+  /** `found.get('GET')`, the method most requests have, without the lookup. */
+  get: RouteMatch | undefined
   /** Precomputed 405 result. */
   notAllowed: RouteMatch
 }
@@ -128,7 +130,7 @@ export class Router {
       const shape = segments.map((seg, i) => (names[i] === undefined ? seg : seg[0])).join('/')
       let entry = byPattern.get(shape)
       if (entry === undefined) {
-        entry = { methods: new Map(), allow: '', found: new Map(), notAllowed: { kind: 'none' } }
+        entry = { methods: new Map(), allow: '', found: new Map(), get: undefined, notAllowed: { kind: 'none' } }
         byPattern.set(shape, entry)
         const pattern = { segments, isParam: names.map((n) => n !== undefined), entry, rest }
         if (rest) this.restPatterns.push(pattern)
@@ -146,6 +148,7 @@ export class Router {
       for (const [method, route] of entry.methods) entry.found.set(method, { kind: 'found', route, params: NO_PARAMS, head: false })
       const get = entry.methods.get('GET')
       if (get !== undefined && !entry.methods.has('HEAD')) entry.found.set('HEAD', { kind: 'found', route: get, params: NO_PARAMS, head: true })
+      entry.get = entry.found.get('GET')
     }
     // The most specific catch-all first: the one with the longest fixed prefix.
     this.restPatterns.sort((a, b) => b.segments.length - a.segments.length)
@@ -182,7 +185,7 @@ export class Router {
    */
   match(method: string, path: string): RouteMatch {
     const entry = this.statics.get(path)
-    if (entry !== undefined) return entry.found.get(method) ?? entry.notAllowed
+    if (entry !== undefined) return (method === 'GET' ? entry.get : entry.found.get(method)) ?? entry.notAllowed
     const found = this.matchPattern(path)
     if (found === undefined) return NONE
     return this.resolve(found.entry, method, found.parts)

@@ -595,8 +595,9 @@ class Host<C> implements ServiceHost<C> {
   }
 
   #builtin(path: string, req: RonRequest): Reply | Promise<Reply> | undefined {
-    if (req.method === 'OPTIONS') return this.#cors.preflight(req)
-    if (req.method !== 'GET' && req.method !== 'HEAD') return undefined
+    const method = req.method
+    if (method === 'OPTIONS') return this.#cors.preflight(req)
+    if (method !== 'GET' && method !== 'HEAD') return undefined
     // Most requests are for routes: one length check turns them away before four string compares.
     if (path.length < BUILTIN_MIN_LENGTH || path.length > BUILTIN_MAX_LENGTH) return undefined
     switch (path) {

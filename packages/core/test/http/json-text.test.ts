@@ -120,4 +120,59 @@ describe('jsonText', () => {
     expect(jsonText(o)).toBe('{"v":"got"}')
     expect(reads).toBe(1)
   })
+
+  it('remembers the last flat object: the same members give its text, any difference its own text', () => {
+    const spy = vi.spyOn(Object, 'keys')
+    try {
+      expect(jsonText({ hello: 'world' })).toBe('{"hello":"world"}')
+      expect(jsonText({ hello: 'world' })).toBe('{"hello":"world"}')
+      // The second object was answered from the memo: its keys were not listed.
+      expect(spy).toHaveBeenCalledTimes(1)
+    } finally {
+      spy.mockRestore()
+    }
+    const seq: object[] = [
+      { a: 1, b: 'x' },
+      { a: 1, b: 'x' },
+      { a: 1, b: 'y' },
+      { a: 1 },
+      { a: 1, b: 'y', c: null },
+      { b: 'y', a: 1 },
+      { a: -0, b: 'y' },
+      { a: 0, b: 'y' },
+      {},
+      {},
+      { a: 1, b: 'y' },
+      { a: 1, b: { nested: true } },
+      { a: 1, b: 'y' },
+    ]
+    for (const o of seq) expect(jsonText(o)).toBe(JSON.stringify(o))
+  })
+
+  it('does not take an inherited enumerable member for the remembered one', () => {
+    expect(jsonText({ a: 1, p: 2 })).toBe('{"a":1,"p":2}')
+    Object.defineProperty(Object.prototype, 'p', { value: 2, enumerable: true, configurable: true, writable: true })
+    try {
+      expect(jsonText({ a: 1 })).toBe('{"a":1}')
+    } finally {
+      delete (Object.prototype as { p?: unknown }).p
+    }
+  })
+
+  it('reads a getter once when the memo held the members before it', () => {
+    expect(jsonText({ a: 1, v: 'old' })).toBe('{"a":1,"v":"old"}')
+    let reads = 0
+    const o = {
+      a: 1,
+      get v(): string {
+        reads++
+        return 'got'
+      },
+    }
+    expect(jsonText(o)).toBe('{"a":1,"v":"got"}')
+    expect(reads).toBe(1)
+    // Held now: answered from the memo, with one more read to compare.
+    expect(jsonText(o)).toBe('{"a":1,"v":"got"}')
+    expect(reads).toBe(2)
+  })
 })
