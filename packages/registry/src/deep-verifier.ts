@@ -8,6 +8,7 @@
  * @module
  */
 
+import { abortReason } from '@ron/core'
 import type { Broadcast, Clock, Logger, MetricsSink } from '@ron/core'
 import type { RegistryUpdated } from './committer.js'
 import { verifyCheckpoint } from './checkpoint.js'
@@ -202,13 +203,26 @@ export class DeepVerifier {
       const bus = this.#o.committed
       if (bus === undefined) return
       const sub = bus.subscribe()
+      // One abort listener for the whole loop, which closes the subscription (a `recv(signal)`
+      // per commit added and removed a listener on the signal each time: ~20k instructions).
+      const onAbort = (): void => sub.close()
+      signal.addEventListener('abort', onAbort, { once: true })
       try {
-        for (;;) {
-          const r = await sub.recv(signal)
+        while (!signal.aborted) {
+          let r
+          try {
+            r = await sub.recv()
+          } catch (e) {
+            // Closed by the abort: end as a `recv(signal)` would have, with the signal's reason.
+            if (signal.aborted) throw abortReason(signal)
+            throw e
+          }
           // After a lag, the periodic pass covers what was missed.
           if ('value' in r) await this.checkCommitted(r.value.version, r.value.hash)
         }
+        throw abortReason(signal)
       } finally {
+        signal.removeEventListener('abort', onAbort)
         sub.close()
       }
     }

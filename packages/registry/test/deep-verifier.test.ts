@@ -1,5 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
-import { noopLogger, noopMetrics, systemClock } from '@ron/core'
+import { Broadcast, CanceledError, noopLogger, noopMetrics, systemClock } from '@ron/core'
+import { VirtualClock, until } from '@ron/core/testing'
+import type { RegistryUpdated } from '../src/committer.js'
 import { DeepVerifier } from '../src/deep-verifier.js'
 import { payloadB3 } from '../src/descriptors.js'
 import { RegistryLog } from '../src/log.js'
@@ -153,6 +155,32 @@ describe('Deep Verifier full pass', () => {
       expect(r.ok).toBe(false)
       expect(r.problems.join('\n')).toMatch(new RegExp(`version ${version}: bytes do not match the leaf hash`))
     }
+    await store.close()
+  })
+})
+
+describe('Deep Verifier task', () => {
+  it('reads back each published commit, and ends with the signal\'s reason when aborted', async () => {
+    const keys = signers(3)
+    const { store, reads } = countingStore()
+    const log = await RegistryLog.open(store, genesisFor(setOf(keys, 2)))
+    const committed = new Broadcast<RegistryUpdated>({ name: 'test', capacity: 16 })
+    const v = new DeepVerifier({ log, committed, settings: () => ({ intervalMs: 60_000, sliceEntries: 100 }), clock: new VirtualClock(), metrics: noopMetrics, logger: noopLogger, onResult: () => undefined })
+    const ac = new AbortController()
+    const running = v.run(ac.signal)
+    for (let i = 1; i <= 3; i++) {
+      const head = log.head()
+      const p = payload(i)
+      const enc = (await log.append(head, p, approve(keys.slice(0, 2), head.version, payloadB3(p)), i))!
+      committed.publish({ type: 'RegistryUpdated', version: i, b3: enc.entry.payloadB3, hash: enc.hash, committedAt: i })
+      await until(() => reads.includes(i), `read-back of version ${i}`)
+    }
+    expect(reads).toEqual([1, 2, 3])
+    expect(committed.subscribers).toBe(1)
+    ac.abort()
+    await expect(running).rejects.toBeInstanceOf(CanceledError)
+    // The subscription is gone with the task.
+    expect(committed.subscribers).toBe(0)
     await store.close()
   })
 })
