@@ -8,6 +8,7 @@
  * @module
  */
 
+import { abortReason } from '@ron/core'
 import type { Broadcast, Clock, Logger, MetricsSink } from '@ron/core'
 import type { RegistryUpdated } from './committer.js'
 import { verifyCheckpoint } from './checkpoint.js'
@@ -84,12 +85,20 @@ export class DeepVerifier {
         continue
       }
       n++
-      if (Buffer.compare(log.leafHash(bytes), log.tree.leafHash(v - 1)) !== 0) problems.push(`version ${v}: bytes do not match the leaf hash`)
+      // Bytes equal to those the log holds in memory for `v` (see checkCommitted) match the leaf
+      // and are the canonical bytes of the held entry: that entry is checked instead of parsing
+      // them, and its hash is theirs. Its payloadB3 is still checked.
+      const written = log.cached(v)
+      const same = written !== undefined && written.bytes.length === bytes.length && Buffer.compare(written.bytes, bytes) === 0
+      if (!same && Buffer.compare(log.leafHash(bytes), log.tree.leafHash(v - 1)) !== 0) problems.push(`version ${v}: bytes do not match the leaf hash`)
       let e: LogEntry | undefined
-      try {
-        e = JSON.parse(utf8(bytes)) as LogEntry
-      } catch {
-        problems.push(`version ${v}: not JSON`)
+      if (same) e = written.entry
+      else {
+        try {
+          e = JSON.parse(utf8(bytes)) as LogEntry
+        } catch {
+          problems.push(`version ${v}: not JSON`)
+        }
       }
       if (e !== undefined) {
         if (e.version !== v) problems.push(`version ${v}: entry says ${e.version}`)
@@ -100,7 +109,7 @@ export class DeepVerifier {
         }
         if (prevHash !== undefined && e.prev !== prevHash) problems.push(`version ${v}: prev does not link version ${v - 1}`)
       }
-      prevHash = entryHash(bytes)
+      prevHash = same ? written.hash : entryHash(bytes)
     }
     let checkpoints = 0
     for (const cp of log.store.checkpoints()) {
@@ -136,7 +145,10 @@ export class DeepVerifier {
    * of the entry read back last is remembered, so following commits one by one reads each entry
    * once (the previous one is read only after a gap). `hash` is the entry hash the commit
    * announced: when the leaf is the whole entry and the bytes read back match it, they are the
-   * committed bytes, whose hash that is (so it is not computed again).
+   * committed bytes, whose hash that is (so it is not computed again). While the log still holds
+   * the entry's bytes in memory (its recent-entry cache), bytes read back equal to them are
+   * checked by that comparison: the leaf hash and the entry hash were computed from those bytes,
+   * so neither is computed again and the entry is not parsed.
    */
   async checkCommitted(version: number, hash?: string): Promise<boolean> {
     const { log } = this.#o
@@ -144,9 +156,14 @@ export class DeepVerifier {
     try {
       const bytes = await log.store.read(version)
       if (bytes === undefined) return true // pruned meanwhile
-      const sameLeaf = Buffer.compare(log.leafHash(bytes), log.tree.leafHash(version - 1)) === 0
+      // The bytes this node appended (or took in), while the log still holds them in memory: their
+      // leaf hash is the tree's and their hash the announced one (both computed from these very
+      // bytes), so bytes read back equal to them match the leaf and link as they do.
+      const written = log.cached(version)
+      const same = written !== undefined && (hash === undefined || hash === written.hash) && written.bytes.length === bytes.length && Buffer.compare(written.bytes, bytes) === 0
+      const sameLeaf = same || Buffer.compare(log.leafHash(bytes), log.tree.leafHash(version - 1)) === 0
       if (!sameLeaf) problems.push(`version ${version}: read-back differs from the leaf hash`)
-      const e = JSON.parse(utf8(bytes)) as LogEntry
+      const entryPrev = same ? written.entry.prev : (JSON.parse(utf8(bytes)) as LogEntry).prev
       const last = this.#lastReadBack
       let prev: string | undefined
       if (version === 1) prev = log.genesisHash
@@ -155,9 +172,9 @@ export class DeepVerifier {
         const prevBytes = await log.store.read(version - 1)
         prev = prevBytes === undefined ? undefined : entryHash(prevBytes)
       }
-      if (prev !== undefined && e.prev !== prev) problems.push(`version ${version}: prev does not link version ${version - 1}`)
+      if (prev !== undefined && entryPrev !== prev) problems.push(`version ${version}: prev does not link version ${version - 1}`)
       const known = hash !== undefined && sameLeaf && leafIsWholeEntry(log.leafFormat, bytes.length)
-      this.#lastReadBack = problems.length === 0 ? { version, hash: known ? hash : entryHash(bytes) } : undefined
+      this.#lastReadBack = problems.length === 0 ? { version, hash: same ? written.hash : known ? hash : entryHash(bytes) } : undefined
     } catch (err) {
       this.#lastReadBack = undefined
       problems.push(`version ${version}: ${err instanceof Error ? err.message : String(err)}`)
@@ -186,13 +203,26 @@ export class DeepVerifier {
       const bus = this.#o.committed
       if (bus === undefined) return
       const sub = bus.subscribe()
+      // One abort listener for the whole loop, which closes the subscription (a `recv(signal)`
+      // per commit added and removed a listener on the signal each time: ~20k instructions).
+      const onAbort = (): void => sub.close()
+      signal.addEventListener('abort', onAbort, { once: true })
       try {
-        for (;;) {
-          const r = await sub.recv(signal)
+        while (!signal.aborted) {
+          let r
+          try {
+            r = await sub.recv()
+          } catch (e) {
+            // Closed by the abort: end as a `recv(signal)` would have, with the signal's reason.
+            if (signal.aborted) throw abortReason(signal)
+            throw e
+          }
           // After a lag, the periodic pass covers what was missed.
           if ('value' in r) await this.checkCommitted(r.value.version, r.value.hash)
         }
+        throw abortReason(signal)
       } finally {
+        signal.removeEventListener('abort', onAbort)
         sub.close()
       }
     }

@@ -49,9 +49,13 @@ export class Publisher {
 
   /** The loop; ends when the signal aborts or the broadcast closes. */
   async run(signal: AbortSignal): Promise<void> {
+    // One abort listener for the whole loop, which closes the subscription: a `recv(signal)` per
+    // commit added and removed a listener on the signal each time (~20k instructions).
+    const onAbort = (): void => this.#sub.close()
+    signal.addEventListener('abort', onAbort, { once: true })
     try {
-      for (;;) {
-        const r = await this.#sub.recv(signal)
+      while (!signal.aborted) {
+        const r = await this.#sub.recv()
         if ('value' in r) {
           this.#send(r.value)
           continue
@@ -67,6 +71,7 @@ export class Publisher {
       if (signal.aborted || (e instanceof Error && 'code' in e && e.code === 'Closed')) return
       throw e
     } finally {
+      signal.removeEventListener('abort', onAbort)
       if (signal.aborted) this.#sub.close()
     }
   }

@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest'
-import { noopLogger, noopMetrics, systemClock } from '@ron/core'
+import { describe, expect, it, vi } from 'vitest'
+import { Broadcast, CanceledError, noopLogger, noopMetrics, systemClock } from '@ron/core'
+import { VirtualClock, until } from '@ron/core/testing'
+import type { RegistryUpdated } from '../src/committer.js'
 import { DeepVerifier } from '../src/deep-verifier.js'
 import { payloadB3 } from '../src/descriptors.js'
 import { RegistryLog } from '../src/log.js'
@@ -63,6 +65,32 @@ describe('Deep Verifier read-back of commits', () => {
     await store.close()
   })
 
+  it('checks a read-back equal to the bytes the log holds by comparing them, and hashes one that differs', async () => {
+    const keys = signers(3)
+    const { store, tamper } = countingStore()
+    const log = await RegistryLog.open(store, genesisFor(setOf(keys, 2)))
+    const hashes: string[] = []
+    for (let i = 1; i <= 3; i++) {
+      const head = log.head()
+      const p = payload(i)
+      hashes[i] = (await log.append(head, p, approve(keys.slice(0, 2), head.version, payloadB3(p)), i))!.hash
+    }
+    const leafHash = vi.spyOn(log, 'leafHash')
+    const v = new DeepVerifier({ log, settings: () => ({ intervalMs: 60_000, sliceEntries: 100 }), clock: systemClock, metrics: noopMetrics, logger: noopLogger, onResult: () => undefined })
+    expect(await v.checkCommitted(1, hashes[1])).toBe(true)
+    expect(leafHash).not.toHaveBeenCalled()
+    // Bytes that differ from what was written fall back to the leaf hash, which refuses them.
+    tamper.version = 2
+    expect(await v.checkCommitted(2, hashes[2])).toBe(false)
+    expect(leafHash).toHaveBeenCalledTimes(1)
+    // An announced hash other than the written entry's is not vouched for by the comparison.
+    tamper.version = 0
+    leafHash.mockClear()
+    expect(await v.checkCommitted(3, hashes[2])).toBe(true)
+    expect(leafHash).toHaveBeenCalledTimes(1)
+    await store.close()
+  })
+
   it('reads each followed commit once, reads the previous entry after a gap, and still flags a bad read-back', async () => {
     const keys = signers(3)
     const { store, reads, tamper } = countingStore()
@@ -101,6 +129,58 @@ describe('Deep Verifier read-back of commits', () => {
     reads.length = 0
     expect(await v.checkCommitted(6)).toBe(true)
     expect(reads).toEqual([6, 5])
+    await store.close()
+  })
+})
+
+describe('Deep Verifier full pass', () => {
+  it('checks entries the log holds by comparing bytes, hashes the others, and flags a tampered one either way', async () => {
+    const keys = signers(3)
+    const { store, tamper } = countingStore()
+    // Two recent entries held in memory; the older ones only on the medium.
+    const log = await RegistryLog.open(store, genesisFor(setOf(keys, 2)), { cacheSize: 2 })
+    for (let i = 1; i <= 5; i++) {
+      const head = log.head()
+      const p = payload(i)
+      await log.append(head, p, approve(keys.slice(0, 2), head.version, payloadB3(p)), i)
+    }
+    const leafHash = vi.spyOn(log, 'leafHash')
+    const v = new DeepVerifier({ log, settings: () => ({ intervalMs: 60_000, sliceEntries: 100 }), clock: systemClock, metrics: noopMetrics, logger: noopLogger, onResult: () => undefined })
+    expect(await v.verifyNow()).toMatchObject({ ok: true, entries: 5 })
+    // Versions 1–3 hashed; 4 and 5 compared with the bytes held.
+    expect(leafHash).toHaveBeenCalledTimes(3)
+    for (const version of [2, 5]) {
+      tamper.version = version
+      const r = await v.verifyNow()
+      expect(r.ok).toBe(false)
+      expect(r.problems.join('\n')).toMatch(new RegExp(`version ${version}: bytes do not match the leaf hash`))
+    }
+    await store.close()
+  })
+})
+
+describe('Deep Verifier task', () => {
+  it('reads back each published commit, and ends with the signal\'s reason when aborted', async () => {
+    const keys = signers(3)
+    const { store, reads } = countingStore()
+    const log = await RegistryLog.open(store, genesisFor(setOf(keys, 2)))
+    const committed = new Broadcast<RegistryUpdated>({ name: 'test', capacity: 16 })
+    const v = new DeepVerifier({ log, committed, settings: () => ({ intervalMs: 60_000, sliceEntries: 100 }), clock: new VirtualClock(), metrics: noopMetrics, logger: noopLogger, onResult: () => undefined })
+    const ac = new AbortController()
+    const running = v.run(ac.signal)
+    for (let i = 1; i <= 3; i++) {
+      const head = log.head()
+      const p = payload(i)
+      const enc = (await log.append(head, p, approve(keys.slice(0, 2), head.version, payloadB3(p)), i))!
+      committed.publish({ type: 'RegistryUpdated', version: i, b3: enc.entry.payloadB3, hash: enc.hash, committedAt: i })
+      await until(() => reads.includes(i), `read-back of version ${i}`)
+    }
+    expect(reads).toEqual([1, 2, 3])
+    expect(committed.subscribers).toBe(1)
+    ac.abort()
+    await expect(running).rejects.toBeInstanceOf(CanceledError)
+    // The subscription is gone with the task.
+    expect(committed.subscribers).toBe(0)
     await store.close()
   })
 })

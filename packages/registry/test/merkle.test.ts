@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
@@ -10,6 +11,7 @@ import {
   verifyInclusion,
   type TreeHasher,
 } from '../src/merkle.js'
+import { LeafIndex } from '../src/leaf-index.js'
 
 interface Vectors {
   leaves: string[]
@@ -218,5 +220,25 @@ describe('BLAKE3 trees round trip', () => {
     const u = new MerkleTree()
     for (let n = 0; n < 8; n++) u.appendData(data(n))
     expect(t.root()).toEqual(u.root())
+  })
+})
+
+describe('LeafIndex (get-proof-by-hash)', () => {
+  it('finds every leaf across growths, tells apart hashes with the same 4-byte key, and misses unknown ones', () => {
+    const hashes: Buffer[] = []
+    const index = new LeafIndex((i) => hashes[i]!)
+    for (let i = 0; i < 3000; i++) {
+      const h = createHash('sha256').update(`leaf ${i}`).digest()
+      // Every tenth leaf shares its key (first 4 bytes) with the one before it.
+      if (i % 10 === 9) hashes[i - 1]!.copy(h, 0, 0, 4)
+      hashes.push(h)
+      index.add(i, h)
+    }
+    expect(index.size).toBe(3000)
+    for (let i = 0; i < 3000; i++) expect(index.find(hashes[i]!)).toBe(i)
+    const unknown = Buffer.from(hashes[8]!)
+    unknown[31]! ^= 1
+    expect(index.find(unknown)).toBeUndefined()
+    expect(index.find(new Uint8Array(31))).toBeUndefined()
   })
 })

@@ -95,7 +95,17 @@ describe('direct canonical JSON of common values (plain-json.ts)', () => {
       { seed: 6, numRuns: 2000 },
     )
     expect(plainApprovalsJson([{ signerId: 's1', sig: 'x'.repeat(86) }])).toBe(canonicalJson([{ signerId: 's1', sig: 'x'.repeat(86) }]))
+    // Every printable-ASCII string is written directly (quotes and backslashes escaped as canonicalJson does).
+    fc.assert(
+      fc.property(ascii, (s) => {
+        expect(plainStringJson(s)).toBe(canonicalJson(s))
+      }),
+      { seed: 7, numRuns: 2000 },
+    )
+    expect(plainStringJson('a"b\\c')).toBe('"a\\"b\\\\c"')
     expect(plainStringJson('\ud800')).toBeUndefined()
+    expect(plainStringJson('tab\there')).toBeUndefined()
+    expect(plainStringJson('\x7f')).toBeUndefined()
     expect(plainIntJson(1.5)).toBeUndefined()
     expect(plainIntJson(-0)).toBe('0')
   })

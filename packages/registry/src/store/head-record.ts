@@ -61,20 +61,29 @@ export interface HeadRecord {
   leaves: number
 }
 
+/**
+ * Writes `n` (a non-negative safe integer) at `off` as a u64 BE: the same bytes as
+ * `writeBigUInt64BE(BigInt(n))`, as two u32 writes (no BigInt per field: a commit writes six).
+ */
+function writeU64(b: Buffer, n: number, off: number): void {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`head record field must be a non-negative safe integer, got ${n}`)
+  b.writeUInt32BE(Math.floor(n / 0x1_0000_0000), off)
+  b.writeUInt32BE(n >>> 0, off + 4)
+}
+
 /** The 92 bytes of one slot. */
 export function encodeHeadRecord(r: HeadRecord): Buffer {
-  const b = Buffer.alloc(RECORD_BYTES)
+  if (!r.hash.startsWith('b3:') || r.hash.length !== 67) throw new Error(`head record hash must be a b3: address, got ${r.hash}`)
+  const b = Buffer.allocUnsafe(RECORD_BYTES)
   b.writeUInt32BE(MAGIC, 0)
   b.writeUInt32BE(LAYOUT, 4)
-  b.writeBigUInt64BE(BigInt(r.seq), 8)
-  b.writeBigUInt64BE(BigInt(r.version), 16)
-  const hash = Buffer.from(r.hash.slice(3), 'hex')
-  if (!r.hash.startsWith('b3:') || hash.length !== 32) throw new Error(`head record hash must be a b3: address, got ${r.hash}`)
-  hash.copy(b, 24)
-  b.writeBigUInt64BE(BigInt(r.oldest), 56)
-  b.writeBigUInt64BE(BigInt(r.checkpoints), 64)
-  b.writeBigUInt64BE(BigInt(r.checkpointBytes), 72)
-  b.writeBigUInt64BE(BigInt(r.leaves), 80)
+  writeU64(b, r.seq, 8)
+  writeU64(b, r.version, 16)
+  if (b.write(r.hash.slice(3), 24, 32, 'hex') !== 32) throw new Error(`head record hash must be a b3: address, got ${r.hash}`)
+  writeU64(b, r.oldest, 56)
+  writeU64(b, r.checkpoints, 64)
+  writeU64(b, r.checkpointBytes, 72)
+  writeU64(b, r.leaves, 80)
   b.writeUInt32BE(crc32(b.subarray(0, 88)), 88)
   return b
 }
