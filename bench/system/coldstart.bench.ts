@@ -15,7 +15,10 @@
  * - `ron-node start` (five services, fresh data directory) to its JSON ready line vs a bare
  *   `node` process listening on six ports (goal ≤ 5×);
  * - `ron-node put` of a 4 KiB file through the executable npm links (`bin/ron-node.js`), against a running node, vs `node -e 0`
- *   (goal ≤ 4×).
+ *   (goal ≤ 4×);
+ * - `npm start` on the already-built tree (its freshness check, then `ron-node start`) to the same
+ *   ready line vs `ron-node start` (goal ≤ 2×); a start whose freshness check rebuilt a package
+ *   fails the row instead of timing the build.
  */
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -127,19 +130,43 @@ function timeExit(args: string[]): Promise<number> {
 
 /** `ron-node start --data-dir <dataDir>`; resolves once it printed its JSON ready line. */
 function startNode(dataDir: string): Promise<{ ms: number; stop: () => Promise<void> }> {
+  return startUntilReady(process.execPath, [BIN, 'start', '--port-base', '0', '--json', '--data-dir', dataDir], 'ron-node start')
+}
+
+/**
+ * `npm start` (the root script: the freshness check, then `bin/ron-node.js start`) with the same
+ * arguments; resolves at the same JSON ready line. It runs in its own process group (npm, its
+ * shell and the node), which `stop` ends; a freshness check that rebuilds a package rejects.
+ */
+function npmStart(dataDir: string): Promise<{ ms: number; stop: () => Promise<void> }> {
+  return startUntilReady('npm', ['start', '--silent', '--', '--port-base', '0', '--json', '--data-dir', dataDir], 'npm start', true)
+}
+
+/** Spawns `command args` and resolves once it printed a JSON line (the ready line). */
+function startUntilReady(command: string, args: string[], what: string, group = false): Promise<{ ms: number; stop: () => Promise<void> }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now()
-    const child = spawn(process.execPath, [BIN, 'start', '--port-base', '0', '--json', '--data-dir', dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: group })
+    const kill = (signal: NodeJS.Signals): void => {
+      if (group && child.pid !== undefined) process.kill(-child.pid, signal)
+      else child.kill(signal)
+    }
+    const timer = setTimeout(() => kill('SIGKILL'), 60_000)
     const stop = (): Promise<void> =>
       new Promise((r) => {
         if (child.exitCode !== null || child.signalCode !== null) return r()
         child.once('exit', () => r())
-        child.kill('SIGTERM')
+        kill('SIGTERM')
       })
     child.once('exit', (code) => {
       clearTimeout(timer)
-      reject(new Error(`ron-node start exited (${code}) before its ready line`))
+      reject(new Error(`${what} exited (${code}) before its ready line`))
+    })
+    child.stderr.on('data', (d: Buffer) => {
+      if (d.toString().includes('build-stale: building')) {
+        kill('SIGKILL')
+        reject(new Error(`${what} rebuilt a package: build the tree first (npm run build)`))
+      }
     })
     let out = ''
     child.stdout.on('data', (d: Buffer) => {
@@ -170,6 +197,22 @@ async function cliRows(dir: string): Promise<void> {
   console.log(`\n## ron-node start, five services on a fresh data dir → JSON ready line (${RUNS} runs alternated, ms, load ${loadavg()[0]!.toFixed(1)})`)
   console.log(row('bare node, six ports listening', bare))
   console.log(row('ron-node start', ron, bare, 'goal <= 5x'))
+
+  // npm start on the built tree vs ron-node start, alternated: the freshness check finds nothing to build.
+  const direct: number[] = []
+  const viaNpm: number[] = []
+  await (await npmStart(join(dir, 'npm-warm'))).stop()
+  for (let i = 0; i < RUNS; i++) {
+    const n = await startNode(join(dir, `direct-${i}`))
+    direct.push(n.ms)
+    await n.stop()
+    const m = await npmStart(join(dir, `npm-${i}`))
+    viaNpm.push(m.ms)
+    await m.stop()
+  }
+  console.log(`\n## npm start on an already-built tree → the same ready line (${RUNS} runs alternated, ms, load ${loadavg()[0]!.toFixed(1)})`)
+  console.log(row('ron-node start', direct))
+  console.log(row('npm start (nothing rebuilt)', viaNpm, direct, 'goal <= 2x'))
 
   // ron-node put of a 4 KiB file against a running node vs node -e 0.
   const nodeDir = join(dir, 'put-node')
