@@ -29,6 +29,8 @@ export async function startUnderCallgrind(dir: string, factory: string, options:
       '--tool=callgrind',
       '--smc-check=all-non-file',
       '--separate-threads=yes',
+      // RON_CALLGRIND_ARGS: more valgrind options, e.g. `--cache-sim=yes` (D1/LL misses per request).
+      ...(process.env.RON_CALLGRIND_ARGS ?? '').split(' ').filter((a) => a !== ''),
       `--callgrind-out-file=${dir}/cg.%p`,
       process.execPath,
       '--import',
