@@ -7,6 +7,16 @@ import { configPrintCommand, configValidateCommand } from '../src/actions/config
 import { loadNodeConfig } from '../src/config.js'
 import { CliError, ExitCode } from '../src/exit-codes.js'
 
+/** What `f` throws (undefined when it returns). */
+function thrownBy(f: () => unknown): unknown {
+  try {
+    f()
+  } catch (e) {
+    return e
+  }
+  return undefined
+}
+
 let dir: string
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'ron-cli-config-'))
@@ -41,12 +51,7 @@ describe('node config', () => {
     await writeFile(file, 'heapGrowth = 3\n')
     expect(loadNodeConfig({ file, env: {} }).heapGrowth).toBe(3)
     for (const bad of ['1', '9', 'fast']) {
-      let err: unknown
-      try {
-        loadNodeConfig({ env: { RON_HEAP_GROWTH: bad } })
-      } catch (e) {
-        err = e
-      }
+      const err = thrownBy(() => loadNodeConfig({ env: { RON_HEAP_GROWTH: bad } }))
       expect(err, bad).toBeInstanceOf(CliError)
       expect((err as CliError).message).toContain('heapGrowth')
     }
@@ -60,12 +65,7 @@ describe('node config', () => {
     await writeFile(file, 'youngGenGrowth = 4\n')
     expect(loadNodeConfig({ file, env: {} }).youngGenGrowth).toBe(4)
     for (const bad of ['0', '1.5', '9', 'fast']) {
-      let err: unknown
-      try {
-        loadNodeConfig({ env: { RON_YOUNG_GEN_GROWTH: bad } })
-      } catch (e) {
-        err = e
-      }
+      const err = thrownBy(() => loadNodeConfig({ env: { RON_YOUNG_GEN_GROWTH: bad } }))
       expect(err, bad).toBeInstanceOf(CliError)
       expect((err as CliError).message).toContain('youngGenGrowth')
     }
@@ -94,12 +94,7 @@ describe('node config', () => {
   it('rejects an unknown key in a file with a usage error naming the key', async () => {
     const file = join(dir, 'typo.json')
     await writeFile(file, JSON.stringify({ storage: { maxObjectByte: 5 } }))
-    let err: unknown
-    try {
-      loadNodeConfig({ file, env: {} })
-    } catch (e) {
-      err = e
-    }
+    const err = thrownBy(() => loadNodeConfig({ file, env: {} }))
     expect(err).toBeInstanceOf(CliError)
     expect((err as CliError).exitCode).toBe(ExitCode.Usage)
     expect((err as CliError).message).toContain('storage.maxObjectByte')
@@ -111,12 +106,7 @@ describe('node config', () => {
   })
 
   it('rejects an empty port base instead of reading it as 0 (random ports)', () => {
-    let err: unknown
-    try {
-      loadNodeConfig({ env: {}, flags: { portBase: '' } })
-    } catch (e) {
-      err = e
-    }
+    const err = thrownBy(() => loadNodeConfig({ env: {}, flags: { portBase: '' } }))
     expect(err).toBeInstanceOf(CliError)
     expect((err as CliError).exitCode).toBe(ExitCode.Usage)
     expect((err as CliError).message).toMatch(/portBase/)
@@ -129,12 +119,7 @@ describe('node config', () => {
     const file = join(dir, 'bogus.json')
     await writeFile(file, JSON.stringify({ services: ['bogus'] }))
     const out = capture()
-    let err: unknown
-    try {
-      configValidateCommand({ config: file, flags: {}, env: {} }, out)
-    } catch (e) {
-      err = e
-    }
+    const err = thrownBy(() => configValidateCommand({ config: file, flags: {}, env: {} }, out))
     expect(err).toBeInstanceOf(CliError)
     expect((err as CliError).exitCode).toBe(ExitCode.Usage)
     expect((err as CliError).message).toMatch(/services\.0/)

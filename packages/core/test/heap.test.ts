@@ -4,6 +4,16 @@ import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { MalformedError, setHeapGrowingFactor, setYoungGenerationGrowth } from '../src/index.js'
 
+/** What `f` throws (undefined when it returns). */
+function thrownBy(f: () => unknown): unknown {
+  try {
+    f()
+  } catch (e) {
+    return e
+  }
+  return undefined
+}
+
 const run = promisify(execFile)
 const heapModule = fileURLToPath(new URL('../src/heap.ts', import.meta.url))
 
@@ -35,12 +45,7 @@ describe('setHeapGrowingFactor', () => {
 
   it('refuses factors outside [1.1, 8] with a typed error naming the field', () => {
     for (const bad of [0, 1, 1.05, 9, Number.NaN, Number.POSITIVE_INFINITY, '4' as unknown as number]) {
-      let err: unknown
-      try {
-        setHeapGrowingFactor(bad)
-      } catch (e) {
-        err = e
-      }
+      const err = thrownBy(() => setHeapGrowingFactor(bad))
       expect(err, String(bad)).toBeInstanceOf(MalformedError)
       expect((err as MalformedError).details).toEqual({ field: 'factor' })
     }
@@ -85,12 +90,7 @@ describe('setYoungGenerationGrowth', () => {
 
   it('refuses anything but an integer in [1, 8] or "auto" with a typed error naming the field', () => {
     for (const bad of [0, 1.5, 9, -1, Number.NaN, Number.POSITIVE_INFINITY, '1' as unknown as number]) {
-      let err: unknown
-      try {
-        setYoungGenerationGrowth(bad)
-      } catch (e) {
-        err = e
-      }
+      const err = thrownBy(() => setYoungGenerationGrowth(bad))
       expect(err, String(bad)).toBeInstanceOf(MalformedError)
       expect((err as MalformedError).details).toEqual({ field: 'factor' })
     }
