@@ -2,20 +2,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { thrownBy } from '@ron/core/testing'
 import { AVAILABLE_SERVICES } from '../src/ports.js'
 import { configPrintCommand, configValidateCommand } from '../src/actions/config.js'
 import { loadNodeConfig } from '../src/config.js'
 import { CliError, ExitCode } from '../src/exit-codes.js'
-
-/** What `f` throws (undefined when it returns). */
-function thrownBy(f: () => unknown): unknown {
-  try {
-    f()
-  } catch (e) {
-    return e
-  }
-  return undefined
-}
 
 let dir: string
 beforeAll(async () => {

@@ -2,17 +2,8 @@ import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
+import { thrownBy } from '../src/testing/index.js'
 import { MalformedError, setHeapGrowingFactor, setYoungGenerationGrowth } from '../src/index.js'
-
-/** What `f` throws (undefined when it returns). */
-function thrownBy(f: () => unknown): unknown {
-  try {
-    f()
-  } catch (e) {
-    return e
-  }
-  return undefined
-}
 
 const run = promisify(execFile)
 const heapModule = fileURLToPath(new URL('../src/heap.ts', import.meta.url))

@@ -28,6 +28,7 @@ export { memoryNetwork, memoryRequest, patternStream, checkPatternStream } from 
 export type { PatternCheck } from './memory.js'
 export { deferred } from './deferred.js'
 export { until } from './until.js'
+export { thrownBy } from './thrown-by.js'
 export { abortListenerCount } from './abort-listeners.js'
 export type { Deferred } from './deferred.js'
 export { assertConcurrencyDoc, concurrencyDocProblems, topologyTables, TASKS_HEADER, CHANNELS_HEADER } from '../service/topology-doc.js'
