@@ -266,7 +266,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   const nodeWrite: NodeWriteOptions = {
     writeTimeoutMs: positive('writeTimeoutMs', l.writeTimeoutMs, 5000),
     lingerMs: positive('lingerMs', l.lingerMs, 5000),
-    closeConnections: opts.closeConnections,
+    closing: opts.closeConnections?.aborted === true,
     clock,
     metrics: opts.metrics,
     onLateError(ex, e) {
@@ -274,6 +274,14 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
       reportError(err, ex)
     },
   }
+
+  opts.closeConnections?.addEventListener(
+    'abort',
+    () => {
+      nodeWrite.closing = true
+    },
+    { once: true },
+  )
 
   /**
    * Runs `route.handler` inside a work-pool job that keeps its slot until the body is finished.
