@@ -204,11 +204,21 @@ export class Router {
    * @throws {@link MalformedError} when a path parameter has invalid %-encoding.
    */
   match(method: string, path: string): RouteMatch {
-    const entry = this.staticEntry(path)
-    if (entry !== undefined) return (method === 'GET' ? entry.get : entry.found.get(method)) ?? entry.notAllowed
+    const direct = this.matchStatic(method, path)
+    if (direct !== undefined) return direct
     const found = this.matchPattern(path)
     if (found === undefined) return NONE
     return this.resolve(found.entry, method, found.parts)
+  }
+
+  /**
+   * {@link Router.match} for a static path: undefined when `path` is not one (then it may still
+   * match a pattern). HEAD falls back to GET.
+   */
+  matchStatic(method: string, path: string): RouteMatch | undefined {
+    const entry = this.staticEntry(path)
+    if (entry === undefined) return undefined
+    return (method === 'GET' ? entry.get : entry.found.get(method)) ?? entry.notAllowed
   }
 
   /** The entry of the static path `path`, if there is one (see {@link Router.staticsByLength}). */
