@@ -24,6 +24,11 @@ export class Exchange {
   status = 500
   /** Headers from the handler's reply, written as given (before the host's own). */
   replyHeaders: ReplyHeaders | undefined = undefined
+  /**
+   * The reply adopted by {@link setReply} (undefined after {@link setError}): the node writer
+   * reuses what it worked out for a frozen reply it has written before.
+   */
+  reply: Reply | undefined = undefined
   /** Serialised or raw body. */
   body: ReplyBody = undefined
   /**
@@ -79,6 +84,7 @@ export class Exchange {
     }
     this.status = status
     this.replyHeaders = reply.headers
+    this.reply = reply
   }
 
   /** Turns `e` into the SPEC error envelope (dropping whatever reply was set). */
@@ -87,6 +93,7 @@ export class Exchange {
     this.error = err
     this.status = err.status
     this.replyHeaders = undefined
+    this.reply = undefined
     this.asciiBody = false
     this.body = envelopeJson(err, this.corrId)
     this.contentType = 'application/json'

@@ -266,7 +266,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   const nodeWrite: NodeWriteOptions = {
     writeTimeoutMs: positive('writeTimeoutMs', l.writeTimeoutMs, 5000),
     lingerMs: positive('lingerMs', l.lingerMs, 5000),
-    closeConnections: opts.closeConnections,
+    closing: opts.closeConnections?.aborted === true,
     clock,
     metrics: opts.metrics,
     onLateError(ex, e) {
@@ -274,6 +274,14 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
       reportError(err, ex)
     },
   }
+
+  opts.closeConnections?.addEventListener(
+    'abort',
+    () => {
+      nodeWrite.closing = true
+    },
+    { once: true },
+  )
 
   /**
    * Runs `route.handler` inside a work-pool job that keeps its slot until the body is finished.
@@ -411,7 +419,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     try {
       const req = ex.req
       const url = req.url
-      const q = url.indexOf('?')
+      // A static route's path has no '?': a URL that is one is its own path, with no query to
+      // look for (most requests; `indexOf` was ~0.1k instructions). Built-ins still come first.
+      const direct = hasHostRoutes ? undefined : router.matchStatic(req.method, url)
+      const q = direct === undefined ? url.indexOf('?') : -1
       const path = q === -1 ? url : url.slice(0, q)
       // A host that has routes of its own (a gateway's site origins) sees only those: no built-ins.
       const byHost = hasHostRoutes ? router.matchHost(req.method, headerValue(req.headers.host), path) : undefined
@@ -423,7 +434,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
         }
       }
       hooks.intake?.(req)
-      const m = byHost ?? router.match(req.method, path)
+      const m = direct ?? byHost ?? router.match(req.method, path)
       if (m.kind === 'found') {
         if (m.route.route.cors === false) ex.cors = undefined
         return route(ex, m, q === -1 ? '' : url.slice(q + 1))

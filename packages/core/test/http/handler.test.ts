@@ -75,6 +75,26 @@ describe('routing and envelopes (dispatch)', () => {
     expect(await readJson(res)).toEqual({ addr: 'a b', q: '1' })
   })
 
+  it('a static path answers with and without a query (the query parsed), a wrong method is 405, and a built-in of the same path wins', async () => {
+    const h = createHttpHandler({
+      serviceId: 't',
+      routes: [
+        { method: 'GET', path: '/s', handler: (ctx) => ({ status: 200, json: { q: ctx.query.get('q'), raw: ctx.req.url } }) },
+        { method: 'GET', path: '/healthz', handler: () => ({ status: 200, json: { route: true } }) },
+      ],
+      hooks: { builtin: (path) => (path === '/healthz' ? { status: 200, json: { builtin: true } } : undefined) },
+    })
+    expect(await readJson(await h.dispatch(mkReq('GET', '/s')))).toEqual({ q: null, raw: '/s' })
+    expect(await readJson(await h.dispatch(mkReq('GET', '/s?q=1')))).toEqual({ q: '1', raw: '/s?q=1' })
+    expect(await readJson(await h.dispatch(mkReq('GET', '/s?')))).toEqual({ q: null, raw: '/s?' })
+    const post = await h.dispatch(mkReq('POST', '/s'))
+    expect(post.status).toBe(405)
+    expect(post.headers.allow).toBe('GET, HEAD')
+    expect((await h.dispatch(mkReq('GET', '/s/'))).status).toBe(404)
+    expect(await readJson(await h.dispatch(mkReq('GET', '/healthz')))).toEqual({ builtin: true })
+    expect(await readJson(await h.dispatch(mkReq('GET', '/healthz?x=1')))).toEqual({ builtin: true })
+  })
+
   it('routes sharing a path shape each get their own param names', async () => {
     const rs: Route[] = [
       { method: 'GET', path: '/r/:name', handler: (ctx) => ({ status: 200, json: ctx.params }) },

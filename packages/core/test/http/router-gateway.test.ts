@@ -71,6 +71,32 @@ describe('router: catch-all segments', () => {
   })
 })
 
+describe('router: static paths', () => {
+  it('finds every static path, whatever how many share its length, and nothing for a near miss', () => {
+    // Lengths with one path, with four (compared one by one) and with nine (looked up by hash).
+    const paths = ['/a', '/bb', '/c/1', '/c/2', '/c/3', '/c/4', ...Array.from({ length: 9 }, (_, i) => `/nine/${i}`)]
+    const r = new Router([
+      ...paths.map((path): Route => ({ method: 'GET', path, handler: ok(path) })),
+      { method: 'POST', path: '/c/2', public: true, handler: ok('post') },
+      { method: 'GET', path: '/p/:x', handler: ok('pattern') },
+    ])
+    const hit = (method: string, path: string): string => {
+      const m = r.match(method, path)
+      return m.kind === 'found' ? `${m.route.route.path}${m.head ? ' (head)' : ''}` : m.kind
+    }
+    for (const path of paths) {
+      expect(hit('GET', path)).toBe(path)
+      expect(hit('HEAD', path)).toBe(`${path} (head)`)
+    }
+    expect(hit('POST', '/c/2')).toBe('/c/2')
+    expect(hit('PUT', '/c/3')).toBe('method')
+    // Same lengths, other characters; lengths with no static path; longer than any; a pattern.
+    for (const path of ['/b', '/bB', '/c/5', '/C/1', '/nine/9', '/nine/a', '', '/', '/c/', '/nine/10', `/${'x'.repeat(100)}`]) expect(hit('GET', path)).toBe('none')
+    expect(hit('GET', '/p/1')).toBe('/p/:x')
+    expect(new Router([]).match('GET', '/a').kind).toBe('none')
+  })
+})
+
 describe('router: dispatch by Host', () => {
   const r = new Router(gatewayRoutes())
 

@@ -234,6 +234,48 @@ describe('request headers the pipeline reads itself', () => {
 })
 
 describe('string reply bodies', () => {
+  it('a frozen reply handed out again and again goes out byte for byte like a fresh copy, each time with its own corr-id', async () => {
+    // The node writer works out a frozen reply's header list and length once (the registry's
+    // cached HEAD): none of that may leak into another reply, a HEAD, or a cross-origin request.
+    const body = '{"v":"é1"}' // not ASCII: 11 bytes in 10 characters
+    const a = Object.freeze({ status: 200, headers: Object.freeze({ 'content-type': 'application/json', etag: '"v1"', 'set-cookie': Object.freeze(['a=1', 'b=2']) }), body })
+    const b = Object.freeze({ status: 201, headers: Object.freeze({ 'content-type': 'text/plain' }), body: 'bee' })
+    // Frozen, but with headers that are not: their current values go out.
+    const looseHeaders: Record<string, string> = { 'content-type': 'text/plain' }
+    const loose = Object.freeze({ status: 200, headers: looseHeaders, body: 'x' })
+    const h = createHttpHandler({
+      serviceId: 't',
+      routes: [
+        { method: 'GET', path: '/a', handler: () => a },
+        { method: 'GET', path: '/b', handler: () => b },
+        { method: 'GET', path: '/copy', handler: () => ({ ...a }) },
+        { method: 'GET', path: '/loose', handler: () => loose },
+      ],
+      hooks: { cors: (_method, origin) => ({ 'access-control-allow-origin': origin }) },
+    })
+    const srv = await serve(h, { port: 0 })
+    servers.push(srv)
+    const get = (path: string, id: string, extra = '', method = 'GET'): string => `${method} ${path} HTTP/1.1\r\nhost: x\r\nx-corr-id: ${id}\r\n${extra}\r\n`
+    const first = await exchange(srv, get('/a', 'a1') + get('/b', 'b2') + get('/a', 'a3') + get('/copy', 'c4') + get('/a', 'a5', 'origin: https://o.example\r\n') + get('/loose', 'l6'), 6)
+    looseHeaders['content-type'] = 'text/html'
+    const second = await exchange(srv, get('/loose', 'l7') + get('/a', 'a8') + get('/a', 'h9', 'connection: close\r\n', 'HEAD'), 3)
+    const replies = [...first.text.split(/(?=HTTP\/1\.1 )/), ...second.text.split(/(?=HTTP\/1\.1 )/)].map((r) => r.replace(/\r\nDate: [^\r]*/, ''))
+    const own = 'content-type: application/json\r\netag: "v1"\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n'
+    const tail = 'Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n'
+    const wire = Buffer.from(body, 'utf8').toString('latin1')
+    expect(replies).toEqual([
+      `HTTP/1.1 200 OK\r\n${own}x-corr-id: a1\r\ncontent-length: 11\r\n${tail}${wire}`,
+      `HTTP/1.1 201 Created\r\ncontent-type: text/plain\r\nx-corr-id: b2\r\ncontent-length: 3\r\n${tail}bee`,
+      `HTTP/1.1 200 OK\r\n${own}x-corr-id: a3\r\ncontent-length: 11\r\n${tail}${wire}`,
+      `HTTP/1.1 200 OK\r\n${own}x-corr-id: c4\r\ncontent-length: 11\r\n${tail}${wire}`,
+      `HTTP/1.1 200 OK\r\naccess-control-allow-origin: https://o.example\r\n${own}x-corr-id: a5\r\ncontent-length: 11\r\n${tail}${wire}`,
+      `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nx-corr-id: l6\r\ncontent-length: 1\r\n${tail}x`,
+      `HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nx-corr-id: l7\r\ncontent-length: 1\r\n${tail}x`,
+      `HTTP/1.1 200 OK\r\n${own}x-corr-id: a8\r\ncontent-length: 11\r\n${tail}${wire}`,
+      `HTTP/1.1 200 OK\r\n${own}x-corr-id: h9\r\ncontent-length: 11\r\nConnection: close\r\n\r\n`,
+    ])
+  })
+
   it('content-length and bytes are right for a cached string reply and for others of the same length in between', async () => {
     // One reply object handed out again and again (as the registry's HEAD is), and fresh strings
     // with the same number of characters but other UTF-8 lengths, interleaved.

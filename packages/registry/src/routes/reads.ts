@@ -92,8 +92,9 @@ export function readRoutes(d: RouteDeps): Route[] {
       oldest,
       reloads,
       etag,
-      ok: { status: 200, headers: Object.freeze({ 'content-type': 'application/json', 'cache-control': 'no-cache', etag }), body },
-      notModified: { status: 304, headers: Object.freeze({ 'cache-control': 'no-cache', etag }) },
+      // Frozen, reply and headers: core's node writer then works out their wire form once.
+      ok: Object.freeze({ status: 200, headers: Object.freeze({ 'content-type': 'application/json', 'cache-control': 'no-cache', etag }), body }),
+      notModified: Object.freeze({ status: 304, headers: Object.freeze({ 'cache-control': 'no-cache', etag }) }),
     }
     // HEAD may have moved while the entry was read: keep only what is still current.
     if (current(built)) headCache = built
