@@ -41,6 +41,8 @@ export interface DeepVerifierOptions {
 }
 
 const yieldTurn = (): Promise<void> => new Promise((r) => setImmediate(r))
+/** Resolves once the microtasks queued now have run (a commit's reply is written in them). */
+const afterMicrotasks = (): Promise<void> => new Promise((r) => process.nextTick(r))
 
 /** Background re-verification of the log. */
 export class DeepVerifier {
@@ -148,13 +150,16 @@ export class DeepVerifier {
    * committed bytes, whose hash that is (so it is not computed again). While the log still holds
    * the entry's bytes in memory (its recent-entry cache), bytes read back equal to them are
    * checked by that comparison: the leaf hash and the entry hash were computed from those bytes,
-   * so neither is computed again and the entry is not parsed.
+   * so neither is computed again and the entry is not parsed. The record is read synchronously
+   * when the store can (`LogStore.readNow`: the page cache holds a record just written).
    */
   async checkCommitted(version: number, hash?: string): Promise<boolean> {
     const { log } = this.#o
     const problems: string[] = []
     try {
-      const bytes = await log.store.read(version)
+      // The record was just written: read it back at once when the store can (no thread-pool
+      // round trip), else through `read`.
+      const bytes = log.store.readNow?.(version) ?? (await log.store.read(version))
       if (bytes === undefined) return true // pruned meanwhile
       // The bytes this node appended (or took in), while the log still holds them in memory: their
       // leaf hash is the tree's and their hash the announced one (both computed from these very
@@ -217,8 +222,12 @@ export class DeepVerifier {
             if (signal.aborted) throw abortReason(signal)
             throw e
           }
-          // After a lag, the periodic pass covers what was missed.
-          if ('value' in r) await this.checkCommitted(r.value.version, r.value.hash)
+          // After a lag, the periodic pass covers what was missed. The read-back may be
+          // synchronous: it waits until the commit's reply is written.
+          if ('value' in r) {
+            await afterMicrotasks()
+            await this.checkCommitted(r.value.version, r.value.hash)
+          }
         }
         throw abortReason(signal)
       } finally {

@@ -11,8 +11,8 @@
  * checkpoints.jsonl        one signed checkpoint per line
  * ```
  *
- * A commit writes its record and its leaf hash, fdatasyncs the segment, then writes and
- * fdatasyncs the head record, and only then is acknowledged. So every version up to the head
+ * A commit writes its record, fdatasyncs the segment, then writes and fdatasyncs the head record,
+ * and only then is acknowledged (its leaf hash goes to leaves.bin later, 128 at a time). So every version up to the head
  * record is durable and acknowledged, and nothing past it ever was. Opening checks the log
  * against the head record and refuses — IntegrityFailed naming the file and `ron-node registry
  * fsck` — a log that holds less than it acknowledged (a segment cut, emptied or deleted, a last
@@ -29,7 +29,7 @@
  * @module
  */
 
-import { constants } from 'node:fs'
+import { constants, readSync } from 'node:fs'
 import { mkdir, open, readFile, readdir, rm, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
@@ -72,6 +72,9 @@ const PROBE_BYTES = 4096
 
 type HeadState = Omit<HeadRecord, 'seq'>
 
+/** Leaf hashes written to leaves.bin at once (4 KiB: a page). */
+const LEAF_BATCH = 128
+
 class SegmentStore implements LogStore {
   readonly kind = 'segment'
   readonly #dir: string
@@ -81,6 +84,8 @@ class SegmentStore implements LogStore {
   readonly #rebuildHead: boolean
   #segments: Segment[] = []
   readonly #readers = new Map<string, Promise<FileHandle>>()
+  /** The read handles of {@link SegmentStore.#readers} once open (what `readNow` reads through). */
+  readonly #openReaders = new Map<string, FileHandle>()
   #checkpoints: StoredCheckpoint[] = []
   #checkpointBytes = 0
   #head: Head = { version: 0, hash: 'b3:' }
@@ -88,7 +93,11 @@ class SegmentStore implements LogStore {
   #active: FileHandle | undefined
   #leaves: FileHandle | undefined
   #leavesDirty = false
+  /** Leaf hashes appended, those not yet written to leaves.bin included. */
   #leafCount = 0
+  /** Leaf hashes not yet written to leaves.bin (the last `#pendingCount` of `#leafCount`). */
+  #pendingLeaves = Buffer.alloc(LEAF * LEAF_BATCH)
+  #pendingCount = 0
   #headFile: FileHandle | undefined
   /** What head.bin holds (the last record written whole). */
   #durable: HeadRecord | undefined
@@ -281,11 +290,10 @@ class SegmentStore implements LogStore {
     const rec = frame(e.bytes)
     let stage: 'segment' | 'head' = 'segment'
     try {
-      // The record and its leaf hash go to the page cache synchronously (a few µs, cheaper than a
-      // thread-pool round trip each); the waits are the two fdatasyncs, segment first: the head
-      // record never names a version the segment might not hold.
+      // The record goes to the page cache synchronously (a few µs, cheaper than a thread-pool
+      // round trip); the waits are the two fdatasyncs, segment first: the head record never
+      // names a version the segment might not hold. The leaf hash is written later, with others.
       writeAll(fh.fd, rec)
-      writeAll(this.#leaves!.fd, leafHash.subarray(0, LEAF), this.#leafCount * LEAF)
       await fh.datasync()
       stage = 'head'
       await this.#writeHead({ version: e.entry.version, hash: e.hash })
@@ -307,7 +315,40 @@ class SegmentStore implements LogStore {
     this.#head = { version: e.entry.version, hash: e.hash }
     this.#leafCount++
     this.#leavesDirty = true
+    this.#queueLeaf(leafHash)
     return true
+  }
+
+  /**
+   * Queues the leaf hash of the version just appended for leaves.bin, written {@link LEAF_BATCH}
+   * at a time (one write per page instead of one per commit) and before every sync of the file:
+   * it is derived data, which the head record counts as durable only after a sync, so a hash not
+   * yet written is rebuilt from its segment after a crash, as one written but not synced is.
+   */
+  #queueLeaf(leafHash: Uint8Array): void {
+    if (this.#pendingCount * LEAF === this.#pendingLeaves.length) {
+      // Earlier writes failed: keep every hash until one succeeds.
+      const grown = Buffer.alloc(this.#pendingLeaves.length * 2)
+      this.#pendingLeaves.copy(grown)
+      this.#pendingLeaves = grown
+    }
+    this.#pendingLeaves.set(leafHash.subarray(0, LEAF), this.#pendingCount * LEAF)
+    this.#pendingCount++
+    if (this.#pendingCount < LEAF_BATCH) return
+    try {
+      this.#writeLeaves()
+    } catch {
+      // The commit is durable already: the hashes are written again with the next batch, and a
+      // checkpoint (which syncs leaves.bin) fails until they are.
+    }
+  }
+
+  /** Writes the pending leaf hashes at their place in leaves.bin (page cache; no sync). */
+  #writeLeaves(): void {
+    if (this.#pendingCount === 0) return
+    writeAll(this.#leaves!.fd, this.#pendingLeaves.subarray(0, this.#pendingCount * LEAF), (this.#leafCount - this.#pendingCount) * LEAF)
+    this.#pendingCount = 0
+    if (this.#pendingLeaves.length > LEAF * LEAF_BATCH) this.#pendingLeaves = Buffer.alloc(LEAF * LEAF_BATCH)
   }
 
   /**
@@ -362,11 +403,29 @@ class SegmentStore implements LogStore {
     const fh = await this.#reader(seg.path)
     const buf = Buffer.allocUnsafe(HEADER + len)
     const { bytesRead } = await fh.read(buf, 0, buf.length, off)
-    const bytes = buf.subarray(HEADER, bytesRead)
-    if (bytesRead !== buf.length || buf.readUInt32BE(0) !== len || crc32(bytes) !== buf.readUInt32BE(4)) {
-      throw new IntegrityFailedError(`stored record of version ${version} fails its checksum`, { details: { version } })
+    return checked(version, buf, bytesRead, len)
+  }
+
+  /**
+   * A record read synchronously through its segment's open read handle: a commit's read-back,
+   * whose record the page cache holds (a few µs, against a thread-pool round trip and a
+   * main-thread wake-up for `read`). `undefined` while that handle is not open yet (the first
+   * read of a segment opens it, through `read`).
+   */
+  readNow(version: number): Uint8Array | undefined {
+    this.#check()
+    const seg = this.#find(version)
+    if (seg === undefined) return undefined
+    const fh = this.#openReaders.get(seg.path)
+    if (fh === undefined) {
+      // Opened for the next read-back: this one goes through `read`.
+      void this.#reader(seg.path).catch(() => undefined)
+      return undefined
     }
-    return bytes
+    const i = version - seg.info.first
+    const len = seg.lengths[i]!
+    const buf = Buffer.allocUnsafe(HEADER + len)
+    return checked(version, buf, readSync(fh.fd, buf, 0, buf.length, seg.offsets[i]!), len)
   }
 
   /** A read handle of a segment (a few kept open, least recently used closed first). */
@@ -379,10 +438,16 @@ class SegmentStore implements LogStore {
     }
     const opening = open(path, 'r')
     this.#readers.set(path, opening)
-    opening.catch(() => this.#readers.delete(path))
+    opening.then(
+      (fh) => {
+        if (this.#readers.get(path) === opening) this.#openReaders.set(path, fh)
+      },
+      () => this.#readers.delete(path),
+    )
     if (this.#readers.size > READERS) {
       const [oldest, fh] = this.#readers.entries().next().value!
       this.#readers.delete(oldest)
+      this.#openReaders.delete(oldest)
       void fh.then((h) => h.close()).catch(() => undefined)
     }
     return opening
@@ -391,6 +456,7 @@ class SegmentStore implements LogStore {
   async #dropReader(path: string): Promise<void> {
     const fh = this.#readers.get(path)
     this.#readers.delete(path)
+    this.#openReaders.delete(path)
     await fh?.then((h) => h.close()).catch(() => undefined)
   }
 
@@ -416,6 +482,7 @@ class SegmentStore implements LogStore {
     await this.#restore()
     const leaves = this.#leafCount
     if (this.#leavesDirty) {
+      this.#writeLeaves()
       await this.#leaves!.sync()
       this.#leavesDirty = this.#leafCount !== leaves
     }
@@ -498,6 +565,7 @@ class SegmentStore implements LogStore {
     try {
       if (this.#leavesDirty && this.#leaves !== undefined && this.#unclean === undefined) {
         const leaves = this.#leafCount
+        this.#writeLeaves()
         await this.#leaves.sync()
         // Best effort: the next open rebuilds whatever the head record does not count.
         await this.#writeHead({ leaves }).catch(() => undefined)
@@ -520,6 +588,18 @@ class SegmentStore implements LogStore {
     if (this.#readOnly) throw new Error('log store is read-only')
     if (!this.#opened) throw new Error('log store is not open')
   }
+}
+
+/**
+ * The entry bytes of a record of `len` entry bytes read into `buf` (`bytesRead` of them).
+ * @throws {@link IntegrityFailedError} when it is short or fails its length or checksum
+ */
+function checked(version: number, buf: Buffer, bytesRead: number, len: number): Uint8Array {
+  const bytes = buf.subarray(HEADER, bytesRead)
+  if (bytesRead !== buf.length || buf.readUInt32BE(0) !== len || crc32(bytes) !== buf.readUInt32BE(4)) {
+    throw new IntegrityFailedError(`stored record of version ${version} fails its checksum`, { details: { version } })
+  }
+  return bytes
 }
 
 /**

@@ -99,6 +99,14 @@ export interface LogStore {
    * @throws {@link IntegrityFailedError} when the stored record fails its checksum
    */
   read(version: number): Promise<Uint8Array | undefined>
+  /**
+   * {@link LogStore.read} without waiting, for a record just written (the read-back of a commit,
+   * which the page cache still holds): the bytes, or `undefined` when this store cannot read them
+   * at once (no open read handle on the segment yet, pruned, not held) — the caller then uses
+   * `read`. Optional: a store without it is read with `read` only.
+   * @throws {@link IntegrityFailedError} as `read`
+   */
+  readNow?(version: number): Uint8Array | undefined
   /** Lowest version still held. */
   oldest(): number
   /** Stores a checkpoint durably (leaf hashes it covers are made durable first). */
