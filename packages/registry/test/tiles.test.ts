@@ -103,6 +103,14 @@ describe('the tiles API', () => {
     expect((await get(h, '/registry/tile/1/000')).status).toBe(404)
     expect((await get(h, '/registry/tile/0/x000/000')).status).toBe(404)
     expect((await get(h, '/registry/tile/0/000.p/256')).status).toBe(404)
+    // The cached full tile is found by its URL; other spellings of the same tile (a query,
+    // %-escapes) are parsed and answer the same bytes, a non-canonical one still 404s.
+    for (const path of ['/registry/tile/0/000', '/registry/tile/0/000?x=1', '/registry/tile/0/%30%30%30', '/registry/tile/%30/000', '/registry/tile/0/000']) {
+      const again = await get(h, path)
+      expect([again.status, again.headers['cache-control'], again.headers['content-type']]).toEqual([200, 'public, max-age=31536000, immutable', 'application/octet-stream'])
+      expect(again.body).toEqual(full.body)
+    }
+    expect((await get(h, '/registry/tile/0/x000/000')).status).toBe(404)
 
     const bundle = await get(h, '/registry/tile/entries/000')
     expect(bundle.headers['cache-control']).toBe('public, max-age=31536000, immutable')
@@ -179,6 +187,30 @@ describe('the tiles API', () => {
     expect(p.version).toBe(1)
     expect(verifyInclusion(sha256TreeHasher, 0, 7, tile.body.subarray(0, 32), p.proof.map((x) => Buffer.from(x, 'hex')), logView(h.svc).tree.root())).toBe(true)
     expect((await get(h, '/registry/1/leaf')).status).toBe(410)
+  })
+})
+
+describe('cached full tiles', () => {
+  it('a full bundle served (and cached) before retention pruned its entries is 410 after, by any spelling; its hash tile stays', async () => {
+    h = await harness({ segmentEntries: 100, retention: { maxAgeMs: 365 * 24 * 3600_000, maxEntries: 280, maxBytes: 1024 ** 3 } })
+    for (let i = 0; i < 256; i++) await commit(h)
+    const first = await get(h, '/registry/tile/entries/000')
+    expect(first.status).toBe(200)
+    expect(parseBundle(first.body)).toHaveLength(256)
+    expect((await get(h, '/registry/tile/entries/000')).body).toEqual(first.body)
+    const tile = await get(h, '/registry/tile/0/000')
+    for (let i = 0; i < 30; i++) await commit(h)
+    await h.svc.checkpoint()
+    await h.svc.prune()
+    expect(logView(h.svc).oldest()).toBe(101)
+    for (const path of ['/registry/tile/entries/000', '/registry/tile/entries/000?x=1', '/registry/tile/entries/%30%30%30']) {
+      const gone = await get(h, path)
+      expect(gone.status).toBe(410)
+      expect(JSON.parse(gone.body.toString('utf8'))).toMatchObject({ error: { code: 'Gone', details: { oldest: 101 } } })
+    }
+    const again = await get(h, '/registry/tile/0/000')
+    expect(again.status).toBe(200)
+    expect(again.body).toEqual(tile.body)
   })
 })
 

@@ -150,10 +150,12 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
     if (length === body.length) encoding = 'latin1'
     headers = [CORR_ID_HEADER, ex.corrId, 'content-type', ex.contentType, 'content-length', length]
   } else if (cors === undefined && ex.reply !== undefined && (wire = wireOf(ex.reply)) !== undefined && (req.complete || !hasBody(req))) {
-    // A frozen reply written before (the registry's cached HEAD): its list and length are known.
+    // A frozen reply written before (the registry's cached HEAD, a full tile): its list and length are known.
     headers = wire.headers
     headers[wire.corrSlot] = ex.corrId
     buf = wire.body
+    // A byte body's length is read per write: a typed array cannot be frozen.
+    if (typeof buf !== 'string') headers[wire.corrSlot + 2] = buf.byteLength
     encoding = wire.encoding
   } else {
     headers = []
@@ -219,16 +221,16 @@ export function writeNode(ex: Exchange, req: IncomingMessage, res: ServerRespons
 }
 
 /**
- * What writing a frozen reply with a string body takes, worked out once: `writeHead`'s list (the
- * reply's headers, `x-corr-id`, `content-length`) and the body's encoding. The list is reused:
- * each write puts its correlation id in slot `corrSlot` (node reads the list within `writeHead`
- * and keeps nothing of it).
+ * What writing a frozen reply with a string or byte body takes, worked out once: `writeHead`'s
+ * list (the reply's headers, `x-corr-id`, `content-length`) and a string body's encoding. The list
+ * is reused: each write puts its correlation id in slot `corrSlot` (node reads the list within
+ * `writeHead` and keeps nothing of it), and for a byte body its current length two slots on.
  */
 interface Wire {
   readonly reply: Reply
   readonly headers: (string | number | readonly string[])[]
   readonly corrSlot: number
-  readonly body: string
+  readonly body: string | Uint8Array
   readonly encoding: 'latin1' | undefined
 }
 
@@ -238,8 +240,10 @@ let lastWire: Wire | undefined
 const wires = new WeakMap<Reply, Wire>()
 
 /**
- * The {@link Wire} of `reply` when it and its headers are frozen and its body is a string (so
- * neither can change), else undefined. The check on a hit is one object comparison. (Not a
+ * The {@link Wire} of `reply` when it and its headers are frozen and its body is a string or a
+ * `Uint8Array` (the registry's cached HEAD and full tiles), else undefined. Neither the headers
+ * nor which body goes out can change; a byte body's contents and length can, so the writer sends
+ * it as it is then and measures it per write. The check on a hit is one object comparison. (Not a
  * string comparison: `a === b` on two strings of one length, even the same string, costs V8's
  * optimised code a pass over both, ~530 instructions for the registry's 780-byte HEAD.)
  */
@@ -248,16 +252,17 @@ function wireOf(reply: Reply): Wire | undefined {
   if (last !== undefined && last.reply === reply) return last
   const body = reply.body
   const h = reply.headers
-  if (typeof body !== 'string' || h === undefined || reply.json !== undefined || !Object.isFrozen(reply) || !Object.isFrozen(h)) return undefined
+  const text = typeof body === 'string'
+  if ((!text && !(body instanceof Uint8Array)) || h === undefined || reply.json !== undefined || !Object.isFrozen(reply) || !Object.isFrozen(h)) return undefined
   let wire = wires.get(reply)
   if (wire === undefined) {
     const headers: (string | number | readonly string[])[] = []
     for (const k in h) headers.push(k, h[k]!)
     const corrSlot = headers.length + 1
     headers.push(CORR_ID_HEADER, '')
-    const length = Buffer.byteLength(body)
+    const length = text ? Buffer.byteLength(body) : body.byteLength
     headers.push('content-length', length)
-    wire = { reply, headers, corrSlot, body, encoding: length === body.length ? 'latin1' : undefined }
+    wire = { reply, headers, corrSlot, body, encoding: text && length === body.length ? 'latin1' : undefined }
     wires.set(reply, wire)
   }
   lastWire = wire

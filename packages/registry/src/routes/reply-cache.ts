@@ -12,14 +12,19 @@ export class ReplyCache<R = Reply> {
   readonly #max: number
   readonly #map = new Map<string, { reply: R; bytes: number }>()
   #bytes = 0
+  /** The most recently used entry: a hit on it moves nothing (a delete and a set, ~0.3k instructions). */
+  #newest: { reply: R; bytes: number } | undefined = undefined
   constructor(maxBytes: number) {
     this.#max = maxBytes
   }
   get(key: string): R | undefined {
     const hit = this.#map.get(key)
     if (hit === undefined) return undefined
-    this.#map.delete(key)
-    this.#map.set(key, hit)
+    if (hit !== this.#newest) {
+      this.#map.delete(key)
+      this.#map.set(key, hit)
+      this.#newest = hit
+    }
     return hit.reply
   }
   set(key: string, reply: R, bytes: number): void {
@@ -29,7 +34,9 @@ export class ReplyCache<R = Reply> {
       this.#map.delete(key)
       this.#bytes -= old.bytes
     }
-    this.#map.set(key, { reply, bytes })
+    const entry = { reply, bytes }
+    this.#map.set(key, entry)
+    this.#newest = entry
     this.#bytes += bytes
     for (const [k, v] of this.#map) {
       if (this.#bytes <= this.#max) break

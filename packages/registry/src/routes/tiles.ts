@@ -23,8 +23,23 @@ const OCTETS = 'application/octet-stream'
 /** Path elements after `tile/`: the level, up to 5 index elements (2^53 / 256 < 10^15) and `.p/<W>`. */
 const PARAMS = ['a', 'b', 'c', 'd', 'e', 'f', 'g'] as const
 
+/** A full tile's headers: one frozen object for all of them. */
+const FULL_HEADERS = Object.freeze({ 'content-type': OCTETS, 'cache-control': IMMUTABLE })
+
+/**
+ * A tile's reply. A full one is frozen (with its headers): it is cached and handed out again and
+ * again, and core's node writer works out a frozen reply's header list once, finding it again by
+ * identity.
+ */
 function octets(body: Buffer, full: boolean): Reply {
-  return { status: 200, headers: { 'content-type': OCTETS, 'cache-control': full ? IMMUTABLE : PARTIAL }, body }
+  if (full) return Object.freeze({ status: 200, headers: FULL_HEADERS, body })
+  return { status: 200, headers: { 'content-type': OCTETS, 'cache-control': PARTIAL }, body }
+}
+
+/** A cached full tile: its reply, and for an entry bundle its first entry (hash tiles: 0). */
+interface Cached {
+  readonly reply: Reply
+  readonly first: number
 }
 
 /** The hash tile `t`, or `undefined` when the tree does not have it yet. */
@@ -61,10 +76,18 @@ async function bundle(log: RegistryLog, t: TileCoord): Promise<Buffer | undefine
 /** The tiles routes (and `checkpoint`). */
 export function tileRoutes(d: RouteDeps): Route[] {
   const { log } = d
-  const cache = new ReplyCache(32 * 1024 * 1024)
+  // Keyed by the canonical request path (`/registry/tile/0/000`), so a request for it finds its
+  // tile by its URL alone, before the path is parsed.
+  const cache = new ReplyCache<Cached>(32 * 1024 * 1024)
   const notFound = (t: TileCoord): NotFoundError =>
     new NotFoundError(`no such tile in a tree of size ${log.tree.size}`, { details: { level: t.level, index: t.index, width: t.width, treeSize: log.tree.size } })
+  /** `hit`'s reply, unless it is a bundle reaching below the oldest held entry (pruned, even when a copy is cached). */
+  const fresh = (hit: Cached | undefined): Reply | undefined => (hit !== undefined && (hit.first === 0 || hit.first >= log.oldest()) ? hit.reply : undefined)
   const handler = (ctx: RouteContext): Reply | Promise<Reply> => {
+    // Only canonical paths are cached, so a hit by the raw URL needs no parsing (a URL with a
+    // query or %-escapes misses here and is parsed).
+    const quick = fresh(cache.get(ctx.req.url))
+    if (quick !== undefined) return quick
     const parts: string[] = [ctx.params['l'] ?? '']
     for (const p of PARAMS) {
       const v = ctx.params[p]
@@ -74,23 +97,23 @@ export function tileRoutes(d: RouteDeps): Route[] {
     const t = parseTilePath(parts)
     if (t === undefined) throw new NotFoundError('not a tile path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])', { details: { path: parts.join('/') } })
     const full = t.width === TILE_WIDTH
-    const key = parts.join('/')
-    // A bundle reaching below the oldest held entry was pruned (even when a copy is cached).
-    if (full && (t.level !== 'entries' || t.index * TILE_WIDTH + 1 >= log.oldest())) {
-      const hit = cache.get(key)
+    const key = `/registry/tile/${parts.join('/')}`
+    const first = t.level === 'entries' ? t.index * TILE_WIDTH + 1 : 0
+    if (full) {
+      const hit = fresh(cache.get(key))
       if (hit !== undefined) return hit
     }
     if (t.level !== 'entries') {
       const body = hashTile(log, t as TileCoord & { level: number })
       if (body === undefined) throw notFound(t)
       const reply = octets(body, full)
-      if (full) cache.set(key, reply, body.length)
+      if (full) cache.set(key, { reply, first }, body.length)
       return reply
     }
     return bundle(log, t).then((body) => {
       if (body === undefined) throw notFound(t)
       const reply = octets(body, full)
-      if (full) cache.set(key, reply, body.length)
+      if (full) cache.set(key, { reply, first }, body.length)
       return reply
     })
   }
