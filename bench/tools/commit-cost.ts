@@ -31,7 +31,7 @@
  * Syscalls per cycle: `strace-commit.ts`; main-thread instructions: `callgrind-commit.ts`.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { appendFileSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -39,6 +39,7 @@ import { HttpTransport } from '@ron/core'
 import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type RegistryClient, type SignerSet } from '@ron/registry'
 import { untilListening } from '../lib/callgrind-server.js'
 import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, SERVER_YOUNG_GROWTH, fromBench } from '../lib/process.js'
+import { readThreads } from '../lib/threads.js'
 import { ORIGIN } from '../servers/registry/shared.js'
 
 const [n = '2000', r = '4', perCycle = '4'] = process.argv.slice(2)
@@ -84,27 +85,12 @@ interface ThreadSample {
 const POOL = Number(process.env.UV_THREADPOOL_SIZE ?? 4)
 
 function sample(pid: string): Map<string, ThreadSample> {
-  const out = new Map<string, ThreadSample>()
   // Node 20 names no thread: tell them apart by creation order (tids ascend). The main thread,
   // then V8's platform workers (GC helpers, concurrent compilers) and node's own, then the pool.
-  const tids = readdirSync(`/proc/${pid}/task`).sort((a, b) => Number(a) - Number(b))
-  for (const [rank, tid] of tids.entries()) {
-    try {
-      const base = `/proc/${pid}/task/${tid}`
-      const stat = readFileSync(`${base}/stat`, 'utf8')
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      const status = readFileSync(`${base}/status`, 'utf8')
-      out.set(tid, {
-        group: tid === pid ? 'main' : rank >= tids.length - POOL ? 'libuv pool' : 'V8 workers, node',
-        ns: Number(readFileSync(`${base}/schedstat`, 'utf8').split(' ')[0]),
-        user: Number(f[11]),
-        sys: Number(f[12]),
-        voluntary: Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
-        involuntary: Number(/nonvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
-      })
-    } catch {
-      // the thread ended
-    }
+  const threads = readThreads(pid, true)
+  const out = new Map<string, ThreadSample>()
+  for (const { tid, rank, ...counters } of threads) {
+    out.set(tid, { group: tid === pid ? 'main' : rank >= threads.length - POOL ? 'libuv pool' : 'V8 workers, node', ...counters })
   }
   return out
 }

@@ -27,6 +27,7 @@ import { HttpTransport } from '@ron/core'
 import { createRegistryClient, generateSignerKey, signApproval, type SignerSet } from '@ron/registry'
 import { startUnderCallgrind, untilListening } from '../lib/callgrind-server.js'
 import { printStraceSummary } from '../lib/strace.js'
+import { readThreads } from '../lib/threads.js'
 import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, SERVER_YOUNG_GROWTH, fromBench } from '../lib/process.js'
 import { ORIGIN } from '../servers/registry/shared.js'
 
@@ -70,18 +71,7 @@ function start(factory: string, options: unknown): Promise<[ChildProcess, string
 
 /** Per thread: [main thread or other, user ticks + system ticks]; `system` alone with `sys`. */
 function threadTicks(pid: string, sys = false): Map<string, [name: string, ticks: number]> {
-  const out = new Map<string, [string, number]>()
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-      const name = tid === pid ? 'main' : 'other threads'
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      out.set(tid, [name, (sys ? 0 : Number(f[11])) + Number(f[12])])
-    } catch {
-      // the thread ended
-    }
-  }
-  return out
+  return new Map(readThreads(pid).map((t) => [t.tid, [t.tid === pid ? 'main' : 'other threads', (sys ? 0 : t.user) + t.sys]]))
 }
 
 const load = (url: string, amount: number): Promise<unknown> => autocannon({ url: url + path, connections: 50, amount })
