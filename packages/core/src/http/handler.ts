@@ -126,7 +126,9 @@ export interface HttpHandlerOptions {
   metrics?: MetricsSink
   /**
    * Once aborted, every `node:http` response is sent with `Connection: close`, so a keep-alive
-   * socket closes after its in-flight response (a drain). @default never
+   * socket closes after its in-flight response (a drain). The handler adds one `abort` listener
+   * to it, removed when it fires: a signal shared by many short-lived handlers keeps each one
+   * reachable until it aborts (the service host gives each handler its own). @default never
    */
   closeConnections?: AbortSignal
 }
