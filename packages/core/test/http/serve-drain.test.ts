@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { createServiceHost, serve, serviceBaseShape, type RonServer } from '@ron/core'
-import { deferred } from '@ron/core/testing'
+import { VirtualClock, deferred } from '@ron/core/testing'
 
 const servers: RonServer[] = []
 const sockets: Socket[] = []
@@ -65,10 +65,11 @@ function service(http: Record<string, unknown> = {}) {
 describe('serve() and the service contract', () => {
   it("takes its idle timeout and connection caps from the service's listener policy", async () => {
     const { host } = service({ idleTimeoutMs: 1234, maxConcurrentPerIp: 2, maxConnections: 3 })
-    const srv = await serve(host.service, { port: 0 })
+    const clock = new VirtualClock(0)
+    const srv = await serve(host.service, { port: 0, clock })
     servers.push(srv)
-    expect(srv.server.keepAliveTimeout).toBe(1234)
-    await rawSocket(srv)
+    const first = await rawSocket(srv)
+    const firstClosed = untilClosed(first)
     await rawSocket(srv)
     const third = await rawSocket(srv)
     const closed = untilClosed(third)
@@ -76,6 +77,14 @@ describe('serve() and the service contract', () => {
     const data = await closed
     expect(data).toMatch(/^HTTP\/1\.1 429/)
     expect(data).toContain('"reason":"per_ip"')
+    // The idle timeout is the sweep's (node's keep-alive timer is off): an idle socket is kept
+    // for 1234 ms and closed within a quarter of that more.
+    expect(srv.server.keepAliveTimeout).toBe(0)
+    await clock.advance(1234)
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r))
+    expect(first.destroyed).toBe(false)
+    await clock.advance(309)
+    await firstClosed
     await host.service.close()
   })
 

@@ -216,7 +216,8 @@ describe('serve: slow clients, per-IP cap, graceful close', () => {
     const intake = new AbortController()
     srv.adopt({ readTimeoutMs: 1234, idleTimeoutMs: 4321, maxConnections: 100, maxConnectionsPerIp: 1, intakeStopped: intake.signal })
     expect(srv.server.headersTimeout).toBe(1234)
-    expect(srv.server.keepAliveTimeout).toBe(4321)
+    // Idle sockets are the sweep's (below), never a keep-alive timer of node's per response.
+    expect(srv.server.keepAliveTimeout).toBe(0)
     const a = await rawSocket(srv)
     const b = await rawSocket(srv)
     const closed = untilClosed(b)
@@ -431,6 +432,48 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
     never.resolve()
     await srv.close()
     expect(clock.pending).toBe(0)
+  })
+
+  it('closes an idle keep-alive socket after its response by the sweep: no Keep-Alive timer or header per response', async () => {
+    const clock = new VirtualClock(0)
+    const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { clock, idleTimeoutMs: 1000 })
+    const s = await rawSocket(srv)
+    const closed = untilClosed(s)
+    const reply = new Promise<string>((resolve) => s.once('data', (d: Buffer) => resolve(d.toString())))
+    s.write('GET /hello HTTP/1.1\r\nHost: x\r\n\r\n')
+    const head = await reply
+    expect(head).toMatch(/^HTTP\/1\.1 200/)
+    expect(head.toLowerCase()).toContain('connection: keep-alive')
+    expect(head.toLowerCase()).not.toContain('keep-alive: timeout')
+    // Kept for idleTimeoutMs after its last byte…
+    await clock.advance(1000)
+    await settleIo()
+    expect(s.destroyed).toBe(false)
+    expect(srv.connections).toBe(1)
+    // …and closed within 1.25× of it (the sweep runs every quarter of the timeout).
+    await clock.advance(300)
+    await closed
+    expect(srv.connections).toBe(0)
+  })
+
+  it('adopt() moves the idle timeout of the sweep', async () => {
+    const clock = new VirtualClock(0)
+    const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { clock })
+    srv.adopt({ readTimeoutMs: 5000, idleTimeoutMs: 400, maxConnections: 100, maxConnectionsPerIp: 10, intakeStopped: new AbortController().signal })
+    const s = await rawSocket(srv)
+    const closed = untilClosed(s)
+    const reply = new Promise<string>((resolve) => s.once('data', (d: Buffer) => resolve(d.toString())))
+    s.write('GET /hello HTTP/1.1\r\nHost: x\r\n\r\n')
+    expect(await reply).toMatch(/^HTTP\/1\.1 200/)
+    // The sweep armed at start (every 5 s for the default 60 s) hands over to one every 100 ms.
+    await clock.advance(5000)
+    await settleIo()
+    for (let t = 0; t < 500 && !s.destroyed; t += 100) {
+      await clock.advance(100)
+      await settleIo()
+    }
+    await closed
+    expect(srv.connections).toBe(0)
   })
 
   it('keeps a socket whose response keeps moving bytes, for many times idleTimeoutMs', async () => {
