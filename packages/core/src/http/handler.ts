@@ -370,11 +370,13 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     ex.label = compiled.label
     if (bindObserver) ex.observer = compiled.observer ??= hooks.observer!(compiled.label)
     if (hooks.admit !== undefined) ex.release = hooks.admit(ex.req, r)
-    const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, r.bodyLimit ?? jsonBodyLimit, ctxLimits)
+    const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, compiled.bodyLimit ?? jsonBodyLimit, ctxLimits)
     ex.bodyOwner = ctx
-    if (r.scope !== undefined) return routeAuthenticated(ex, r, ctx)
-    if (r.queue !== undefined && hooks.submit !== undefined) return adopt(ex, runQueued(ex, r.queue, r, ctx))
-    return adopt(ex, r.handler(ctx))
+    if (compiled.scope !== undefined) return routeAuthenticated(ex, r, ctx)
+    const queue = compiled.queue
+    if (queue !== undefined && hooks.submit !== undefined) return adopt(ex, runQueued(ex, queue, r, ctx))
+    // Called on the route, as a method (a handler may be one that reads `this`).
+    return adopt(ex, compiled.handler.call(r, ctx))
   }
 
   /**
@@ -438,7 +440,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
       hooks.intake?.(req)
       const m = direct ?? byHost ?? router.match(req.method, path)
       if (m.kind === 'found') {
-        if (m.route.route.cors === false) ex.cors = undefined
+        if (m.route.noCors) ex.cors = undefined
         return route(ex, m, q === -1 ? '' : url.slice(q + 1))
       }
       // Answered without a throw (see routeAuthenticated).

@@ -31,6 +31,17 @@ export interface CompiledRoute {
   readonly names: readonly (string | undefined)[]
   /** The route's request metrics, bound once by the handler (`HttpHooks.observer`) on first use. */
   observer: ((method: string, status: number, seconds: number) => void) | undefined
+  /**
+   * The route's fields the pipeline reads per request, copied here: route literals come in many
+   * shapes (one per set of optional fields), so reading them off `route` is a megamorphic
+   * load each, where every compiled route has one shape.
+   */
+  readonly handler: Route['handler']
+  readonly scope: string | undefined
+  readonly queue: string | undefined
+  readonly bodyLimit: number | undefined
+  /** `route.cors === false`: the route answers without CORS headers. */
+  readonly noCors: boolean
 }
 
 /** All routes sharing one path pattern. */
@@ -147,7 +158,19 @@ export class Router {
         else this.statics.set(route.path, entry)
       }
       if (entry.methods.has(route.method)) throw new RouteConfigError(`route ${where}: duplicate route`)
-      entry.methods.set(route.method, { route, label: route.name ?? route.path, names, observer: undefined })
+      entry.methods.set(route.method, {
+        route,
+        label: route.name ?? route.path,
+        names,
+        observer: undefined,
+        // Called as `handler.call(route, ctx)` (handler.ts), so `this` is still the route.
+        // eslint-disable-next-line @typescript-eslint/unbound-method
+        handler: route.handler,
+        scope: route.scope,
+        queue: route.queue,
+        bodyLimit: route.bodyLimit,
+        noCors: route.cors === false,
+      })
     }
     for (const entry of byPattern.values()) {
       const allow = new Set(entry.methods.keys())
