@@ -135,6 +135,12 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
     res.end(body)
   }
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    // Node's keep-alive timer is off (keepAliveTimeout 0, the idle sweep below does its work),
+    // but clients still get its `Keep-Alive: timeout=<s>` hint, so that node's agent and undici
+    // drop an idle socket before the sweep does instead of racing it: node writes the header from
+    // this response field, which it set from the server's keepAliveTimeout just before (pinned by
+    // test/http/serve.test.ts).
+    ;(res as ServerResponse & { _keepAliveTimeout: number })._keepAliveTimeout = idleTimeoutMs
     const over = overCapOpen === 0 ? undefined : overCap.get(req.socket)
     if (over !== undefined) answerOverCap(res, over)
     else target.handle(req, res)
@@ -144,7 +150,8 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
       headersTimeout: readTimeoutMs,
       // 0: a request may stream for as long as its chunks keep coming (checked per chunk by the handler).
       requestTimeout: 0,
-      // 0: no keep-alive timer per response; the idle sweep below closes idle sockets instead.
+      // 0: no keep-alive timer per response; the idle sweep below closes idle sockets instead
+      // (`handle` still has node send the Keep-Alive hint).
       keepAliveTimeout: 0,
       // headersTimeout is enforced by this periodic check; keep it proportionate to the timeout.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(readTimeoutMs / 4))),
@@ -165,7 +172,7 @@ export async function serve(target: { handle(req: IncomingMessage, res: ServerRe
    * by a sweep over the open sockets every quarter of the timeout (at most every 5 s), so one is
    * closed within 1.25× the timeout. Node's own keep-alive timeout is off (0): it re-armed a timer
    * on every response (~1.2k instructions and an object per request, 1.8% of a registry HEAD) for
-   * what this sweep already does, and its `Keep-Alive: timeout=…` header is not sent.
+   * what this sweep already does. Its `Keep-Alive: timeout=…` hint is still sent (see `handle`).
    */
   const activity = new Map<Socket, { moved: number; since: number }>()
   let idleSweepMs = Math.max(10, Math.min(5000, Math.floor(idleTimeoutMs / 4)))

@@ -434,7 +434,7 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
     expect(clock.pending).toBe(0)
   })
 
-  it('closes an idle keep-alive socket after its response by the sweep: no Keep-Alive timer or header per response', async () => {
+  it('closes an idle keep-alive socket after its response by the sweep, no timer per response; the Keep-Alive hint stays', async () => {
     const clock = new VirtualClock(0)
     const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { clock, idleTimeoutMs: 1000 })
     const s = await rawSocket(srv)
@@ -444,7 +444,9 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
     const head = await reply
     expect(head).toMatch(/^HTTP\/1\.1 200/)
     expect(head.toLowerCase()).toContain('connection: keep-alive')
-    expect(head.toLowerCase()).not.toContain('keep-alive: timeout')
+    // Clients still learn the idle timeout (in seconds) and drop the socket before the sweep.
+    expect(head.toLowerCase()).toContain('keep-alive: timeout=1\r\n')
+    expect(srv.server.keepAliveTimeout).toBe(0)
     // Kept for idleTimeoutMs after its last byte…
     await clock.advance(1000)
     await settleIo()
@@ -464,7 +466,10 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
     const closed = untilClosed(s)
     const reply = new Promise<string>((resolve) => s.once('data', (d: Buffer) => resolve(d.toString())))
     s.write('GET /hello HTTP/1.1\r\nHost: x\r\n\r\n')
-    expect(await reply).toMatch(/^HTTP\/1\.1 200/)
+    const head = await reply
+    expect(head).toMatch(/^HTTP\/1\.1 200/)
+    // The hint follows too (whole seconds: under one, clients are told not to reuse the socket).
+    expect(head.toLowerCase()).toContain('keep-alive: timeout=0\r\n')
     // The sweep armed at start (every 5 s for the default 60 s) hands over to one every 100 ms.
     await clock.advance(5000)
     await settleIo()

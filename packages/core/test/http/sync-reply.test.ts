@@ -201,7 +201,7 @@ describe('request headers the pipeline reads itself', () => {
     const second = await exchange(srv, get('/mutable', 'e') + get('/frozen', 'f', 'origin: https://o.example\r\n'), 2)
     const heads = [...first.text.split(/(?=HTTP\/1\.1 )/), ...second.text.split(/(?=HTTP\/1\.1 )/)].map((r) => r.slice(0, r.indexOf('\r\n\r\n') + 4).replace(/\r\nDate: [^\r]*/, ''))
     const own = 'content-type: application/json\r\ncache-control: no-cache\r\netag: "v1"\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n'
-    const tail = 'Connection: keep-alive\r\n\r\n'
+    const tail = 'Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n'
     expect(heads).toEqual([
       `HTTP/1.1 200 OK\r\n${own}x-corr-id: a\r\ncontent-length: 7\r\n${tail}`,
       `HTTP/1.1 200 OK\r\n${own}x-corr-id: b\r\ncontent-length: 7\r\n${tail}`,
@@ -261,7 +261,7 @@ describe('string reply bodies', () => {
     const second = await exchange(srv, get('/loose', 'l7') + get('/a', 'a8') + get('/a', 'h9', 'connection: close\r\n', 'HEAD'), 3)
     const replies = [...first.text.split(/(?=HTTP\/1\.1 )/), ...second.text.split(/(?=HTTP\/1\.1 )/)].map((r) => r.replace(/\r\nDate: [^\r]*/, ''))
     const own = 'content-type: application/json\r\netag: "v1"\r\nset-cookie: a=1\r\nset-cookie: b=2\r\n'
-    const tail = 'Connection: keep-alive\r\n\r\n'
+    const tail = 'Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n'
     const wire = Buffer.from(body, 'utf8').toString('latin1')
     expect(replies).toEqual([
       `HTTP/1.1 200 OK\r\n${own}x-corr-id: a1\r\ncontent-length: 11\r\n${tail}${wire}`,
@@ -332,7 +332,7 @@ describe('byte reply bodies', () => {
     const second = await exchange(srv, get('/tile', 't7') + get('/growing', 'g8') + get('/tile', 'h9', 'connection: close\r\n', 'HEAD'), 3)
     const replies = [...first.text.split(/(?=HTTP\/1\.1 )/), ...second.text.split(/(?=HTTP\/1\.1 )/)].map((r) => r.replace(/\r\nDate: [^\r]*/, ''))
     const own = 'content-type: application/octet-stream\r\ncache-control: public, max-age=31536000, immutable\r\n'
-    const tail = 'Connection: keep-alive\r\n\r\n'
+    const tail = 'Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n'
     const before = Buffer.from(new Uint8Array(300).map((_, i) => i & 0xff)).toString('latin1')
     const after = `\u00ff${before.slice(1)}`
     expect(replies).toEqual([
