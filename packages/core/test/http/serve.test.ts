@@ -412,6 +412,14 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
   const settleIo = async (): Promise<void> => {
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r))
   }
+  /** One `GET /hello` on a fresh keep-alive socket: the socket, its close, and the reply as read. */
+  const helloOnce = async (srv: RonServer): Promise<{ s: Socket; closed: Promise<string>; head: string }> => {
+    const s = await rawSocket(srv)
+    const closed = untilClosed(s)
+    const reply = new Promise<string>((resolve) => s.once('data', (d: Buffer) => resolve(d.toString())))
+    s.write('GET /hello HTTP/1.1\r\nHost: x\r\n\r\n')
+    return { s, closed, head: await reply }
+  }
 
   it('destroys a socket whose request moved no byte for idleTimeoutMs, not before; close stops the sweep', async () => {
     const clock = new VirtualClock(0)
@@ -437,11 +445,7 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
   it('closes an idle keep-alive socket after its response by the sweep, no timer per response; the Keep-Alive hint stays', async () => {
     const clock = new VirtualClock(0)
     const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { clock, idleTimeoutMs: 1000 })
-    const s = await rawSocket(srv)
-    const closed = untilClosed(s)
-    const reply = new Promise<string>((resolve) => s.once('data', (d: Buffer) => resolve(d.toString())))
-    s.write('GET /hello HTTP/1.1\r\nHost: x\r\n\r\n')
-    const head = await reply
+    const { s, closed, head } = await helloOnce(srv)
     expect(head).toMatch(/^HTTP\/1\.1 200/)
     expect(head.toLowerCase()).toContain('connection: keep-alive')
     // Clients still learn the idle timeout (in seconds) and drop the socket before the sweep.
@@ -462,11 +466,7 @@ describe('serve: socket inactivity (idleTimeoutMs)', () => {
     const clock = new VirtualClock(0)
     const srv = await start([{ method: 'GET', path: '/hello', handler: () => ({ status: 200, body: 'hi' }) }], {}, { clock })
     srv.adopt({ readTimeoutMs: 5000, idleTimeoutMs: 400, maxConnections: 100, maxConnectionsPerIp: 10, intakeStopped: new AbortController().signal })
-    const s = await rawSocket(srv)
-    const closed = untilClosed(s)
-    const reply = new Promise<string>((resolve) => s.once('data', (d: Buffer) => resolve(d.toString())))
-    s.write('GET /hello HTTP/1.1\r\nHost: x\r\n\r\n')
-    const head = await reply
+    const { s, closed, head } = await helloOnce(srv)
     expect(head).toMatch(/^HTTP\/1\.1 200/)
     // The hint follows too (whole seconds: under one, clients are told not to reuse the socket).
     expect(head.toLowerCase()).toContain('keep-alive: timeout=0\r\n')
