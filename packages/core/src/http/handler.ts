@@ -438,7 +438,8 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
         }
       }
       hooks.intake?.(req)
-      const m = direct ?? byHost ?? router.match(req.method, path)
+      // Without a query the path is the URL, already tried against the static paths above.
+      const m = direct ?? byHost ?? (hasHostRoutes || q !== -1 ? router.match(req.method, path) : router.matchPatterns(req.method, path))
       if (m.kind === 'found') {
         if (m.route.noCors) ex.cors = undefined
         return route(ex, m, q === -1 ? '' : url.slice(q + 1))

@@ -227,8 +227,15 @@ export class Router {
    * @throws {@link MalformedError} when a path parameter has invalid %-encoding.
    */
   match(method: string, path: string): RouteMatch {
-    const direct = this.matchStatic(method, path)
-    if (direct !== undefined) return direct
+    return this.matchStatic(method, path) ?? this.matchPatterns(method, path)
+  }
+
+  /**
+   * {@link Router.match} for a path already known not to be a static one (its
+   * {@link Router.matchStatic} was undefined): the parameterised patterns only.
+   * @throws {@link MalformedError} when a path parameter has invalid %-encoding.
+   */
+  matchPatterns(method: string, path: string): RouteMatch {
     const found = this.matchPattern(path)
     if (found === undefined) return NONE
     return this.resolve(found.entry, method, found.parts)
