@@ -17,7 +17,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { HttpTransport } from '@ron/core'
-import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type SignerSet } from '@ron/registry'
+import { createRegistryClient, signApproval, type DescriptorSet } from '@ron/registry'
+import { benchSigners } from '../lib/registry-log.js'
 import { SERVER_CODE, spawnServer } from '../lib/process.js'
 import { ORIGIN } from '../servers/registry/shared.js'
 
@@ -30,8 +31,7 @@ interface HeapNode {
 const [which = 'registry', n = '2000', topN = '25'] = process.argv.slice(2)
 const cycles = Number(n)
 const root = await mkdtemp(join(tmpdir(), 'ron-alloc-commit-'))
-const keys = ['s1', 's2', 's3'].map(generateSignerKey)
-const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
+const { keys, signers } = benchSigners()
 const server = await spawnServer(which, which === 'floor' ? './servers/registry/floor.ts' : './servers/registry/registry.ts', { dir: join(root, 'log'), signers }, [
   '--expose-gc',
   ...(process.env.TRACE_GC === '1' ? ['--trace-gc-nvp'] : []),

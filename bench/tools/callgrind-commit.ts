@@ -13,7 +13,8 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { HttpTransport, isRonError } from '@ron/core'
-import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type SignerSet } from '@ron/registry'
+import { createRegistryClient, signApproval, type DescriptorSet } from '@ron/registry'
+import { benchSigners } from '../lib/registry-log.js'
 import { startUnderCallgrind } from '../lib/callgrind-server.js'
 import { SERVER_CODE } from '../lib/process.js'
 import { ORIGIN } from '../servers/registry/shared.js'
@@ -21,8 +22,7 @@ import { ORIGIN } from '../servers/registry/shared.js'
 const [which = 'registry', n = '300', perCycle = '4'] = process.argv.slice(2)
 const cycles = Number(n)
 const dir = mkdtempSync(join(tmpdir(), 'ron-callgrind-commit-'))
-const keys = ['s1', 's2', 's3'].map(generateSignerKey)
-const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
+const { keys, signers } = benchSigners()
 const { child, url, pid, extra } = await startUnderCallgrind(dir, `registry/${which === 'floor' ? 'floor' : 'registry'}.ts`, { dir: join(dir, 'data'), signers })
 const transport = new HttpTransport({ targets: { registry: url } })
 // A commit under valgrind on a busy box can outlast the registry's 5 s default deadline: the client

@@ -36,7 +36,8 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { HttpTransport } from '@ron/core'
-import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type RegistryClient, type SignerSet } from '@ron/registry'
+import { createRegistryClient, signApproval, type DescriptorSet, type RegistryClient } from '@ron/registry'
+import { benchSigners } from '../lib/registry-log.js'
 import { untilListening } from '../lib/callgrind-server.js'
 import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, SERVER_YOUNG_GROWTH, fromBench } from '../lib/process.js'
 import { readThreads } from '../lib/threads.js'
@@ -52,8 +53,7 @@ const gapMs = Number(process.env.COMMIT_COST_GAP_MS ?? 0)
 const flags = (process.env.COMMIT_COST_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '')
 const counted = new RegExp(process.env.COMMIT_COST_COUNT ?? 'Scavenge|Mark-Compact', 'g')
 const dir = mkdtempSync(join(tmpdir(), 'ron-commit-cost-'))
-const keys = ['s1', 's2', 's3'].map(generateSignerKey)
-const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
+const { keys, signers } = benchSigners()
 
 interface Server {
   name: string

@@ -24,22 +24,18 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { HttpTransport } from '@ron/core'
-import { createRegistryClient, generateSignerKey, signApproval, type SignerSet } from '@ron/registry'
+import { createRegistryClient } from '@ron/registry'
+import { benchSigners, fillLog } from '../lib/registry-log.js'
 import { startUnderCallgrind, untilListening } from '../lib/callgrind-server.js'
 import { printStraceSummary } from '../lib/strace.js'
 import { readThreads } from '../lib/threads.js'
 import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, SERVER_YOUNG_GROWTH, fromBench } from '../lib/process.js'
-import { ORIGIN } from '../servers/registry/shared.js'
 
 const [path = '/registry/head', n = '20000'] = process.argv.slice(2)
 const requests = Number(n)
 const flags = (process.env.READ_COST_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '')
 const dir = mkdtempSync(join(tmpdir(), 'ron-read-cost-'))
-const keys = ['s1', 's2', 's3'].map(generateSignerKey)
-const signers: SignerSet = {
-  threshold: 2,
-  signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })),
-}
+const { keys, signers } = benchSigners()
 
 let gcLines = 0
 const counted = new RegExp(process.env.READ_COST_COUNT ?? 'Scavenge', 'g')
@@ -162,29 +158,7 @@ const transport = new HttpTransport({ targets: { registry: regUrl } })
 const client = createRegistryClient(transport, {
   token: String((JSON.parse(extraJson) as { token: string }).token),
 })
-for (let i = 0; i < 256; i++) {
-  const p = await client.propose({
-    schemaVersion: 1,
-    items: [
-      {
-        kind: 'service',
-        name: `storage.node-${i}`,
-        service: 'storage',
-        node: `node-${i}`,
-        endpoint: `http://10.0.0.${i}:7701`,
-      },
-    ],
-  })
-  await client.commit(p.proposalId, {
-    approvals: keys.slice(0, 2).map((k) =>
-      signApproval(k, {
-        origin: ORIGIN,
-        baseVersion: p.baseVersion,
-        payloadB3: p.payloadB3,
-      }),
-    ),
-  })
-}
+await fillLog(client, keys, 256)
 const head = await client.head()
 const tile = await client.tile('tile/0/000')
 await transport.close()

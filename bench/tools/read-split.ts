@@ -17,16 +17,15 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { HttpTransport } from '@ron/core'
-import { createRegistryClient, generateSignerKey, signApproval, type SignerSet } from '@ron/registry'
+import { createRegistryClient } from '@ron/registry'
+import { benchSigners, fillLog } from '../lib/registry-log.js'
 import { spawnLoad, spawnServer } from '../lib/process.js'
 import { readThreads, type ThreadStat } from '../lib/threads.js'
-import { ORIGIN } from '../servers/registry/shared.js'
 
 const [path = '/registry/head', roundsArg = '6', secondsArg = '2'] = process.argv.slice(2)
 const flags = (process.env.READ_SPLIT_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '')
 const dir = mkdtempSync(join(tmpdir(), 'ron-read-split-'))
-const keys = ['s1', 's2', 's3'].map(generateSignerKey)
-const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
+const { keys, signers } = benchSigners()
 
 interface Totals {
   requests: number
@@ -46,10 +45,7 @@ const stops: Array<{ stop(): Promise<void> }> = [registry]
 try {
   const transport = new HttpTransport({ targets: { registry: registry.url } })
   const client = createRegistryClient(transport, { token: String(registry.extra.token) })
-  for (let i = 0; i < 256; i++) {
-    const p = await client.propose({ schemaVersion: 1, items: [{ kind: 'service', name: `storage.node-${i}`, service: 'storage', node: `node-${i}`, endpoint: `http://10.0.0.${i}:7701` }] })
-    await client.commit(p.proposalId, { approvals: keys.slice(0, 2).map((k) => signApproval(k, { origin: ORIGIN, baseVersion: p.baseVersion, payloadB3: p.payloadB3 })) })
-  }
+  await fillLog(client, keys, 256)
   const head = await client.head()
   const tile = await client.tile('tile/0/000')
   await transport.close()

@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { HttpTransport } from '@ron/core'
-import { createRegistryClient, generateSignerKey, signApproval, type DescriptorSet, type SignerSet } from '@ron/registry'
+import { createRegistryClient, signApproval, type DescriptorSet } from '@ron/registry'
+import { benchSigners } from '../lib/registry-log.js'
 import { untilListening } from '../lib/callgrind-server.js'
 import { printStraceSummary } from '../lib/strace.js'
 import { SERVER_CODE, SERVER_HEAP_GROWTH, SERVER_TSCONFIG, SERVER_YOUNG_GROWTH, fromBench } from '../lib/process.js'
@@ -25,8 +26,7 @@ import { ORIGIN } from '../servers/registry/shared.js'
 const [which = 'registry', n = '200'] = process.argv.slice(2)
 const cycles = Number(n)
 const dir = mkdtempSync(join(tmpdir(), 'ron-strace-commit-'))
-const keys = ['s1', 's2', 's3'].map(generateSignerKey)
-const signers: SignerSet = { threshold: 2, signers: keys.map((k) => ({ id: k.id, publicKey: k.publicKey })) }
+const { keys, signers } = benchSigners()
 const factory = `registry/${which === 'floor' ? 'floor' : 'registry'}.ts`
 const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./callgrind-child.ts', import.meta.url)), fromBench(`./servers/${factory}`), JSON.stringify({ dir: join(dir, 'data'), signers })], {
   stdio: ['ignore', 'pipe', 'inherit'],
