@@ -70,7 +70,9 @@ describe('per-peer circuit breakers', () => {
     // The first answer (503) schedules the retry on the virtual clock; the path there may take
     // event-loop turns, so move time only once that timer is pending.
     await until(() => p.answered === 1 && clock.nextAt !== undefined && clock.nextAt - clock.now() <= 100, 'the retry timer is pending')
-    await clock.advance(99)
+    // The first backoff is drawn in [50, 100) ms: 100 covers all of it (99 missed a draw above 99,
+    // one run in fifty), and the second, at least 100 ms after the first, is not due yet.
+    await clock.advance(100)
     await until(() => p.calls.length >= 2, 'the retry was sent')
     expect(p.calls.length).toBe(2)
     await clock.advance(200)
