@@ -1,7 +1,7 @@
 /**
  * Where a read's time goes under the bench's own load: `registry/bare-read.ts` and the registry
  * (256 entries, the bench's HEAD), each in its own process, loaded in alternating rounds by the
- * load process (autocannon, c50) as `bench/system/registry.bench.ts` does. Per request, for each
+ * load process (autocannon, c50) as `bench/system/registry.bench.ts` does (the order rotating). Per request, for each
  * server: the main thread's user and system time (`/proc/<pid>/task/<tid>/stat`, 10 ms ticks) and
  * time on the CPU (`schedstat`, ns), the other threads' together, the main thread's voluntary and
  * involuntary context switches, and its young-generation collections (count and mean pause, from
@@ -9,7 +9,12 @@
  *
  *   npx tsx bench/tools/read-split.ts [path=/registry/head] [rounds=6] [seconds=2]
  *
- * `READ_SPLIT_NODE_FLAGS` adds node flags to both servers (e.g. `--single-threaded-gc`). Main-thread
+ * `READ_SPLIT_LAYERS=1` adds, for `/registry/head`, two servers between those (`registry/head-on-core.ts`):
+ * the same reply from core's HTTP pipeline alone (`pipeline`) and from a `createServiceHost` service
+ * on its defaults (`service`), so the registry's extra time splits into the HTTP layer, the
+ * service host's per-request features and the registry's own.
+ *
+ * `READ_SPLIT_NODE_FLAGS` adds node flags to every server (e.g. `--single-threaded-gc`). Main-thread
  * instructions are `read-cost.ts`'s job (under callgrind); this is for time per instruction and
  * waits, which only a run at full speed shows. The first round of each server is a warm-up.
  */
@@ -51,13 +56,19 @@ try {
   await transport.close()
   const bare = await spawnServer('bare', './servers/registry/bare-read.ts', { head, tile: Buffer.from(tile).toString('base64') }, flags)
   stops.push(bare)
+  const layers = process.env.READ_SPLIT_LAYERS === '1' && path === '/registry/head'
+  const pipeline = layers ? await spawnServer('pipeline', './servers/registry/head-on-core.ts', { head, mode: 'handler' }, flags) : undefined
+  const service = layers ? await spawnServer('service', './servers/registry/head-on-core.ts', { head, mode: 'service' }, flags) : undefined
+  for (const s of [pipeline, service]) if (s !== undefined) stops.push(s)
   const load = await spawnLoad()
   stops.push(load)
   const totals = new Map<string, Totals>()
   const main = (ts: ThreadStat[]): ThreadStat | undefined => ts.find((t) => t.rank === 0)
   const others = (ts: ThreadStat[]): number => ts.filter((t) => t.rank !== 0).reduce((n, t) => n + t.user + t.sys, 0)
+  const servers = [bare, ...(pipeline === undefined ? [] : [pipeline]), ...(service === undefined ? [] : [service]), registry]
   for (let round = 0; round < Number(roundsArg); round++) {
-    for (const s of [bare, registry]) {
+    // The order rotates each round, as the bench's does: no server always follows the same one.
+    for (const s of [...servers.slice(round % servers.length), ...servers.slice(0, round % servers.length)]) {
       const pid = String(s.pid)
       await s.gcStart()
       const t0 = readThreads(pid, true)
@@ -81,12 +92,15 @@ try {
     }
   }
   console.log(`${path}, ${Number(roundsArg) - 1} rounds of ${secondsArg} s each (after a warm-up round), node flags: ${flags.join(' ') || '(none)'}`)
-  for (const [name, t] of totals) {
+  const onCpu = (t: Totals): number => t.mainNs / 1000 / t.requests
+  const bareOnCpu = onCpu(totals.get(bare.name)!)
+  for (const { name } of servers) {
+    const t = totals.get(name)!
     const us = (ticks: number): string => ((ticks * 10_000) / t.requests).toFixed(2)
     const perK = (n: number): string => ((n * 1000) / t.requests).toFixed(1)
     console.log(
       `${name.padEnd(9)} ${t.requests} requests; main thread user ${us(t.mainUser)} + system ${us(t.mainSys)} µs/request ` +
-        `(on CPU ${(t.mainNs / 1000 / t.requests).toFixed(2)}), other threads ${us(t.otherTicks)}; ` +
+        `(on CPU ${onCpu(t).toFixed(2)}, ${(onCpu(t) / bareOnCpu).toFixed(3)}x of bare), other threads ${us(t.otherTicks)}; ` +
         `context switches per 1k requests: voluntary ${perK(t.voluntary)}, involuntary ${perK(t.involuntary)}; ` +
         `scavenges: one per ${(t.requests / Math.max(1, t.scavenges)).toFixed(0)} requests, ${(t.scavengeMs / Math.max(1, t.scavenges)).toFixed(3)} ms each`,
     )
