@@ -56,16 +56,20 @@ try {
   await transport.close()
   const bare = await spawnServer('bare', './servers/registry/bare-read.ts', { head, tile: Buffer.from(tile).toString('base64') }, flags)
   stops.push(bare)
-  const layers = process.env.READ_SPLIT_LAYERS === '1' && path === '/registry/head'
-  const pipeline = layers ? await spawnServer('pipeline', './servers/registry/head-on-core.ts', { head, mode: 'handler' }, flags) : undefined
-  const service = layers ? await spawnServer('service', './servers/registry/head-on-core.ts', { head, mode: 'service' }, flags) : undefined
-  for (const s of [pipeline, service]) if (s !== undefined) stops.push(s)
+  const layers =
+    process.env.READ_SPLIT_LAYERS === '1' && path === '/registry/head'
+      ? [
+          await spawnServer('pipeline', './servers/registry/head-on-core.ts', { head, mode: 'handler' }, flags),
+          await spawnServer('service', './servers/registry/head-on-core.ts', { head, mode: 'service' }, flags),
+        ]
+      : []
+  stops.push(...layers)
   const load = await spawnLoad()
   stops.push(load)
   const totals = new Map<string, Totals>()
   const main = (ts: ThreadStat[]): ThreadStat | undefined => ts.find((t) => t.rank === 0)
   const others = (ts: ThreadStat[]): number => ts.filter((t) => t.rank !== 0).reduce((n, t) => n + t.user + t.sys, 0)
-  const servers = [bare, ...(pipeline === undefined ? [] : [pipeline]), ...(service === undefined ? [] : [service]), registry]
+  const servers = [bare, ...layers, registry]
   for (let round = 0; round < Number(roundsArg); round++) {
     // The order rotates each round, as the bench's does: no server always follows the same one.
     for (const s of [...servers.slice(round % servers.length), ...servers.slice(0, round % servers.length)]) {
