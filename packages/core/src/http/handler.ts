@@ -286,13 +286,13 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
   )
 
   /**
-   * Runs `route.handler` inside a work-pool job that keeps its slot until the body is finished.
+   * Runs the route's handler inside a work-pool job that keeps its slot until the body is finished.
    * No signal is made for it: while the job waits in the queue, the request's abort is heard
    * through its `onAbort` hook (a `close` listener on `node:http`), which answers at once and
    * leaves the job to be skipped when its turn comes; once it runs, `ctx.signal` links the
    * request's signal with the worker's only when the handler reads it.
    */
-  function runQueued(ex: Exchange, queue: string, route: Route, ctx: Context): Promise<Reply> {
+  function runQueued(ex: Exchange, queue: string, compiled: CompiledRoute, ctx: Context): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
       let started = false
       let gone = false
@@ -310,7 +310,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
         try {
           let reply: Reply
           try {
-            reply = await route.handler(ctx)
+            reply = await compiled.handler.call(compiled.route, ctx)
           } catch (e) {
             reject(e instanceof Error ? e : toRonError(e))
             return
@@ -372,9 +372,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     if (hooks.admit !== undefined) ex.release = hooks.admit(ex.req, r)
     const ctx = new Context(ex.req, m.params, rawQuery, ex.corrId, compiled.bodyLimit ?? jsonBodyLimit, ctxLimits)
     ex.bodyOwner = ctx
-    if (compiled.scope !== undefined) return routeAuthenticated(ex, r, ctx)
+    if (compiled.scope !== undefined) return routeAuthenticated(ex, compiled, ctx)
     const queue = compiled.queue
-    if (queue !== undefined && hooks.submit !== undefined) return adopt(ex, runQueued(ex, queue, r, ctx))
+    if (queue !== undefined && hooks.submit !== undefined) return adopt(ex, runQueued(ex, queue, compiled, ctx))
     // Called on the route, as a method (a handler may be one that reads `this`).
     return adopt(ex, compiled.handler.call(r, ctx))
   }
@@ -385,14 +385,14 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
    * thousands of instructions through optimised frames): the verifier's rejection goes straight
    * to the error reply.
    */
-  function routeAuthenticated(ex: Exchange, r: Route, ctx: Context): Promise<void> {
+  function routeAuthenticated(ex: Exchange, compiled: CompiledRoute, ctx: Context): Promise<void> {
     if (hooks.authenticate === undefined) {
       fail(ex, new UnauthorizedError('this route requires a token but no verifier is configured', { details: { reason: 'no_verifier' } }))
       return Promise.resolve()
     }
     let auth: Promise<Claims>
     try {
-      auth = hooks.authenticate(ex.req, r)
+      auth = hooks.authenticate(ex.req, compiled.route)
     } catch (e) {
       fail(ex, e)
       return Promise.resolve()
@@ -400,15 +400,16 @@ export function createHttpHandler(opts: HttpHandlerOptions): HttpHandler {
     return auth.then(
       (claims) => {
         ctx.auth = claims
-        return runAuthenticated(ex, r, ctx)
+        return runAuthenticated(ex, compiled, ctx)
       },
       (e: unknown) => fail(ex, e),
     )
   }
 
-  async function runAuthenticated(ex: Exchange, r: Route, ctx: Context): Promise<void> {
+  async function runAuthenticated(ex: Exchange, compiled: CompiledRoute, ctx: Context): Promise<void> {
     try {
-      const reply = r.queue === undefined || hooks.submit === undefined ? await r.handler(ctx) : await runQueued(ex, r.queue, r, ctx)
+      const queue = compiled.queue
+      const reply = queue === undefined || hooks.submit === undefined ? await compiled.handler.call(compiled.route, ctx) : await runQueued(ex, queue, compiled, ctx)
       ex.setReply(reply)
     } catch (e) {
       fail(ex, e)
