@@ -103,6 +103,7 @@ export {
   RevocationSet,
   createTokenVerifier,
   ed25519Verify,
+  generateEd25519KeyPair,
   isStrongEd25519Key,
   KNOWN_CAVEATS,
   checkCaveats,

@@ -16,7 +16,8 @@
  * @module
  */
 
-import { createHash, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto'
+import { createHash, createPublicKey, sign, verify, type KeyObject } from 'node:crypto'
+import { generateEd25519KeyPair } from '@ron/core'
 import { rawPublicKey } from './signers.js'
 
 /** The body of a checkpoint. */
@@ -106,7 +107,7 @@ export function noteSigner(name: string, privateKey: KeyObject): NoteSigner {
 
 /** Generates an Ed25519 log key. */
 export function generateLogKey(): KeyObject {
-  return generateKeyPairSync('ed25519').privateKey
+  return generateEd25519KeyPair().privateKey
 }
 
 /** A parsed verifier key. */

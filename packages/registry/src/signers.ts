@@ -7,8 +7,8 @@
  * @module
  */
 
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto'
-import { ed25519Verify, isStrongEd25519Key } from '@ron/core'
+import { createPrivateKey, createPublicKey, sign, type KeyObject } from 'node:crypto'
+import { ed25519Verify, generateEd25519KeyPair, isStrongEd25519Key } from '@ron/core'
 
 export { isStrongEd25519Key }
 import type { SignerSet } from './descriptors.js'
@@ -47,7 +47,7 @@ export interface SignerKey {
 
 /** Generates a fresh Ed25519 signer key. */
 export function generateSignerKey(id: string): SignerKey {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519')
+  const { privateKey, publicKey } = generateEd25519KeyPair()
   return { id, privateKey, publicKey: rawPublicKey(publicKey) }
 }
 

@@ -1,13 +1,15 @@
 /**
- * Ed25519 public-key strength (RFC 8032 section 5.1): whether 32 bytes are a canonical encoding
- * of a curve point outside the small-order subgroup. `node:crypto` (OpenSSL) verifies against any
- * 32 bytes that decode, including the eight small-order points, and for those one signature
+ * Ed25519 key generation ({@link generateEd25519KeyPair}) and public-key strength (RFC 8032
+ * section 5.1): whether 32 bytes are a canonical encoding of a curve point outside the
+ * small-order subgroup. `node:crypto` (OpenSSL) verifies against any 32 bytes that decode, including the eight small-order points, and for those one signature
  * (R = identity, S = 0 with the identity key) verifies for every message: a key like that in an
  * issuer key set or a signer set would let anyone forge. Plain bigint arithmetic over
  * GF(2^255 - 19), run once per key import.
  *
  * @module
  */
+
+import { createPrivateKey, createPublicKey, randomBytes, type KeyObject } from 'node:crypto'
 
 const P = (1n << 255n) - 19n
 const mod = (a: bigint): bigint => {
@@ -70,3 +72,30 @@ export function isStrongEd25519Key(raw: Uint8Array): boolean {
   return !(q.x === 0n && q.y === 1n)
 }
 
+
+/** The PKCS #8 (RFC 8410) DER prefix of an Ed25519 private key; the 32-byte seed follows. */
+const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex')
+
+/**
+ * A fresh Ed25519 key pair, from 32 random bytes (`randomBytes`) imported as PKCS #8: what RON
+ * generates every issuer, log and signer key with.
+ *
+ * Why not `generateKeyPairSync('ed25519')`: on Node 20 its key-generation job stays alive until a
+ * garbage collection, and the job's destructor takes the key's lock. Exporting the key (to JWK, as
+ * RON does to write and publish keys) holds that lock while it allocates; when that allocation
+ * runs the collection, the process deadlocks on itself: a CI run hung that way in a registry
+ * test, and `node --gc-interval=97` with a loop generating a pair and exporting both halves hangs
+ * within ~15,000 iterations (main thread in a futex under `~KeyGenJob`, from
+ * `ExportJWKEdKey`). A key imported from its seed has no such job.
+ *
+ * @example
+ * ```ts
+ * import { generateEd25519KeyPair } from '@ron/core'
+ * const { privateKey, publicKey } = generateEd25519KeyPair()
+ * const jwk = publicKey.export({ format: 'jwk' })
+ * ```
+ */
+export function generateEd25519KeyPair(): { privateKey: KeyObject; publicKey: KeyObject } {
+  const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, randomBytes(32)]), format: 'der', type: 'pkcs8' })
+  return { privateKey, publicKey: createPublicKey(privateKey) }
+}

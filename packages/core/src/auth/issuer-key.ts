@@ -4,8 +4,8 @@
  * @module
  */
 
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto'
-import { isStrongEd25519Key } from './ed25519-key.js'
+import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { generateEd25519KeyPair, isStrongEd25519Key } from './ed25519-key.js'
 import { MalformedError } from '../errors.js'
 
 /** An Ed25519 JSON Web Key (RFC 8037). `d` is present only in private keys. */
@@ -74,7 +74,7 @@ function publicJwkOf(publicKey: KeyObject, kid: string): Jwk {
  * ```
  */
 export function generateIssuerKey(opts: GenerateIssuerKeyOptions = {}): IssuerKey {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519')
+  const { privateKey, publicKey } = generateEd25519KeyPair()
   return issuerKeyFrom(privateKey, publicKey, opts)
 }
 
