@@ -1,9 +1,10 @@
 /**
  * Ed25519 key generation ({@link generateEd25519KeyPair}) and public-key strength (RFC 8032
  * section 5.1): whether 32 bytes are a canonical encoding of a curve point outside the
- * small-order subgroup. `node:crypto` (OpenSSL) verifies against any 32 bytes that decode, including the eight small-order points, and for those one signature
- * (R = identity, S = 0 with the identity key) verifies for every message: a key like that in an
- * issuer key set or a signer set would let anyone forge. Plain bigint arithmetic over
+ * small-order subgroup. `node:crypto` (OpenSSL) verifies against any 32 bytes that decode,
+ * including the eight small-order points, and for those one signature (R = identity, S = 0 with
+ * the identity key) verifies for every message: a key like that in an issuer key set or a signer
+ * set would let anyone forge. Plain bigint arithmetic over
  * GF(2^255 - 19), run once per key import.
  *
  * @module
